@@ -1,0 +1,5 @@
+"""ragsql: RAG evaluation that lives in PostgreSQL."""
+
+__all__ = ["__version__"]
+
+__version__ = "0.1.0"

@@ -1,0 +1,18 @@
+"""Database layer: connections, the embedded server, schema install, and every SQL text Python sends."""
+
+from ragsql.db.connect import connect, database_url, engine
+from ragsql.db.install import ensure_schema, install, schema_version
+from ragsql.db.server import data_home, embedded_status, ensure_embedded, stop_embedded
+
+__all__ = [
+    "connect",
+    "data_home",
+    "database_url",
+    "embedded_status",
+    "engine",
+    "ensure_embedded",
+    "ensure_schema",
+    "install",
+    "schema_version",
+    "stop_embedded",
+]

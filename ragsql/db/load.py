@@ -1,0 +1,233 @@
+"""Bulk loads with COPY: datasets, queries, judgments, reference answers, runs, results, answers.
+
+Every function works inside the caller's transaction, so an import either lands whole or not at all.
+Rows are streamed through COPY into a temporary staging table and moved with one set-based insert.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+import psycopg
+from psycopg import sql
+
+from ragsql.errors import InputError
+
+__all__ = [
+    "ensure_dataset",
+    "add_queries",
+    "add_judgments",
+    "add_reference_answers",
+    "create_run",
+    "add_run_results",
+    "add_answers",
+    "analyze",
+]
+
+
+def _copy(conn: psycopg.Connection, table: str, columns: Sequence[str], types: Sequence[str], rows: Iterable) -> int:
+    """Create temp table `table` (dropped at commit) and COPY rows into it; returns the row count."""
+    cols = sql.SQL(", ").join(
+        sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t)) for c, t in zip(columns, types)
+    )
+    conn.execute(sql.SQL("create temp table {} ({}) on commit drop").format(sql.Identifier(table), cols))
+    count = 0
+    copy_sql = sql.SQL("copy {} ({}) from stdin").format(
+        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    with conn.cursor().copy(copy_sql) as copy:
+        for row in rows:
+            copy.write_row(row)
+            count += 1
+    return count
+
+
+def ensure_dataset(conn: psycopg.Connection, name: str, description: str | None = None) -> int:
+    """Id of the named dataset, created when new."""
+    row = conn.execute(
+        """
+        insert into ragsql.dataset (name, description) values (%s, %s)
+        on conflict (name) do update set description = coalesce(excluded.description, ragsql.dataset.description)
+        returning id
+        """,
+        (name, description),
+    ).fetchone()
+    return row[0]
+
+
+def add_queries(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tuple]) -> int:
+    """Upsert (qid, text, language, metadata dict) rows; known queries keep values not given again."""
+    staged = _copy(
+        conn,
+        "_stage_query",
+        ["qid", "text", "language", "metadata"],
+        ["text", "text", "text", "jsonb"],
+        ((qid, text, lang, json.dumps(meta or {})) for qid, text, lang, meta in rows),
+    )
+    conn.execute(
+        """
+        insert into ragsql.query (dataset_id, qid, text, language, metadata)
+        select distinct on (s.qid) %s, s.qid, s.text, s.language, s.metadata from _stage_query as s
+        on conflict (dataset_id, qid) do update set
+            text = coalesce(excluded.text, ragsql.query.text),
+            language = coalesce(excluded.language, ragsql.query.language),
+            metadata = ragsql.query.metadata || excluded.metadata
+        """,
+        (dataset_id,),
+    )
+    return staged
+
+
+def add_judgments(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tuple]) -> int:
+    """Insert (qid, docno, relevance, text) gold judgments; a (qid, docno) judged twice is an error."""
+    staged = _copy(
+        conn,
+        "_stage_judgment",
+        ["qid", "docno", "relevance", "text"],
+        ["text", "text", "integer", "text"],
+        rows,
+    )
+    _require_known_qids(conn, dataset_id, "_stage_judgment", "judgment")
+    try:
+        conn.execute(
+            """
+            insert into ragsql.judgment (query_id, docno, relevance, text)
+            select q.id, s.docno, s.relevance, s.text
+            from _stage_judgment as s
+            join ragsql.query as q on q.dataset_id = %s and q.qid = s.qid
+            """,
+            (dataset_id,),
+        )
+    except psycopg.errors.UniqueViolation as exc:
+        raise InputError(f"an item is judged twice for one query ({_detail(exc)})") from exc
+    return staged
+
+
+def add_reference_answers(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tuple]) -> int:
+    """Insert (qid, text) reference answers, numbered after those the query already has."""
+    staged = _copy(conn, "_stage_reference", ["ord", "qid", "text"], ["bigint", "text", "text"],
+                   ((i, qid, text) for i, (qid, text) in enumerate(rows)))
+    _require_known_qids(conn, dataset_id, "_stage_reference", "reference answer")
+    conn.execute(
+        """
+        insert into ragsql.reference_answer (query_id, position, text)
+        select q.id,
+               coalesce((select max(r.position) from ragsql.reference_answer as r where r.query_id = q.id), 0)
+                   + row_number() over (partition by q.id order by s.ord),
+               s.text
+        from _stage_reference as s
+        join ragsql.query as q on q.dataset_id = %s and q.qid = s.qid
+        """,
+        (dataset_id,),
+    )
+    return staged
+
+
+def create_run(
+    conn: psycopg.Connection, name: str, dataset_id: int, config: dict | None = None,
+    notes: str | None = None, replace: bool = False,
+) -> int:
+    """Create a run; an existing name is an error unless replace=True (its results are deleted)."""
+    existing = conn.execute("select id, dataset_id from ragsql.run where name = %s", (name,)).fetchone()
+    if existing and not replace:
+        raise InputError(f'run "{name}" already exists (use --replace to load it again)')
+    if existing:
+        conn.execute("delete from ragsql.run where id = %s", (existing[0],))
+    row = conn.execute(
+        "insert into ragsql.run (name, dataset_id, config, notes) values (%s, %s, %s, %s) returning id",
+        (name, dataset_id, json.dumps(config or {}), notes),
+    ).fetchone()
+    return row[0]
+
+
+def add_run_results(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple], rank_by_score: bool = False) -> int:
+    """Insert (qid, rank, docno, score, text) results of a run.
+
+    With rank_by_score the given ranks are ignored and rebuilt as trec_eval does: score descending,
+    ties by docno descending in byte order.
+    """
+    staged = _copy(
+        conn,
+        "_stage_result",
+        ["qid", "rank", "docno", "score", "text"],
+        ["text", "integer", "text", "float8", "text"],
+        rows,
+    )
+    dataset_id = conn.execute("select dataset_id from ragsql.run where id = %s", (run_id,)).fetchone()[0]
+    _require_known_qids(conn, dataset_id, "_stage_result", "result")
+    rank = (
+        sql.SQL('row_number() over (partition by s.qid order by s.score desc, s.docno collate "C" desc)')
+        if rank_by_score
+        else sql.SQL("s.rank")
+    )
+    try:
+        conn.execute(
+            sql.SQL(
+                """
+                insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score, text)
+                select %s, q.dataset_id, q.id, {rank}, s.docno, s.score, s.text
+                from _stage_result as s
+                join ragsql.query as q on q.dataset_id = %s and q.qid = s.qid
+                """
+            ).format(rank=rank),
+            (run_id, dataset_id),
+        )
+    except psycopg.errors.UniqueViolation as exc:
+        raise InputError(f"duplicate result in a run ({_detail(exc)})") from exc
+    except psycopg.errors.CheckViolation as exc:
+        raise InputError(f"invalid result ({_detail(exc)})") from exc
+    return staged
+
+
+def add_answers(conn: psycopg.Connection, run_id: int, answers: Iterable[tuple], contexts: Iterable[tuple]) -> int:
+    """Insert (qid, text, metadata) answers and (qid, position, docno, text) contexts they used."""
+    staged = _copy(conn, "_stage_answer", ["qid", "text", "metadata"], ["text", "text", "jsonb"],
+                   ((q, t, json.dumps(m or {})) for q, t, m in answers))
+    _copy(conn, "_stage_context", ["qid", "position", "docno", "text"], ["text", "integer", "text", "text"], contexts)
+    dataset_id = conn.execute("select dataset_id from ragsql.run where id = %s", (run_id,)).fetchone()[0]
+    _require_known_qids(conn, dataset_id, "_stage_answer", "answer")
+    conn.execute(
+        """
+        insert into ragsql.answer (run_id, dataset_id, query_id, text, metadata)
+        select %s, q.dataset_id, q.id, s.text, s.metadata
+        from _stage_answer as s join ragsql.query as q on q.dataset_id = %s and q.qid = s.qid
+        """,
+        (run_id, dataset_id),
+    )
+    conn.execute(
+        """
+        insert into ragsql.answer_context (run_id, query_id, position, docno, text)
+        select %s, q.id, s.position, s.docno, s.text
+        from _stage_context as s join ragsql.query as q on q.dataset_id = %s and q.qid = s.qid
+        """,
+        (run_id, dataset_id),
+    )
+    return staged
+
+
+def analyze(conn: psycopg.Connection) -> None:
+    """Refresh planner statistics of the tables bulk loads write (call after commit)."""
+    for table in ("query", "judgment", "reference_answer", "run_result", "answer", "answer_context"):
+        conn.execute(sql.SQL("analyze ragsql.{}").format(sql.Identifier(table)))
+
+
+def _require_known_qids(conn: psycopg.Connection, dataset_id: int, stage: str, what: str) -> None:
+    missing = conn.execute(
+        sql.SQL(
+            """
+            select distinct s.qid from {} as s
+            where not exists (select from ragsql.query as q where q.dataset_id = %s and q.qid = s.qid)
+            order by 1 limit 6
+            """
+        ).format(sql.Identifier(stage)),
+        (dataset_id,),
+    ).fetchall()
+    if missing:
+        names = ", ".join(r[0] for r in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise InputError(f"{what} for a query that is not in the dataset: {names}")
+
+
+def _detail(exc: psycopg.Error) -> str:
+    diag = exc.diag
+    return (diag.message_detail or diag.message_primary or str(exc)).strip()

@@ -1,0 +1,361 @@
+-- Retrieval measures (trec_eval 10 with -c semantics; names as ir_measures spells them).
+--
+-- Every measure of a query is a function of its *ranking profile*, built in one pass over the
+-- query's judged-relevant hits in the run (never a scan per measure):
+--   rel_ranks  int[]    sorted ranks of retrieved items with relevance >= level
+--   prec_cum   float8[] prec_cum[j] = sum over the first j relevant hits of (j' / rank_j')
+--   gain_ranks int[]    sorted ranks of retrieved items with a positive grade
+--   dcg_cum    float8[] cumulative DCG over gain_ranks (gain / log2(rank + 1))
+--   idcg_cum   float8[] cumulative DCG of the ideal ordering of the query's positive grades
+--   n_rel      bigint   R: judged items with relevance >= level
+-- width_bucket(k, sorted_ranks) counts the ranks <= k, so each formula is one expression.
+
+create or replace function ragsql.precision_at(rel_ranks integer[], k integer)
+returns float8
+language sql immutable parallel safe
+as $$
+    select width_bucket(k, rel_ranks)::float8 / k
+$$;
+comment on function ragsql.precision_at(integer[], integer) is
+    'P@k = (relevant items in the top k) / k; k is the denominator even when fewer were retrieved (trec_eval P_k).';
+
+create or replace function ragsql.recall_at(rel_ranks integer[], k integer, n_rel bigint)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case when n_rel > 0 then width_bucket(k, rel_ranks)::float8 / n_rel else 0 end
+$$;
+comment on function ragsql.recall_at(integer[], integer, bigint) is
+    'R@k = (relevant items in the top k) / R, R = all relevant judgments of the query; 0 when R = 0 (trec_eval recall_k).';
+
+create or replace function ragsql.success_at(rel_ranks integer[], k integer)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case when rel_ranks[1] <= k then 1.0::float8 else 0.0::float8 end
+$$;
+comment on function ragsql.success_at(integer[], integer) is
+    'Success@k (hit rate; the retrieval seed''s Recall@k) = 1 if any relevant item is in the top k, else 0 (trec_eval success_k).';
+
+create or replace function ragsql.reciprocal_rank_at(rel_ranks integer[], k integer)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case when rel_ranks[1] <= k then 1.0::float8 / rel_ranks[1] else 0.0::float8 end
+$$;
+comment on function ragsql.reciprocal_rank_at(integer[], integer) is
+    'RR@k = 1 / rank of the first relevant item if it is in the top k, else 0; its mean is MRR (trec_eval recip_rank).';
+
+create or replace function ragsql.average_precision_at(
+    rel_ranks integer[], prec_cum float8[], k integer, n_rel bigint)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case
+        when n_rel > 0 then coalesce(prec_cum[width_bucket(k, rel_ranks)], 0) / n_rel
+        else 0
+    end
+$$;
+comment on function ragsql.average_precision_at(integer[], float8[], integer, bigint) is
+    'AP@k = sum over relevant items at rank i <= k of P@i, divided by R (all relevant of the query, not by k); '
+    '0 when R = 0 (trec_eval map / map_cut_k).';
+
+create or replace function ragsql.context_precision_at(rel_ranks integer[], prec_cum float8[], k integer)
+returns float8
+language sql immutable parallel safe
+as $$
+    select coalesce(prec_cum[width_bucket(k, rel_ranks)] / width_bucket(k, rel_ranks), 0)
+$$;
+comment on function ragsql.context_precision_at(integer[], float8[], integer) is
+    'ContextPrecision@k (RAGAS) = sum over i <= k of P@i * rel_i / (relevant items in the top k); 0 when none. '
+    'rel_ranks may come from gold labels or from LLM verdicts (ragsql.relevance_profile). '
+    'Seed examples: [1,0,1,0,1] -> 0.7556, [0,0,0,1,1] -> 0.325, [1,1,1,0,0] -> 1.';
+
+create or replace function ragsql.r_precision(rel_ranks integer[], n_rel bigint)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case when n_rel > 0 then width_bucket(n_rel::integer, rel_ranks)::float8 / n_rel else 0 end
+$$;
+comment on function ragsql.r_precision(integer[], bigint) is
+    'Rprec = (relevant items in the top R) / R, R = relevant judgments of the query; 0 when R = 0 (trec_eval Rprec).';
+
+create or replace function ragsql.ndcg_at(
+    gain_ranks integer[], dcg_cum float8[], idcg_cum float8[], k integer)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case
+        when cardinality(idcg_cum) > 0
+            then coalesce(dcg_cum[width_bucket(k, gain_ranks)], 0)
+                 / idcg_cum[least(k, cardinality(idcg_cum))]
+        else 0
+    end
+$$;
+comment on function ragsql.ndcg_at(integer[], float8[], float8[], integer) is
+    'nDCG@k = DCG@k / IDCG@k, DCG@k = sum over i <= k of gain_i / log2(i + 1); IDCG from all positive grades of '
+    'the query sorted descending; 0 when IDCG = 0. Gain is the grade itself (trec_eval ndcg_cut_k) or '
+    '2^grade - 1 (nDCG_burges@k), whatever the relevance level.';
+
+create or replace function ragsql.relevance_profile(relevant boolean[])
+returns table (rel_ranks integer[], prec_cum float8[])
+language sql immutable parallel safe
+as $$
+    select coalesce(array_agg(h.rank order by h.rank), '{}'),
+           coalesce(array_agg(h.cum order by h.rank), '{}')
+    from (
+        select p.rank, sum(p.hit::float8 / p.rank) over (order by p.rank) as cum
+        from (
+            select u.rank::integer, count(*) over (order by u.rank) as hit
+            from unnest(relevance_profile.relevant) with ordinality as u(rel, rank)
+            where u.rel
+        ) as p
+    ) as h
+$$;
+comment on function ragsql.relevance_profile(boolean[]) is
+    'Ranking profile (rel_ranks, prec_cum) of a ranked list of yes/no relevance verdicts, for '
+    'ragsql.context_precision_at and the other rank formulas: e.g. LLM verdicts on a sample''s contexts.';
+
+create or replace function ragsql._measure_spec(measures text[])
+returns table (ord integer, measure text, family text, k integer)
+language plpgsql immutable parallel safe
+as $$
+declare
+    name text;
+    m text[];
+    fam text;
+    cutoff integer;
+begin
+    if measures is null or cardinality(measures) = 0 then
+        raise exception 'no measure named'
+            using errcode = 'invalid_parameter_value', hint = 'e.g. array[''P@5'', ''nDCG@10'']';
+    end if;
+    ord := 0;
+    foreach name in array measures loop
+        ord := ord + 1;
+        m := regexp_match(coalesce(name, ''),
+            '^\s*(p|r|success|rr|ndcg|ndcg_burges|ap|contextprecision|rprec)(?:@([0-9]{1,9}))?\s*$', 'i');
+        if m is null then
+            raise exception 'unknown measure "%"', name
+                using errcode = 'invalid_parameter_value',
+                      hint = 'measures: Success@k, R@k, P@k, RR@k, nDCG@k, nDCG_burges@k, AP, AP@k, '
+                             'ContextPrecision@k, Rprec (RR, R, nDCG, AP, Success, ContextPrecision '
+                             'without @k cover the whole ranking)';
+        end if;
+        fam := case lower(m[1])
+            when 'p' then 'P' when 'r' then 'R' when 'success' then 'Success' when 'rr' then 'RR'
+            when 'ndcg' then 'nDCG' when 'ndcg_burges' then 'nDCG_burges' when 'ap' then 'AP'
+            when 'contextprecision' then 'ContextPrecision' when 'rprec' then 'Rprec'
+        end;
+        cutoff := m[2]::integer;
+        if cutoff = 0 then
+            raise exception 'measure "%": the cutoff k must be at least 1', name
+                using errcode = 'invalid_parameter_value';
+        elsif fam = 'Rprec' and cutoff is not null then
+            raise exception 'measure "%": Rprec takes no cutoff (it is precision at R)', name
+                using errcode = 'invalid_parameter_value';
+        elsif fam = 'P' and cutoff is null then
+            raise exception 'measure "%": precision needs a cutoff, e.g. P@10', name
+                using errcode = 'invalid_parameter_value';
+        end if;
+        measure := fam || coalesce('@' || cutoff, '');
+        family := fam;
+        k := coalesce(cutoff, 2147483647);
+        return next;
+    end loop;
+end
+$$;
+comment on function ragsql._measure_spec(text[]) is 'Parses measure names (ir_measures spelling, any case) into family and cutoff.';
+
+create or replace function ragsql._run_id(run text)
+returns bigint
+language plpgsql stable parallel safe
+as $$
+declare
+    found_id bigint;
+begin
+    select r.id into found_id from ragsql.run as r where r.name = _run_id.run;
+    if found_id is null then
+        raise exception 'unknown run "%"', run
+            using errcode = 'no_data_found', hint = 'see: select name from ragsql.run';
+    end if;
+    return found_id;
+end
+$$;
+comment on function ragsql._run_id(text) is 'Id of the named run; raises no_data_found for an unknown run.';
+
+create or replace function ragsql._evaluate(run_id bigint, measures text[], rel_level integer)
+returns table (
+    query_id bigint, qid text, ord integer, measure text, value float8,
+    relevant bigint, retrieved boolean)
+language sql stable parallel safe
+as $$
+    with spec as (
+        select * from ragsql._measure_spec(measures)
+    ),
+    judged as (
+        select q.id as query_id,
+               q.qid,
+               count(*) filter (where j.relevance >= _evaluate.rel_level) as n_rel
+        from ragsql.run as ru
+        join ragsql.query as q on q.dataset_id = ru.dataset_id
+        join ragsql.judgment as j on j.query_id = q.id
+        where ru.id = _evaluate.run_id
+        group by q.id, q.qid
+    ),
+    ideal as (
+        select g.query_id,
+               array_agg(g.cum_lin order by g.pos) as idcg_cum,
+               array_agg(g.cum_exp order by g.pos) as idcg_exp_cum
+        from (
+            select o.query_id,
+                   o.pos,
+                   sum(o.relevance / (ln((o.pos + 1)::float8) / ln(2::float8))) over w as cum_lin,
+                   sum((2.0::float8 ^ o.relevance - 1) / (ln((o.pos + 1)::float8) / ln(2::float8))) over w as cum_exp
+            from (
+                select j.query_id,
+                       j.relevance::float8 as relevance,
+                       row_number() over (partition by j.query_id order by j.relevance desc) as pos
+                from judged as jd
+                join ragsql.judgment as j on j.query_id = jd.query_id
+                where j.relevance > 0
+            ) as o
+            window w as (partition by o.query_id order by o.pos)
+        ) as g
+        group by g.query_id
+    ),
+    hit as (
+        select r.query_id, r.rank, j.relevance
+        from judged as jd
+        join ragsql.judgment as j on j.query_id = jd.query_id
+        join ragsql.run_result as r
+          on r.run_id = _evaluate.run_id and r.query_id = j.query_id and r.docno = j.docno
+        where j.relevance > 0 or j.relevance >= _evaluate.rel_level
+    ),
+    rel_profile as (
+        select c.query_id,
+               array_agg(c.rank order by c.rank) as rel_ranks,
+               array_agg(c.cum order by c.rank) as prec_cum
+        from (
+            select n.query_id, n.rank, sum(n.nth::float8 / n.rank) over (partition by n.query_id order by n.rank) as cum
+            from (
+                select h.query_id, h.rank, row_number() over (partition by h.query_id order by h.rank) as nth
+                from hit as h
+                where h.relevance >= _evaluate.rel_level
+            ) as n
+        ) as c
+        group by c.query_id
+    ),
+    gain_profile as (
+        select c.query_id,
+               array_agg(c.rank order by c.rank) as gain_ranks,
+               array_agg(c.cum_lin order by c.rank) as dcg_cum,
+               array_agg(c.cum_exp order by c.rank) as dcg_exp_cum
+        from (
+            select h.query_id,
+                   h.rank,
+                   sum(h.relevance / (ln((h.rank + 1)::float8) / ln(2::float8))) over w as cum_lin,
+                   sum((2.0::float8 ^ h.relevance - 1) / (ln((h.rank + 1)::float8) / ln(2::float8))) over w as cum_exp
+            from hit as h
+            where h.relevance > 0
+            window w as (partition by h.query_id order by h.rank)
+        ) as c
+        group by c.query_id
+    ),
+    profile as (
+        select jd.query_id,
+               jd.qid,
+               jd.n_rel,
+               coalesce(rp.rel_ranks, '{}') as rel_ranks,
+               coalesce(rp.prec_cum, '{}') as prec_cum,
+               coalesce(gp.gain_ranks, '{}') as gain_ranks,
+               coalesce(gp.dcg_cum, '{}') as dcg_cum,
+               coalesce(gp.dcg_exp_cum, '{}') as dcg_exp_cum,
+               coalesce(i.idcg_cum, '{}') as idcg_cum,
+               coalesce(i.idcg_exp_cum, '{}') as idcg_exp_cum,
+               exists (
+                   select from ragsql.run_result as r
+                   where r.run_id = _evaluate.run_id and r.query_id = jd.query_id
+               ) as retrieved
+        from judged as jd
+        left join rel_profile as rp on rp.query_id = jd.query_id
+        left join gain_profile as gp on gp.query_id = jd.query_id
+        left join ideal as i on i.query_id = jd.query_id
+    )
+    select p.query_id,
+           p.qid,
+           s.ord,
+           s.measure,
+           case s.family
+               when 'P' then ragsql.precision_at(p.rel_ranks, s.k)
+               when 'R' then ragsql.recall_at(p.rel_ranks, s.k, p.n_rel)
+               when 'Success' then ragsql.success_at(p.rel_ranks, s.k)
+               when 'RR' then ragsql.reciprocal_rank_at(p.rel_ranks, s.k)
+               when 'AP' then ragsql.average_precision_at(p.rel_ranks, p.prec_cum, s.k, p.n_rel)
+               when 'ContextPrecision' then ragsql.context_precision_at(p.rel_ranks, p.prec_cum, s.k)
+               when 'Rprec' then ragsql.r_precision(p.rel_ranks, p.n_rel)
+               when 'nDCG' then ragsql.ndcg_at(p.gain_ranks, p.dcg_cum, p.idcg_cum, s.k)
+               when 'nDCG_burges' then ragsql.ndcg_at(p.gain_ranks, p.dcg_exp_cum, p.idcg_exp_cum, s.k)
+           end,
+           p.n_rel,
+           p.retrieved
+    from profile as p
+    cross join spec as s
+$$;
+comment on function ragsql._evaluate(bigint, text[], integer) is
+    'Every requested measure for every judged query of a run, from one pass over its relevant hits.';
+
+create or replace function ragsql.evaluate(run text, measures text[] default null, rel_level integer default 1)
+returns table (qid text, measure text, value float8, relevant bigint, retrieved boolean)
+language sql stable parallel safe
+as $$
+    select e.qid, e.measure, e.value, e.relevant, e.retrieved
+    from ragsql._evaluate(
+        ragsql._run_id(evaluate.run),
+        coalesce(evaluate.measures, array(select d.measure from ragsql.default_measure as d order by d.position)),
+        evaluate.rel_level
+    ) as e
+    order by e.qid collate "C", e.ord
+$$;
+comment on function ragsql.evaluate(text, text[], integer) is
+    'Per-query values of several measures in one pass (default: ragsql.default_measure). Covers every query '
+    'with judgments in the run''s dataset (trec_eval -c): a judged query missing from the run scores 0 '
+    '(retrieved = false), one with no relevant item (relevant = 0) scores 0; unjudged queries are ignored. '
+    'rel_level is trec_eval -l: relevance >= rel_level is relevant; nDCG gains ignore it.';
+
+create or replace function ragsql.measure(run text, measure text, rel_level integer default 1)
+returns table (qid text, value float8)
+language sql stable parallel safe
+as $$
+    select e.qid, e.value
+    from ragsql.evaluate(measure.run, array[measure.measure], measure.rel_level) as e
+$$;
+comment on function ragsql.measure(text, text, integer) is
+    'Per-query value of one measure: Success@k, R@k, P@k, RR@k, nDCG@k, nDCG_burges@k, AP, AP@k, '
+    'ContextPrecision@k, Rprec (without @k: the whole ranking). See ragsql.evaluate for which queries count.';
+
+create or replace function ragsql.summarize(run text, measures text[] default null, rel_level integer default 1)
+returns table (
+    measure text, value float8, queries bigint, answerable bigint, no_relevant bigint,
+    missing bigint, value_answerable float8)
+language sql stable parallel safe
+as $$
+    select e.measure,
+           avg(e.value),
+           count(*),
+           count(*) filter (where e.relevant > 0),
+           count(*) filter (where e.relevant = 0),
+           count(*) filter (where not e.retrieved),
+           avg(e.value) filter (where e.relevant > 0)
+    from ragsql._evaluate(
+        ragsql._run_id(summarize.run),
+        coalesce(summarize.measures, array(select d.measure from ragsql.default_measure as d order by d.position)),
+        summarize.rel_level
+    ) as e
+    group by e.measure, e.ord
+    order by e.ord
+$$;
+comment on function ragsql.summarize(text, text[], integer) is
+    'Run value of each measure: value = mean over all judged queries (trec_eval -c; missing = 0), queries = '
+    'judged queries, answerable = those with a relevant item, no_relevant = those without, missing = judged '
+    'queries absent from the run, value_answerable = mean over answerable queries only.';

@@ -1,0 +1,14 @@
+-- ragsql: install or upgrade the whole schema with plain psql, no Python needed.
+--   psql -v ON_ERROR_STOP=1 -f sql/install.sql "$DATABASE_URL"
+-- Every file below is idempotent, so running this again changes nothing.
+-- `ragsql db init` applies the same files, in this order (it reads the \ir lines).
+-- pgvector is not a trusted extension: a non-superuser needs a DBA to run
+-- `create extension vector;` in the database first.
+\set ON_ERROR_STOP 1
+begin;
+\ir 000_bootstrap.sql
+\ir migrations/0010_core.sql
+\ir functions/10_measure.sql
+\ir views/10_retrieval.sql
+\ir 999_grants.sql
+commit;

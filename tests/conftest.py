@@ -1,0 +1,109 @@
+"""Test fixtures: one real PostgreSQL per session (RAGSQL_DATABASE_URL, testcontainers, or embedded)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ragsql.db import install
+
+TEMPLATE = f"ragsql_tmpl_{os.getpid()}"
+
+
+def _docker_available() -> bool:
+    return shutil.which("docker") is not None and os.path.exists("/var/run/docker.sock")
+
+
+def _with_dbname(url: str, dbname: str) -> str:
+    params = conninfo_to_dict(url)
+    params["dbname"] = dbname
+    return make_conninfo(**params)
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory):
+    """Admin URL of the server the suite runs on, chosen as the README says."""
+    if os.environ.get("RAGSQL_DATABASE_URL"):
+        yield os.environ["RAGSQL_DATABASE_URL"]
+    elif os.environ.get("RAGSQL_TEST_DOCKER") == "1" and _docker_available():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("pgvector/pgvector:pg17", driver=None) as container:
+            yield container.get_connection_url()
+    else:
+        from ragsql.db import server
+
+        home = tmp_path_factory.mktemp("ragsql_home")
+        old = os.environ.get("RAGSQL_HOME")
+        os.environ["RAGSQL_HOME"] = str(home)
+        try:
+            url = server.ensure_embedded()
+            yield _with_dbname(url, "postgres")
+        finally:
+            server.stop_embedded()
+            if old is None:
+                os.environ.pop("RAGSQL_HOME", None)
+            else:
+                os.environ["RAGSQL_HOME"] = old
+
+
+def _admin(server_url: str) -> psycopg.Connection:
+    return psycopg.connect(server_url, autocommit=True)
+
+
+@pytest.fixture(scope="session")
+def template_url(server_url):
+    """A database with sql/ installed once; tests clone it."""
+    with _admin(server_url) as admin:
+        admin.execute(f'drop database if exists "{TEMPLATE}"')
+        admin.execute(f'create database "{TEMPLATE}"')
+    url = _with_dbname(server_url, TEMPLATE)
+    with psycopg.connect(url) as conn:
+        install(conn)
+        conn.commit()
+    yield url
+    with _admin(server_url) as admin:
+        admin.execute(f'drop database if exists "{TEMPLATE}" with (force)')
+
+
+def _clone(server_url: str) -> str:
+    name = f"ragsql_t_{uuid.uuid4().hex[:12]}"
+    with _admin(server_url) as admin:
+        admin.execute(f'create database "{name}" template "{TEMPLATE}"')
+    return name
+
+
+@pytest.fixture(scope="session")
+def shared_db_url(server_url, template_url):
+    """One clone of the template shared by tests that roll back."""
+    name = _clone(server_url)
+    yield _with_dbname(server_url, name)
+    with _admin(server_url) as admin:
+        admin.execute(f'drop database if exists "{name}" with (force)')
+
+
+@pytest.fixture
+def db(shared_db_url):
+    """A connection whose transaction is rolled back after the test."""
+    conn = psycopg.connect(shared_db_url)
+    try:
+        yield conn
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+@pytest.fixture
+def fresh_db(server_url, template_url, monkeypatch):
+    """URL of a new database cloned from the template (for tests that commit); also RAGSQL_DATABASE_URL."""
+    name = _clone(server_url)
+    url = _with_dbname(server_url, name)
+    monkeypatch.setenv("RAGSQL_DATABASE_URL", url)
+    yield url
+    with _admin(server_url) as admin:
+        admin.execute(f'drop database if exists "{name}" with (force)')
