@@ -1,0 +1,62 @@
+"""`ragsql metrics`: retrieval measures of a run, per run or per query."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+
+from ragsql import db
+from ragsql.cli.output import FORMATS, render
+from ragsql.db import metrics
+
+__all__ = ["metrics_command"]
+
+
+@click.command("metrics")
+@click.option("--run", "run", required=True, help="Name of the run to evaluate.")
+@click.option("--measures", default=None, metavar='"P@5 nDCG@10 ..."',
+              help="Space- or comma-separated measures (default: ragsql.default_measure). "
+                   "Without @k, RR, R, nDCG, AP, Success and ContextPrecision cover the whole ranking.")
+@click.option("--rel-level", default=1, show_default=True, type=int,
+              help="Minimum grade that counts as relevant (trec_eval -l). nDCG gains ignore it.")
+@click.option("--answerable-only", is_flag=True,
+              help="Average over queries with at least one relevant item only.")
+@click.option("--per-query", is_flag=True, help="One row per query and measure.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def metrics_command(run: str, measures: str | None, rel_level: int, answerable_only: bool,
+                    per_query: bool, fmt: str) -> None:
+    """Retrieval measures of a run, computed in SQL with trec_eval -c semantics.
+
+    The run value is the mean over every judged query of the dataset: a judged
+    query missing from the run scores 0; queries without judgments are ignored.
+    """
+    names = measures.replace(",", " ").split() if measures else None
+    with db.connect() as conn:
+        db.ensure_schema(conn)
+        if per_query:
+            rows = [dataclasses.asdict(v) for v in metrics.query_values(conn, run, names, rel_level)]
+            if answerable_only:
+                rows = [r for r in rows if r["relevant"] > 0]
+            render(rows, ["run", "qid", "measure", "value"], fmt, title=f"run {run}")
+            return
+        values = metrics.run_values(conn, run, names, rel_level)
+    rows = []
+    for v in values:
+        row = dataclasses.asdict(v)
+        if answerable_only:
+            row["value"], row["queries"] = v.value_answerable, v.answerable
+        rows.append(row)
+    columns = ["run", "measure", "value", "queries"]
+    if fmt == "table":
+        columns += ["answerable", "missing"]
+    render(rows, columns, fmt, title=None if fmt != "table" else _title(run, values, rel_level, answerable_only))
+
+
+def _title(run: str, values: list[metrics.RunValue], rel_level: int, answerable_only: bool) -> str:
+    if not values:
+        return f"run {run}: no judged queries"
+    v = values[0]
+    scope = f"{v.answerable} answerable queries" if answerable_only else f"{v.queries} judged queries"
+    return (f"run {run} — {scope} ({v.no_relevant} without a relevant item, {v.missing} missing from the run), "
+            f"relevance level {rel_level}")
