@@ -31,6 +31,8 @@ def _copy(conn: psycopg.Connection, table: str, columns: Sequence[str], types: S
     cols = sql.SQL(", ").join(
         sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t)) for c, t in zip(columns, types)
     )
+    # Several loads may share one transaction, so a stage left by an earlier one is replaced.
+    conn.execute(sql.SQL("drop table if exists pg_temp.{}").format(sql.Identifier(table)))
     conn.execute(sql.SQL("create temp table {} ({}) on commit drop").format(sql.Identifier(table), cols))
     count = 0
     copy_sql = sql.SQL("copy {} ({}) from stdin").format(
