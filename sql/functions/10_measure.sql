@@ -190,97 +190,84 @@ returns table (
     relevant bigint, retrieved boolean)
 language sql stable parallel safe
 as $$
-    with spec as (
-        select * from ragsql._measure_spec(measures)
-    ),
-    judged as (
-        select q.id as query_id,
-               q.qid,
-               count(*) filter (where j.relevance >= _evaluate.rel_level) as n_rel
+    with judged_row as materialized (
+        -- every judgment of the run's dataset: read once
+        select j.query_id, q.qid, j.docno, j.relevance
         from ragsql.run as ru
         join ragsql.query as q on q.dataset_id = ru.dataset_id
         join ragsql.judgment as j on j.query_id = q.id
         where ru.id = _evaluate.run_id
-        group by q.id, q.qid
     ),
-    ideal as (
+    query_profile as (
+        -- R and the cumulative ideal DCG (linear and exponential gain) of each judged query
         select g.query_id,
-               array_agg(g.cum_lin order by g.pos) as idcg_cum,
-               array_agg(g.cum_exp order by g.pos) as idcg_exp_cum
+               min(g.qid) as qid,
+               count(*) filter (where g.relevance >= _evaluate.rel_level) as n_rel,
+               coalesce(array_agg(g.cum_lin order by g.pos) filter (where g.relevance > 0), '{}') as idcg_cum,
+               coalesce(array_agg(g.cum_exp order by g.pos) filter (where g.relevance > 0), '{}') as idcg_exp_cum
         from (
-            select o.query_id,
-                   o.pos,
-                   sum(o.relevance / (ln((o.pos + 1)::float8) / ln(2::float8))) over w as cum_lin,
-                   sum((2.0::float8 ^ o.relevance - 1) / (ln((o.pos + 1)::float8) / ln(2::float8))) over w as cum_exp
+            select o.query_id, o.qid, o.relevance, o.pos,
+                   sum(greatest(o.relevance, 0) * o.discount) over w as cum_lin,
+                   sum((2.0::float8 ^ greatest(o.relevance, 0) - 1) * o.discount) over w as cum_exp
             from (
-                select j.query_id,
-                       j.relevance::float8 as relevance,
-                       row_number() over (partition by j.query_id order by j.relevance desc) as pos
-                from judged as jd
-                join ragsql.judgment as j on j.query_id = jd.query_id
-                where j.relevance > 0
+                select jr.query_id, jr.qid, jr.relevance,
+                       row_number() over w as pos,
+                       ln(2::float8) / ln((row_number() over w + 1)::float8) as discount
+                from judged_row as jr
+                window w as (partition by jr.query_id order by jr.relevance desc rows unbounded preceding)
             ) as o
-            window w as (partition by o.query_id order by o.pos)
+            window w as (partition by o.query_id order by o.relevance desc rows unbounded preceding)
         ) as g
         group by g.query_id
     ),
     hit as (
-        select r.query_id, r.rank, j.relevance
-        from judged as jd
-        join ragsql.judgment as j on j.query_id = jd.query_id
+        -- judged items the run retrieved that are relevant or carry gain, with their rank
+        select jr.query_id, r.rank, jr.relevance, jr.relevance >= _evaluate.rel_level as is_rel
+        from judged_row as jr
         join ragsql.run_result as r
-          on r.run_id = _evaluate.run_id and r.query_id = j.query_id and r.docno = j.docno
-        where j.relevance > 0 or j.relevance >= _evaluate.rel_level
+          on r.run_id = _evaluate.run_id and r.query_id = jr.query_id and r.docno = jr.docno
+        where jr.relevance > 0 or jr.relevance >= _evaluate.rel_level
     ),
-    rel_profile as (
+    hit_profile as (
         select c.query_id,
-               array_agg(c.rank order by c.rank) as rel_ranks,
-               array_agg(c.cum order by c.rank) as prec_cum
+               coalesce(array_agg(c.rank order by c.rank) filter (where c.is_rel), '{}') as rel_ranks,
+               coalesce(array_agg(c.prec_cum order by c.rank) filter (where c.is_rel), '{}') as prec_cum,
+               coalesce(array_agg(c.rank order by c.rank) filter (where c.relevance > 0), '{}') as gain_ranks,
+               coalesce(array_agg(c.dcg_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_cum,
+               coalesce(array_agg(c.dcg_exp_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_exp_cum
         from (
-            select n.query_id, n.rank, sum(n.nth::float8 / n.rank) over (partition by n.query_id order by n.rank) as cum
+            select n.query_id, n.rank, n.relevance, n.is_rel,
+                   sum(case when n.is_rel then n.nth::float8 / n.rank end) over w as prec_cum,
+                   sum(greatest(n.relevance, 0) * n.discount) over w as dcg_cum,
+                   sum((2.0::float8 ^ greatest(n.relevance, 0) - 1) * n.discount) over w as dcg_exp_cum
             from (
-                select h.query_id, h.rank, row_number() over (partition by h.query_id order by h.rank) as nth
+                select h.query_id, h.rank, h.relevance, h.is_rel,
+                       count(*) filter (where h.is_rel) over w as nth,
+                       ln(2::float8) / ln((h.rank + 1)::float8) as discount
                 from hit as h
-                where h.relevance >= _evaluate.rel_level
+                window w as (partition by h.query_id order by h.rank)
             ) as n
+            window w as (partition by n.query_id order by n.rank)
         ) as c
         group by c.query_id
     ),
-    gain_profile as (
-        select c.query_id,
-               array_agg(c.rank order by c.rank) as gain_ranks,
-               array_agg(c.cum_lin order by c.rank) as dcg_cum,
-               array_agg(c.cum_exp order by c.rank) as dcg_exp_cum
-        from (
-            select h.query_id,
-                   h.rank,
-                   sum(h.relevance / (ln((h.rank + 1)::float8) / ln(2::float8))) over w as cum_lin,
-                   sum((2.0::float8 ^ h.relevance - 1) / (ln((h.rank + 1)::float8) / ln(2::float8))) over w as cum_exp
-            from hit as h
-            where h.relevance > 0
-            window w as (partition by h.query_id order by h.rank)
-        ) as c
-        group by c.query_id
-    ),
-    profile as (
-        select jd.query_id,
-               jd.qid,
-               jd.n_rel,
-               coalesce(rp.rel_ranks, '{}') as rel_ranks,
-               coalesce(rp.prec_cum, '{}') as prec_cum,
-               coalesce(gp.gain_ranks, '{}') as gain_ranks,
-               coalesce(gp.dcg_cum, '{}') as dcg_cum,
-               coalesce(gp.dcg_exp_cum, '{}') as dcg_exp_cum,
-               coalesce(i.idcg_cum, '{}') as idcg_cum,
-               coalesce(i.idcg_exp_cum, '{}') as idcg_exp_cum,
-               exists (
-                   select from ragsql.run_result as r
-                   where r.run_id = _evaluate.run_id and r.query_id = jd.query_id
-               ) as retrieved
-        from judged as jd
-        left join rel_profile as rp on rp.query_id = jd.query_id
-        left join gain_profile as gp on gp.query_id = jd.query_id
-        left join ideal as i on i.query_id = jd.query_id
+    profile as materialized (
+        select qp.query_id,
+               qp.qid,
+               qp.n_rel,
+               coalesce(hp.rel_ranks, '{}') as rel_ranks,
+               coalesce(hp.prec_cum, '{}') as prec_cum,
+               coalesce(hp.gain_ranks, '{}') as gain_ranks,
+               coalesce(hp.dcg_cum, '{}') as dcg_cum,
+               coalesce(hp.dcg_exp_cum, '{}') as dcg_exp_cum,
+               qp.idcg_cum,
+               qp.idcg_exp_cum,
+               -- a correlated probe of the primary key, not a hashed scan of every result
+               (select true from ragsql.run_result as r
+                where r.run_id = _evaluate.run_id and r.query_id = qp.query_id
+                limit 1) is not null as retrieved
+        from query_profile as qp
+        left join hit_profile as hp on hp.query_id = qp.query_id
     )
     select p.query_id,
            p.qid,
@@ -300,7 +287,7 @@ as $$
            p.n_rel,
            p.retrieved
     from profile as p
-    cross join spec as s
+    cross join ragsql._measure_spec(_evaluate.measures) as s
 $$;
 comment on function ragsql._evaluate(bigint, text[], integer) is
     'Every requested measure for every judged query of a run, from one pass over its relevant hits.';
