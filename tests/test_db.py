@@ -145,3 +145,18 @@ def test_embedded_server_is_persistent_and_survives_concurrent_starts(tmp_path):
         assert schema_version(conn) == "0010_core"
     assert "schema version:  0010_core" in _ragsql(tmp_path, "db", "status").stdout
     _ragsql(tmp_path, "db", "stop")
+
+
+def test_sqlalchemy_engine_reads_the_metric_views(fresh_db):
+    """ragsql.db.engine() gives a SQLAlchemy Engine on the same database, for pandas users."""
+    import sqlalchemy
+
+    from ragsql.db import engine
+
+    eng = engine(fresh_db)
+    try:
+        with eng.connect() as conn:
+            rows = conn.execute(sqlalchemy.text("select count(*) from ragsql.default_measure")).scalar_one()
+    finally:
+        eng.dispose()
+    assert rows == 14

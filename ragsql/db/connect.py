@@ -32,6 +32,5 @@ def engine(url: str | None = None):
     import sqlalchemy
 
     target = url or database_url()
-    if target.startswith("postgresql://") or target.startswith("postgres://"):
-        target = "postgresql+psycopg://" + target.split("://", 1)[1]
-    return sqlalchemy.create_engine(target)
+    # A creator accepts both URLs and key=value conninfo strings, as psycopg does.
+    return sqlalchemy.create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target))
