@@ -9,6 +9,7 @@ import psycopg
 
 from ragsql import __version__
 from ragsql.cli.db import db_group
+from ragsql.cli.imports import import_group
 from ragsql.cli.metrics import metrics_command
 from ragsql.errors import RagsqlError
 
@@ -27,6 +28,7 @@ def cli() -> None:
 
 
 cli.add_command(db_group)
+cli.add_command(import_group)
 cli.add_command(metrics_command)
 
 

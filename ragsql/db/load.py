@@ -23,6 +23,10 @@ __all__ = [
     "add_run_results",
     "add_answers",
     "analyze",
+    "stored_judgments",
+    "stored_reference_answers",
+    "delete_judgments",
+    "delete_reference_answers",
 ]
 
 
@@ -212,6 +216,59 @@ def analyze(conn: psycopg.Connection) -> None:
     """Refresh planner statistics of the tables bulk loads write (call after commit)."""
     for table in ("query", "judgment", "reference_answer", "run_result", "answer", "answer_context"):
         conn.execute(sql.SQL("analyze ragsql.{}").format(sql.Identifier(table)))
+
+
+def stored_judgments(conn: psycopg.Connection, dataset_id: int, qids: list[str]) -> dict[str, dict[str, int]]:
+    """{qid: {docno: relevance}} already stored for these queries of the dataset."""
+    stored: dict[str, dict[str, int]] = {}
+    for qid, docno, relevance in conn.execute(
+        """
+        select q.qid, j.docno, j.relevance
+        from ragsql.judgment as j join ragsql.query as q on q.id = j.query_id
+        where q.dataset_id = %s and q.qid = any(%s)
+        """,
+        (dataset_id, qids),
+    ):
+        stored.setdefault(qid, {})[docno] = relevance
+    return stored
+
+
+def stored_reference_answers(conn: psycopg.Connection, dataset_id: int, qids: list[str]) -> dict[str, list[str]]:
+    """{qid: [reference answer, ...]} already stored for these queries, in position order."""
+    stored: dict[str, list[str]] = {}
+    for qid, text in conn.execute(
+        """
+        select q.qid, r.text
+        from ragsql.reference_answer as r join ragsql.query as q on q.id = r.query_id
+        where q.dataset_id = %s and q.qid = any(%s)
+        order by q.qid, r.position
+        """,
+        (dataset_id, qids),
+    ):
+        stored.setdefault(qid, []).append(text)
+    return stored
+
+
+def delete_judgments(conn: psycopg.Connection, dataset_id: int, qids: list[str]) -> None:
+    """Remove the judgments of these queries (before loading replacements)."""
+    conn.execute(
+        """
+        delete from ragsql.judgment as j using ragsql.query as q
+        where q.id = j.query_id and q.dataset_id = %s and q.qid = any(%s)
+        """,
+        (dataset_id, qids),
+    )
+
+
+def delete_reference_answers(conn: psycopg.Connection, dataset_id: int, qids: list[str]) -> None:
+    """Remove the reference answers of these queries (before loading replacements)."""
+    conn.execute(
+        """
+        delete from ragsql.reference_answer as r using ragsql.query as q
+        where q.id = r.query_id and q.dataset_id = %s and q.qid = any(%s)
+        """,
+        (dataset_id, qids),
+    )
 
 
 def _require_known_qids(conn: psycopg.Connection, dataset_id: int, stage: str, what: str) -> None:

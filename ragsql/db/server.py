@@ -71,11 +71,13 @@ def ensure_embedded() -> str:
             for name, value in _TUNING.items():
                 conn.execute(f"alter system set {name} = '{value}'")  # fixed literals, no user input
             conn.execute("select pg_reload_conf()")
-        if conn.execute("select 1 from pg_database where datname = %s", (DATABASE,)).fetchone() is None:
-            try:
+        # Concurrent first runs queue on a session lock, so only one creates the database.
+        conn.execute("select pg_advisory_lock(hashtext('ragsql.create_database'))")
+        try:
+            if conn.execute("select 1 from pg_database where datname = %s", (DATABASE,)).fetchone() is None:
                 conn.execute(f'create database "{DATABASE}"')
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another ragsql process created it first
+        finally:
+            conn.execute("select pg_advisory_unlock(hashtext('ragsql.create_database'))")
     return server.get_uri(DATABASE)
 
 

@@ -1,0 +1,87 @@
+"""`ragsql import`: load eval sets and runs from TREC qrels/run files, JSONL or CSV."""
+
+from __future__ import annotations
+
+import click
+
+from ragsql import db
+from ragsql.importer import ImportSummary, import_records, import_trec
+
+__all__ = ["import_group"]
+
+_FILE = click.Path(exists=True, dir_okay=False)
+
+
+@click.group("import")
+def import_group() -> None:
+    """Load an eval set (queries, gold evidence, reference answers) and a RAG system's outputs.
+
+    Each import is one transaction: a malformed line stores nothing and names
+    file and line. Labels of a query already in the dataset are kept when the file
+    gives the same ones again; --replace replaces them and a run of the same name.
+    """
+
+
+@import_group.command("trec")
+@click.option("--dataset", required=True, help="Dataset to load into (created when new).")
+@click.option("--qrels", "qrels", required=True, type=_FILE, help="TREC qrels: 'qid iter docno relevance' lines.")
+@click.option("--run", "run_file", type=_FILE, help="TREC run: 'qid Q0 docno rank score tag' lines.")
+@click.option("--run-name", help="Name of the run (default: the tag column of the run file's first line).")
+@click.option("--replace", is_flag=True, help="Replace a run of the same name and the judgments of these queries.")
+def trec_command(dataset: str, qrels: str, run_file: str | None, run_name: str | None, replace: bool) -> None:
+    """Import TREC qrels and optionally a run.
+
+    The run's rank column is ignored: results are ranked as trec_eval ranks them,
+    by score descending, ties by docno descending in byte order. Run topics that
+    are not in the qrels become unjudged queries of the dataset.
+    """
+    with db.connect() as conn:
+        db.ensure_schema(conn)
+        summary = import_trec(conn, dataset, qrels, run_file, run_name, replace=replace)
+    _report(qrels if run_file is None else run_file, summary)
+
+
+def _records_command(fmt: str, example: str):
+    @click.argument("file", type=_FILE)
+    @click.option("--dataset", required=True, help="Dataset to load into (created when new).")
+    @click.option("--run", help="Store the records' retrieved items and answers as this run.")
+    @click.option("--skip-bad", is_flag=True, help="Skip malformed records, load the rest and list every skipped line.")
+    @click.option("--replace", is_flag=True,
+                  help="Replace a run of the same name and the labels of the queries this file labels.")
+    def command(file: str, dataset: str, run: str | None, skip_bad: bool, replace: bool) -> None:
+        with db.connect() as conn:
+            db.ensure_schema(conn)
+            summary = import_records(conn, file, fmt, dataset, run, skip_bad=skip_bad, replace=replace)
+        _report(file, summary)
+
+    command.__doc__ = f"""Import eval-set records from {fmt.upper()} ({example}).
+
+    Field names of RAGAS (user_input, retrieved_contexts, reference_contexts,
+    response, reference), older RAGAS (question, contexts, answer, ground_truth,
+    ground_truths) and the retrieval seed (qid, query, gold_evidence, rel_map,
+    gold_answer, retrieved) are accepted, plus retrieved_ids and retrieved_scores
+    parallel to the contexts, or retrieved items as {{"id", "score", "text"}} objects.
+    Contexts given without an id get 'ctx:' + 16 hex of the sha256 of their text,
+    so a retrieved context equal to a reference context counts as relevant.
+    Unknown fields go into the query's metadata. Retrieved items and answers
+    need --run.
+    """
+    return command
+
+
+import_group.command("jsonl")(_records_command("jsonl", "one JSON object per line"))
+import_group.command("csv")(_records_command(
+    "csv", "a header row; list cells are JSON arrays such as [\"ctx a\",\"ctx b\"], a plain cell is one element"
+))
+
+
+def _report(file: str, s: ImportSummary) -> None:
+    """One summary line on stdout; each skipped record as FILE:LINE: message on stderr."""
+    for line, message in s.skipped:
+        click.echo(f"{file}:{line}: {message}", err=True)
+    parts = [f"{s.queries} queries", f"{s.judgments} judgments", f"{s.references} reference answers"]
+    if s.run is not None:
+        parts.append(f"run {s.run}: {s.results} results, {s.answers} answers")
+    if s.skipped:
+        parts.append(f"{len(s.skipped)} bad records skipped")
+    click.echo(f"imported into dataset {s.dataset}: " + ", ".join(parts))

@@ -1,0 +1,344 @@
+"""Eval-set records from JSONL or CSV, normalised across RAGAS (new and old) and the seed's field names."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from ragsql.errors import InputError
+
+__all__ = ["FORMATS", "Record", "context_docno", "parse_records"]
+
+FORMATS = ("jsonl", "csv")
+
+# Canonical field -> accepted spellings (RAGAS new, RAGAS old, the retrieval seed, ragsql's own).
+_ALIASES = {
+    "qid": ("qid", "query_id", "id"),
+    "query": ("user_input", "question", "query"),
+    "language": ("language", "lang"),
+    "metadata": ("metadata",),
+    "answer": ("response", "answer"),
+    "references": ("reference", "ground_truth", "gold_answer", "ground_truths"),
+    "gold": ("gold_evidence",),
+    "rel_map": ("rel_map",),
+    "reference_contexts": ("reference_contexts",),
+    "reference_ids": ("reference_context_ids",),
+    "contexts": ("retrieved_contexts", "contexts"),
+    "ids": ("retrieved_ids", "retrieved_context_ids", "retrieved"),
+    "scores": ("retrieved_scores",),
+}
+_KNOWN = {name for names in _ALIASES.values() for name in names}
+_LISTS = {"ground_truths", "gold_evidence", "reference_contexts", "reference_context_ids", "retrieved_contexts",
+          "contexts", "retrieved_ids", "retrieved_context_ids", "retrieved", "retrieved_scores"}
+_OBJECTS = {"metadata", "rel_map"}
+_ITEM_KEYS = {"id", "score", "text"}
+
+Judgment = tuple[str, int, str | None]
+Retrieved = tuple[str, float | None, str | None]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One eval-set record: a query, its gold labels and (optionally) what a RAG system returned for it."""
+
+    line: int
+    qid: str
+    query: str | None
+    language: str | None = None
+    metadata: dict = field(default_factory=dict)
+    judgments: tuple[Judgment, ...] = ()  # (docno, relevance, text)
+    references: tuple[str, ...] = ()
+    retrieved: tuple[Retrieved, ...] = ()  # (docno, score, text), rank order
+    answer: str | None = None
+
+
+class _Invalid(ValueError):
+    """A record-level problem; becomes an InputError with file and line, or a skipped line."""
+
+
+def context_docno(text: str) -> str:
+    """Id of a context given only as text: 'ctx:' + 16 hex of sha256 of its whitespace-normalised text."""
+    return "ctx:" + hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:16]
+
+
+def parse_records(
+    lines: Iterable[str], fmt: str, path: str = "<records>",
+    on_error: Callable[[int, str], None] | None = None,
+) -> Iterator[Record]:
+    """Yield a Record per JSONL line or CSV row; a bad record raises InputError, or goes to on_error(line, message)."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown record format {fmt!r} (expected one of {', '.join(FORMATS)})", path)
+    first_line: dict[str, int] = {}
+    for line, obj in (_jsonl_objects(lines) if fmt == "jsonl" else _csv_objects(lines, path)):
+        try:
+            if isinstance(obj, _Invalid):
+                raise obj
+            record = _record(obj, line)
+            if record.qid in first_line:
+                raise _Invalid(f"qid {record.qid!r} appears twice (first on line {first_line[record.qid]})")
+        except _Invalid as exc:
+            if on_error is None:
+                raise InputError(str(exc), path, line) from None
+            on_error(line, str(exc))
+            continue
+        first_line[record.qid] = line
+        yield record
+
+
+def _jsonl_objects(lines: Iterable[str]) -> Iterator[tuple[int, object]]:
+    for number, text in enumerate(lines, start=1):
+        text = text.lstrip("\ufeff") if number == 1 else text
+        if not text.strip():
+            continue
+        try:
+            yield number, json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield number, _Invalid(f"invalid JSON: {exc.msg} (column {exc.colno})")
+
+
+def _csv_objects(lines: Iterable[str], path: str) -> Iterator[tuple[int, object]]:
+    # Cells holding many contexts easily pass csv's default 128 KiB cell limit.
+    csv.field_size_limit(max(csv.field_size_limit(), min(sys.maxsize, 2**31 - 1)))
+    reader = csv.reader(lines)
+    try:
+        header = next(reader, None)
+        if header is None:
+            return
+        header = [h.strip() for h in header]
+        header[0] = header[0].lstrip("\ufeff")
+        if len(set(header)) != len(header) or "" in header:
+            raise InputError("the CSV header has an empty or repeated column name", path, 1)
+        start = reader.line_num + 1
+        for row in reader:
+            line, start = start, reader.line_num + 1
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                yield line, _Invalid(f"row has {len(row)} cells but the header has {len(header)}")
+                continue
+            try:
+                yield line, {k: v for k, cell in zip(header, row) if (v := _csv_value(k, cell)) is not None}
+            except _Invalid as exc:
+                yield line, exc
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV: {exc}", path, reader.line_num) from None
+
+
+def _csv_value(name: str, cell: str) -> object:
+    """A CSV cell as the JSON value it stands for; blank cells are absent, except an answer's."""
+    text = cell.strip()
+    if name in _ALIASES["answer"]:
+        return cell
+    if not text:
+        return None
+    if name in _LISTS:
+        if text.startswith("[") and text.endswith("]"):
+            return _json(name, text)
+        if name == "retrieved_scores":
+            return [_json(name, text)]
+        return [cell]
+    if name in _OBJECTS:
+        return _json(name, text)
+    return cell
+
+
+def _json(name: str, text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _Invalid(f"{name}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+
+
+def _record(obj: object, line: int) -> Record:
+    if not isinstance(obj, dict):
+        raise _Invalid(f"a record must be a JSON object, found {_kind(obj)}")
+    qid, query = _get(obj, "qid", _id), _get(obj, "query", _text)
+    if qid is None and query is None:
+        raise _Invalid("record has no query text (user_input, question or query) and no qid")
+    key, meta = _pick(obj, "metadata")
+    if key and not isinstance(meta, dict):
+        raise _Invalid(f"metadata must be an object, found {_kind(meta)}")
+    metadata = dict(meta or {})
+    for name in obj.keys() - _KNOWN:
+        if name in metadata:
+            raise _Invalid(f"field {name} is also a key of metadata")
+        metadata[name] = obj[name]
+    return Record(
+        line=line,
+        qid=qid if qid is not None else f"q{line}",
+        query=query,
+        language=_get(obj, "language", _text),
+        metadata=metadata,
+        judgments=_judgments(obj),
+        references=_references(obj),
+        retrieved=_retrieved(obj),
+        answer=_answer(obj),
+    )
+
+
+def _pick(obj: dict, name: str) -> tuple[str | None, object]:
+    """(spelling, value) of the first non-null spelling of a field; two spellings that disagree are an error."""
+    present = [(k, obj[k]) for k in _ALIASES[name] if obj.get(k) is not None]
+    if not present:
+        return None, None
+    for other, value in present[1:]:
+        if value != present[0][1]:
+            raise _Invalid(f"fields {present[0][0]} and {other} disagree")
+    return present[0]
+
+
+def _get(obj: dict, name: str, check: Callable[[str, object], object]) -> object:
+    key, value = _pick(obj, name)
+    return check(key, value) if key else None
+
+
+def _answer(obj: dict) -> str | None:
+    for key in _ALIASES["answer"]:
+        if key in obj and (obj[key] is None or (isinstance(obj[key], str) and not obj[key].strip())):
+            raise _Invalid(f"{key} is empty (an answer that is given must have text)")
+    return _get(obj, "answer", _text)
+
+
+def _references(obj: dict) -> tuple[str, ...]:
+    found: list[tuple[str, list[str]]] = []
+    for key in _ALIASES["references"]:
+        if obj.get(key) is None:
+            continue
+        if key in _LISTS:
+            found.append((key, [_text(key, v, i) for i, v in enumerate(_list(key, obj[key]))]))
+        else:
+            found.append((key, [_text(key, obj[key])]))
+    for key, values in found[1:]:
+        if values != found[0][1]:
+            raise _Invalid(f"fields {found[0][0]} and {key} disagree")
+    return tuple(found[0][1]) if found else ()
+
+
+def _judgments(obj: dict) -> tuple[Judgment, ...]:
+    labels: dict[str, list] = {}  # docno -> [relevance, text]
+    key, gold = _pick(obj, "gold")
+    for i, item in enumerate(_list(key, gold) if key else []):
+        docno = _id(key, item, i)
+        if docno in labels:
+            raise _Invalid(f"{key} lists {docno!r} twice")
+        labels[docno] = [1, None]
+    key, rel_map = _pick(obj, "rel_map")
+    if key and not isinstance(rel_map, dict):
+        raise _Invalid(f"rel_map must be an object of id -> relevance, found {_kind(rel_map)}")
+    for docno, grade in (rel_map or {}).items():
+        labels.setdefault(_id("rel_map key", docno), [1, None])[0] = _grade(f"rel_map[{docno!r}]", grade)
+    key, texts = _pick(obj, "reference_contexts")
+    texts = _list(key, texts) if key else []
+    id_key, ids = _pick(obj, "reference_ids")
+    ids = _list(id_key, ids) if id_key else []
+    if id_key and len(ids) != len(texts):
+        raise _Invalid(f"{id_key} has {len(ids)} items but reference_contexts has {len(texts)}")
+    for i, text in enumerate(texts):
+        text = _text(key, text, i)
+        docno = _id(id_key, ids[i], i) if ids else context_docno(text)
+        label = labels.setdefault(docno, [1, None])
+        if label[1] is not None:
+            raise _Invalid(f"{key} holds the same context twice ({docno})")
+        label[1] = text
+    return tuple((docno, rel, text) for docno, (rel, text) in labels.items())
+
+
+def _retrieved(obj: dict) -> tuple[Retrieved, ...]:
+    given = [(role, key, _list(key, value))
+             for role in ("contexts", "ids", "scores") for key, value in [_pick(obj, role)] if key]
+    for _, key, values in given[1:]:
+        if len(values) != len(given[0][2]):
+            raise _Invalid(f"{key} has {len(values)} items but {given[0][1]} has {len(given[0][2])}")
+    items: list[Retrieved] = []
+    rank_of: dict[str, int] = {}
+    for i in range(len(given[0][2]) if given else 0):
+        slot: list = [None, None, None]  # id, score, text
+        for role, key, values in given:
+            value = values[i]
+            if value is None:
+                continue
+            if isinstance(value, dict):
+                for n, v in enumerate(_item(key, i, value)):
+                    if v is not None and slot[n] is not None and v != slot[n]:
+                        raise _Invalid(f"{key}[{i}] disagrees with another list about item {i + 1}")
+                    slot[n] = slot[n] if v is None else v
+            elif role == "contexts":
+                slot[2] = _text(key, value, i)
+            elif role == "ids":
+                slot[0] = _id(key, value, i)
+            else:
+                slot[1] = _score(key, value, i)
+        docno, score, text = slot
+        if docno is None and text is None:
+            raise _Invalid(f"retrieved item {i + 1} has neither an id nor a text")
+        docno = docno or context_docno(text)
+        if docno in rank_of:
+            raise _Invalid(f"retrieved item {docno!r} appears twice (positions {rank_of[docno]} and {i + 1})")
+        rank_of[docno] = i + 1
+        items.append((docno, score, text))
+    return tuple(items)
+
+
+def _item(key: str, i: int, value: dict) -> tuple:
+    """(id, score, text) of a retrieved item given as an object."""
+    unknown = sorted(value.keys() - _ITEM_KEYS)
+    if unknown:
+        raise _Invalid(f"{key}[{i}] has unknown key(s) {', '.join(unknown)} (expected id, score, text)")
+    docno, score, text = value.get("id"), value.get("score"), value.get("text")
+    return (
+        None if docno is None else _id(f"{key}[{i}].id", docno),
+        _score(f"{key}[{i}].score", score),
+        None if text is None else _text(f"{key}[{i}].text", text),
+    )
+
+
+def _list(key: str, value: object) -> list:
+    if not isinstance(value, list):
+        raise _Invalid(f"{key} must be a list, found {_kind(value)}")
+    return value
+
+
+def _text(key: str, value: object, i: int | None = None) -> str:
+    if not isinstance(value, str):
+        raise _Invalid(f"{_at(key, i)} must be a string, found {_kind(value)}")
+    if not value.strip():
+        raise _Invalid(f"{_at(key, i)} is empty")
+    return value
+
+
+def _id(key: str, value: object, i: int | None = None) -> str:
+    if isinstance(value, str) and value.strip():
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise _Invalid(f"{_at(key, i)} must be a non-empty string or integer id, found {_kind(value)} {value!r}")
+
+
+def _score(key: str, value: object, i: int | None = None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _Invalid(f"{_at(key, i)} must be a finite number, found {_kind(value)} {value!r}")
+    return float(value)
+
+
+def _grade(key: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+        raise _Invalid(f"{key}: relevance {value!r} is not an integer")
+    if abs(value) > 2**31 - 1:
+        raise _Invalid(f"{key}: relevance {value!r} is out of range")
+    return int(value)
+
+
+def _at(key: str, i: int | None) -> str:
+    return key if i is None else f"{key}[{i}]"
+
+
+def _kind(value: object) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)

@@ -1,0 +1,243 @@
+"""Imports of eval sets and runs (TREC qrels/runs, JSONL/CSV records), each in one transaction.
+
+Files are streamed into COPY, reading them once per table they feed, so no import holds its rows in
+memory. Labels (judgments, reference answers) of a query already in the dataset are kept when the file
+gives the same ones again, replaced with replace=True, and otherwise the import is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg.pq import TransactionStatus
+
+from ragsql.db import load
+from ragsql.errors import InputError
+from ragsql.formats import Record, parse_qrels, parse_records, parse_run
+
+__all__ = ["ImportSummary", "import_trec", "import_records"]
+
+
+@dataclass
+class ImportSummary:
+    """What one import stored: row counts, and the (line, message) of each record skipped with skip_bad."""
+
+    dataset: str
+    run: str | None = None
+    queries: int = 0
+    judgments: int = 0
+    references: int = 0
+    results: int = 0
+    answers: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+
+def import_trec(
+    conn: psycopg.Connection, dataset: str, qrels_path: str | os.PathLike, run_path: str | os.PathLike | None = None,
+    run_name: str | None = None, replace: bool = False,
+) -> ImportSummary:
+    """Load TREC qrels (and a run, ranked as trec_eval ranks it) into a dataset; run topics not in the qrels
+    become unjudged queries. The run is named run_name, else after the tag column of its first line."""
+    qrels_path, run_path = str(qrels_path), (str(run_path) if run_path is not None else None)
+    _require_name("dataset", dataset)
+    judged = list(dict.fromkeys(qid for qid, _, _ in parse_qrels(_lines(qrels_path), qrels_path)))
+    topics: dict[str, None] = {}
+    if run_path is not None:
+        for qid, _, _, tag in parse_run(_lines(run_path), run_path):
+            run_name = run_name or tag
+            topics[qid] = None
+        if run_name is None:
+            raise InputError("the run file has no results to take the run name from; pass --run-name", run_path)
+        _require_name("run", run_name)
+    summary = ImportSummary(dataset, run_name if run_path is not None else None)
+    idle = conn.info.transaction_status == TransactionStatus.IDLE
+    with conn.transaction():
+        dataset_id = load.ensure_dataset(conn, dataset)
+        qids = dict.fromkeys(judged) | topics
+        summary.queries = load.add_queries(conn, dataset_id, ((qid, None, None, None) for qid in qids))
+        summary.judgments = _add_judgments(
+            conn, dataset_id, dataset, judged, qrels_path, replace,
+            lambda: ((qid, docno, rel, None) for qid, docno, rel in parse_qrels(_lines(qrels_path), qrels_path)),
+        )
+        if run_path is not None:
+            config = {"source": "trec", "file": os.path.abspath(run_path), "qrels": os.path.abspath(qrels_path)}
+            run_id = load.create_run(conn, run_name, dataset_id, config, replace=replace)
+            rows = ((qid, None, docno, score, None) for qid, docno, score, _ in parse_run(_lines(run_path), run_path))
+            summary.results = load.add_run_results(conn, run_id, rows, rank_by_score=True)
+    _analyze(conn, idle)
+    return summary
+
+
+def import_records(
+    conn: psycopg.Connection, path: str | os.PathLike, fmt: str, dataset: str, run: str | None = None,
+    skip_bad: bool = False, replace: bool = False,
+) -> ImportSummary:
+    """Load JSONL or CSV eval-set records: queries, judgments and reference answers into the dataset, and
+    with `run` the retrieved items (rank = list position) and answers with the contexts they used."""
+    path = str(path)
+    _require_name("dataset", dataset)
+    if run is not None:
+        _require_name("run", run)
+    summary = ImportSummary(dataset, run)
+
+    def records(first: bool = False) -> Iterator[Record]:
+        # Every pass meets the same bad records; only the first one reports them.
+        on_error = None
+        if skip_bad:
+            on_error = (lambda line, message: summary.skipped.append((line, message))) if first else _ignore
+        return parse_records(_lines(path), fmt, path, on_error)
+
+    scan = _Scan()
+    idle = conn.info.transaction_status == TransactionStatus.IDLE
+    with conn.transaction():
+        dataset_id = load.ensure_dataset(conn, dataset)
+        summary.queries = load.add_queries(conn, dataset_id, scan.queries(records(first=True)))
+        if run is None and (scan.results or scan.answers):
+            raise InputError("records carry retrieved items or answers: pass --run NAME to store them as a run", path)
+        if run is not None and not (scan.results or scan.answers):
+            raise InputError(f"--run {run} given, but no record has retrieved items or an answer", path)
+        summary.judgments = _add_judgments(
+            conn, dataset_id, dataset, scan.judged, path, replace,
+            lambda: ((r.qid, docno, rel, text) for r in records() for docno, rel, text in r.judgments),
+        )
+        summary.references = _add_references(
+            conn, dataset_id, dataset, scan.referenced, path, replace,
+            lambda: ((r.qid, text) for r in records() for text in r.references),
+        )
+        if run is not None:
+            config = {"source": fmt, "file": os.path.abspath(path)}
+            run_id = load.create_run(conn, run, dataset_id, config, replace=replace)
+            if scan.results:
+                summary.results = load.add_run_results(conn, run_id, (
+                    (r.qid, rank, docno, score, text)
+                    for r in records() for rank, (docno, score, text) in enumerate(r.retrieved, start=1)
+                ))
+            if scan.answers:
+                summary.answers = load.add_answers(
+                    conn, run_id,
+                    ((r.qid, r.answer, None) for r in records() if r.answer is not None),
+                    _answer_contexts(records()),
+                )
+    _analyze(conn, idle)
+    return summary
+
+
+class _Scan:
+    """What the first pass over the records saw: which queries carry labels, whether any carry run data."""
+
+    def __init__(self) -> None:
+        self.judged: list[str] = []
+        self.referenced: list[str] = []
+        self.results = self.answers = False
+
+    def queries(self, records: Iterable[Record]) -> Iterator[tuple]:
+        for r in records:
+            if r.judgments:
+                self.judged.append(r.qid)
+            if r.references:
+                self.referenced.append(r.qid)
+            self.results = self.results or bool(r.retrieved)
+            self.answers = self.answers or r.answer is not None
+            yield r.qid, r.query, r.language, r.metadata
+
+
+def _answer_contexts(records: Iterable[Record]) -> Iterator[tuple]:
+    """(qid, position, docno, text) of the retrieved items with text, for records that have an answer."""
+    for r in records:
+        if r.answer is not None:
+            texts = [(docno, text) for docno, _, text in r.retrieved if text is not None]
+            yield from ((r.qid, position, docno, text) for position, (docno, text) in enumerate(texts, start=1))
+
+
+def _add_judgments(
+    conn: psycopg.Connection, dataset_id: int, dataset: str, qids: list[str], path: str, replace: bool,
+    rows: Callable[[], Iterator[tuple]],
+) -> int:
+    """Load (qid, docno, relevance, text) rows; stored judgments of these queries must match unless replaced."""
+    if not qids:
+        return 0
+    stored: dict[str, dict[str, int]] = {}
+    if replace:
+        load.delete_judgments(conn, dataset_id, qids)
+    else:
+        stored = load.stored_judgments(conn, dataset_id, qids)
+    given: dict[str, dict[str, int]] = {}
+
+    def new() -> Iterator[tuple]:
+        for row in rows():
+            if row[0] in stored:
+                given.setdefault(row[0], {})[row[1]] = row[2]
+            else:
+                yield row
+
+    count = load.add_judgments(conn, dataset_id, new())
+    _require_same(dataset, "judgments", stored, given, path)
+    return count
+
+
+def _add_references(
+    conn: psycopg.Connection, dataset_id: int, dataset: str, qids: list[str], path: str, replace: bool,
+    rows: Callable[[], Iterator[tuple]],
+) -> int:
+    """Load (qid, text) reference answers; stored ones of these queries must match unless replaced."""
+    if not qids:
+        return 0
+    stored: dict[str, list[str]] = {}
+    if replace:
+        load.delete_reference_answers(conn, dataset_id, qids)
+    else:
+        stored = load.stored_reference_answers(conn, dataset_id, qids)
+    given: dict[str, list[str]] = {}
+
+    def new() -> Iterator[tuple]:
+        for row in rows():
+            if row[0] in stored:
+                given.setdefault(row[0], []).append(row[1])
+            else:
+                yield row
+
+    count = load.add_reference_answers(conn, dataset_id, new())
+    _require_same(dataset, "reference answers", stored, given, path)
+    return count
+
+
+def _require_same(dataset: str, what: str, stored: dict, given: dict, path: str) -> None:
+    for qid, labels in stored.items():
+        if given.get(qid) != labels:
+            raise InputError(
+                f'dataset "{dataset}" already holds other {what} for query {qid} (pass --replace to replace them)',
+                path,
+            )
+
+
+def _lines(path: str) -> Iterator[str]:
+    """Lines of a UTF-8 text file (BOM dropped); unreadable files and bad bytes are InputErrors with the line."""
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"not UTF-8 text (byte {exc.start + 1} of the line)", path, number) from None
+                yield text.lstrip("\ufeff") if number == 1 else text
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror}", path) from None
+
+
+def _require_name(what: str, name: str) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"the {what} name must not be empty")
+
+
+def _ignore(line: int, message: str) -> None:
+    """Drop a bad record already reported by the first pass."""
+
+
+def _analyze(conn: psycopg.Connection, idle: bool) -> None:
+    """Refresh planner statistics; commit them when the import ran in a transaction of its own."""
+    load.analyze(conn)
+    if idle and not conn.autocommit:
+        conn.commit()
