@@ -1,0 +1,142 @@
+-- Generation metrics over the judge's verdicts (tables in sql/migrations/0020_judge.sql): the building
+-- blocks every generation metric (21_ to 24_) uses. The judge cache and queue are in 25_judge_queue.sql.
+--
+-- Rules every metric here keeps:
+--   * A query's value is computed from one verdict set: the verdicts of one (model, prompt_version)
+--     pair. With model and prompt_version left null, the pair is that of the newest verdict of the
+--     metric's kind in the run (ties: smallest model, then prompt_version), so a run value never mixes
+--     prompts or models: queries judged only under another pair are missing, and their reason names
+--     the pair in use. Give model and/or prompt_version to read another verdict set.
+--   * Embedding metrics use one embedder per run in the same way: the one given, else the embedder of
+--     the newest embedding of the run's questions or answers.
+--   * Every query of the run's dataset gets a row. A query whose verdicts are missing, incomplete or
+--     failed has value null and a reason, never 0 and never NaN.
+--   * Statement texts are matched by ragsql.text_hash, so a replaced answer never reuses old verdicts.
+
+-- ---------------------------------------------------------------------------------------------------
+-- Building blocks
+
+create or replace function ragsql.text_hash(content text)
+returns text
+language sql immutable parallel safe strict
+as $$
+    select encode(sha256(convert_to(text_hash.content, 'UTF8')), 'hex')
+$$;
+comment on function ragsql.text_hash(text) is
+    'sha256 hex of the UTF-8 bytes of a text (Python: hashlib.sha256(text.encode()).hexdigest()): the key of '
+    'ragsql.statement_extraction and ragsql.text_embedding.';
+
+create or replace function ragsql.cosine_similarity(a vector, b vector)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case
+        when vector_dims(cosine_similarity.a) = vector_dims(cosine_similarity.b)
+            then nullif(1 - (cosine_similarity.a <=> cosine_similarity.b), 'NaN'::float8)
+    end
+$$;
+comment on function ragsql.cosine_similarity(vector, vector) is
+    'cos(a, b) = 1 - (a <=> b) with pgvector; null (never NaN) when a vector has zero norm or the dimensions differ.';
+
+create or replace function ragsql._judge_reason(
+    task_status text, task_error text, model text, prompt_version text)
+returns text
+language sql immutable parallel safe
+as $$
+    select case _judge_reason.task_status
+        when 'failed' then 'judge failed: ' || coalesce(_judge_reason.task_error, 'no error recorded')
+        when 'pending' then 'waiting for the judge'
+        when 'running' then 'being judged'
+        else case
+            when _judge_reason.model is not null
+                then format('no verdicts of model %s, prompt %s', _judge_reason.model,
+                            coalesce(_judge_reason.prompt_version, 'any'))
+            when _judge_reason.task_status = 'done' then 'judge task done but no verdicts stored'
+            else 'not judged'
+        end
+    end
+$$;
+comment on function ragsql._judge_reason(text, text, text, text) is
+    'Why a query has no complete verdict set, from its judge task (failed, pending, running) and the verdict set in use.';
+
+create or replace function ragsql._unit_weight(weight float8, name text)
+returns float8
+language plpgsql immutable parallel safe
+as $$
+begin
+    if weight is null or weight < 0 or weight > 1 or weight = 'NaN'::float8 then
+        raise exception '% must be between 0 and 1, got %', name, weight
+            using errcode = 'invalid_parameter_value', hint = 'e.g. partial_weight => 0.5';
+    end if;
+    return weight;
+end
+$$;
+comment on function ragsql._unit_weight(float8, text) is 'The weight itself, or invalid_parameter_value when it is outside [0, 1].';
+
+create or replace function ragsql._correctness_weights(factual_weight float8, similarity_weight float8)
+returns table (factual float8, similarity float8)
+language plpgsql immutable parallel safe
+as $$
+begin
+    if factual_weight is null or similarity_weight is null or factual_weight < 0 or similarity_weight < 0
+       or factual_weight = 'NaN'::float8 or similarity_weight = 'NaN'::float8
+       or factual_weight + similarity_weight <= 0 or factual_weight + similarity_weight = 'Infinity'::float8 then
+        raise exception 'answer correctness weights must be >= 0 and not both 0, got % and %',
+            factual_weight, similarity_weight
+            using errcode = 'invalid_parameter_value',
+                  hint = 'defaults: factual_weight => 0.75, similarity_weight => 0.25';
+    end if;
+    factual := factual_weight / (factual_weight + similarity_weight);
+    similarity := similarity_weight / (factual_weight + similarity_weight);
+    return next;
+end
+$$;
+comment on function ragsql._correctness_weights(float8, float8) is
+    'Answer correctness weights normalised to sum 1 (numpy.average as RAGAS uses it); rejects negative or all-zero weights.';
+
+create or replace function ragsql._generation_scope(run_id bigint, task_kind text)
+returns table (
+    query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+    task_status text, task_error text)
+language sql stable parallel safe
+as $$
+    select q.id,
+           q.qid,
+           q.text,
+           a.text,
+           (select count(*) from ragsql.reference_answer as r where r.query_id = q.id),
+           (select count(*) from ragsql.answer_context as c where c.run_id = ru.id and c.query_id = q.id),
+           t.status,
+           t.last_error
+    from ragsql.run as ru
+    join ragsql.query as q on q.dataset_id = ru.dataset_id
+    left join ragsql.answer as a on a.run_id = ru.id and a.query_id = q.id
+    left join ragsql.judge_task as t
+      on t.run_id = ru.id and t.query_id = q.id and t.kind = _generation_scope.task_kind
+    where ru.id = _generation_scope.run_id
+$$;
+comment on function ragsql._generation_scope(bigint, text) is
+    'Every query of the run''s dataset with its question, answer, reference and context counts and judge task state.';
+
+create or replace function ragsql._run_embedder(run_id bigint, embedder text)
+returns text
+language sql stable parallel safe
+as $$
+    select coalesce(_run_embedder.embedder, (
+        select e.embedder
+        from ragsql.text_embedding as e
+        where e.text_hash in (
+            select ragsql.text_hash(a.text) from ragsql.answer as a where a.run_id = _run_embedder.run_id
+            union
+            select ragsql.text_hash(q.text)
+            from ragsql.run as ru
+            join ragsql.query as q on q.dataset_id = ru.dataset_id
+            where ru.id = _run_embedder.run_id and q.text is not null
+        )
+        order by e.created_at desc, e.embedder
+        limit 1
+    ))
+$$;
+comment on function ragsql._run_embedder(bigint, text) is
+    'The embedder a run''s embedding metrics use: the one given, else that of the newest embedding of its questions or answers.';
+

@@ -1,0 +1,299 @@
+-- Statement verdicts: faithfulness, contradiction rate, context recall, answer correctness F1.
+-- Part of the generation metrics; the rules all of them keep are at the top of 20_generation.sql.
+
+create or replace function ragsql._statement_judge(
+    run_id bigint, purposes text[], model text, prompt_version text)
+returns table (judge_model text, judge_prompt_version text)
+language sql stable parallel safe
+as $$
+    select coalesce(p.model, _statement_judge.model),
+           coalesce(p.prompt_version, _statement_judge.prompt_version)
+    from (select) as one
+    left join lateral (
+        select v.model, v.prompt_version
+        from ragsql.statement_verdict as v
+        where v.run_id = _statement_judge.run_id
+          and v.purpose = any (_statement_judge.purposes)
+          and (_statement_judge.model is null or v.model = _statement_judge.model)
+          and (_statement_judge.prompt_version is null or v.prompt_version = _statement_judge.prompt_version)
+        order by v.created_at desc, v.model, v.prompt_version
+        limit 1
+    ) as p on true
+$$;
+comment on function ragsql._statement_judge(bigint, text[], text, text) is
+    'The (model, prompt_version) of the statement verdicts a run''s metric reads: the filters, completed by the newest verdict.';
+
+create or replace function ragsql._statement_tally(
+    run_id bigint, purpose text, model text, prompt_version text)
+returns table (
+    query_id bigint, texts bigint, texts_unjudged bigint, statements bigint, judged bigint,
+    supported bigint, partial bigint, unsupported bigint, contradicted bigint)
+language sql stable parallel safe
+as $$
+    with target as (
+        -- the texts whose statements are judged: the answer, or each distinct reference answer
+        select distinct a.query_id, t.text_hash
+        from ragsql.answer as a
+        cross join lateral (
+            select ragsql.text_hash(a.text) as text_hash
+            where _statement_tally.purpose in ('faithfulness', 'correctness_answer')
+            union all
+            select ragsql.text_hash(r.text)
+            from ragsql.reference_answer as r
+            where r.query_id = a.query_id
+              and _statement_tally.purpose in ('context_recall', 'correctness_reference')
+        ) as t
+        where a.run_id = _statement_tally.run_id
+    ),
+    verdict as (
+        select v.query_id, v.extraction_id, v.statement_no, v.verdict, e.text_hash
+        from ragsql.statement_verdict as v
+        join ragsql.statement_extraction as e on e.id = v.extraction_id
+        where v.run_id = _statement_tally.run_id
+          and v.purpose = _statement_tally.purpose
+          and v.model = _statement_tally.model
+          and v.prompt_version = _statement_tally.prompt_version
+    ),
+    judged as (
+        select v.query_id, v.text_hash, max(v.extraction_id) as extraction_id
+        from verdict as v
+        group by v.query_id, v.text_hash
+    ),
+    chosen as (
+        -- per text: the newest extraction the verdicts refer to; else the text's newest extraction
+        -- when it holds no statement (nothing to judge); else none (the text is not judged)
+        select tg.query_id,
+               tg.text_hash,
+               coalesce(
+                   j.extraction_id,
+                   (select n.id
+                    from (select e.id from ragsql.statement_extraction as e
+                          where e.text_hash = tg.text_hash
+                          order by e.id desc
+                          limit 1) as n
+                    where not exists (select from ragsql.text_statement as s where s.extraction_id = n.id))
+               ) as extraction_id
+        from target as tg
+        left join judged as j on j.query_id = tg.query_id and j.text_hash = tg.text_hash
+    )
+    select c.query_id,
+           count(distinct c.text_hash),
+           count(distinct c.text_hash) filter (where c.extraction_id is null),
+           count(s.statement_no),
+           count(v.verdict),
+           count(*) filter (where v.verdict = 'supported'),
+           count(*) filter (where v.verdict = 'partial'),
+           count(*) filter (where v.verdict = 'unsupported'),
+           count(*) filter (where v.verdict = 'contradicted')
+    from chosen as c
+    left join ragsql.text_statement as s on s.extraction_id = c.extraction_id
+    left join verdict as v
+      on v.query_id = c.query_id and v.extraction_id = s.extraction_id and v.statement_no = s.statement_no
+    group by c.query_id
+$$;
+comment on function ragsql._statement_tally(bigint, text, text, text) is
+    'Per answered query: the texts a purpose judges, how many lack verdicts, their statements and the verdict counts.';
+
+create or replace function ragsql._statement_gap(
+    texts bigint, texts_unjudged bigint, statements bigint, judged bigint, what text)
+returns text
+language sql immutable parallel safe
+as $$
+    select case
+        when _statement_gap.texts is null or _statement_gap.texts_unjudged = _statement_gap.texts then null
+        when _statement_gap.texts_unjudged > 0
+            then format('%s of %s %s texts have no verdicts', _statement_gap.texts_unjudged, _statement_gap.texts,
+                        _statement_gap.what)
+        when _statement_gap.judged < _statement_gap.statements
+            then format('%s of %s %s statements have no verdict', _statement_gap.statements - _statement_gap.judged,
+                        _statement_gap.statements, _statement_gap.what)
+    end
+$$;
+comment on function ragsql._statement_gap(bigint, bigint, bigint, bigint, text) is
+    'Reason a partly judged statement set is incomplete; null when complete or not judged at all.';
+
+create or replace function ragsql.faithfulness(
+    run text, model text default null, prompt_version text default null, partial_weight float8 default 0)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    with judge as materialized (
+        select ru.id as run_id, j.judge_model, j.judge_prompt_version,
+               ragsql._unit_weight(faithfulness.partial_weight, 'partial_weight') as partial_weight
+        from (select ragsql._run_id(faithfulness.run) as id) as ru
+        cross join ragsql._statement_judge(ru.id, array['faithfulness'], faithfulness.model,
+                                           faithfulness.prompt_version) as j
+    ),
+    tally as materialized (
+        select t.*
+        from judge as j
+        cross join ragsql._statement_tally(j.run_id, 'faithfulness', j.judge_model, j.judge_prompt_version) as t
+    )
+    select s.qid,
+           case when t.texts_unjudged = 0 and t.judged = t.statements and t.statements > 0
+                then (t.supported + j.partial_weight * t.partial) / t.statements
+           end,
+           case
+               when s.answer is null then 'no answer in the run'
+               when t.texts_unjudged = 0 and t.statements = 0 then 'the answer has no statements'
+               when t.texts_unjudged = 0 and t.judged = t.statements then null
+               else coalesce(ragsql._statement_gap(t.texts, t.texts_unjudged, t.statements, t.judged, 'answer'),
+                             ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version))
+           end,
+           j.judge_model,
+           j.judge_prompt_version,
+           null::text,
+           case when t.query_id is not null then jsonb_build_object(
+               'statements', t.statements, 'judged', t.judged, 'supported', t.supported, 'partial', t.partial,
+               'unsupported', t.unsupported, 'contradicted', t.contradicted)
+           end
+    from judge as j
+    cross join ragsql._generation_scope(j.run_id, 'faithfulness') as s
+    left join tally as t on t.query_id = s.query_id
+    order by s.qid collate "C"
+$$;
+comment on function ragsql.faithfulness(text, text, text, float8) is
+    'Faithfulness per query = (supported + partial_weight * partial) / answer statements, verdicts of the answer''s '
+    'statements against the contexts (RAGAS faithfulness; seed rag-eval-core-dimensions 4.2: Einstein example 2/3). '
+    'partial_weight defaults to 0 (RAGAS parity). Null with a reason when the answer has no statements or a '
+    'statement lacks a verdict. model/prompt_version select the verdict set (default: the run''s newest).';
+
+create or replace function ragsql.contradiction_rate(
+    run text, model text default null, prompt_version text default null)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    select f.qid,
+           case when f.value is not null
+                then (f.detail ->> 'contradicted')::float8 / (f.detail ->> 'statements')::float8
+           end,
+           f.reason,
+           f.judge_model,
+           f.judge_prompt_version,
+           f.judge_embedder,
+           f.detail
+    from ragsql.faithfulness(contradiction_rate.run, contradiction_rate.model, contradiction_rate.prompt_version) as f
+    order by f.qid collate "C"
+$$;
+comment on function ragsql.contradiction_rate(text, text, text) is
+    'Contradiction rate per query = answer statements the contexts contradict / answer statements (seed '
+    'rag-eval-core-dimensions 4.2.2.2), from the same verdicts as ragsql.faithfulness; null exactly where it is.';
+
+create or replace function ragsql.context_recall(
+    run text, model text default null, prompt_version text default null, partial_weight float8 default 0)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    with judge as materialized (
+        select ru.id as run_id, j.judge_model, j.judge_prompt_version,
+               ragsql._unit_weight(context_recall.partial_weight, 'partial_weight') as partial_weight
+        from (select ragsql._run_id(context_recall.run) as id) as ru
+        cross join ragsql._statement_judge(ru.id, array['context_recall'], context_recall.model,
+                                           context_recall.prompt_version) as j
+    ),
+    tally as materialized (
+        select t.*
+        from judge as j
+        cross join ragsql._statement_tally(j.run_id, 'context_recall', j.judge_model, j.judge_prompt_version) as t
+    )
+    select s.qid,
+           case when t.texts_unjudged = 0 and t.judged = t.statements and t.statements > 0
+                then (t.supported + j.partial_weight * t.partial) / t.statements
+           end,
+           case
+               when s.answer is null then 'no answer in the run'
+               when s.n_references = 0 then 'no reference answer'
+               when t.texts_unjudged = 0 and t.statements = 0 then 'the reference answers have no statements'
+               when t.texts_unjudged = 0 and t.judged = t.statements then null
+               else coalesce(ragsql._statement_gap(t.texts, t.texts_unjudged, t.statements, t.judged, 'reference'),
+                             ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version))
+           end,
+           j.judge_model,
+           j.judge_prompt_version,
+           null::text,
+           case when t.query_id is not null then jsonb_build_object(
+               'statements', t.statements, 'judged', t.judged, 'supported', t.supported, 'partial', t.partial,
+               'unsupported', t.unsupported, 'contradicted', t.contradicted)
+           end
+    from judge as j
+    cross join ragsql._generation_scope(j.run_id, 'context_recall') as s
+    left join tally as t on t.query_id = s.query_id
+    order by s.qid collate "C"
+$$;
+comment on function ragsql.context_recall(text, text, text, float8) is
+    'LLM context recall per query = reference statements supported by the contexts / reference statements '
+    '(RAGAS context_recall; seed polardb: 张伟 row 3 = 1/1). The statements of all reference answers of the query '
+    'are pooled; partial counts partial_weight (default 0). Null with a reason without a reference answer.';
+
+create or replace function ragsql.answer_correctness_f1(
+    run text, model text default null, prompt_version text default null)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    with judge as materialized (
+        select ru.id as run_id, j.judge_model, j.judge_prompt_version
+        from (select ragsql._run_id(answer_correctness_f1.run) as id) as ru
+        cross join ragsql._statement_judge(ru.id, array['correctness_answer', 'correctness_reference'],
+                                           answer_correctness_f1.model, answer_correctness_f1.prompt_version) as j
+    ),
+    answer_side as materialized (
+        select t.*
+        from judge as j
+        cross join ragsql._statement_tally(j.run_id, 'correctness_answer', j.judge_model, j.judge_prompt_version) as t
+    ),
+    reference_side as materialized (
+        select t.*
+        from judge as j
+        cross join ragsql._statement_tally(j.run_id, 'correctness_reference', j.judge_model,
+                                           j.judge_prompt_version) as t
+    ),
+    counted as (
+        select s.*,
+               a.supported as tp,
+               a.statements - a.supported as fp,
+               r.statements - r.supported as fn,
+               a.texts_unjudged = 0 and a.judged = a.statements
+                   and r.texts_unjudged = 0 and r.judged = r.statements as complete,
+               coalesce(ragsql._statement_gap(a.texts, a.texts_unjudged, a.statements, a.judged, 'answer'),
+                        ragsql._statement_gap(r.texts, r.texts_unjudged, r.statements, r.judged, 'reference'))
+                   as gap
+        from judge as j
+        cross join ragsql._generation_scope(j.run_id, 'answer_correctness') as s
+        left join answer_side as a on a.query_id = s.query_id
+        left join reference_side as r on r.query_id = s.query_id
+    )
+    select c.qid,
+           case when c.complete then
+               case when c.tp > 0 then c.tp / (c.tp + 0.5 * (c.fp + c.fn)) else 0 end
+           end,
+           case
+               when c.answer is null then 'no answer in the run'
+               when c.n_references = 0 then 'no reference answer'
+               when c.complete then null
+               else coalesce(c.gap,
+                             ragsql._judge_reason(c.task_status, c.task_error, j.judge_model, j.judge_prompt_version))
+           end,
+           j.judge_model,
+           j.judge_prompt_version,
+           null::text,
+           case when c.tp is not null and c.fn is not null
+                then jsonb_build_object('tp', c.tp, 'fp', c.fp, 'fn', c.fn)
+           end
+    from counted as c
+    cross join judge as j
+    order by c.qid collate "C"
+$$;
+comment on function ragsql.answer_correctness_f1(text, text, text) is
+    'Factual F1 per query = TP / (TP + 0.5 * (FP + FN)), 0 when TP = 0 (RAGAS answer_correctness; seed polardb: '
+    '张伟 TP 1, FP 1, FN 1 -> 0.5). TP = answer statements the reference answers support, FP = the other answer '
+    'statements, FN = reference statements the answer does not support (purposes correctness_answer and '
+    'correctness_reference of ragsql.statement_verdict; partial is not TP).';
+

@@ -1,0 +1,350 @@
+-- Context verdict metrics (LLM context precision, context relevance), answer correctness, aspect critique, citations.
+-- Part of the generation metrics; the rules all of them keep are at the top of 20_generation.sql.
+
+create or replace function ragsql.context_precision(
+    run text, model text default null, prompt_version text default null)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    with judge as materialized (
+        select ru.id as run_id,
+               coalesce(p.model, context_precision.model) as judge_model,
+               coalesce(p.prompt_version, context_precision.prompt_version) as judge_prompt_version
+        from (select ragsql._run_id(context_precision.run) as id) as ru
+        left join lateral (
+            select v.model, v.prompt_version
+            from ragsql.context_verdict as v
+            where v.run_id = ru.id
+              and (context_precision.model is null or v.model = context_precision.model)
+              and (context_precision.prompt_version is null or v.prompt_version = context_precision.prompt_version)
+            order by v.created_at desc, v.model, v.prompt_version
+            limit 1
+        ) as p on true
+    ),
+    judged as materialized (
+        select v.query_id, count(*) as verdicts, array_agg(v.useful order by v.position) as useful
+        from judge as j
+        join ragsql.context_verdict as v
+          on v.run_id = j.run_id and v.model = j.judge_model and v.prompt_version = j.judge_prompt_version
+        group by v.query_id
+    )
+    select s.qid,
+           case when s.n_contexts > 0 and v.verdicts = s.n_contexts
+                then (select ragsql.context_precision_at(p.rel_ranks, p.prec_cum, s.n_contexts::integer)
+                      from ragsql.relevance_profile(v.useful) as p)
+           end,
+           case
+               when s.answer is null then 'no answer in the run'
+               when s.n_contexts = 0 then 'no contexts'
+               when v.verdicts = s.n_contexts then null
+               when v.verdicts > 0
+                   then format('%s of %s contexts have no verdict', s.n_contexts - v.verdicts, s.n_contexts)
+               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+           end,
+           j.judge_model,
+           j.judge_prompt_version,
+           null::text,
+           case when v.query_id is not null then jsonb_build_object('useful', to_jsonb(v.useful)) end
+    from judge as j
+    cross join ragsql._generation_scope(j.run_id, 'context_precision') as s
+    left join judged as v on v.query_id = s.query_id
+    order by s.qid collate "C"
+$$;
+comment on function ragsql.context_precision(text, text, text) is
+    'LLM context precision per query = sum over contexts i of P@i * rel_i / (useful contexts), 0 when none, '
+    'with rel_i the judge''s ragsql.context_verdict in prompt order: the very formula of ContextPrecision@k '
+    '(ragsql.relevance_profile + ragsql.context_precision_at, k = all contexts). Seed polardb 张伟 row 3: '
+    '[no, yes] -> 0.5.';
+
+create or replace function ragsql.context_relevance(
+    run text, model text default null, prompt_version text default null)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    with judge as materialized (
+        select ru.id as run_id,
+               coalesce(p.model, context_relevance.model) as judge_model,
+               coalesce(p.prompt_version, context_relevance.prompt_version) as judge_prompt_version
+        from (select ragsql._run_id(context_relevance.run) as id) as ru
+        left join lateral (
+            select v.model, v.prompt_version
+            from ragsql.context_sentence_verdict as v
+            where v.run_id = ru.id
+              and (context_relevance.model is null or v.model = context_relevance.model)
+              and (context_relevance.prompt_version is null or v.prompt_version = context_relevance.prompt_version)
+            order by v.created_at desc, v.model, v.prompt_version
+            limit 1
+        ) as p on true
+    ),
+    per_context as materialized (
+        -- contexts holding any non-space text, with their judged sentences
+        select c.query_id,
+               count(*) as contexts,
+               count(*) filter (where sv.sentences is null) as unjudged,
+               coalesce(sum(sv.sentences), 0) as sentences,
+               coalesce(sum(sv.relevant), 0) as relevant
+        from judge as j
+        join ragsql.answer_context as c on c.run_id = j.run_id and c.text ~ '\S'
+        left join (
+            select v.query_id, v.position, count(*) as sentences, count(*) filter (where v.relevant) as relevant
+            from judge as j2
+            join ragsql.context_sentence_verdict as v
+              on v.run_id = j2.run_id and v.model = j2.judge_model and v.prompt_version = j2.judge_prompt_version
+            group by v.query_id, v.position
+        ) as sv on sv.query_id = c.query_id and sv.position = c.position
+        group by c.query_id
+    )
+    select s.qid,
+           case when c.unjudged = 0 then c.relevant::float8 / c.sentences end,
+           case
+               when s.answer is null then 'no answer in the run'
+               when c.query_id is null then 'no contexts'
+               when c.unjudged = 0 then null
+               when c.unjudged < c.contexts
+                   then format('%s of %s contexts have no sentence verdicts', c.unjudged, c.contexts)
+               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+           end,
+           j.judge_model,
+           j.judge_prompt_version,
+           null::text,
+           case when c.query_id is not null
+                then jsonb_build_object('sentences', c.sentences, 'relevant', c.relevant)
+           end
+    from judge as j
+    cross join ragsql._generation_scope(j.run_id, 'context_relevance') as s
+    left join per_context as c on c.query_id = s.query_id
+    order by s.qid collate "C"
+$$;
+comment on function ragsql.context_relevance(text, text, text) is
+    'Context relevance per query = context sentences relevant to the question / all context sentences (seed '
+    'ragas-metrics-overview: CR = |V_c| / |S_c|), over every context with text; null until each has sentence verdicts.';
+
+-- ---------------------------------------------------------------------------------------------------
+-- Answer correctness: F1 and similarity combined
+
+create or replace function ragsql.answer_correctness(
+    run text, model text default null, prompt_version text default null, embedder text default null,
+    factual_weight float8 default 0.75, similarity_weight float8 default 0.25)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    with w as materialized (
+        select * from ragsql._correctness_weights(answer_correctness.factual_weight,
+                                                  answer_correctness.similarity_weight)
+    ),
+    f as materialized (
+        select * from ragsql.answer_correctness_f1(answer_correctness.run, answer_correctness.model,
+                                                   answer_correctness.prompt_version)
+    ),
+    s as materialized (
+        select * from ragsql.answer_similarity(answer_correctness.run, answer_correctness.embedder)
+    )
+    select f.qid,
+           case
+               when w.similarity = 0 then w.factual * f.value
+               when w.factual = 0 then w.similarity * s.value
+               else w.factual * f.value + w.similarity * s.value
+           end,
+           case
+               when w.similarity = 0 then f.reason
+               when w.factual = 0 then s.reason
+               when f.reason is not null and s.reason is not null and f.reason = s.reason then f.reason
+               when f.reason is not null and s.reason is not null
+                   then 'factual: ' || f.reason || '; similarity: ' || s.reason
+               when f.reason is not null then 'factual: ' || f.reason
+               when s.reason is not null then 'similarity: ' || s.reason
+           end,
+           f.judge_model,
+           f.judge_prompt_version,
+           s.judge_embedder,
+           jsonb_build_object('f1', f.value, 'similarity', s.value, 'factual_weight', w.factual,
+                              'similarity_weight', w.similarity) || coalesce(f.detail, '{}')
+    from w
+    cross join f
+    join s on s.qid = f.qid
+    order by f.qid collate "C"
+$$;
+comment on function ragsql.answer_correctness(text, text, text, text, float8, float8) is
+    'Answer correctness per query = (w_f * F1 + w_s * answer similarity) / (w_f + w_s) with F1 from '
+    'ragsql.answer_correctness_f1 and similarity from ragsql.answer_similarity; defaults w_f = 0.75, w_s = 0.25 '
+    '(RAGAS; seed polardb). A part whose weight is 0 is not needed.';
+
+-- ---------------------------------------------------------------------------------------------------
+-- Aspect critique and citations
+
+create or replace function ragsql._aspect_definition_hash(aspect text)
+returns text
+language plpgsql stable parallel safe
+as $$
+declare
+    found text;
+begin
+    select ragsql.text_hash(a.definition) into found from ragsql.aspect as a where a.name = _aspect_definition_hash.aspect;
+    if found is null then
+        raise exception 'unknown aspect "%"', aspect
+            using errcode = 'no_data_found', hint = 'see: select name, definition from ragsql.aspect';
+    end if;
+    return found;
+end
+$$;
+comment on function ragsql._aspect_definition_hash(text) is 'ragsql.text_hash of an aspect''s definition; no_data_found for an unknown aspect.';
+
+create or replace function ragsql.aspect_critique(
+    run text, aspect text, model text default null, prompt_version text default null)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    with judge as materialized (
+        select ru.id as run_id,
+               d.definition_hash,
+               coalesce(p.model, aspect_critique.model) as judge_model,
+               coalesce(p.prompt_version, aspect_critique.prompt_version) as judge_prompt_version
+        from (select ragsql._run_id(aspect_critique.run) as id) as ru
+        cross join (select ragsql._aspect_definition_hash(aspect_critique.aspect) as definition_hash) as d
+        left join lateral (
+            select v.model, v.prompt_version
+            from ragsql.aspect_verdict as v
+            where v.run_id = ru.id
+              and v.aspect = aspect_critique.aspect
+              and v.definition_hash = d.definition_hash
+              and (aspect_critique.model is null or v.model = aspect_critique.model)
+              and (aspect_critique.prompt_version is null or v.prompt_version = aspect_critique.prompt_version)
+            order by v.created_at desc, v.model, v.prompt_version
+            limit 1
+        ) as p on true
+    )
+    select s.qid,
+           case when v.verdict then 1.0::float8 when not v.verdict then 0.0::float8 end,
+           case
+               when s.answer is null then 'no answer in the run'
+               when v.verdict is not null then null
+               when exists (select from ragsql.aspect_verdict as o
+                            where o.run_id = j.run_id and o.query_id = s.query_id
+                              and o.aspect = aspect_critique.aspect and o.definition_hash is distinct from j.definition_hash)
+                   then format('only verdicts on an earlier definition of aspect %s', aspect_critique.aspect)
+               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+           end,
+           j.judge_model,
+           j.judge_prompt_version,
+           null::text,
+           null::jsonb
+    from judge as j
+    cross join ragsql._generation_scope(j.run_id, 'aspect_critique') as s
+    left join ragsql.aspect_verdict as v
+      on v.run_id = j.run_id and v.query_id = s.query_id and v.aspect = aspect_critique.aspect
+     and v.definition_hash = j.definition_hash and v.model = j.judge_model
+     and v.prompt_version = j.judge_prompt_version
+    order by s.qid collate "C"
+$$;
+comment on function ragsql.aspect_critique(text, text, text, text) is
+    'Aspect critique per query = 1 if the judge answers yes to the aspect''s definition, else 0 (RAGAS aspect '
+    'critique; seed ragas-metrics-overview); the run value is the yes rate. Only verdicts on the aspect''s current '
+    'definition count.';
+
+create or replace function ragsql._citation_tally(run text, model text, prompt_version text)
+returns table (
+    query_id bigint, qid text, answered boolean, sentences bigint, cited_sentences bigint, citations bigint,
+    supporting bigint, reason text, judge_model text, judge_prompt_version text)
+language sql stable parallel safe
+as $$
+    with judge as materialized (
+        select ru.id as run_id,
+               coalesce(p.model, _citation_tally.model) as judge_model,
+               coalesce(p.prompt_version, _citation_tally.prompt_version) as judge_prompt_version
+        from (select ragsql._run_id(_citation_tally.run) as id) as ru
+        left join lateral (
+            select v.model, v.prompt_version
+            from ragsql.citation_verdict as v
+            where v.run_id = ru.id
+              and (_citation_tally.model is null or v.model = _citation_tally.model)
+              and (_citation_tally.prompt_version is null or v.prompt_version = _citation_tally.prompt_version)
+            order by v.created_at desc, v.model, v.prompt_version
+            limit 1
+        ) as p on true
+    ),
+    counted as materialized (
+        select v.query_id,
+               count(distinct v.sentence_no) as sentences,
+               count(distinct v.sentence_no) filter (where v.citation_no > 0) as cited_sentences,
+               count(*) filter (where v.citation_no > 0) as citations,
+               count(*) filter (where v.supports) as supporting
+        from judge as j
+        join ragsql.citation_verdict as v
+          on v.run_id = j.run_id and v.model = j.judge_model and v.prompt_version = j.judge_prompt_version
+        group by v.query_id
+    )
+    select s.query_id,
+           s.qid,
+           s.answer is not null,
+           c.sentences,
+           c.cited_sentences,
+           c.citations,
+           c.supporting,
+           case
+               when s.answer is null then 'no answer in the run'
+               when c.query_id is null
+                   then ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+           end,
+           j.judge_model,
+           j.judge_prompt_version
+    from judge as j
+    cross join ragsql._generation_scope(j.run_id, 'citations') as s
+    left join counted as c on c.query_id = s.query_id
+$$;
+comment on function ragsql._citation_tally(text, text, text) is
+    'Per query: answer sentences, those with a citation, citations and supporting citations of one citation verdict set.';
+
+create or replace function ragsql.citation_coverage(
+    run text, model text default null, prompt_version text default null)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    select t.qid,
+           t.cited_sentences::float8 / t.sentences,
+           t.reason,
+           t.judge_model,
+           t.judge_prompt_version,
+           null::text,
+           case when t.sentences is not null
+                then jsonb_build_object('sentences', t.sentences, 'cited', t.cited_sentences)
+           end
+    from ragsql._citation_tally(citation_coverage.run, citation_coverage.model, citation_coverage.prompt_version) as t
+    order by t.qid collate "C"
+$$;
+comment on function ragsql.citation_coverage(text, text, text) is
+    'Citation coverage per query = answer sentences carrying a citation / answer sentences (seed '
+    'retrieval-metrics 5.1 Coverage), from ragsql.citation_verdict.';
+
+create or replace function ragsql.citation_validity(
+    run text, model text default null, prompt_version text default null)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    select t.qid,
+           t.supporting::float8 / nullif(t.citations, 0),
+           case when t.citations = 0 then 'the answer cites nothing' else t.reason end,
+           t.judge_model,
+           t.judge_prompt_version,
+           null::text,
+           case when t.sentences is not null
+                then jsonb_build_object('citations', t.citations, 'supporting', t.supporting)
+           end
+    from ragsql._citation_tally(citation_validity.run, citation_validity.model, citation_validity.prompt_version) as t
+    order by t.qid collate "C"
+$$;
+comment on function ragsql.citation_validity(text, text, text) is
+    'Citation validity per query = citations whose cited item supports the sentence / citations (seed '
+    'retrieval-metrics 5.1 Validity); null with a reason when the answer cites nothing.';
+

@@ -1,0 +1,214 @@
+-- One entry point for every generation metric: evaluate_generation, generation_measure, summarize_generation.
+-- Part of the generation metrics; the rules all of them keep are at the top of 20_generation.sql.
+
+create or replace function ragsql._generation_metric_spec(metrics text[])
+returns table (ord integer, metric text, family text, aspect text, task_kind text)
+language plpgsql stable parallel safe
+as $$
+declare
+    name text;
+    cleaned text;
+begin
+    if metrics is null or cardinality(metrics) = 0 then
+        raise exception 'no generation metric named'
+            using errcode = 'invalid_parameter_value', hint = 'e.g. array[''faithfulness'', ''answer_relevancy'']';
+    end if;
+    ord := 0;
+    foreach name in array metrics loop
+        ord := ord + 1;
+        cleaned := lower(btrim(coalesce(name, '')));
+        if cleaned like 'aspect:%' then
+            aspect := substr(cleaned, length('aspect:') + 1);
+            if not exists (select from ragsql.aspect as a where a.name = aspect) then
+                raise exception 'unknown aspect "%"', aspect
+                    using errcode = 'invalid_parameter_value',
+                          hint = 'see: select name, definition from ragsql.aspect';
+            end if;
+            metric := 'aspect:' || aspect;
+            family := 'aspect';
+            task_kind := 'aspect_critique';
+        else
+            select m.metric, m.metric, null, m.task_kind into metric, family, aspect, task_kind
+            from ragsql.generation_metric as m
+            where m.metric = cleaned;
+            if not found then
+                raise exception 'unknown generation metric "%"', name
+                    using errcode = 'invalid_parameter_value',
+                          hint = 'see: select metric from ragsql.generation_metric; aspects are spelled aspect:<name>';
+            end if;
+        end if;
+        return next;
+    end loop;
+end
+$$;
+comment on function ragsql._generation_metric_spec(text[]) is 'Parses generation metric names (ragsql.generation_metric or aspect:<name>).';
+
+create or replace function ragsql._evaluate_generation(
+    run text, metrics text[], model text, prompt_version text, embedder text,
+    partial_weight float8, factual_weight float8, similarity_weight float8)
+returns table (
+    ord integer, qid text, metric text, value float8, reason text, judge_model text,
+    judge_prompt_version text, judge_embedder text, detail jsonb, has_task boolean)
+language plpgsql stable parallel safe
+as $$
+declare
+    spec record;
+    rid bigint := ragsql._run_id(run);
+begin
+    perform ragsql._unit_weight(partial_weight, 'partial_weight');
+    perform ragsql._correctness_weights(factual_weight, similarity_weight);
+    for spec in select * from ragsql._generation_metric_spec(metrics) loop
+        return query
+        select spec.ord, f.qid, spec.metric, f.value, f.reason, f.judge_model, f.judge_prompt_version,
+               f.judge_embedder, f.detail,
+               exists (select from ragsql.judge_task as t where t.run_id = rid and t.kind = spec.task_kind)
+        from (
+            select * from ragsql.faithfulness(run, model, prompt_version, partial_weight)
+            where spec.family = 'faithfulness'
+            union all
+            select * from ragsql.contradiction_rate(run, model, prompt_version)
+            where spec.family = 'contradiction_rate'
+            union all
+            select * from ragsql.answer_relevancy(run, model, prompt_version, embedder)
+            where spec.family = 'answer_relevancy'
+            union all
+            select * from ragsql.answer_relevancy_rating(run, model, prompt_version)
+            where spec.family = 'answer_relevancy_rating'
+            union all
+            select * from ragsql.answer_relevancy_cosine(run, embedder)
+            where spec.family = 'answer_relevancy_cosine'
+            union all
+            select * from ragsql.context_precision(run, model, prompt_version)
+            where spec.family = 'context_precision'
+            union all
+            select * from ragsql.context_relevance(run, model, prompt_version)
+            where spec.family = 'context_relevance'
+            union all
+            select * from ragsql.context_recall(run, model, prompt_version, partial_weight)
+            where spec.family = 'context_recall'
+            union all
+            select * from ragsql.answer_similarity(run, embedder)
+            where spec.family = 'answer_similarity'
+            union all
+            select * from ragsql.answer_correctness_f1(run, model, prompt_version)
+            where spec.family = 'answer_correctness_f1'
+            union all
+            select * from ragsql.answer_correctness(run, model, prompt_version, embedder,
+                                                    factual_weight, similarity_weight)
+            where spec.family = 'answer_correctness'
+            union all
+            select * from ragsql.aspect_critique(run, spec.aspect, model, prompt_version)
+            where spec.family = 'aspect'
+            union all
+            select * from ragsql.citation_coverage(run, model, prompt_version)
+            where spec.family = 'citation_coverage'
+            union all
+            select * from ragsql.citation_validity(run, model, prompt_version)
+            where spec.family = 'citation_validity'
+        ) as f;
+    end loop;
+end
+$$;
+comment on function ragsql._evaluate_generation(text, text[], text, text, text, float8, float8, float8) is
+    'Per-query rows of the named generation metrics of a run, each from its own function; has_task = the run has judge tasks of its kind.';
+
+create or replace function ragsql._default_generation_metrics(run text)
+returns text[]
+language sql stable parallel safe
+as $$
+    select array(
+        select d.metric
+        from (
+            select m.metric, m.position as pos
+            from ragsql.generation_metric as m
+            union all
+            select 'aspect:' || a.name, 1000 + row_number() over (order by a.name collate "C")
+            from ragsql.aspect as a
+            where exists (select from ragsql.aspect_verdict as v
+                          where v.run_id = ragsql._run_id(_default_generation_metrics.run) and v.aspect = a.name)
+        ) as d
+        order by d.pos
+    )
+$$;
+comment on function ragsql._default_generation_metrics(text) is
+    'Every metric of ragsql.generation_metric, then aspect:<name> for each aspect judged in the run.';
+
+create or replace function ragsql.evaluate_generation(
+    run text, metrics text[] default null, model text default null, prompt_version text default null,
+    embedder text default null, partial_weight float8 default 0, factual_weight float8 default 0.75,
+    similarity_weight float8 default 0.25)
+returns table (
+    qid text, metric text, value float8, reason text, judge_model text, judge_prompt_version text,
+    judge_embedder text, detail jsonb)
+language sql stable parallel safe
+as $$
+    select e.qid, e.metric, e.value, e.reason, e.judge_model, e.judge_prompt_version, e.judge_embedder, e.detail
+    from (
+        select g.*, bool_or(g.value is not null) over (partition by g.ord) as any_value
+        from ragsql._evaluate_generation(
+            evaluate_generation.run,
+            coalesce(evaluate_generation.metrics, ragsql._default_generation_metrics(evaluate_generation.run)),
+            evaluate_generation.model, evaluate_generation.prompt_version, evaluate_generation.embedder,
+            evaluate_generation.partial_weight, evaluate_generation.factual_weight,
+            evaluate_generation.similarity_weight) as g
+    ) as e
+    where evaluate_generation.metrics is not null or e.any_value or e.has_task
+    order by e.ord, e.qid collate "C"
+$$;
+comment on function ragsql.evaluate_generation(text, text[], text, text, text, float8, float8, float8) is
+    'Per-query generation metrics of a run: qid, metric, value, reason (why value is null), the judge model, '
+    'prompt version and embedder whose verdicts were read, and the counts behind the value. metrics: names of '
+    'ragsql.generation_metric or aspect:<name>; default every metric the run has a value or a judge task for. '
+    'Every query of the dataset gets a row per metric; missing or failed verdicts give null and a reason.';
+
+create or replace function ragsql.generation_measure(
+    run text, metric text, model text default null, prompt_version text default null,
+    embedder text default null, partial_weight float8 default 0, factual_weight float8 default 0.75,
+    similarity_weight float8 default 0.25)
+returns table (qid text, value float8, reason text)
+language sql stable parallel safe
+as $$
+    select e.qid, e.value, e.reason
+    from ragsql.evaluate_generation(
+        generation_measure.run, array[generation_measure.metric], generation_measure.model,
+        generation_measure.prompt_version, generation_measure.embedder, generation_measure.partial_weight,
+        generation_measure.factual_weight, generation_measure.similarity_weight) as e
+$$;
+comment on function ragsql.generation_measure(text, text, text, text, text, float8, float8, float8) is
+    'Per-query value of one generation metric (faithfulness, contradiction_rate, answer_relevancy, '
+    'answer_relevancy_rating, answer_relevancy_cosine, context_precision, context_relevance, context_recall, '
+    'answer_similarity, answer_correctness_f1, answer_correctness, citation_coverage, citation_validity, '
+    'aspect:<name>), with the reason when it is null. See ragsql.evaluate_generation.';
+
+create or replace function ragsql.summarize_generation(
+    run text, metrics text[] default null, model text default null, prompt_version text default null,
+    embedder text default null, partial_weight float8 default 0, factual_weight float8 default 0.75,
+    similarity_weight float8 default 0.25)
+returns table (
+    metric text, value float8, queries bigint, covered bigint, missing bigint, judge_model text,
+    judge_prompt_version text, judge_embedder text)
+language sql stable parallel safe
+as $$
+    select e.metric,
+           avg(e.value),
+           count(*),
+           count(e.value),
+           count(*) - count(e.value),
+           max(e.judge_model),
+           max(e.judge_prompt_version),
+           max(e.judge_embedder)
+    from ragsql._evaluate_generation(
+        summarize_generation.run,
+        coalesce(summarize_generation.metrics, ragsql._default_generation_metrics(summarize_generation.run)),
+        summarize_generation.model, summarize_generation.prompt_version, summarize_generation.embedder,
+        summarize_generation.partial_weight, summarize_generation.factual_weight,
+        summarize_generation.similarity_weight) as e
+    group by e.ord, e.metric
+    having summarize_generation.metrics is not null or count(e.value) > 0 or bool_or(e.has_task)
+    order by e.ord
+$$;
+comment on function ragsql.summarize_generation(text, text[], text, text, text, float8, float8, float8) is
+    'Run value of each generation metric: value = mean over the covered queries (value not null); queries = '
+    'queries of the dataset, covered = with a value, missing = without (their reasons are in '
+    'ragsql.evaluate_generation); null when no query is covered. Same arguments as ragsql.evaluate_generation.';
+

@@ -1,0 +1,162 @@
+-- The judge call cache and the judge work queue (tables in sql/migrations/0020_judge.sql).
+
+-- ---------------------------------------------------------------------------------------------------
+-- Judge call cache
+
+create or replace function ragsql.cached_response(request_hash text)
+returns table (call_id bigint, response jsonb)
+language sql stable parallel safe
+as $$
+    select c.id, c.response
+    from ragsql.judge_call as c
+    where c.request_hash = cached_response.request_hash and c.status = 'ok'
+$$;
+comment on function ragsql.cached_response(text) is
+    'The successful call for a request hash and its validated reply, or no row: ask before calling the judge.';
+
+create or replace function ragsql.cached_responses(request_hashes text[])
+returns table (request_hash text, call_id bigint, response jsonb)
+language sql stable parallel safe
+as $$
+    select c.request_hash, c.id, c.response
+    from ragsql.judge_call as c
+    where c.request_hash = any (cached_responses.request_hashes) and c.status = 'ok'
+$$;
+comment on function ragsql.cached_responses(text[]) is
+    'ragsql.cached_response for many request hashes at once (e.g. a dry run counting what the cache holds).';
+
+-- ---------------------------------------------------------------------------------------------------
+-- Judge work queue
+
+create or replace function ragsql._enqueue_judge_tasks(
+    run_id bigint, kinds text[], retry_failed boolean default true, reset_done boolean default false)
+returns bigint
+language plpgsql volatile
+as $$
+#variable_conflict use_column
+declare
+    added bigint;
+    reset bigint;
+begin
+    insert into ragsql.judge_task (run_id, query_id, kind)
+    select a.run_id, a.query_id, k.kind
+    from ragsql.answer as a
+    cross join unnest(_enqueue_judge_tasks.kinds) as k(kind)
+    where a.run_id = _enqueue_judge_tasks.run_id
+    order by a.query_id, k.kind
+    on conflict (run_id, query_id, kind) do nothing;
+    get diagnostics added = row_count;
+    update ragsql.judge_task as t
+    set status = 'pending', attempts = 0, worker = null, updated_at = clock_timestamp()
+    where t.run_id = _enqueue_judge_tasks.run_id
+      and t.kind = any (_enqueue_judge_tasks.kinds)
+      and (t.status = 'failed' and _enqueue_judge_tasks.retry_failed
+           or t.status = 'done' and _enqueue_judge_tasks.reset_done);
+    get diagnostics reset = row_count;
+    return added + reset;
+end
+$$;
+comment on function ragsql._enqueue_judge_tasks(bigint, text[], boolean, boolean) is
+    'Adds a pending task per answered query of the run and kind (existing tasks are kept), puts failed tasks back '
+    'to pending (retry_failed) and, with reset_done, done ones too: judging with another model or prompt set '
+    'repeats the work, and stored verdicts and cached calls make the repeat of unchanged requests free. '
+    'Returns how many tasks were added or reset.';
+
+create or replace function ragsql._claim_judge_tasks(
+    run_id bigint, worker text, n integer default 1, lease interval default '5 minutes',
+    max_attempts integer default 3, kinds text[] default null)
+returns setof ragsql.judge_task
+language plpgsql volatile
+as $$
+#variable_conflict use_column
+begin
+    if worker is null or btrim(worker) = '' then
+        raise exception 'a worker name is required'
+            using errcode = 'invalid_parameter_value', hint = 'e.g. host:pid:thread, unique per worker';
+    elsif n is null or n < 1 then
+        raise exception 'n must be at least 1, got %', n using errcode = 'invalid_parameter_value';
+    elsif lease is null or lease <= interval '0' then
+        raise exception 'lease must be positive, got %', lease
+            using errcode = 'invalid_parameter_value', hint = 'e.g. interval ''5 minutes''';
+    elsif max_attempts is null or max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1, got %', max_attempts
+            using errcode = 'invalid_parameter_value';
+    end if;
+
+    -- a task whose lease ran out max_attempts times keeps killing its workers: stop handing it out
+    update ragsql.judge_task as t
+    set status = 'failed',
+        lease_until = null,
+        last_error = format('lease expired %s times (last worker %s)', t.attempts, t.worker),
+        updated_at = clock_timestamp()
+    where t.id in (
+        select e.id
+        from ragsql.judge_task as e
+        where e.run_id = _claim_judge_tasks.run_id
+          and e.status = 'running'
+          and e.lease_until < clock_timestamp()
+          and e.attempts >= _claim_judge_tasks.max_attempts
+        for update skip locked
+    );
+
+    return query
+    update ragsql.judge_task as t
+    set status = 'running',
+        attempts = t.attempts + 1,
+        worker = _claim_judge_tasks.worker,
+        lease_until = clock_timestamp() + _claim_judge_tasks.lease,
+        updated_at = clock_timestamp()
+    where t.id in (
+        select c.id
+        from ragsql.judge_task as c
+        where c.run_id = _claim_judge_tasks.run_id
+          and (_claim_judge_tasks.kinds is null or c.kind = any (_claim_judge_tasks.kinds))
+          and (c.status = 'pending'
+               or c.status = 'running' and c.lease_until < clock_timestamp()
+                  and c.attempts < _claim_judge_tasks.max_attempts)
+        order by c.id
+        limit _claim_judge_tasks.n
+        for update skip locked
+    )
+    returning t.*;
+end
+$$;
+comment on function ragsql._claim_judge_tasks(bigint, text, integer, interval, integer, text[]) is
+    'Claims up to n tasks of a run (of the given kinds, default all) for a worker: pending ones and running ones '
+    'whose lease expired, with for update skip locked so concurrent workers never get the same task and never '
+    'wait for each other. A task whose lease expired max_attempts times is marked failed instead.';
+
+create or replace function ragsql._renew_judge_lease(task_id bigint, worker text, lease interval default '5 minutes')
+returns boolean
+language sql volatile
+as $$
+    with renewed as (
+        update ragsql.judge_task as t
+        set lease_until = clock_timestamp() + _renew_judge_lease.lease, updated_at = clock_timestamp()
+        where t.id = _renew_judge_lease.task_id and t.status = 'running' and t.worker = _renew_judge_lease.worker
+        returning t.id
+    )
+    select exists (select from renewed)
+$$;
+comment on function ragsql._renew_judge_lease(bigint, text, interval) is
+    'Extends the lease of a task the worker still holds; false when it lost the task.';
+
+create or replace function ragsql._finish_judge_task(task_id bigint, worker text, error text default null)
+returns boolean
+language sql volatile
+as $$
+    with finished as (
+        update ragsql.judge_task as t
+        set status = case when _finish_judge_task.error is null then 'done' else 'failed' end,
+            last_error = _finish_judge_task.error,
+            lease_until = null,
+            updated_at = clock_timestamp()
+        where t.id = _finish_judge_task.task_id and t.status = 'running' and t.worker = _finish_judge_task.worker
+        returning t.id
+    )
+    select exists (select from finished)
+$$;
+comment on function ragsql._finish_judge_task(bigint, text, text) is
+    'Marks a task the worker holds done, or failed with the error; call it in the transaction that stores the '
+    'verdicts, so a killed worker leaves either both or neither. False when the worker lost the task (its lease '
+    'expired and another worker claimed it): roll back then.';
