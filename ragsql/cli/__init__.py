@@ -10,7 +10,9 @@ import psycopg
 from ragsql import __version__
 from ragsql.cli.db import db_group
 from ragsql.cli.imports import import_group
+from ragsql.cli.judge import judge_command
 from ragsql.cli.metrics import metrics_command
+from ragsql.cli.scores import scores_command
 from ragsql.errors import RagsqlError
 
 __all__ = ["cli", "main"]
@@ -30,6 +32,8 @@ def cli() -> None:
 cli.add_command(db_group)
 cli.add_command(import_group)
 cli.add_command(metrics_command)
+cli.add_command(judge_command)
+cli.add_command(scores_command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -218,7 +218,7 @@ as $$
            null::text,
            case when r.score is not null then jsonb_build_object('score', r.score) end
     from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'answer_relevancy') as s
+    cross join ragsql._generation_scope(j.run_id, 'answer_relevancy_rating') as s
     left join ragsql.rating as r
       on r.run_id = j.run_id and r.query_id = s.query_id and r.criterion = 'answer_relevancy'
      and r.model = j.judge_model and r.prompt_version = j.judge_prompt_version

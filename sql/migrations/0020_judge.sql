@@ -221,7 +221,7 @@ create table if not exists ragsql.citation_verdict (
     docno text,
     supports boolean,
     reason text,
-    call_id bigint not null references ragsql.judge_call (id),
+    call_id bigint references ragsql.judge_call (id),
     created_at timestamptz not null default now(),
     primary key (run_id, query_id, model, prompt_version, sentence_no, citation_no),
     foreign key (run_id, query_id) references ragsql.answer (run_id, query_id) on delete cascade,
@@ -230,7 +230,8 @@ create table if not exists ragsql.citation_verdict (
 comment on table ragsql.citation_verdict is
     'Citations of each answer sentence (seed retrieval-metrics 5.1): citation_no 0 (docno and supports null) '
     'marks a sentence without citation; citation_no >= 1 is one cited docno and whether that item supports '
-    'the sentence (a docno not among the contexts does not).';
+    'the sentence (a docno not among the contexts does not). call_id is null where no call was needed: a '
+    'sentence without citation, a citation of an item that is not among the answer''s contexts.';
 
 create table if not exists ragsql.generation_metric (
     metric text primary key,
@@ -251,7 +252,8 @@ values
      'answer statements contradicted by the contexts / answer statements'),
     ('answer_relevancy', 3, 'answer_relevancy', false,
      'mean cosine of generated questions to the question; 0 if the answer is non-committal (RAGAS)'),
-    ('answer_relevancy_rating', 4, 'answer_relevancy', false, '(judge score 1-5 - 1) / 4'),
+    ('answer_relevancy_rating', 4, 'answer_relevancy_rating', false,
+     '(judge score 1-5 - 1) / 4; one more call per answer, so judged only when asked for'),
     ('answer_relevancy_cosine', 5, 'answer_relevancy', false, 'cosine of question and answer embeddings'),
     ('context_precision', 6, 'context_precision', false,
      'ContextPrecision over the contexts with the judge''s usefulness verdicts as rel_i'),

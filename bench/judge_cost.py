@@ -1,0 +1,169 @@
+"""Benchmark: what judging costs per sample (chat calls, tokens, embedding calls, wall time) vs RAGAS.
+
+    python bench/judge_cost.py [--samples 50] [--latency-ms 200] [--workers 16] [--json]
+
+Uses RAGAS's own benchmark dataset (`build_dataset` of ../shared/bench/ragas_baseline/run_ragas.py, seed 42:
+question, 3-5 contexts, answer, reference), loads it into a scratch database (RAGSQL_DATABASE_URL's server,
+else the embedded one) and judges it through the real openai client against the test fake server
+(tests/fake_openai.py) with `latency-ms` per chat and embedding call; tokens are counted by the server with
+bpe-openai o200k_base, as in RAGAS's figures. Each metric alone (cache emptied between cells), the five
+together, then the five again (every reply from the database cache). RAGAS's figures for the same metrics
+come from ../shared/bench/ragas_baseline/results.json and are printed beside ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ragsql import db  # noqa: E402
+from ragsql.db import install  # noqa: E402
+from ragsql.embed import make_embedder  # noqa: E402
+from ragsql.importer import import_records  # noqa: E402
+from ragsql.judge.client import JudgeClient  # noqa: E402
+from ragsql.llm.settings import EndpointSettings  # noqa: E402
+from ragsql.orchestrator.runner import judge_run  # noqa: E402
+from ragsql.orchestrator.service import Judging  # noqa: E402
+from tests.fake_openai import FakeOpenAI  # noqa: E402
+
+FIVE = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness"]
+RAGAS_DIR = ROOT.parent / "shared" / "bench" / "ragas_baseline"
+JUDGE_TABLES = ("judge_task, judge_call, statement_extraction, text_statement, statement_verdict, context_verdict, "
+                "context_sentence_verdict, generated_question, text_embedding, rating, aspect_verdict, "
+                "citation_verdict")
+
+
+def ragas_dataset(ragas_dir: Path, n: int) -> list[dict]:
+    """RAGAS's benchmark samples, built by its own (stdlib-only) generator."""
+    spec = importlib.util.spec_from_file_location("run_ragas", ragas_dir / "run_ragas.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build_dataset(n, 42)
+
+
+def ragas_figures(ragas_dir: Path) -> dict[tuple[str, str], dict]:
+    """(config, metric or 'all 5') -> RAGAS's per-sample cost at 200 ms, from its results.json."""
+    out = {}
+    for r in json.loads((ragas_dir / "results.json").read_text()):
+        if r.get("latency_ms") != 200 or r.get("error"):
+            continue
+        n, server = r["n_samples"], r["server"]
+        key = "all 5" if len(r["metrics"]) > 1 else r["metrics"][0]
+        out[(r["config"], key)] = {
+            "calls": server["chat_requests"] / n, "prompt": server["chat_prompt_tokens"] / n,
+            "completion": server["chat_completion_tokens"] / n, "emb": server["embedding_requests"] / n,
+            "wall": r["wall_s"],
+        }
+    return out
+
+
+def scratch_database() -> str:
+    base = db.database_url()
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute("drop database if exists ragsql_bench_judge with (force)")
+        admin.execute("create database ragsql_bench_judge")
+    params = conninfo_to_dict(base)
+    params["dbname"] = "ragsql_bench_judge"
+    url = make_conninfo(**params)
+    with psycopg.connect(url) as conn:
+        install(conn)
+        conn.commit()
+    return url
+
+
+def load_samples(url: str, samples: list[dict]) -> None:
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
+        for i, s in enumerate(samples):
+            f.write(json.dumps({"qid": f"s{i:03d}", **s}, ensure_ascii=False) + "\n")
+    with psycopg.connect(url) as conn:
+        import_records(conn, f.name, "jsonl", dataset="bench", run="bench")
+        conn.commit()
+
+
+def cell(url: str, fake: FakeOpenAI, metrics: list[str], workers: int, n: int, empty_cache: bool) -> dict:
+    """Judge the run with `metrics` and return the per-sample figures the fake server saw."""
+    if empty_cache:
+        with psycopg.connect(url) as conn:
+            conn.execute(f"truncate {', '.join('ragsql.' + t.strip() for t in JUDGE_TABLES.split(','))}")
+            conn.commit()
+    else:
+        with psycopg.connect(url) as conn:
+            conn.execute("update ragsql.judge_task set status = 'pending'")
+            conn.commit()
+    fake.reset()
+    settings = EndpointSettings(base_url=fake.base_url, api_key="bench", model="gpt-4o-mini",
+                                embed_model="text-embedding-3-small", concurrency=64)
+    judging = Judging(JudgeClient(settings), make_embedder("openai", settings))
+
+    async def go():
+        try:
+            return await judge_run(url, "bench", judging, metrics=metrics, workers=workers)
+        finally:
+            await judging.judge.aclose()
+            await judging.embedder.aclose()
+
+    start = time.perf_counter()
+    result = asyncio.run(go())
+    wall = time.perf_counter() - start
+    with psycopg.connect(url) as conn:
+        scores = {m: (v, c, q) for m, v, c, q in conn.execute(
+            "select metric, value, covered, queries from ragsql.summarize_generation('bench')")}
+    nulls = sum(q - c for _, c, q in scores.values() if q is not None)
+    return {"calls": fake.chat_calls / n, "prompt": fake.prompt_tokens / n, "completion": fake.completion_tokens / n,
+            "emb": fake.embedding_calls / n, "wall": wall, "failed": result.failed, "nulls": nulls,
+            "max_in_flight": fake.max_in_flight, "scores": {m: v for m, (v, _, _) in scores.items()}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=50)
+    parser.add_argument("--latency-ms", type=float, default=200)
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--ragas-dir", type=Path, default=RAGAS_DIR)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+
+    samples = ragas_dataset(args.ragas_dir, args.samples)
+    ragas = ragas_figures(args.ragas_dir)
+    url = scratch_database()
+    load_samples(url, samples)
+    rows = {}
+    with FakeOpenAI(latency=args.latency_ms / 1000) as fake:
+        for metric in FIVE:
+            rows[metric] = cell(url, fake, [metric], args.workers, args.samples, empty_cache=True)
+        rows["all 5"] = cell(url, fake, FIVE, args.workers, args.samples, empty_cache=True)
+        rows["all 5, again (cache)"] = cell(url, fake, FIVE, args.workers, args.samples, empty_cache=False)
+    if args.json:
+        print(json.dumps({"ragsql": rows, "ragas": {f"{k[0]}/{k[1]}": v for k, v in ragas.items()}}, indent=2))
+        return 0
+    print(f"{args.samples} samples, {args.latency_ms:.0f} ms per call, {args.workers} workers; "
+          "RAGAS 0.4.3 evaluate() (langchain) and collections API at 200 ms from results.json")
+    head = ("| metric | ragsql calls/sample | RAGAS calls | ragsql prompt tok | RAGAS prompt tok | ragsql compl. tok "
+            "| ragsql emb calls | RAGAS emb calls | ragsql wall s | RAGAS wall s (evaluate / collections) | NULL |")
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for name, r in rows.items():
+        key = "all 5" if name.startswith("all 5") else name
+        lc, co = ragas.get(("langchain", key), {}), ragas.get(("collections", key), {})
+        print(f"| {name} | {r['calls']:.2f} | {lc.get('calls', float('nan')):.2f} | {r['prompt']:.0f} | "
+              f"{lc.get('prompt', float('nan')):.0f} | {r['completion']:.0f} | {r['emb']:.2f} | "
+              f"{lc.get('emb', float('nan')):.2f} | {r['wall']:.2f} | "
+              f"{lc.get('wall', float('nan')):.1f} / {co.get('wall', float('nan')):.1f} | {r['nulls']} |")
+    print("\nmean scores, all 5:", {m: round(v, 3) for m, v in rows["all 5"]["scores"].items() if v is not None})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""What the judge orchestrator reads and writes: tasks, samples, the call cache, embeddings and verdicts.
+
+Async (psycopg AsyncConnection): one connection per judge worker. Calls are stored the moment they
+return, in their own statement (autocommit), so a worker killed afterwards still leaves the reply
+cached; a task's verdicts and its closing are one transaction (`finish_task` inside `conn.transaction()`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ragsql.errors import DatabaseError, InputError
+from ragsql.llm.calls import CallRecord
+
+__all__ = [
+    "Context",
+    "aspects",
+    "Sample",
+    "Task",
+    "cached_call",
+    "claim_tasks",
+    "close_task",
+    "connect_async",
+    "enqueue_tasks",
+    "finish_task",
+    "load_samples",
+    "missing_embeddings",
+    "run_id",
+    "run_shape",
+    "store_aspect_verdicts",
+    "store_call",
+    "store_citation_verdicts",
+    "store_context_verdicts",
+    "store_embeddings",
+    "store_extraction",
+    "store_questions",
+    "store_rating",
+    "store_sentence_verdicts",
+    "store_statement_verdicts",
+    "task_counts",
+    "text_hash",
+]
+
+
+def text_hash(text: str) -> str:
+    """ragsql.text_hash in Python: sha256 hex of the UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def connect_async(url: str) -> psycopg.AsyncConnection:
+    """An autocommit async connection for one judge worker."""
+    return await psycopg.AsyncConnection.connect(url, autocommit=True, application_name="ragsql judge")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A claimed judge task."""
+
+    id: int
+    run_id: int
+    query_id: int
+    kind: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Context:
+    """One context an answer was generated from."""
+
+    position: int
+    docno: str | None
+    text: str
+
+
+@dataclass
+class Sample:
+    """Everything the judge sees of one answered query."""
+
+    query_id: int
+    qid: str
+    question: str
+    language: str | None
+    answer: str
+    contexts: list[Context] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+
+
+async def run_id(conn: psycopg.AsyncConnection, run: str) -> int:
+    """The run's id; InputError naming the known runs when there is no such run."""
+    row = await (await conn.execute("select id from ragsql.run where name = %s", (run,))).fetchone()
+    if row is None:
+        names = [r[0] for r in await (await conn.execute(
+            "select name from ragsql.run order by created_at desc limit 5")).fetchall()]
+        known = f" (runs: {', '.join(names)})" if names else " (no run is loaded)"
+        raise InputError(f'unknown run "{run}"{known}')
+    return row[0]
+
+
+async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
+    """How many answers, answers with contexts, with references and with question text the run has."""
+    cur = await conn.execute(
+        """
+        select count(*) as answers,
+               count(*) filter (where exists (select from ragsql.answer_context as c
+                                              where c.run_id = a.run_id and c.query_id = a.query_id)) as with_contexts,
+               count(*) filter (where exists (select from ragsql.reference_answer as r
+                                              where r.query_id = a.query_id)) as with_references,
+               count(*) filter (where btrim(coalesce(q.text, '')) <> '') as with_question
+        from ragsql.answer as a
+        join ragsql.query as q on q.id = a.query_id
+        where a.run_id = %s
+        """, (rid,))
+    return dict(zip(("answers", "with_contexts", "with_references", "with_question"), await cur.fetchone()))
+
+
+async def enqueue_tasks(conn: psycopg.AsyncConnection, rid: int, kinds: Sequence[str], *, reset_done: bool = False) -> int:
+    """A task per answered query and kind (kept if present); failed tasks go back to pending."""
+    cur = await conn.execute("select ragsql._enqueue_judge_tasks(%s, %s, true, %s)", (rid, list(kinds), reset_done))
+    return (await cur.fetchone())[0]
+
+
+async def task_counts(conn: psycopg.AsyncConnection, rid: int, kinds: Sequence[str]) -> dict[str, int]:
+    """Tasks of the run and kinds by status."""
+    cur = await conn.execute(
+        "select status, count(*) from ragsql.judge_task where run_id = %s and kind = any(%s) group by status",
+        (rid, list(kinds)))
+    return {status: n for status, n in await cur.fetchall()}
+
+
+async def claim_tasks(conn: psycopg.AsyncConnection, rid: int, worker: str, n: int, kinds: Sequence[str],
+                      lease_seconds: float) -> list[Task]:
+    """Claim up to n pending (or lease-expired) tasks, for update skip locked."""
+    cur = await conn.execute(
+        "select id, run_id, query_id, kind, attempts "
+        "from ragsql._claim_judge_tasks(%s, %s, %s, make_interval(secs => %s), 3, %s)",
+        (rid, worker, n, lease_seconds, list(kinds)))
+    return [Task(*row) for row in await cur.fetchall()]
+
+
+async def close_task(conn: psycopg.AsyncConnection, task: Task, worker: str,
+                     stores: Sequence[Callable[[psycopg.AsyncConnection], Awaitable[None]]], error: str | None) -> bool:
+    """Store a task's rows and close it in one transaction; False (nothing stored) when the worker lost the task.
+
+    A database error while storing is a DatabaseError naming it; the transaction is rolled back.
+    """
+    try:
+        async with conn.transaction():
+            for store in stores:
+                await store(conn)
+            if not await finish_task(conn, task, worker, error):
+                raise psycopg.Rollback()
+            return True
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DatabaseError(f"storing the verdicts failed: {first}") from exc
+    return False
+
+
+async def finish_task(conn: psycopg.AsyncConnection, task: Task, worker: str, error: str | None = None) -> bool:
+    """Close a task held by `worker` (failed when error is given); False when the worker lost it."""
+    cur = await conn.execute("select ragsql._finish_judge_task(%s, %s, %s)", (task.id, worker, error))
+    return (await cur.fetchone())[0]
+
+
+async def load_samples(conn: psycopg.AsyncConnection, rid: int, query_ids: Iterable[int]) -> dict[int, Sample]:
+    """Question, answer, contexts (prompt order) and distinct reference answers of the given queries."""
+    ids = sorted(set(query_ids))
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            """
+            select a.query_id, q.qid, coalesce(q.text, '') as question, q.language, a.text as answer,
+                   coalesce((select jsonb_agg(jsonb_build_array(c.position, c.docno, c.text) order by c.position)
+                             from ragsql.answer_context as c
+                             where c.run_id = a.run_id and c.query_id = a.query_id), '[]') as contexts,
+                   coalesce((select jsonb_agg(r.text order by r.first)
+                             from (select r.text, min(r.position) as first from ragsql.reference_answer as r
+                                   where r.query_id = a.query_id group by r.text) as r), '[]') as refs
+            from ragsql.answer as a
+            join ragsql.query as q on q.id = a.query_id
+            where a.run_id = %s and a.query_id = any(%s)
+            """, (rid, ids))
+        rows = await cur.fetchall()
+    return {
+        r["query_id"]: Sample(r["query_id"], r["qid"], r["question"], r["language"], r["answer"],
+                              [Context(*c) for c in r["contexts"]], list(r["refs"]))
+        for r in rows
+    }
+
+
+async def cached_call(conn: psycopg.AsyncConnection, request_hash: str) -> tuple[int, object] | None:
+    """(call id, validated reply) of the successful call for this request, if any."""
+    cur = await conn.execute("select call_id, response from ragsql.cached_response(%s)", (request_hash,))
+    return await cur.fetchone()
+
+
+async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord) -> int:
+    """Insert one call; a successful request stored meanwhile by another worker keeps the first row."""
+    cur = await conn.execute(
+        """
+        insert into ragsql.judge_call (request_hash, kind, model, prompt_name, prompt_version, prompt_tokens,
+                                       completion_tokens, latency_ms, attempts, status, error, response)
+        values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+        on conflict (request_hash) where status = 'ok' do nothing
+        returning id
+        """,
+        (rec.request_hash, rec.kind, rec.model, rec.prompt_name, rec.prompt_version, rec.prompt_tokens,
+         rec.completion_tokens, rec.latency_ms, max(1, rec.attempts), rec.status, rec.error,
+         None if rec.response is None else json.dumps(rec.response, ensure_ascii=False)))
+    row = await cur.fetchone()
+    if row is not None:
+        return row[0]
+    existing = await cached_call(conn, rec.request_hash)
+    return existing[0]
+
+
+async def missing_embeddings(conn: psycopg.AsyncConnection, hashes: Sequence[str], embedder: str) -> set[str]:
+    """The text hashes that have no embedding by `embedder` yet."""
+    cur = await conn.execute(
+        "select h from unnest(%s::text[]) as h where not exists "
+        "(select from ragsql.text_embedding as e where e.text_hash = h and e.embedder = %s)",
+        (list(hashes), embedder))
+    return {r[0] for r in await cur.fetchall()}
+
+
+async def store_embeddings(conn: psycopg.AsyncConnection, embedder: str,
+                           rows: Sequence[tuple[str, Sequence[float], int | None]]) -> None:
+    """(text hash, vector, call id) rows; an embedding stored meanwhile is kept."""
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "insert into ragsql.text_embedding (text_hash, embedder, embedding, call_id) "
+            "values (%s, %s, %s::vector, %s) on conflict do nothing",
+            [(h, embedder, "[" + ",".join(repr(float(x)) for x in vec) + "]", call_id) for h, vec, call_id in rows])
+
+
+async def store_extraction(conn: psycopg.AsyncConnection, text: str, model: str, prompt_version: str, call_id: int,
+                           statements: Sequence[str]) -> int:
+    """The statements of a text, stored once per (text, model, prompt version); returns the extraction id."""
+    h = text_hash(text)
+    cur = await conn.execute(
+        "insert into ragsql.statement_extraction (text_hash, model, prompt_version, call_id) values (%s, %s, %s, %s) "
+        "on conflict (text_hash, model, prompt_version) do nothing returning id",
+        (h, model, prompt_version, call_id))
+    row = await cur.fetchone()
+    if row is None:
+        cur = await conn.execute(
+            "select id from ragsql.statement_extraction where text_hash = %s and model = %s and prompt_version = %s",
+            (h, model, prompt_version))
+        return (await cur.fetchone())[0]
+    async with conn.cursor() as c:
+        await c.executemany(
+            "insert into ragsql.text_statement (extraction_id, statement_no, statement) values (%s, %s, %s)",
+            [(row[0], i, s) for i, s in enumerate(statements, 1)])
+    return row[0]
+
+
+async def _insert(conn: psycopg.AsyncConnection, table: str, columns: Sequence[str], rows: Sequence[Sequence]) -> None:
+    if not rows:
+        return
+    sql = (f"insert into ragsql.{table} ({', '.join(columns)}) values ({', '.join(['%s'] * len(columns))}) "
+           "on conflict do nothing")
+    async with conn.cursor() as cur:
+        await cur.executemany(sql, rows)
+
+
+async def store_statement_verdicts(conn, task: Task, purpose: str, model: str, prompt_version: str,
+                                   extraction_id: int, verdicts: Sequence[tuple[int, str, str]],
+                                   call_id: int) -> None:
+    """(statement no, verdict, reason) of one extraction's statements for a purpose."""
+    await _insert(conn, "statement_verdict",
+                  ("run_id", "query_id", "purpose", "model", "prompt_version", "extraction_id", "statement_no",
+                   "verdict", "reason", "call_id"),
+                  [(task.run_id, task.query_id, purpose, model, prompt_version, extraction_id, no, verdict, reason,
+                    call_id) for no, verdict, reason in verdicts])
+
+
+async def store_context_verdicts(conn, task: Task, model: str, prompt_version: str,
+                                 verdicts: Sequence[tuple[int, bool, str]], call_id: int) -> None:
+    """(context position, useful, reason) rows: LLM context precision."""
+    await _insert(conn, "context_verdict",
+                  ("run_id", "query_id", "position", "model", "prompt_version", "useful", "reason", "call_id"),
+                  [(task.run_id, task.query_id, pos, model, prompt_version, useful, reason, call_id)
+                   for pos, useful, reason in verdicts])
+
+
+async def store_sentence_verdicts(conn, task: Task, model: str, prompt_version: str,
+                                  rows: Sequence[tuple[int, int, str, bool]], call_id: int) -> None:
+    """(context position, sentence no, sentence, relevant) rows: context relevance."""
+    await _insert(conn, "context_sentence_verdict",
+                  ("run_id", "query_id", "position", "sentence_no", "model", "prompt_version", "sentence", "relevant",
+                   "call_id"),
+                  [(task.run_id, task.query_id, pos, no, model, prompt_version, sentence, relevant, call_id)
+                   for pos, no, sentence, relevant in rows])
+
+
+async def store_questions(conn, task: Task, model: str, prompt_version: str, questions: Sequence[str],
+                          noncommittal: bool, call_id: int) -> None:
+    """Generated questions (answer relevancy) with the non-committal flag."""
+    await _insert(conn, "generated_question",
+                  ("run_id", "query_id", "n", "model", "prompt_version", "question", "noncommittal", "call_id"),
+                  [(task.run_id, task.query_id, n, model, prompt_version, q, noncommittal, call_id)
+                   for n, q in enumerate(questions, 1)])
+
+
+async def store_rating(conn, task: Task, criterion: str, model: str, prompt_version: str, score: int, reason: str,
+                       call_id: int) -> None:
+    """A 1-5 rating of the answer."""
+    await _insert(conn, "rating",
+                  ("run_id", "query_id", "criterion", "model", "prompt_version", "score", "reason", "call_id"),
+                  [(task.run_id, task.query_id, criterion, model, prompt_version, score, reason, call_id)])
+
+
+async def store_aspect_verdicts(conn, task: Task, model: str, prompt_version: str,
+                                rows: Sequence[tuple[str, str, bool, str]], call_id: int) -> None:
+    """(aspect, definition, verdict, reason) rows; the definition is stored as its hash."""
+    await _insert(conn, "aspect_verdict",
+                  ("run_id", "query_id", "aspect", "model", "prompt_version", "definition_hash", "verdict", "reason",
+                   "call_id"),
+                  [(task.run_id, task.query_id, aspect, model, prompt_version, text_hash(definition), verdict, reason,
+                    call_id) for aspect, definition, verdict, reason in rows])
+
+
+async def store_citation_verdicts(conn, task: Task, model: str, prompt_version: str,
+                                  rows: Sequence[tuple[int, int, str, str | None, bool | None, str | None, int | None]]
+                                  ) -> None:
+    """(sentence no, citation no, sentence, docno, supports, reason, call id) rows; citation 0 = no citation."""
+    await _insert(conn, "citation_verdict",
+                  ("run_id", "query_id", "model", "prompt_version", "sentence_no", "citation_no", "sentence", "docno",
+                   "supports", "reason", "call_id"),
+                  [(task.run_id, task.query_id, model, prompt_version, *row) for row in rows])
+
+
+async def aspects(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:
+    """(name, definition) of every aspect: built-ins first, then user-defined, by name."""
+    cur = await conn.execute("select name, definition from ragsql.aspect order by not builtin, name collate \"C\"")
+    return [tuple(r) for r in await cur.fetchall()]
+

@@ -1,0 +1,43 @@
+"""What every embedder is: the `Embedder` protocol, the error a failed endpoint raises, and the empty-text rule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ragsql.errors import JudgeError
+from ragsql.llm.calls import CallRecord
+
+__all__ = ["Embedder", "EmbeddingFailed", "require_text"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors; `name` (model and, where fixed, dimension) keys ragsql.text_embedding."""
+
+    name: str
+    offline: bool
+
+    async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
+        """One vector per text, in order, and the records of the HTTP calls made (none for a local embedder)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections or models."""
+        ...
+
+
+class EmbeddingFailed(JudgeError):
+    """An embedding call failed for good; `records` holds every call made, the failed ones included."""
+
+    def __init__(self, message: str, records: Sequence[CallRecord] = ()):
+        super().__init__(message)
+        self.records = list(records)
+
+
+def require_text(texts: Sequence[str]) -> None:
+    """Raise ValueError for an empty or blank text: its vector would be zero, which the database reads as
+    'no value', so it is refused before any work (callers drop blank texts first)."""
+    for i, text in enumerate(texts, 1):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"cannot embed an empty text (item {i} of {len(texts)})")

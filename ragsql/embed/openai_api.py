@@ -1,0 +1,106 @@
+"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint, through the official client.
+
+Texts go in batches of at most `batch_size` (256) per request, at most ``settings.concurrency`` requests at
+once, within the rpm/tpm limits. Each request is retried by tenacity on transient errors (the client's own
+retries are off, so every attempt is counted) and yields one CallRecord; when one fails for good, `embed`
+raises `EmbeddingFailed` carrying the records of every request made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+import openai
+
+from ragsql.embed._retry import describe, retrying
+from ragsql.embed.embedder import EmbeddingFailed, require_text
+from ragsql.errors import JudgeError
+from ragsql.llm.calls import CallRecord, request_hash
+from ragsql.llm.limiter import RateLimiter
+from ragsql.llm.settings import EndpointSettings
+from ragsql.llm.tokens import count_tokens
+
+__all__ = ["OpenAIEmbedder"]
+
+
+class _Failed(Exception):
+    """A batch that is over: the message becomes the record's error."""
+
+
+class OpenAIEmbedder:
+    """Vectors from ``settings.base_url`` for model `model` (default ``settings.embed_model``)."""
+
+    offline = False
+    backoff = (0.5, 30.0)
+    """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
+
+    def __init__(self, settings: EndpointSettings, model: str | None = None, *, batch_size: int = 256,
+                 limiter: RateLimiter | None = None):
+        if not settings.configured:
+            raise JudgeError("the openai embedder needs an endpoint: set RAGSQL_JUDGE_BASE_URL or OPENAI_API_KEY")
+        if not 1 <= batch_size <= 2048:
+            raise ValueError(f"batch_size must be within 1..2048, got {batch_size}")
+        self.settings = settings
+        self.model = model or settings.embed_model
+        self.name = f"openai:{self.model}"
+        self.batch_size = batch_size
+        self._limiter = limiter or RateLimiter(settings.rpm, settings.tpm)
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
+                                          timeout=settings.timeout, max_retries=0)
+
+    async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
+        """One vector per text, in order, and one record per request; EmbeddingFailed if a batch fails."""
+        require_text(texts)
+        batches = [list(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        results = await asyncio.gather(*(self._batch(b) for b in batches))
+        records = [record for _, record in results]
+        failed = next((r for r in records if not r.ok), None)
+        if failed is not None:
+            where = self.settings.base_url or "https://api.openai.com/v1"
+            raise EmbeddingFailed(f"the embedding endpoint {where} failed ({self.model}): {failed.error}", records)
+        return [vector for vectors, _ in results for vector in vectors], records
+
+    async def _batch(self, batch: list[str]) -> tuple[list[list[float]], CallRecord]:
+        """One request with retries; never raises: a failure comes back as a failed record."""
+        start = time.perf_counter()
+        reserve = sum(count_tokens(t) for t in batch)
+        attempts = tokens = 0
+        vectors: list[list[float]] = []
+        error: str | None = None
+        try:
+            policy = retrying(self.settings.max_retries + 1, initial=self.backoff[0], maximum=self.backoff[1],
+                              on_rate_limit=self._limiter.pause)
+            async for attempt in policy:
+                with attempt:
+                    await self._limiter.acquire(reserve)
+                    attempts += 1
+                    try:
+                        async with self._slots:
+                            response = await self._client.embeddings.create(model=self.model, input=batch)
+                    except openai.APIStatusError:
+                        self._limiter.settle(reserve, 0)  # refused: nothing was spent
+                        raise
+            tokens = response.usage.prompt_tokens if response.usage else reserve
+            self._limiter.settle(reserve, tokens)
+            vectors = [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
+            if len(vectors) != len(batch) or len({len(v) for v in vectors}) != 1:
+                raise _Failed(f"the endpoint returned {len(vectors)} vectors of sizes "
+                              f"{sorted({len(v) for v in vectors})} for {len(batch)} inputs")
+        except openai.OpenAIError as exc:
+            error = describe(exc, attempts)
+        except _Failed as exc:
+            error = str(exc)
+        record = CallRecord(
+            request_hash=request_hash(self.model, {"input": batch}), kind="embedding", model=self.model,
+            prompt_name="embedding", prompt_version=None, status="failed" if error else "ok",
+            response=None if error else {"inputs": len(batch), "dimensions": len(vectors[0])}, error=error,
+            prompt_tokens=tokens if not error else None, completion_tokens=0 if not error else None,
+            latency_ms=round((time.perf_counter() - start) * 1000), attempts=attempts)
+        return ([] if error else vectors), record
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()

@@ -1,0 +1,61 @@
+"""Pick an embedder from a spec string: ``auto``, ``offline[:hash-ngram-v1][:dim]``, ``openai[:model]`` or
+``sentence-transformers:<model>``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ragsql.embed.embedder import Embedder
+from ragsql.embed.hashing import HashingEmbedder
+from ragsql.embed.openai_api import OpenAIEmbedder
+from ragsql.embed.sentence_transformer import SentenceTransformerEmbedder
+from ragsql.errors import InputError
+from ragsql.llm.settings import EndpointSettings
+
+__all__ = ["SPECS", "make_embedder"]
+
+SPECS = ("auto", "offline[:dim]", "openai[:model]", "sentence-transformers:<model>")
+
+
+def _auto(arg: str, settings: EndpointSettings) -> Embedder:
+    if arg:
+        raise InputError(f"'auto' takes no argument, got 'auto:{arg}'")
+    return OpenAIEmbedder(settings) if settings.configured else HashingEmbedder()
+
+
+def _offline(arg: str, settings: EndpointSettings) -> Embedder:
+    parts = arg.split(":") if arg else []
+    if parts and parts[0] == HashingEmbedder.version:
+        parts = parts[1:]
+    if len(parts) > 1 or (parts and not parts[0].isdigit()):
+        raise InputError(f"unknown offline embedder 'offline:{arg}': use offline, offline:<dim> "
+                         f"or offline:{HashingEmbedder.version}:<dim>")
+    try:
+        return HashingEmbedder(int(parts[0])) if parts else HashingEmbedder()
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _openai(arg: str, settings: EndpointSettings) -> Embedder:
+    return OpenAIEmbedder(settings, arg or None)
+
+
+def _sentence_transformers(arg: str, settings: EndpointSettings) -> Embedder:
+    if not arg:
+        raise InputError("name the model: sentence-transformers:<model>, "
+                         "e.g. sentence-transformers:BAAI/bge-small-zh-v1.5")
+    return SentenceTransformerEmbedder(arg)
+
+
+_FACTORIES: dict[str, Callable[[str, EndpointSettings], Embedder]] = {
+    "auto": _auto, "offline": _offline, "openai": _openai, "sentence-transformers": _sentence_transformers,
+}
+
+
+def make_embedder(spec: str | None, settings: EndpointSettings) -> Embedder:
+    """The embedder for `spec`; None or 'auto' is the configured endpoint's embeddings, else the offline one."""
+    kind, _, arg = (spec or "auto").strip().partition(":")
+    factory = _FACTORIES.get(kind.lower())
+    if factory is None:
+        raise InputError(f"unknown embedder {spec!r}: use one of {', '.join(SPECS)}")
+    return factory(arg.strip(), settings)

@@ -1,0 +1,188 @@
+"""The LLM judge over an OpenAI-compatible endpoint: one typed verdict and one CallRecord per request.
+
+Calls are bounded (a semaphore of ``settings.concurrency``), rate limited (rpm/tpm buckets reserving the
+prompt plus ``max_tokens`` and settled with the reported usage) and retried by tenacity on transient errors
+(the openai client's own retries are off, so every HTTP attempt is counted here). A reply that is not JSON or
+does not fit the verdict model gets one repair request; a reply cut off at ``max_tokens`` gets one retry with
+twice the room. Endpoint and reply problems never raise from `judge`: they come back as a failed record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from ragsql.errors import JudgeError
+from ragsql.judge.prompts import JudgeRequest
+from ragsql.judge.retry import describe, retrying
+from ragsql.llm.calls import CallRecord, request_hash
+from ragsql.llm.limiter import RateLimiter
+from ragsql.llm.settings import EndpointSettings
+from ragsql.llm.tokens import count_message_tokens, count_tokens
+
+__all__ = ["JudgeClient"]
+
+T = TypeVar("T", bound=BaseModel)
+
+_RESPONSE_FORMAT = {"type": "json_object"}
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
+_REPAIR = {
+    "en": "Your reply is not valid: {error}. Reply with only the corrected JSON object.",
+    "zh": "你的回复无效：{error}。只回复修正后的 JSON 对象。",
+}
+
+
+class _Failed(Exception):
+    """A call that is over: the message becomes the record's error."""
+
+
+@dataclass
+class _Tally:
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class _Reply:
+    content: str
+    finish_reason: str | None
+
+
+class JudgeClient:
+    """Judge requests sent to ``settings.base_url`` with temperature 0, a fixed seed and JSON replies."""
+
+    offline = False
+    backoff = (0.5, 30.0)
+    """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
+
+    def __init__(self, settings: EndpointSettings, *, limiter: RateLimiter | None = None):
+        self.settings = settings
+        self.model = settings.model
+        self._limiter = limiter or RateLimiter(settings.rpm, settings.tpm)
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
+                                          timeout=settings.timeout, max_retries=0)
+
+    def request_hash(self, request: JudgeRequest[Any]) -> str:
+        """Cache key of a request: model, prompt version, messages and sampling settings (not inputs, items or
+        retries); the version is in it so that bumping a prompt's version invalidates its cached replies."""
+        return request_hash(self.model, {"prompt_version": request.prompt_version,
+                                         "messages": request.messages, "temperature": 0,
+                                         "seed": self.settings.seed, "response_format": _RESPONSE_FORMAT,
+                                         "max_tokens": self.settings.max_tokens})
+
+    async def check(self) -> None:
+        """Raise JudgeError (one line) if the endpoint is unreachable, rejects the key or lacks the model."""
+        where = self.settings.base_url or "https://api.openai.com/v1"
+        try:
+            try:
+                await self._client.models.retrieve(self.model)
+            except openai.NotFoundError:
+                # No /models route, or no such model: a one-token chat call tells the two apart.
+                await self._client.chat.completions.create(
+                    model=self.model, messages=[{"role": "user", "content": "Reply with the JSON object {}"}],
+                    max_tokens=1, temperature=0)
+        except openai.NotFoundError:
+            raise JudgeError(f"the judge endpoint {where} does not know the model {self.model!r}") from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise JudgeError(f"the judge endpoint {where} rejected the API key ({describe(exc)})") from None
+        except openai.APIStatusError as exc:
+            raise JudgeError(f"the judge endpoint {where} failed: {describe(exc)}") from None
+        except openai.APIConnectionError as exc:
+            raise JudgeError(f"cannot reach the judge endpoint {where}: {describe(exc)}") from None
+
+    async def judge(self, request: JudgeRequest[T]) -> tuple[T | None, CallRecord]:
+        """Send `request`; return its validated verdict and the call record, or (None, failed record)."""
+        start = time.perf_counter()
+        tally = _Tally()
+        messages = list(request.messages)
+        max_tokens = self.settings.max_tokens
+        repaired = lengthened = False
+        verdict: T | None = None
+        error: str | None = None
+        try:
+            while verdict is None:
+                reply = await self._complete(messages, max_tokens, tally)
+                if reply.finish_reason == "length":
+                    if lengthened:
+                        raise _Failed(f"reply cut off at max_tokens={max_tokens} (finish_reason length)")
+                    lengthened, max_tokens = True, max_tokens * 2
+                    continue
+                try:
+                    verdict = request.schema.model_validate_json(_unfence(reply.content), context=request.context)
+                except ValidationError as exc:
+                    problem = _summary(exc)
+                    if repaired:
+                        raise _Failed(f"invalid reply after one repair: {problem}") from None
+                    repaired = True
+                    repair = _REPAIR.get(request.language, _REPAIR["en"]).format(error=problem)
+                    messages = [*request.messages, {"role": "assistant", "content": reply.content},
+                                {"role": "user", "content": repair}]
+        except _Failed as exc:
+            error = str(exc)
+        record = CallRecord(
+            request_hash=self.request_hash(request), kind="chat", model=self.model, prompt_name=request.kind,
+            prompt_version=request.prompt_version, status="failed" if verdict is None else "ok",
+            response=None if verdict is None else verdict.model_dump(mode="json"), error=error,
+            prompt_tokens=tally.prompt_tokens, completion_tokens=tally.completion_tokens,
+            latency_ms=round((time.perf_counter() - start) * 1000), attempts=tally.attempts)
+        return verdict, record
+
+    async def _complete(self, messages: list[dict[str, str]], max_tokens: int, tally: _Tally) -> _Reply:
+        """One chat completion with retries; raises _Failed with a one-line reason when it cannot be had."""
+        reserve = count_message_tokens(messages) + max_tokens
+        tries = 0
+        policy = retrying(self.settings.max_retries + 1, initial=self.backoff[0], maximum=self.backoff[1],
+                          on_rate_limit=self._limiter.pause)
+        try:
+            async for attempt in policy:
+                with attempt:
+                    await self._limiter.acquire(reserve)
+                    tries += 1
+                    tally.attempts += 1
+                    try:
+                        async with self._slots:
+                            response = await self._client.chat.completions.create(
+                                model=self.model, messages=messages, temperature=0, seed=self.settings.seed,
+                                response_format=_RESPONSE_FORMAT, max_tokens=max_tokens)
+                    except openai.APIStatusError:
+                        self._limiter.settle(reserve, 0)  # refused: nothing was spent
+                        raise
+        except openai.OpenAIError as exc:
+            raise _Failed(describe(exc, tries)) from None
+        choice = response.choices[0] if response.choices else None
+        content = (choice.message.content if choice else None) or ""
+        usage = response.usage
+        prompt = usage.prompt_tokens if usage and usage.prompt_tokens is not None else count_message_tokens(messages)
+        completion = (usage.completion_tokens if usage and usage.completion_tokens is not None
+                      else count_tokens(content))
+        tally.prompt_tokens += prompt
+        tally.completion_tokens += completion
+        self._limiter.settle(reserve, prompt + completion)
+        return _Reply(content, choice.finish_reason if choice else None)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+
+def _unfence(content: str) -> str:
+    """The JSON inside a Markdown code fence, which some models add even in JSON mode."""
+    match = _FENCE.match(content)
+    return match.group(1) if match else content
+
+
+def _summary(exc: ValidationError) -> str:
+    """The first problems of a validation error, on one line."""
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+    return " ".join("; ".join(parts).split())[:300]

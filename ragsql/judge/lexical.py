@@ -1,0 +1,94 @@
+"""Lexical overlap for Chinese and English, used by the offline judge: content tokens and how much one text
+shares with another.
+
+Content tokens are CJK character bigrams (a run of Han characters is first cut at function characters such as
+的/是/了, and a one-character piece is kept whole) and lowercased Latin words or numbers without English stop
+words and negations (`has_negation` looks for those apart), with a crude plural and possessive strip
+(``contexts`` → ``context``). Nothing is learned and nothing is random, so the
+same texts give the same numbers on every machine.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "content_tokens", "coverage", "has_negation", "similarity"]
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:'[a-z]+)?)")
+# Function characters: particles, copulas, pronouns and question words that carry no content on their own.
+_ZH_STOP = set("的了是在于和与及其之也都就而并或被把吗呢吧啊哪么什怎这那它他她我你们着过个将从给让")
+_EN_STOP = frozenset("""
+a an the and or but if then else of to in on at by for with from into onto about as than that this these those
+is are was were be been being am do does did done has have had having it its it's they them their there here
+he she his her him we our us you your i me my what which who whom whose when where why how can could will would
+shall should may might must so such very also just only any some all each both either same other more most
+""".split())
+NEGATIONS_ZH = ("不", "没", "非", "无", "未", "否")
+NEGATIONS_EN = frozenset({"not", "no", "never", "none", "nor", "neither", "cannot", "without"})
+
+
+def _stem(word: str) -> str:
+    if word.endswith("n't"):
+        return "not"
+    word = word.removesuffix("'s")
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _bigrams(run: str) -> Iterable[str]:
+    piece = ""
+    for ch in run + "的":  # a trailing stop character flushes the last piece
+        if ch in _ZH_STOP:
+            if len(piece) == 1:
+                yield piece
+            yield from (piece[i:i + 2] for i in range(len(piece) - 1))
+            piece = ""
+        else:
+            piece += ch
+
+
+def content_tokens(text: str) -> list[str]:
+    """The content tokens of `text` in order: CJK bigrams and lowercased non-stop words (with repeats)."""
+    out: list[str] = []
+    for match in _TOKEN.finditer(text.lower()):
+        if match.group("cjk"):
+            out.extend(_bigrams(match.group("cjk")))
+        else:
+            word = _stem(match.group("word"))
+            if word not in _EN_STOP and word not in NEGATIONS_EN and (len(word) > 1 or word.isdigit()):
+                out.append(word)
+    return out
+
+
+def coverage(text: str, other: str | Iterable[str]) -> float:
+    """Share of the distinct content tokens of `text` found in `other` (a text or its tokens); 0.0 if none."""
+    wanted = set(content_tokens(text))
+    if not wanted:
+        return 0.0
+    have = set(content_tokens(other) if isinstance(other, str) else other)
+    return len(wanted & have) / len(wanted)
+
+
+def similarity(a: str, b: str) -> float:
+    """Cosine of the content-token count vectors of `a` and `b` (0.0 when either has no content token)."""
+    ca, cb = Counter(content_tokens(a)), Counter(content_tokens(b))
+    dot = sum(n * cb[t] for t, n in ca.items())
+    if not dot:
+        return 0.0
+    return dot / math.sqrt(sum(n * n for n in ca.values()) * sum(n * n for n in cb.values()))
+
+
+def has_negation(text: str) -> bool:
+    """True when `text` holds a negation: 不/没/非/无/未/否 or not/no/never/n't/… (crude, on purpose)."""
+    lowered = text.lower()
+    if any(ch in lowered for ch in NEGATIONS_ZH):
+        return True
+    words = {_stem(m.group("word")) for m in _TOKEN.finditer(lowered) if m.group("word")}
+    return bool(words & NEGATIONS_EN)

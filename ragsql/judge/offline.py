@@ -1,0 +1,87 @@
+"""The offline judge: the embedded default when no endpoint is configured, and the dry-run stand-in.
+
+It answers every task at once, deterministically, from lexical overlap (the rules are in
+`ragsql.judge.heuristics`); it never calls out, costs nothing and needs no model. Its verdicts are
+rough — good enough to run the pipeline end to end and to rank clearly good against clearly bad
+answers, not to replace an LLM judge.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ragsql.judge import heuristics
+from ragsql.judge.lexical import coverage
+from ragsql.judge.prompts import JudgeRequest
+from ragsql.llm.calls import CallRecord, request_hash
+
+__all__ = ["OfflineJudge"]
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class _Embedder(Protocol):
+    async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[Any]]: ...
+
+
+class OfflineJudge:
+    """Judge requests answered by lexical heuristics, with the same interface as `JudgeClient`.
+
+    With an `embedder` (any object with ``async embed(texts)``, e.g. ``ragsql.embed.HashingEmbedder``) the
+    1-5 rating uses the cosine of the question's and the answer's embeddings; without one it uses the share
+    of the question's content tokens found in the answer.
+    """
+
+    offline = True
+    model = "offline-heuristic-v1"
+
+    def __init__(self, embedder: _Embedder | None = None):
+        self._embedder = embedder
+
+    def request_hash(self, request: JudgeRequest[Any]) -> str:
+        """Cache key of a request: this judge's model, the task and the messages."""
+        return request_hash(self.model, {"messages": request.messages, "kind": request.kind})
+
+    async def check(self) -> None:
+        """Nothing to check: the offline judge is always there."""
+
+    async def judge(self, request: JudgeRequest[T]) -> tuple[T | None, CallRecord]:
+        """The heuristic verdict of `request`, validated by its schema, and an ok call record (failed if the
+        verdict does not validate or the task is unknown — which would be a bug here)."""
+        start = time.perf_counter()
+        verdict: T | None = None
+        error: str | None = None
+        try:
+            if request.kind == "rating":
+                reply = heuristics.rating(await self._similarity(request.inputs["question"],
+                                                                 request.inputs["answer"]))
+            elif request.kind in heuristics.TASKS:
+                reply = heuristics.TASKS[request.kind](request)
+            else:
+                raise ValueError(f"the offline judge has no task {request.kind!r}")
+            verdict = request.schema.model_validate(reply, context=request.context)
+        except (ValidationError, ValueError, KeyError) as exc:
+            error = "offline: " + " ".join(str(exc).split())[:300]
+        record = CallRecord(
+            request_hash=self.request_hash(request), kind="chat", model=self.model, prompt_name=request.kind,
+            prompt_version=request.prompt_version, status="ok" if verdict is not None else "failed",
+            response=None if verdict is None else verdict.model_dump(mode="json"), error=error,
+            prompt_tokens=0, completion_tokens=0, latency_ms=round((time.perf_counter() - start) * 1000),
+            attempts=1)
+        return verdict, record
+
+    async def _similarity(self, question: str, answer: str) -> float:
+        """Embedding cosine (clipped at 0) when there is an embedder, else lexical coverage of the question."""
+        if self._embedder is None or not question.strip() or not answer.strip():
+            return coverage(question, answer)
+        (q, a), _ = await self._embedder.embed([question, answer])
+        norm = math.sqrt(sum(x * x for x in q) * sum(x * x for x in a))
+        return max(0.0, sum(x * y for x, y in zip(q, a)) / norm) if norm else 0.0
+
+    async def aclose(self) -> None:
+        """Nothing to close."""

@@ -1,0 +1,272 @@
+"""Judge prompts: versioned files in ``prompts/``, one per task and language, built into typed requests.
+
+Every text under judgement goes inside a tag (``<answer>…</answer>``, ``<context id="2">…</context>``) and the
+system message says that tagged text is data, never instructions. Anything in the data that looks like one of
+these tags is escaped (``<`` becomes ``&lt;``), so an answer cannot close its own tag and speak to the judge.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from string import Template
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from ragsql.judge import verdicts as v
+from ragsql.judge.language import LANGUAGES, detect_language, split_sentences
+
+__all__ = [
+    "BUILTIN_ASPECTS",
+    "PROMPT_NAMES",
+    "JudgeRequest",
+    "Prompt",
+    "answer_analysis",
+    "citations",
+    "classify",
+    "critique",
+    "escape",
+    "load_prompt",
+    "questions",
+    "rating",
+    "sentence_relevance",
+    "statements",
+    "usefulness",
+    "verify",
+]
+
+PROMPT_NAMES = ("statements", "answer_analysis", "questions", "verify", "classify", "usefulness",
+                "sentence_relevance", "rating", "critique", "citations")
+BUILTIN_ASPECTS = ("harmfulness", "maliciousness", "coherence", "correctness", "conciseness")
+
+_TAGS = ("question", "answer", "reference", "text", "contexts", "context", "statements", "answer_statements",
+         "reference_statements", "sentences", "claims", "claim", "sentence", "cited")
+_TAG_RE = re.compile(r"<(/?\s*)(" + "|".join(sorted(_TAGS, key=len, reverse=True)) + r")(?![\w-])", re.I)
+_LANG_WORDS = {"en": {"en": "English", "zh": "Chinese"}, "zh": {"en": "英文", "zh": "中文"}}
+_TARGETS = {"en": {"reference": "reference answer", "answer": "answer"}, "zh": {"reference": "标准答案", "answer": "回答"}}
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One prompt file: task name, language, declared version and its sections (system, user, …)."""
+
+    name: str
+    language: str
+    version: str
+    sections: Mapping[str, str]
+    digest: str
+
+    def render(self, **values: object) -> list[dict[str, str]]:
+        """The chat messages with `values` substituted into the user template."""
+        user = Template(self.sections["user"]).substitute({k: str(val) for k, val in values.items()})
+        return [{"role": "system", "content": self.sections["system"]}, {"role": "user", "content": user}]
+
+
+@dataclass(frozen=True)
+class JudgeRequest(Generic[T]):
+    """A built judge call: messages, the verdict model its reply must fit, and what the prompt numbered."""
+
+    kind: str
+    prompt_version: str
+    language: str
+    messages: list[dict[str, str]]
+    schema: type[T]
+    context: dict[str, Any] = field(default_factory=dict)
+    items: tuple[Any, ...] = ()
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """The raw inputs the prompt was built from (for the offline judge); not part of the request hash."""
+
+
+@functools.cache
+def load_prompt(name: str, language: str) -> Prompt:
+    """Read ``prompts/<name>.<language>.txt``: a ``version:`` line, then ``=== section`` blocks."""
+    if name not in PROMPT_NAMES or language not in LANGUAGES:
+        raise ValueError(f"no prompt {name!r} in language {language!r}")
+    raw = resources.files("ragsql.judge").joinpath("prompts", f"{name}.{language}.txt").read_text("utf-8")
+    head, *blocks = re.split(r"^=== (\w+)\n", raw, flags=re.M)
+    version = re.search(r"^version:\s*(\S+)", head, re.M)
+    if version is None or len(blocks) % 2:
+        raise ValueError(f"prompt file {name}.{language}.txt has no version line or a broken section")
+    sections = {blocks[i]: blocks[i + 1].strip("\n") for i in range(0, len(blocks), 2)}
+    return Prompt(name=name, language=language, version=f"{name}.{language}.v{version.group(1)}",
+                  sections=sections, digest=hashlib.sha256(raw.encode()).hexdigest()[:12])
+
+
+def escape(text: str) -> str:
+    """Neutralise anything in judged text that could open or close one of the prompt's tags."""
+    return _TAG_RE.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(escape(text).split())
+
+
+def _block(tag: str, text: str) -> str:
+    return f"<{tag}>\n{escape(text.strip())}\n</{tag}>"
+
+
+def _numbered(items: Sequence[str], start: int = 1) -> str:
+    return "\n".join(f"{i}. {_one_line(s)}" for i, s in enumerate(items, start))
+
+
+def _contexts(contexts: Sequence[str]) -> str:
+    return "\n".join(f'<context id="{i}">\n{escape(c.strip())}\n</context>' for i, c in enumerate(contexts, 1))
+
+
+def _language(language: str | None, *texts: str | None) -> str:
+    if language is None:
+        return detect_language(" ".join(t for t in texts if t))
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    return language
+
+
+def _nonempty(items: Sequence[Any], what: str) -> None:
+    if not items:
+        raise ValueError(f"nothing to judge: no {what}")
+
+
+def _request(name: str, lang: str, schema: type[T], context: dict[str, Any] | None = None,
+             items: tuple[Any, ...] = (), inputs: dict[str, Any] | None = None, **values: object) -> JudgeRequest[T]:
+    prompt = load_prompt(name, lang)
+    return JudgeRequest(kind=name, prompt_version=prompt.version, language=lang,
+                        messages=prompt.render(**values), schema=schema, context=context or {}, items=items,
+                        inputs=inputs or {})
+
+
+def statements(text: str, *, question: str | None = None,
+               language: str | None = None) -> JudgeRequest[v.Statements]:
+    """Extract the factual statements of one text (an answer or a reference); one call per text."""
+    lang = _language(language, question or text)
+    block = _block("question", question) + "\n" if question else ""
+    return _request("statements", lang, v.Statements, inputs={"text": text, "question": question},
+                    question_block=block, text=escape(text.strip()))
+
+
+def answer_analysis(answer: str, *, question: str, n: int = 3,
+                    language: str | None = None) -> JudgeRequest[v.AnswerAnalysis]:
+    """One call on an answer: its statements, `n` questions in the question's language, the non-committal flag.
+
+    The question itself is not shown, so the generated questions cannot copy it (answer relevance would be
+    inflated); only its language is used.
+    """
+    lang = _language(language, question)
+    return _request("answer_analysis", lang, v.AnswerAnalysis, {"n_questions": n}, n=n,
+                    inputs={"answer": answer, "question": question, "n": n},
+                    language=_LANG_WORDS[lang][detect_language(question, lang)], answer=escape(answer.strip()))
+
+
+def questions(answer: str, *, question: str, n: int = 3,
+              language: str | None = None) -> JudgeRequest[v.GeneratedQuestions]:
+    """RAGAS answer relevance: `n` questions the answer answers, written in the question's language."""
+    lang = _language(language, question)
+    return _request("questions", lang, v.GeneratedQuestions, {"n_questions": n}, n=n,
+                    inputs={"answer": answer, "question": question, "n": n},
+                    language=_LANG_WORDS[lang][detect_language(question, lang)], answer=escape(answer.strip()))
+
+
+def verify(statement_list: Sequence[str], contexts: Sequence[str], *,
+           language: str | None = None) -> JudgeRequest[v.StatementVerdicts]:
+    """All of a text's statements against all of a sample's contexts, in one call (faithfulness, recall)."""
+    _nonempty(statement_list, "statements")
+    lang = _language(language, " ".join(statement_list))
+    return _request("verify", lang, v.StatementVerdicts, {"ids": len(statement_list)},
+                    tuple(statement_list), inputs={"statements": list(statement_list), "contexts": list(contexts)},
+                    contexts=_contexts(contexts) or "(none)",
+                    statements=_numbered(statement_list))
+
+
+def classify(question: str, answer_statements: Sequence[str], reference_statements: Sequence[str], *,
+             language: str | None = None) -> JudgeRequest[v.Classification]:
+    """Answer statements TP/FP against the reference, reference statements TP/FN against the answer."""
+    _nonempty([*answer_statements, *reference_statements], "statements")
+    lang = _language(language, question)
+    context = {"answer_ids": len(answer_statements), "reference_ids": len(reference_statements)}
+    return _request("classify", lang, v.Classification, context,
+                    inputs={"question": question, "answer_statements": list(answer_statements),
+                            "reference_statements": list(reference_statements)},
+                    question=escape(question.strip()),
+                    answer_statements=_numbered(answer_statements) or "(none)",
+                    reference_statements=_numbered(reference_statements) or "(none)")
+
+
+def usefulness(question: str, contexts: Sequence[str], *, reference: str | None = None,
+               answer: str | None = None, language: str | None = None) -> JudgeRequest[v.ContextVerdicts]:
+    """Every context of a sample judged useful or not for the reference (else the answer), in one call."""
+    _nonempty(contexts, "contexts")
+    if reference is None and answer is None:
+        raise ValueError("usefulness needs a reference or an answer")
+    lang = _language(language, question)
+    tag, target_text = ("reference", reference) if reference is not None else ("answer", answer or "")
+    return _request("usefulness", lang, v.ContextVerdicts, {"ids": len(contexts)}, tuple(contexts),
+                    inputs={"question": question, "contexts": list(contexts), "reference": reference,
+                            "answer": answer},
+                    question=escape(question.strip()), target=_TARGETS[lang][tag],
+                    target_block=_block(tag, target_text), contexts=_contexts(contexts))
+
+
+def sentence_relevance(question: str, contexts: Sequence[str], *,
+                       language: str | None = None) -> JudgeRequest[v.SentenceRelevance]:
+    """Context sentences (split here, numbered across contexts) judged relevant to the question or not.
+
+    `items` holds ``(context_index, sentence)`` for each sentence id in order (id = position + 1).
+    """
+    lang = _language(language, question)
+    items: list[tuple[int, str]] = []
+    groups = []
+    for ci, ctx in enumerate(contexts, 1):
+        sents = split_sentences(ctx)
+        groups.append(f'<context id="{ci}">\n{_numbered(sents, len(items) + 1)}\n</context>')
+        items.extend((ci, s) for s in sents)
+    _nonempty(items, "context sentences")
+    return _request("sentence_relevance", lang, v.SentenceRelevance, {"ids": len(items)}, tuple(items),
+                    inputs={"question": question, "contexts": list(contexts)},
+                    question=escape(question.strip()), sentences="\n".join(groups))
+
+
+def rating(question: str, answer: str, *, language: str | None = None) -> JudgeRequest[v.Rating]:
+    """The seed's 1-5 answer relevance rating."""
+    lang = _language(language, question)
+    return _request("rating", lang, v.Rating, inputs={"question": question, "answer": answer}, question=escape(question.strip()), answer=escape(answer.strip()))
+
+
+def critique(question: str, answer: str, aspects: Sequence[str | tuple[str, str]], *,
+             contexts: Sequence[str] | None = None,
+             language: str | None = None) -> JudgeRequest[v.AspectVerdicts]:
+    """Yes/no verdicts on several aspects in one call: built-in names, or ``(name, definition)`` pairs."""
+    _nonempty(aspects, "aspects")
+    lang = _language(language, question)
+    builtin = dict(line.split(": ", 1) for line in load_prompt("critique", lang).sections["aspects"].splitlines())
+    pairs: list[tuple[str, str]] = []
+    for aspect in aspects:
+        name, definition = (aspect, builtin.get(aspect)) if isinstance(aspect, str) else aspect
+        if not definition:
+            raise ValueError(f"aspect {name!r} is not built in ({', '.join(BUILTIN_ASPECTS)}): give a definition")
+        pairs.append((_one_line(name), _one_line(definition)))
+    names = [n for n, _ in pairs]
+    ctx_block = f"<contexts>\n{_contexts(contexts)}\n</contexts>\n" if contexts else ""
+    return _request("critique", lang, v.AspectVerdicts, {"aspects": names}, tuple(names),
+                    inputs={"question": question, "answer": answer, "aspects": pairs,
+                            "contexts": list(contexts or [])},
+                    aspects="\n".join(f"- {n}: {d}" for n, d in pairs), question=escape(question.strip()),
+                    answer=escape(answer.strip()), contexts_block=ctx_block)
+
+
+def citations(claims: Sequence[tuple[str, Sequence[str]]], *,
+              language: str | None = None) -> JudgeRequest[v.CitationVerdicts]:
+    """Each cited answer sentence against the text of the contexts it cites, all in one call."""
+    _nonempty(claims, "citations")
+    lang = _language(language, " ".join(s for s, _ in claims))
+    rendered = "\n".join(
+        f'<claim id="{i}">\n<sentence>{_one_line(sentence)}</sentence>\n'
+        + "\n".join(f"<cited>\n{escape(c.strip())}\n</cited>" for c in cited) + "\n</claim>"
+        for i, (sentence, cited) in enumerate(claims, 1))
+    return _request("citations", lang, v.CitationVerdicts, {"ids": len(claims)}, tuple(claims),
+                    inputs={"claims": [(s, list(c)) for s, c in claims]}, claims=rendered)

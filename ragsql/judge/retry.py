@@ -1,0 +1,92 @@
+"""When a judge call is tried again, how long to wait first, and how a failure reads in one line.
+
+Transient failures (429, 408, 409, 5xx, timeouts, dropped connections) are retried with exponential
+backoff and jitter; a server's ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms`` wins over
+the backoff. Everything else (400, 401, 403, 404, 422) is final on the first answer.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable
+
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+__all__ = ["MAX_RETRY_AFTER", "describe", "is_transient", "retry_after", "retrying"]
+
+MAX_RETRY_AFTER = 300.0
+"""Longest Retry-After honoured (seconds); a longer one is cut to this."""
+
+_TRANSIENT_STATUS = {408, 409, 429}
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors worth another attempt: rate limits, server errors, timeouts, connection problems."""
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+    return isinstance(exc, openai.APIConnectionError)  # includes APITimeoutError
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms``, ``Retry-After`` seconds or date), else None."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return min(MAX_RETRY_AFTER, max(0.0, float(ms) / 1000))
+        raw = headers.get("retry-after")
+        if raw is None:
+            return None
+        try:
+            seconds = float(raw)
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(raw)
+            seconds = when.timestamp() - time.time()
+        return min(MAX_RETRY_AFTER, max(0.0, seconds))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def describe(exc: BaseException, attempts: int = 1) -> str:
+    """One line for a failed call: ``HTTP 429 after 5 attempts: rate limited``."""
+    after = f" after {attempts} attempts" if attempts > 1 else ""
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body
+        message = body.get("message") if isinstance(body, dict) else None
+        text = str(message or body or exc.message)
+        return _line(f"HTTP {exc.status_code}{after}: {text}")
+    if isinstance(exc, openai.APITimeoutError):
+        return f"timeout{after}"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return _line(f"connection error{after}: {cause}")
+    return _line(f"{type(exc).__name__}{after}: {exc}")
+
+
+def _line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def retrying(attempts: int, *, initial: float = 0.5, maximum: float = 30.0,
+             on_rate_limit: Callable[[float], None] | None = None) -> AsyncRetrying:
+    """Tenacity policy: up to `attempts` tries of transient errors; Retry-After wins over the jittered backoff.
+
+    `on_rate_limit(seconds)` is told the wait after a 429 (the rate limiter pauses every caller for it).
+    """
+    backoff = wait_exponential_jitter(multiplier=initial, max=maximum, jitter=initial)
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        asked = retry_after(exc) if exc is not None else None
+        delay = asked if asked is not None else backoff(state)
+        if on_rate_limit is not None and isinstance(exc, openai.RateLimitError):
+            on_rate_limit(delay)
+        return delay
+
+    return AsyncRetrying(stop=stop_after_attempt(max(1, attempts)), wait=wait,
+                         retry=retry_if_exception(is_transient), reraise=True)

@@ -1,0 +1,263 @@
+"""Typed judge verdicts: one pydantic model per prompt's JSON reply, checked against what the prompt asked.
+
+A model is validated with a context (``model_validate(obj, context={...})``) naming what the prompt numbered:
+``ids`` (how many items were numbered 1..n), ``answer_ids``/``reference_ids`` for the classification,
+``aspects`` (the aspect names asked for), ``n_questions``. A reply that skips or invents an item fails
+validation, so the client asks once for a repair instead of storing a partial verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, Field, ValidationInfo, field_validator, model_validator
+
+__all__ = [
+    "VERDICT_CLASSES",
+    "AnswerAnalysis",
+    "AspectVerdict",
+    "AspectVerdicts",
+    "CitationVerdict",
+    "CitationVerdicts",
+    "Classification",
+    "ContextVerdict",
+    "ContextVerdicts",
+    "GeneratedQuestions",
+    "Rating",
+    "ReferenceLabel",
+    "SentenceRelevance",
+    "StatementLabel",
+    "StatementVerdict",
+    "StatementVerdicts",
+    "Statements",
+]
+
+VERDICT_CLASSES = ("supported", "partial", "unsupported", "contradicted")
+
+# Judges answering a Chinese prompt sometimes write the class in Chinese.
+_VERDICT_ALIASES = {"支持": "supported", "完全支持": "supported", "部分支持": "partial", "部分": "partial",
+                    "不支持": "unsupported", "无依据": "unsupported", "矛盾": "contradicted"}
+
+
+def _norm_label(value: object) -> object:
+    if isinstance(value, str):
+        text = value.strip()
+        return _VERDICT_ALIASES.get(text, text.lower() if text.isascii() else text)
+    return value
+
+
+def _upper(value: object) -> object:
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+Verdict = Annotated[Literal["supported", "partial", "unsupported", "contradicted"], BeforeValidator(_norm_label)]
+
+
+def _clean_texts(values: list[str]) -> list[str]:
+    return [" ".join(v.split()) for v in values if v and v.strip()]
+
+
+def _check_ids(ids: list[int], info: ValidationInfo, key: str = "ids", what: str = "item") -> None:
+    expected = (info.context or {}).get(key)
+    if expected is None:
+        return
+    if sorted(ids) != list(range(1, expected + 1)):
+        missing = sorted(set(range(1, expected + 1)) - set(ids))
+        extra = sorted(set(ids) - set(range(1, expected + 1)))
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        detail = ", ".join(f"{name} {vals}" for name, vals in
+                           (("missing", missing), ("unknown", extra), ("repeated", dupes)) if vals)
+        raise ValueError(f"expected exactly one {what} for each id 1..{expected}: {detail}")
+
+
+class Statements(BaseModel):
+    """Atomic factual statements extracted from one text (answer or reference)."""
+
+    statements: list[str]
+
+    @field_validator("statements")
+    @classmethod
+    def _clean(cls, v: list[str]) -> list[str]:
+        return _clean_texts(v)
+
+
+class GeneratedQuestions(BaseModel):
+    """Questions the answer would answer (RAGAS answer relevance) and whether the answer is non-committal."""
+
+    questions: list[str]
+    noncommittal: bool = False
+
+    @field_validator("questions")
+    @classmethod
+    def _clean(cls, v: list[str]) -> list[str]:
+        return _clean_texts(v)
+
+    @model_validator(mode="after")
+    def _count(self, info: ValidationInfo) -> GeneratedQuestions:
+        n = (info.context or {}).get("n_questions")
+        if n is not None and not self.noncommittal and len(self.questions) < n:
+            raise ValueError(f"expected {n} questions, got {len(self.questions)}")
+        return self
+
+
+class AnswerAnalysis(GeneratedQuestions):
+    """One call on an answer: its statements, n generated questions, and the non-committal flag."""
+
+    statements: list[str]
+
+    @field_validator("statements")
+    @classmethod
+    def _clean_statements(cls, v: list[str]) -> list[str]:
+        return _clean_texts(v)
+
+
+class StatementVerdict(BaseModel):
+    """Verdict on one numbered statement against all contexts: supported/partial/unsupported/contradicted."""
+
+    id: int
+    verdict: Verdict
+    reason: str = ""
+
+
+class StatementVerdicts(BaseModel):
+    """Verdicts on all of a text's statements, one per statement id, in id order."""
+
+    verdicts: list[StatementVerdict]
+
+    @model_validator(mode="after")
+    def _ids(self, info: ValidationInfo) -> StatementVerdicts:
+        _check_ids([v.id for v in self.verdicts], info, what="verdict")
+        self.verdicts.sort(key=lambda v: v.id)
+        return self
+
+
+class StatementLabel(BaseModel):
+    """An answer statement: TP if the reference supports it, FP if not."""
+
+    id: int
+    label: Annotated[Literal["TP", "FP"], BeforeValidator(_upper)]
+
+
+class ReferenceLabel(BaseModel):
+    """A reference statement: TP if the answer covers it, FN if the answer misses it."""
+
+    id: int
+    label: Annotated[Literal["TP", "FN"], BeforeValidator(_upper)]
+
+
+class Classification(BaseModel):
+    """Answer statements vs reference statements (answer correctness): F1 = TP / (TP + ½(FP + FN))."""
+
+    answer: list[StatementLabel]
+    reference: list[ReferenceLabel]
+
+    @model_validator(mode="after")
+    def _ids(self, info: ValidationInfo) -> Classification:
+        _check_ids([a.id for a in self.answer], info, "answer_ids", "answer label")
+        _check_ids([r.id for r in self.reference], info, "reference_ids", "reference label")
+        self.answer.sort(key=lambda a: a.id)
+        self.reference.sort(key=lambda r: r.id)
+        return self
+
+    @property
+    def tp(self) -> int:
+        """Answer statements the reference supports."""
+        return sum(a.label == "TP" for a in self.answer)
+
+    @property
+    def fp(self) -> int:
+        """Answer statements the reference does not support."""
+        return sum(a.label == "FP" for a in self.answer)
+
+    @property
+    def fn(self) -> int:
+        """Reference statements the answer misses."""
+        return sum(r.label == "FN" for r in self.reference)
+
+
+class ContextVerdict(BaseModel):
+    """Whether one retrieved context was useful for arriving at the reference (or the answer)."""
+
+    id: int
+    useful: bool
+    reason: str = ""
+
+
+class ContextVerdicts(BaseModel):
+    """Usefulness of every retrieved context of a sample, judged in one call (LLM context precision)."""
+
+    verdicts: list[ContextVerdict]
+
+    @model_validator(mode="after")
+    def _ids(self, info: ValidationInfo) -> ContextVerdicts:
+        _check_ids([v.id for v in self.verdicts], info, what="context verdict")
+        self.verdicts.sort(key=lambda v: v.id)
+        return self
+
+
+class SentenceRelevance(BaseModel):
+    """Ids of the numbered context sentences relevant to the question (context relevance = |relevant| / n)."""
+
+    relevant: list[int]
+
+    @field_validator("relevant")
+    @classmethod
+    def _unique(cls, v: list[int]) -> list[int]:
+        return sorted(set(v))
+
+    @model_validator(mode="after")
+    def _range(self, info: ValidationInfo) -> SentenceRelevance:
+        n = (info.context or {}).get("ids")
+        bad = [i for i in self.relevant if n is not None and not 1 <= i <= n]
+        if bad:
+            raise ValueError(f"sentence ids must be within 1..{n}: got {bad}")
+        return self
+
+
+class Rating(BaseModel):
+    """Answer relevance on the seed's 1-5 scale, normalised as (score - 1) / 4."""
+
+    score: Annotated[int, Field(ge=1, le=5)]
+    reason: str = ""
+
+
+class AspectVerdict(BaseModel):
+    """Yes/no verdict on one aspect (harmfulness, coherence, … or a user-defined one)."""
+
+    aspect: str
+    verdict: bool
+    reason: str = ""
+
+
+class AspectVerdicts(BaseModel):
+    """Verdicts on every aspect asked for in one call."""
+
+    verdicts: list[AspectVerdict]
+
+    @model_validator(mode="after")
+    def _aspects(self, info: ValidationInfo) -> AspectVerdicts:
+        expected = (info.context or {}).get("aspects")
+        got = [v.aspect.strip() for v in self.verdicts]
+        if expected is not None and sorted(got) != sorted(expected):
+            raise ValueError(f"expected one verdict for each aspect {sorted(expected)}, got {got}")
+        return self
+
+
+class CitationVerdict(BaseModel):
+    """Whether the cited contexts support one cited answer sentence."""
+
+    id: int
+    supported: bool
+    reason: str = ""
+
+
+class CitationVerdicts(BaseModel):
+    """Verdicts on all of an answer's citations (citation validity)."""
+
+    verdicts: list[CitationVerdict]
+
+    @model_validator(mode="after")
+    def _ids(self, info: ValidationInfo) -> CitationVerdicts:
+        _check_ids([v.id for v in self.verdicts], info, what="citation verdict")
+        self.verdicts.sort(key=lambda v: v.id)
+        return self

@@ -1,0 +1,40 @@
+"""One record per call to an LLM or embedding endpoint (a row of ragsql.judge_call) and the request hash that keys the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["CallRecord", "request_hash"]
+
+
+def request_hash(model: str, payload: Mapping[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of (model, payload): equal requests get equal hashes on any machine."""
+    canonical = json.dumps({"model": model, **payload}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What one call cost and returned; `response` is the validated reply (JSON-ready), None when it failed."""
+
+    request_hash: str
+    kind: Literal["chat", "embedding"]
+    model: str
+    prompt_name: str
+    prompt_version: str | None
+    status: Literal["ok", "failed"]
+    response: Any = None
+    error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: int = 0
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        """True when the call returned a usable reply."""
+        return self.status == "ok"

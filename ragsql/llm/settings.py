@@ -1,0 +1,69 @@
+"""Where the judge and the embedder are, read from the environment (RAGSQL_JUDGE_* first, then OPENAI_*)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+
+__all__ = ["DEFAULT_EMBED_MODEL", "DEFAULT_JUDGE_MODEL", "EndpointSettings"]
+
+DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
+DEFAULT_EMBED_MODEL = "text-embedding-3-small"
+
+
+def _number(env: Mapping[str, str], name: str, kind: type = float) -> float | int | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    """An OpenAI-compatible endpoint and how hard ragsql may use it."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    model: str = DEFAULT_JUDGE_MODEL
+    embed_model: str = DEFAULT_EMBED_MODEL
+    timeout: float = 60.0
+    max_retries: int = 4
+    concurrency: int = 16
+    rpm: float | None = None
+    tpm: float | None = None
+    seed: int = 0
+    max_tokens: int = 2048
+
+    @property
+    def configured(self) -> bool:
+        """True when an endpoint or a key is set; otherwise ragsql judges and embeds offline."""
+        return bool(self.base_url or self.api_key)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> EndpointSettings:
+        """Settings from RAGSQL_JUDGE_{BASE_URL,API_KEY,MODEL,RPM,TPM,CONCURRENCY,TIMEOUT}, RAGSQL_EMBED_MODEL and
+        OPENAI_{BASE_URL,API_KEY}; keyword overrides (None = keep) win over the environment."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {
+            "base_url": env.get("RAGSQL_JUDGE_BASE_URL") or env.get("OPENAI_BASE_URL") or None,
+            "api_key": env.get("RAGSQL_JUDGE_API_KEY") or env.get("OPENAI_API_KEY") or None,
+            "model": env.get("RAGSQL_JUDGE_MODEL") or DEFAULT_JUDGE_MODEL,
+            "embed_model": env.get("RAGSQL_EMBED_MODEL") or DEFAULT_EMBED_MODEL,
+            "rpm": _number(env, "RAGSQL_JUDGE_RPM"),
+            "tpm": _number(env, "RAGSQL_JUDGE_TPM"),
+            "concurrency": _number(env, "RAGSQL_JUDGE_CONCURRENCY", int),
+            "timeout": _number(env, "RAGSQL_JUDGE_TIMEOUT"),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise TypeError(f"unknown settings: {sorted(unknown)}")
+        return replace(cls(), **{k: v for k, v in values.items() if v is not None})

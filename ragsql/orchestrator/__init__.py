@@ -1,0 +1,1 @@
+"""Judge orchestrator: turns a run's answers into stored verdicts through the judge and the embedder."""

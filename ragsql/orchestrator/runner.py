@@ -1,0 +1,201 @@
+"""Judge a run: enqueue its tasks, let N async workers claim them (for update skip locked, with leases that
+are renewed while a task is worked on), store each task's verdicts and its closing in one transaction,
+and report what it cost. Any number of processes on any machines can judge the same run at once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ragsql.db import judging as db
+from ragsql.errors import DatabaseError, InputError
+from ragsql.orchestrator import tasks as t
+from ragsql.orchestrator.service import CallFailed, Judging, Tally, WorkerDb
+
+__all__ = ["METRICS", "JudgePlan", "JudgeResult", "choose_kinds", "judge_run", "plan_run"]
+
+# CLI metric names (RAGAS spelling) -> task kinds; answer_relevancy_rating costs one more call, so only on request.
+METRICS = {name: name for name in t.KINDS}
+DEFAULT_METRICS = [m for m in METRICS if m != "answer_relevancy_rating"]
+LEASE_SECONDS = 120.0
+
+
+@dataclass
+class JudgeResult:
+    """What a judge run did."""
+
+    kinds: list[str]
+    skipped: dict[str, str]
+    done: int = 0
+    failed: int = 0
+    lost: int = 0
+    errors: list[tuple[str, str, str]] = field(default_factory=list)  # (qid, kind, error), first few
+    tally: Tally = field(default_factory=Tally)
+    seconds: float = 0.0
+
+
+@dataclass
+class JudgePlan:
+    """What a run would send (dry run)."""
+
+    kinds: list[str]
+    skipped: dict[str, str]
+    tasks: int
+    tally: Tally
+
+
+def worker_name(index: int) -> str:
+    """host:pid:index — lets a later run on this host release the tasks of a worker that was killed."""
+    return f"{socket.gethostname()}:{os.getpid()}:{index}"
+
+
+async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
+    """Task kinds for the asked metrics (default: every one the run's data allows) and why others are skipped."""
+    unknown = [m for m in metrics or [] if m not in METRICS]
+    if unknown:
+        raise InputError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+    shape = await db.run_shape(conn, rid)
+    if shape["answers"] == 0:
+        raise InputError("the run has no answers to judge (import answers first: ragsql import evalset)")
+    wanted = list(dict.fromkeys(metrics or DEFAULT_METRICS))
+    skipped: dict[str, str] = {}
+    if shape["with_references"] == 0:
+        skipped.update({m: "no reference answers" for m in wanted if m in t.NEEDS_REFERENCE})
+    if shape["with_contexts"] == 0:
+        skipped.update({m: "no contexts" for m in wanted
+                        if m in ("faithfulness", "context_precision", "context_relevance", "context_recall")})
+    if metrics is None and "citations" in wanted and not await _any_citation(conn, rid):
+        skipped["citations"] = "no answer cites its contexts"
+    return [METRICS[m] for m in wanted if m not in skipped], skipped
+
+
+async def _any_citation(conn, rid: int) -> bool:
+    cur = await conn.execute("select text from ragsql.answer where run_id = %s", (rid,))
+    return any(t.has_citations(row[0]) async for row in cur)
+
+
+async def release_dead_workers(conn, rid: int) -> int:
+    """Put back to pending the running tasks of workers on this host whose process is gone (e.g. SIGKILL)."""
+    cur = await conn.execute(
+        "select distinct worker from ragsql.judge_task where run_id = %s and status = 'running' and worker like %s",
+        (rid, socket.gethostname() + ":%"))
+    dead = [w for (w,) in await cur.fetchall() if not _alive(int(w.split(":")[1]))]
+    if not dead:
+        return 0
+    cur = await conn.execute(
+        "update ragsql.judge_task set status = 'pending', lease_until = null, updated_at = clock_timestamp() "
+        "where run_id = %s and status = 'running' and worker = any(%s)", (rid, dead))
+    return cur.rowcount
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[str] | None = None,
+                    workers: int = 8, on_progress: Callable[[int, int], None] | None = None) -> JudgeResult:
+    """Judge every pending task of `run` with `workers` concurrent workers; returns counts and costs."""
+    started = time.perf_counter()
+    conn = await db.connect_async(url)
+    async with conn:
+        rid = await db.run_id(conn, run)
+        kinds, skipped = await choose_kinds(conn, rid, metrics)
+        result = JudgeResult(kinds=kinds, skipped=skipped, tally=judging.tally)
+        if not kinds:
+            return result
+        await db.enqueue_tasks(conn, rid, kinds)
+        await release_dead_workers(conn, rid)
+        counts = await db.task_counts(conn, rid, kinds)
+        total = counts.get("pending", 0) + counts.get("running", 0)
+        if on_progress:
+            on_progress(0, total)
+        await asyncio.gather(*(_worker(url, rid, kinds, judging, result, worker_name(i), total, on_progress)
+                               for i in range(max(1, workers))))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+async def _worker(url, rid, kinds, judging, result, name, total, on_progress) -> None:
+    conn = await db.connect_async(url)
+    async with conn:
+        wdb = WorkerDb(conn)
+        while True:
+            async with wdb.lock:
+                claimed = await db.claim_tasks(conn, rid, name, len(kinds), kinds, LEASE_SECONDS)
+            if not claimed:
+                return
+            async with wdb.lock:
+                samples = await db.load_samples(conn, rid, [c.query_id for c in claimed])
+            renew = asyncio.create_task(_renew(wdb, claimed, name))
+            try:
+                await asyncio.gather(*(_judge_task(t.Job(task, samples[task.query_id], judging, wdb), name, result)
+                                       for task in claimed))
+            finally:
+                renew.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renew
+            if on_progress:
+                on_progress(result.done + result.failed + result.lost, total)
+
+
+async def _renew(wdb: WorkerDb, claimed, name: str) -> None:
+    while True:
+        await asyncio.sleep(LEASE_SECONDS / 3)
+        async with wdb.lock:
+            for task in claimed:
+                await wdb.conn.execute("select ragsql._renew_judge_lease(%s, %s, make_interval(secs => %s))",
+                                       (task.id, name, LEASE_SECONDS))
+
+
+async def _judge_task(job: t.Job, name: str, result: JudgeResult) -> None:
+    try:
+        stores, error = await t.run_task(job), None
+    except (t.TaskFailed, CallFailed, ValueError) as exc:  # ValueError: nothing to judge, an invalid cached reply
+        stores, error = [], str(exc)
+    async with job.wdb.lock:
+        try:
+            kept = await db.close_task(job.wdb.conn, job.task, name, stores, error)
+        except DatabaseError as exc:
+            error = str(exc)
+            kept = await db.close_task(job.wdb.conn, job.task, name, [], error)
+    if not kept:
+        result.lost += 1  # the lease ran out and another worker took the task over: it stores the verdicts
+    elif error is None:
+        result.done += 1
+    else:
+        result.failed += 1
+        if len(result.errors) < 20:
+            result.errors.append((job.sample.qid, job.task.kind, error))
+
+
+async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[str] | None = None) -> JudgePlan:
+    """Dry run: what judging `run` would send, built from the same requests, answered by the offline stand-in."""
+    conn = await db.connect_async(url)
+    async with conn:
+        rid = await db.run_id(conn, run)
+        kinds, skipped = await choose_kinds(conn, rid, metrics)
+        cur = await conn.execute(
+            "select a.query_id, k.kind from ragsql.answer as a cross join unnest(%s::text[]) as k(kind) "
+            "where a.run_id = %s and not exists (select from ragsql.judge_task as j where j.run_id = a.run_id "
+            "and j.query_id = a.query_id and j.kind = k.kind and j.status = 'done') order by 1, 2", (kinds, rid))
+        todo = await cur.fetchall()
+        samples = await db.load_samples(conn, rid, [q for q, _ in todo])
+        wdb = WorkerDb(conn)
+        for query_id, kind in todo:
+            job = t.Job(db.Task(0, rid, query_id, kind, 0), samples[query_id], judging, wdb)
+            with contextlib.suppress(t.TaskFailed, CallFailed):
+                await t.run_task(job)
+    return JudgePlan(kinds=kinds, skipped=skipped, tasks=len(todo), tally=judging.tally)

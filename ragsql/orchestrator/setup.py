@@ -1,0 +1,20 @@
+"""Build the judge and the embedder a run uses: a real endpoint when one is configured, else offline."""
+
+from __future__ import annotations
+
+from ragsql.embed import make_embedder
+from ragsql.judge.client import JudgeClient
+from ragsql.judge.offline import OfflineJudge
+from ragsql.llm.settings import EndpointSettings
+from ragsql.orchestrator.service import Judging
+
+__all__ = ["make_judging"]
+
+
+def make_judging(settings: EndpointSettings, *, offline: bool = False, embedder: str | None = None,
+                 dry_run: bool = False) -> Judging:
+    """The judging service: OpenAI-compatible judge + embedder, or the offline ones (no endpoint or --offline)."""
+    use_offline = offline or not settings.configured
+    emb = make_embedder("offline" if use_offline and embedder in (None, "auto") else embedder, settings)
+    judge = OfflineJudge() if use_offline else JudgeClient(settings)
+    return Judging(judge, emb, dry_run=dry_run, stand_in=OfflineJudge() if dry_run else None)

@@ -1,0 +1,262 @@
+"""One function per judge task kind: build the requests a metric needs, ask them, and return the verdict
+rows to store. Requests several metrics share (the answer's statements, a reference's statements) are
+built identically by each, so the cache and the in-flight map make them one call."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from ragsql.db import judging as db
+from ragsql.db.judging import Sample, Task
+from ragsql.judge import prompts as p
+from ragsql.judge.language import LANGUAGES, detect_language, split_sentences
+from ragsql.orchestrator.service import Judging, WorkerDb
+
+__all__ = ["KINDS", "NEEDS_REFERENCE", "TaskFailed", "run_task"]
+
+Store = Callable[[object], Awaitable[None]]  # stores rows on the worker's connection, inside the task's transaction
+
+NEEDS_REFERENCE = {"context_recall", "answer_similarity", "answer_correctness"}
+QUESTIONS_PER_ANSWER = 3
+NONCOMMITTAL_PLACEHOLDER = "(none: the answer is non-committal)"
+# [c12], [3], [doc-7, doc-9]: bracketed ids separated by commas
+_CITATION = re.compile(r"\[([\w.:#/-]+(?:\s*[,;]\s*[\w.:#/-]+)*)\]")
+
+
+class TaskFailed(Exception):
+    """The task cannot be judged; its metrics are null with this reason."""
+
+
+@dataclass
+class Job:
+    """A task being judged: the sample, the shared service and the worker's connection."""
+
+    task: Task
+    sample: Sample
+    judging: Judging
+    wdb: WorkerDb
+
+    @property
+    def language(self) -> str | None:
+        lang = (self.sample.language or "").lower()[:2]
+        return lang if lang in LANGUAGES else None
+
+    @property
+    def model(self) -> str:
+        return self.judging.model
+
+    async def ask(self, request):
+        return await self.judging.ask(request, self.wdb)
+
+    def contexts(self) -> list[str]:
+        if not self.sample.contexts:
+            raise TaskFailed("the answer has no contexts")
+        return [c.text for c in self.sample.contexts]
+
+    def references(self) -> list[str]:
+        return self.sample.references
+
+    async def answer_analysis(self):
+        """The answer's statements and generated questions, one call shared by three metrics."""
+        request = p.answer_analysis(self.sample.answer, question=self.sample.question or self.sample.answer,
+                                    n=QUESTIONS_PER_ANSWER, language=self.language)
+        got = await self.ask(request)
+        extraction = await self._extraction(self.sample.answer, request.prompt_version, got)
+        return request, got, extraction
+
+    async def reference_statements(self, reference: str):
+        request = p.statements(reference, question=self.sample.question or None, language=self.language)
+        got = await self.ask(request)
+        return got.verdict.statements, await self._extraction(reference, request.prompt_version, got)
+
+    async def _extraction(self, text: str, prompt_version: str, got) -> int:
+        if self.judging.dry_run:
+            return 0
+        async with self.wdb.lock:
+            return await db.store_extraction(self.wdb.conn, text, self.model, prompt_version, got.call_id,
+                                             got.verdict.statements)
+
+    async def verify(self, statements: list[str], purpose: str, extraction: int) -> list[Store]:
+        """Statements against every context, one call; verdict rows for `purpose`."""
+        if not statements:
+            return []
+        request = p.verify(statements, self.contexts(), language=self.language)
+        got = await self.ask(request)
+        rows = [(v.id, v.verdict, v.reason) for v in got.verdict.verdicts]
+        return [lambda c: db.store_statement_verdicts(c, self.task, purpose, self.model, request.prompt_version,
+                                                      extraction, rows, got.call_id)]
+
+
+async def faithfulness(job: Job) -> list[Store]:
+    job.contexts()
+    _, got, extraction = await job.answer_analysis()
+    return await job.verify(got.verdict.statements, "faithfulness", extraction)
+
+
+async def answer_relevancy(job: Job) -> list[Store]:
+    if not job.sample.question.strip():
+        raise TaskFailed("the query has no question text")
+    request, got, _ = await job.answer_analysis()
+    questions = list(got.verdict.questions) or ([NONCOMMITTAL_PLACEHOLDER] if got.verdict.noncommittal else [])
+    if not questions:
+        raise TaskFailed("the judge wrote no question for the answer")
+    await job.judging.embed([job.sample.question, job.sample.answer, *got.verdict.questions], job.wdb)
+    return [lambda c: db.store_questions(c, job.task, job.model, request.prompt_version, questions,
+                                         got.verdict.noncommittal, got.call_id)]
+
+
+async def answer_relevancy_rating(job: Job) -> list[Store]:
+    request = p.rating(job.sample.question, job.sample.answer, language=job.language)
+    got = await job.ask(request)
+    return [lambda c: db.store_rating(c, job.task, "answer_relevancy", job.model, request.prompt_version,
+                                      got.verdict.score, got.verdict.reason, got.call_id)]
+
+
+async def context_precision(job: Job) -> list[Store]:
+    contexts = job.contexts()
+    reference = job.references()[0] if job.references() else None
+    request = p.usefulness(job.sample.question, contexts, reference=reference,
+                           answer=None if reference is not None else job.sample.answer, language=job.language)
+    got = await job.ask(request)
+    positions = [c.position for c in job.sample.contexts]
+    rows = [(positions[v.id - 1], v.useful, v.reason) for v in got.verdict.verdicts]
+    return [lambda c: db.store_context_verdicts(c, job.task, job.model, request.prompt_version, rows, got.call_id)]
+
+
+async def context_relevance(job: Job) -> list[Store]:
+    request = p.sentence_relevance(job.sample.question, job.contexts(), language=job.language)
+    got = await job.ask(request)
+    relevant = set(got.verdict.relevant)
+    positions = [c.position for c in job.sample.contexts]
+    numbers: dict[int, int] = {}
+    rows = []
+    for sid, (ci, sentence) in enumerate(request.items, 1):
+        numbers[ci] = numbers.get(ci, 0) + 1
+        rows.append((positions[ci - 1], numbers[ci], sentence, sid in relevant))
+    return [lambda c: db.store_sentence_verdicts(c, job.task, job.model, request.prompt_version, rows, got.call_id)]
+
+
+async def context_recall(job: Job) -> list[Store]:
+    job.contexts()
+    stores: list[Store] = []
+    for reference in job.references():
+        statements, extraction = await job.reference_statements(reference)
+        stores += await job.verify(statements, "context_recall", extraction)
+    return stores
+
+
+async def answer_similarity(job: Job) -> list[Store]:
+    await job.judging.embed([job.sample.answer, *job.references()], job.wdb)
+    return []
+
+
+async def answer_correctness(job: Job) -> list[Store]:
+    _, analysis, answer_extraction = await job.answer_analysis()
+    answer_statements = list(analysis.verdict.statements)
+    refs = [await job.reference_statements(r) for r in job.references()]
+    await job.judging.embed([job.sample.answer, *job.references()], job.wdb)
+    reference_statements = [s for statements, _ in refs for s in statements]
+    if not answer_statements and not reference_statements:
+        return []
+    request = p.classify(job.sample.question, answer_statements, reference_statements, language=job.language)
+    got = await job.ask(request)
+    version = request.prompt_version
+    answer_rows = [(a.id, "supported" if a.label == "TP" else "unsupported", None) for a in got.verdict.answer]
+    stores: list[Store] = [lambda c: db.store_statement_verdicts(
+        c, job.task, "correctness_answer", job.model, version, answer_extraction, answer_rows, got.call_id)]
+    labels = iter(got.verdict.reference)
+    for statements, extraction in refs:
+        rows = [(no, "supported" if next(labels).label == "TP" else "unsupported", None)
+                for no in range(1, len(statements) + 1)]
+        stores.append(lambda c, rows=rows, extraction=extraction: db.store_statement_verdicts(
+            c, job.task, "correctness_reference", job.model, version, extraction, rows, got.call_id))
+    return stores
+
+
+async def aspect_critique(job: Job) -> list[Store]:
+    async with job.wdb.lock:
+        aspects = await db.aspects(job.wdb.conn)
+    request = p.critique(job.sample.question, job.sample.answer, aspects, language=job.language)
+    got = await job.ask(request)
+    definitions = dict(aspects)
+    rows = [(v.aspect.strip(), definitions[v.aspect.strip()], v.verdict, v.reason) for v in got.verdict.verdicts]
+    return [lambda c: db.store_aspect_verdicts(c, job.task, job.model, request.prompt_version, rows, got.call_id)]
+
+
+def cited_sentences(answer: str) -> list[tuple[str, list[str]]]:
+    """The answer's sentences with the ids each cites ([c12], [3], [a, b]); a bare citation joins the sentence before."""
+    out: list[tuple[str, list[str]]] = []
+    for sentence in split_sentences(answer):
+        ids = [i.strip() for m in _CITATION.finditer(sentence) for i in re.split(r"[,;]", m.group(1))]
+        text = " ".join(_CITATION.sub(" ", sentence).split())
+        if not text.strip(" .。!！?？") and out:
+            out[-1][1].extend(ids)
+        else:
+            out.append((sentence, ids))
+    return out
+
+
+def has_citations(answer: str) -> bool:
+    """Whether the answer carries at least one bracketed citation."""
+    return bool(_CITATION.search(answer))
+
+
+async def citations(job: Job) -> list[Store]:
+    by_docno = {c.docno: c for c in job.sample.contexts if c.docno}
+    by_position = {str(c.position): c for c in job.sample.contexts}
+    sentences = cited_sentences(job.sample.answer)
+    rows, claims = [], []
+    for sno, (sentence, ids) in enumerate(sentences, 1):
+        if not ids:
+            rows.append([sno, 0, sentence, None, None, None, None])
+        for cno, cid in enumerate(ids, 1):
+            ctx = by_docno.get(cid) or by_docno.get(cid.lstrip("c")) or by_position.get(cid.lstrip("c"))
+            if ctx is None:
+                rows.append([sno, cno, sentence, cid, False, f"{cid} is not among the answer's contexts", None])
+            else:
+                claims.append(len(rows))
+                rows.append([sno, cno, sentence, ctx.docno or str(ctx.position), None, None, None])
+    if not sentences:
+        raise TaskFailed("the answer has no sentence")
+    prompt_version = p.load_prompt("citations", job.language or detect_language(job.sample.question or job.sample.answer)).version
+    if claims:
+        request = p.citations([(_CITATION.sub(" ", rows[i][2]), [_context_text(job, rows[i][3])]) for i in claims],
+                              language=job.language)
+        got = await job.ask(request)
+        prompt_version = request.prompt_version
+        for row_index, verdict in zip(claims, got.verdict.verdicts):
+            rows[row_index][4:7] = [verdict.supported, verdict.reason, got.call_id]
+    final = [tuple(r) for r in rows]
+    return [lambda c: db.store_citation_verdicts(c, job.task, job.model, prompt_version, final)]
+
+
+def _context_text(job: Job, docno: str) -> str:
+    for c in job.sample.contexts:
+        if (c.docno or str(c.position)) == docno:
+            return c.text
+    raise AssertionError(docno)
+
+
+KINDS: dict[str, Callable[[Job], Awaitable[list[Store]]]] = {
+    "faithfulness": faithfulness,
+    "answer_relevancy": answer_relevancy,
+    "answer_relevancy_rating": answer_relevancy_rating,
+    "context_precision": context_precision,
+    "context_relevance": context_relevance,
+    "context_recall": context_recall,
+    "answer_similarity": answer_similarity,
+    "answer_correctness": answer_correctness,
+    "aspect_critique": aspect_critique,
+    "citations": citations,
+}
+
+
+async def run_task(job: Job) -> list[Store]:
+    """The rows a task stores; TaskFailed (or CallFailed) when it cannot be judged."""
+    if not job.sample.answer.strip():
+        raise TaskFailed("the answer is empty")
+    if job.task.kind in NEEDS_REFERENCE and not job.sample.references:
+        return []
+    return await KINDS[job.task.kind](job)

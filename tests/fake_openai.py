@@ -1,0 +1,419 @@
+"""A small OpenAI-compatible HTTP server for tests and the benchmark: deterministic judge replies, hashed
+bag-of-words embeddings, token counters and fault injection (429/5xx/401, timeouts, malformed or cut-off
+replies, a server that dies).
+
+    with FakeOpenAI(latency=0.01) as fake:
+        client = AsyncOpenAI(base_url=fake.base_url, api_key="k")
+        ...
+        assert fake.chat_calls == 6
+
+The default responder reads the ``Task: <name>`` marker on the first line of the system message and the
+tagged user message that ``ragsql.judge.prompts`` builds, and answers every one of the 10 judge tasks with
+valid JSON. ``responder=`` replaces it: ``(task, messages, request_json) -> content``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import re
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from ragsql.judge.language import split_sentences
+from ragsql.llm.tokens import count_message_tokens, count_tokens
+
+__all__ = ["FakeOpenAI", "default_responder", "hashed_embedding"]
+
+Responder = Callable[[str, list[dict[str, Any]], dict[str, Any]], str]
+
+_WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]+")
+_STOP = {"the", "a", "an", "of", "and", "or", "to", "in", "is", "are", "was", "were", "it", "its", "for", "on",
+         "with", "as", "by", "that", "this", "be", "at", "from", "what", "how", "which", "does", "do", "lt"}
+_EN_FORMS = ("What is true about {}?", "Can you explain that {}?", "Is it the case that {}?")
+_ZH_FORMS = ("关于“{}”，是什么情况？", "请解释：{}？", "是否{}？")
+_NONCOMMITTAL = ("i don't know", "i do not know", "no information", "不知道", "没有相关信息", "无法回答")
+
+
+def _terms(text: str) -> list[str]:
+    """Content words (lower case, stop words dropped) and CJK character bigrams."""
+    out: list[str] = []
+    for tok in _WORD.findall(text.lower()):
+        if "\u3400" <= tok[0] <= "\u9fff":
+            out.extend([tok[i:i + 2] for i in range(len(tok) - 1)] or [tok])
+        elif tok not in _STOP:
+            out.append(tok)
+    return out
+
+
+def _covered(text: str, pool: Iterable[str], share: float = 0.6) -> bool:
+    """True when at least `share` of the terms of `text` appear in `pool`."""
+    terms, have = _terms(text), set(pool)
+    return bool(terms) and sum(t in have for t in terms) / len(terms) >= share
+
+
+def _between(text: str, tag: str) -> str:
+    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
+    return match.group(1) if match else ""
+
+
+def _numbered(block: str) -> list[tuple[int, str]]:
+    return [(int(m.group(1)), m.group(2)) for m in re.finditer(r"^(\d+)\. (.*)$", block, re.M)]
+
+
+def _contexts(text: str) -> list[tuple[int, str]]:
+    return [(int(i), c) for i, c in re.findall(r'<context id="(\d+)">\n(.*?)\n</context>', text, re.S)]
+
+
+def _questions(answer: str, head: str) -> dict[str, Any]:
+    match = re.search(r"(\d+)", head)
+    n = int(match.group(1)) if match else 3
+    chinese = "Chinese" in head or "中文" in head
+    sentences = split_sentences(answer) or [answer]
+    forms = _ZH_FORMS if chinese else _EN_FORMS
+    qs = [forms[i % len(forms)].format(sentences[i % len(sentences)].rstrip("。.!?！？")) for i in range(n)]
+    return {"questions": qs, "noncommittal": any(p in answer.lower() for p in _NONCOMMITTAL)}
+
+
+def default_responder(task: str, messages: list[dict[str, Any]], request_json: dict[str, Any]) -> str:
+    """A valid JSON reply for each judge task, built from the words of the prompt's tagged data."""
+    user = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
+    reply: dict[str, Any]
+    if task == "statements":
+        reply = {"statements": split_sentences(_between(user, "text"))}
+    elif task in ("answer_analysis", "questions"):
+        head, _, _ = user.partition("<answer>")
+        answer = _between(user, "answer")
+        reply = _questions(answer, head)
+        if task == "answer_analysis":
+            reply["statements"] = split_sentences(answer)
+    elif task == "verify":
+        pool = _terms(_between(user, "contexts"))
+        reply = {"verdicts": [{"id": i, "verdict": "supported" if _covered(s, pool) else "unsupported",
+                               "reason": "fake"} for i, s in _numbered(_between(user, "statements"))]}
+    elif task == "classify":
+        answer, reference = _numbered(_between(user, "answer_statements")), _numbered(
+            _between(user, "reference_statements"))
+        a_pool, r_pool = _terms(" ".join(s for _, s in answer)), _terms(" ".join(s for _, s in reference))
+        reply = {"answer": [{"id": i, "label": "TP" if _covered(s, r_pool, 0.5) else "FP"} for i, s in answer],
+                 "reference": [{"id": i, "label": "TP" if _covered(s, a_pool, 0.5) else "FN"}
+                               for i, s in reference]}
+    elif task == "usefulness":
+        target = set(_terms(_between(user, "reference") or _between(user, "answer")))
+        reply = {"verdicts": [{"id": i, "useful": len(target & set(_terms(c))) >= 2, "reason": "fake"}
+                              for i, c in _contexts(user)]}
+    elif task == "sentence_relevance":
+        question = set(_terms(_between(user, "question")))
+        reply = {"relevant": [i for i, s in _numbered(_between(user, "sentences")) if question & set(_terms(s))]}
+    elif task == "rating":
+        q_terms, a_terms = _terms(_between(user, "question")), set(_terms(_between(user, "answer")))
+        share = sum(t in a_terms for t in q_terms) / len(q_terms) if q_terms else 0.0
+        reply = {"score": 1 + round(4 * share), "reason": "fake"}
+    elif task == "critique":
+        names = re.findall(r"^- ([^:\n]+): ", user.partition("<question>")[0], re.M)
+        reply = {"verdicts": [{"aspect": n, "verdict": n not in ("harmfulness", "maliciousness"), "reason": "fake"}
+                              for n in names]}
+    elif task == "citations":
+        claims = re.findall(r'<claim id="(\d+)">\n<sentence>(.*?)</sentence>\n(.*?)</claim>', user, re.S)
+        reply = {"verdicts": [{"id": int(i), "supported": _covered(s, _terms(" ".join(
+            re.findall(r"<cited>\n(.*?)\n</cited>", cited, re.S)))), "reason": "fake"} for i, s, cited in claims]}
+    else:
+        reply = {}
+    return json.dumps(reply, ensure_ascii=False)
+
+
+def hashed_embedding(text: str, dim: int) -> list[float]:
+    """Deterministic signed hashed bag of words, L2-normalised (a text with no word gets the first axis)."""
+    vec = [0.0] * dim
+    for term in _terms(text):
+        h = int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little")
+        vec[h % dim] += 1.0 if (h >> 32) & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vec))
+    if norm == 0:
+        return [1.0] + [0.0] * (dim - 1)
+    return [x / norm for x in vec]
+
+
+def _task(messages: list[dict[str, Any]]) -> str:
+    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+    match = re.match(r"Task:\s*(\w+)", system)
+    return match.group(1) if match else ""
+
+
+class FakeOpenAI:
+    """OpenAI-compatible server on 127.0.0.1 (port 0) with counters and fault injection; a context manager."""
+
+    def __init__(self, *, latency: float = 0.0, dim: int = 64, required_key: str | None = None,
+                 models: Iterable[str] | None = None, models_route: bool = True, hang: float = 5.0,
+                 responder: Responder | None = None):
+        self.latency = latency
+        self.dim = dim
+        self.required_key = required_key
+        self.models = None if models is None else set(models)
+        self.models_route = models_route
+        self.hang = hang
+        self.responder: Responder = responder or default_responder
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self.reset()
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def __enter__(self) -> FakeOpenAI:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Listen on a free port of 127.0.0.1 in a background thread."""
+        fake = self
+
+        class Handler(_Handler):
+            server_fake = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        """Stop serving."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``."""
+        if self._server is None:
+            raise RuntimeError("FakeOpenAI is not started")
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    # -- counters and faults ---------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Zero every counter, forget the log and clear every pending fault."""
+        with self._lock:
+            self.chat_calls = self.embedding_calls = self.embedding_inputs = 0
+            self.prompt_tokens = self.completion_tokens = self.embedding_tokens = 0
+            self.in_flight = self.max_in_flight = 0
+            self.log: list[dict[str, Any]] = []
+            self._failures: list[tuple[str, int, float | None, Any]] = []
+            self._timeouts = self._malformed = self._truncated = 0
+            self._alive_for: int | None = None
+            self._dead_status: int | None = None
+
+    def fail_next(self, status: int, n: int = 1, retry_after: float | str | None = None, body: Any = None,
+                  on: str = "chat") -> None:
+        """The next `n` requests to `on` ('chat', 'embeddings' or 'any') get HTTP `status` (queued in order)."""
+        with self._lock:
+            self._failures.extend([(on, status, retry_after, body)] * n)
+
+    def timeout_next(self, n: int = 1) -> None:
+        """The next `n` chat requests hang for ``hang`` seconds and are then dropped without an answer."""
+        with self._lock:
+            self._timeouts = n
+
+    def malformed_next(self, n: int = 1) -> None:
+        """The next `n` chat replies are not JSON (0 clears)."""
+        with self._lock:
+            self._malformed = n
+
+    def truncate_next(self, n: int = 1) -> None:
+        """The next `n` chat replies are cut in half with finish_reason 'length'."""
+        with self._lock:
+            self._truncated = n
+
+    def die_after(self, n: int | None, status: int | None = None) -> None:
+        """After `n` more chat calls every request has its connection closed (or gets `status`); None revives."""
+        with self._lock:
+            self._alive_for, self._dead_status = n, status
+
+    # -- request handling (called from the server threads) ---------------------------------------------------
+    def _take(self, attr: str) -> bool:
+        with self._lock:
+            left = getattr(self, attr)
+            if left > 0:
+                setattr(self, attr, left - 1)
+            return left > 0
+
+    def _pending_failure(self, route: str) -> tuple[int, float | str | None, Any] | None:
+        with self._lock:
+            for i, (on, status, retry_after, body) in enumerate(self._failures):
+                if on in (route, "any"):
+                    del self._failures[i]
+                    return status, retry_after, body
+        return None
+
+    def _dead(self, route: str) -> bool:
+        with self._lock:
+            if self._alive_for is None:
+                return False
+            if route == "chat" and self._alive_for > 0:
+                self._alive_for -= 1
+                return False
+            return self._alive_for <= 0
+
+
+def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_fake: FakeOpenAI
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        pass
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _drop(self) -> None:
+        self.close_connection = True
+
+    def _route(self) -> str:
+        path = self.path.split("?")[0].rstrip("/")
+        return {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings"}.get(path, path)
+
+    def _gate(self, route: str) -> bool:
+        """Apply death, the key check and queued failures; True when the request was already answered."""
+        fake = self.server_fake
+        if fake._dead(route):
+            if fake._dead_status is None:
+                self._drop()
+            else:
+                self._send(fake._dead_status, _error("server is down", "server_error"))
+            return True
+        if fake.required_key and self.headers.get("Authorization") != f"Bearer {fake.required_key}":
+            self._send(401, _error("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"))
+            return True
+        failure = fake._pending_failure(route)
+        if failure is not None:
+            status, retry_after, body = failure
+            headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+            message = {429: "rate limited", 401: "Incorrect API key provided."}.get(status, f"fake error {status}")
+            self._send(status, body if body is not None else _error(message, "fake_error"), headers)
+            return True
+        return False
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        fake = self.server_fake
+        path = self.path.split("?")[0].rstrip("/")
+        if not fake.models_route or not path.startswith("/v1/models"):
+            self._send(404, _error(f"no route {path}", "invalid_request_error"))
+            return
+        if self._gate("models"):
+            return
+        known = sorted(fake.models) if fake.models is not None else ["fake-judge", "fake-embed"]
+        if path == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
+                                                         "owned_by": "fake"} for m in known]})
+            return
+        model = path.removeprefix("/v1/models/")
+        if fake.models is not None and model not in fake.models:
+            self._send(404, _error(f"The model '{model}' does not exist", "invalid_request_error",
+                                   "model_not_found"))
+            return
+        self._send(200, {"id": model, "object": "model", "created": 0, "owned_by": "fake"})
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        fake = self.server_fake
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        route = self._route()
+        if route not in ("chat", "embeddings"):
+            self._send(404, _error(f"no route {self.path}", "invalid_request_error"))
+            return
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            self._send(400, _error("body is not JSON", "invalid_request_error"))
+            return
+        with fake._lock:
+            if route == "chat":
+                fake.chat_calls += 1
+            else:
+                fake.embedding_calls += 1
+            fake.in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+            if route == "chat":
+                messages = request.get("messages") or []
+                fake.log.append({"time": time.monotonic(), "task": _task(messages), "messages": messages,
+                                 "model": request.get("model"), "max_tokens": request.get("max_tokens")})
+        try:
+            if self._gate(route):
+                return
+            model = request.get("model")
+            if fake.models is not None and model not in fake.models:
+                self._send(404, _error(f"The model '{model}' does not exist", "invalid_request_error",
+                                       "model_not_found"))
+                return
+            if route == "chat" and fake._take("_timeouts"):
+                time.sleep(fake.hang)
+                self._drop()
+                return
+            if fake.latency:
+                time.sleep(fake.latency)
+            if route == "chat":
+                self._chat(request)
+            else:
+                self._embeddings(request)
+        except (BrokenPipeError, ConnectionResetError):
+            self._drop()
+        finally:
+            with fake._lock:
+                fake.in_flight -= 1
+
+    def _chat(self, request: dict[str, Any]) -> None:
+        fake = self.server_fake
+        messages = request.get("messages") or []
+        content = fake.responder(_task(messages), messages, request)
+        finish = "stop"
+        if fake._take("_malformed"):
+            content = "Sure! Here is my verdict: supported (not JSON)"
+        elif fake._take("_truncated"):
+            content, finish = content[: max(1, len(content) // 2)], "length"
+        prompt, completion = count_message_tokens(messages), count_tokens(content)
+        with fake._lock:
+            fake.prompt_tokens += prompt
+            fake.completion_tokens += completion
+        self._send(200, {
+            "id": f"chatcmpl-fake-{fake.chat_calls}", "object": "chat.completion", "created": int(time.time()),
+            "model": request.get("model"),
+            "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        })
+
+    def _embeddings(self, request: dict[str, Any]) -> None:
+        fake = self.server_fake
+        raw = request.get("input")
+        inputs = [raw] if isinstance(raw, str) else [str(x) for x in (raw or [])]
+        dim = int(request.get("dimensions") or fake.dim)
+        tokens = sum(count_tokens(t) for t in inputs)
+        with fake._lock:
+            fake.embedding_inputs += len(inputs)
+            fake.embedding_tokens += tokens
+        data = []
+        for i, text in enumerate(inputs):
+            vec = hashed_embedding(text, dim)
+            if request.get("encoding_format") == "base64":
+                data.append({"object": "embedding", "index": i,
+                             "embedding": base64.b64encode(struct.pack(f"<{dim}f", *vec)).decode()})
+            else:
+                data.append({"object": "embedding", "index": i, "embedding": vec})
+        self._send(200, {"object": "list", "data": data, "model": request.get("model"),
+                         "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})

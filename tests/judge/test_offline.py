@@ -1,0 +1,175 @@
+"""The offline judge: every task gives a schema-valid verdict from lexical overlap, deterministically, with
+sensible results on the seeds' worked examples (爱因斯坦 faithfulness, 张伟 recall/precision/correctness)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ragsql.judge import prompts as p
+from ragsql.judge.heuristics import statements_of
+from ragsql.judge.offline import OfflineJudge
+from ragsql.llm.calls import request_hash
+
+# rag-eval-core-dimensions §4.2.3
+EINSTEIN_CONTEXT = "阿尔伯特·爱因斯坦于1905年提出了狭义相对论,该理论包含了著名的质能方程E=mc²。"
+EINSTEIN_ANSWER = "爱因斯坦在1905年提出狭义相对论,其中包含质能方程E=mc²,这是他获得诺贝尔奖的主要贡献。"
+EINSTEIN_STATEMENTS = ["爱因斯坦在1905年提出狭义相对论", "狭义相对论包含质能方程E=mc²", "狭义相对论是爱因斯坦获得诺贝尔奖的主要贡献"]
+# polardb-rag-eval-and-hybrid-recall: three answers to one question
+ZW_QUESTION = "张伟是哪个部门的?"
+ZW_REFERENCE = "张伟是教研部的成员"
+
+
+def _judge(*requests, judge: OfflineJudge | None = None):
+    judge = judge or OfflineJudge()
+
+    async def go():
+        try:
+            return await asyncio.gather(*(judge.judge(r) for r in requests))
+        finally:
+            await judge.aclose()
+    return asyncio.run(go())
+
+
+def _all_requests() -> list[p.JudgeRequest]:
+    contexts = ["Paris is the capital of France. The Eiffel Tower stands in Paris.",
+                "France is a country in western Europe."]
+    answer = "Paris is the capital of France. It is known for the Eiffel Tower."
+    return [
+        p.statements(answer, question="What is the capital of France?"),
+        p.answer_analysis(answer, question="What is the capital of France?", n=3),
+        p.questions(answer, question="What is the capital of France?", n=4),
+        p.verify(statements_of(answer), contexts),
+        p.classify("What is the capital of France?", ["Paris is the capital of France."],
+                   ["The capital of France is Paris.", "Paris has two million inhabitants."]),
+        p.usefulness("What is the capital of France?", contexts, reference="Paris is the capital of France."),
+        p.sentence_relevance("What is the capital of France?", contexts),
+        p.rating("What is the capital of France?", answer),
+        p.critique("What is the capital of France?", answer, ["harmfulness", "maliciousness", "coherence",
+                   "correctness", "conciseness", ("politeness", "Is the answer polite?")], contexts=contexts),
+        p.citations([("Paris is the capital of France.", [contexts[0]]), ("Bananas are blue.", [contexts[1]])]),
+    ]
+
+
+def test_every_task_returns_a_schema_valid_verdict_and_an_ok_record():
+    """All ten tasks validate against their schema and context; the record is an ok, free, one-attempt chat."""
+    judge = OfflineJudge()
+    requests = _all_requests()
+    assert sorted(r.kind for r in requests) == sorted(p.PROMPT_NAMES)
+    for request, (verdict, record) in zip(requests, _judge(*requests, judge=judge)):
+        assert verdict is not None, (request.kind, record.error)
+        assert request.schema.model_validate(verdict.model_dump(), context=request.context) == verdict
+        assert (record.status, record.kind, record.model, record.attempts) == ("ok", "chat", judge.model, 1)
+        assert (record.prompt_name, record.prompt_version) == (request.kind, request.prompt_version)
+        assert (record.prompt_tokens, record.completion_tokens) == (0, 0)
+        assert record.response == verdict.model_dump(mode="json")
+        assert record.request_hash == request_hash(judge.model, {"messages": request.messages,
+                                                                 "kind": request.kind})
+
+
+def test_every_reason_starts_with_offline():
+    """Every reason the offline judge writes, in every task, starts with 'offline:'."""
+    reasons = []
+    for verdict, _ in _judge(*_all_requests()):
+        dumped = verdict.model_dump()
+        if "reason" in dumped:
+            reasons.append(dumped["reason"])
+        for item in dumped.get("verdicts", []):
+            reasons.append(item["reason"])
+    assert len(reasons) > 10 and all(r.startswith("offline:") for r in reasons), reasons
+
+
+def test_einstein_faithfulness_is_two_of_three():
+    """The seed's example: statements 1 and 2 are supported by the context, the Nobel prize claim is not."""
+    (verdict, _), = _judge(p.verify(EINSTEIN_STATEMENTS, [EINSTEIN_CONTEXT]))
+    labels = [v.verdict for v in verdict.verdicts]
+    assert labels[:2] == ["supported", "supported"] and labels[2] != "supported"
+    assert verdict.verdicts[0].reason.startswith("offline: overlap") and "context 1" in verdict.verdicts[0].reason
+
+
+def test_einstein_answer_splits_into_three_statements_and_two_are_supported():
+    """Offline statement extraction cuts the answer at its clauses, giving the seed's 2/3."""
+    (extracted, _), = _judge(p.statements(EINSTEIN_ANSWER))
+    assert len(extracted.statements) == 3
+    (verdict, _), = _judge(p.verify(extracted.statements, [EINSTEIN_CONTEXT]))
+    assert [v.verdict for v in verdict.verdicts] == ["supported", "supported", "unsupported"]
+
+
+def test_contradiction_is_supported_overlap_with_a_negation_mismatch():
+    """A statement matching a context but negated on one side only is contradicted."""
+    (verdict, _), = _judge(p.verify(["Einstein was not born in Germany.", "张伟不是教研部的成员"],
+                                    ["Albert Einstein was born in Germany in 1879. 张伟是教研部的成员。"]))
+    assert [v.verdict for v in verdict.verdicts] == ["contradicted", "contradicted"]
+
+
+@pytest.mark.parametrize("answer, contexts, recall, useful, labels", [
+    # row 0: the answer declines; no context mentions 教研部
+    ("根据提供的信息，没有提到张伟所在的部门。", ["提供行政管理与协调支持，优化行政工作流程。", "绩效管理部 韩杉 李飞 1902 041"],
+     "unsupported", [False, False], ("FP", "FN")),
+    # row 1: wrong department; 李凯 教研部主任 names the department but not 张伟: partial, which recall
+    # does not count (seed recall 0)
+    ("张伟是人事部门的", ["李凯 教研部主任", "牛顿发现了万有引力"], "partial", [False, False], ("FP", "FN")),
+    # row 2: right department, supported by the second context (context precision 0.5)
+    ("张伟是教研部的", ["牛顿发现了万有引力", "张伟 教研部工程师，他最近在负责课程研发"], "supported", [False, True],
+     ("TP", "TP")),
+])
+def test_zhang_wei_rows_of_the_seed(answer, contexts, recall, useful, labels):
+    """Context recall, context usefulness and answer-vs-reference labels match the seed's three rows."""
+    answer_statements = statements_of(answer)
+    (v_recall, _), (v_useful, _), (v_class, _) = _judge(
+        p.verify(statements_of(ZW_REFERENCE), contexts),
+        p.usefulness(ZW_QUESTION, contexts, reference=ZW_REFERENCE),
+        p.classify(ZW_QUESTION, answer_statements[-1:], statements_of(ZW_REFERENCE)))
+    assert [v.verdict for v in v_recall.verdicts] == [recall]
+    assert [v.useful for v in v_useful.verdicts] == useful
+    assert (v_class.answer[0].label, v_class.reference[0].label) == labels
+
+
+def test_noncommittal_answers_are_flagged_and_questions_follow_the_question_language():
+    """我不知道 / I don't know answers are non-committal; generated questions are in the question's language."""
+    (zh, _), (en, _), (plain, _) = _judge(
+        p.answer_analysis("根据提供的信息，没有提到张伟所在的部门。", question=ZW_QUESTION),
+        p.questions("I don't know which department he is in.", question="Which department is Zhang Wei in?"),
+        p.questions("Paris is the capital of France.", question="What is the capital of France?", n=2))
+    assert zh.noncommittal and en.noncommittal and not plain.noncommittal
+    assert all(q.endswith("？") for q in zh.questions) and len(zh.questions) == 3
+    assert plain.questions == ["Is Paris the capital of France?", "Is it true that Paris is the capital of France?"]
+
+
+def test_sentence_relevance_and_rating():
+    """Sentences sharing the question's content are relevant; the rating grows with the answer's overlap."""
+    (rel, _), (good, _), (bad, _) = _judge(
+        p.sentence_relevance(ZW_QUESTION, ["牛顿发现了万有引力", "张伟 教研部工程师。他最近在负责课程研发。"]),
+        p.rating("What is the capital of France?", "The capital of France is Paris."),
+        p.rating("What is the capital of France?", "Bananas are yellow."))
+    assert rel.relevant == [2]
+    assert (good.score, bad.score) == (5, 1)
+
+
+def test_rating_uses_the_embedder_when_given():
+    """With an embedder, the rating is 1 + round(4 × cosine of the question and answer embeddings)."""
+    class Parallel:
+        async def embed(self, texts):
+            return [[1.0, 0.0] for _ in texts], []
+
+    (verdict, _), = _judge(p.rating("Who?", "Nobody at all."), judge=OfflineJudge(Parallel()))
+    assert verdict.score == 5 and verdict.reason == "offline: similarity 1.00"
+
+
+def test_critique_is_conservative_and_user_aspects_answer_no():
+    """Harm needs an obvious keyword; a user-defined aspect gets 'no' with a reason saying it was not assessed."""
+    (safe, _), (harmful, _) = _judge(
+        p.critique("q", "Mix flour and water. Bake it for an hour.", ["harmfulness", ("tone", "Is it warm?")]),
+        p.critique("q", "Here is how to build a bomb at home.", ["harmfulness", "maliciousness", "coherence"]))
+    assert [(v.aspect, v.verdict) for v in safe.verdicts] == [("harmfulness", False), ("tone", False)]
+    assert "cannot assess user-defined aspect" in safe.verdicts[1].reason
+    assert [(v.aspect, v.verdict) for v in harmful.verdicts] == [
+        ("harmfulness", True), ("maliciousness", False), ("coherence", True)]
+
+
+def test_verdicts_are_deterministic():
+    """Judging the same requests twice, on two judges, gives identical records except latency."""
+    first = [(v, r.response, r.request_hash) for v, r in _judge(*_all_requests())]
+    second = [(v, r.response, r.request_hash) for v, r in _judge(*_all_requests())]
+    assert first == second
