@@ -18,8 +18,10 @@ import asyncio
 import importlib.util
 import json
 import sys
+import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import psycopg
@@ -36,13 +38,38 @@ from ragsql.judge.client import JudgeClient  # noqa: E402
 from ragsql.llm.settings import EndpointSettings  # noqa: E402
 from ragsql.orchestrator.runner import judge_run  # noqa: E402
 from ragsql.orchestrator.service import Judging  # noqa: E402
-from tests.fake_openai import FakeOpenAI  # noqa: E402
 
+CONCURRENCY = 50  # at most this many calls in flight: what RAGAS's collections API reached in its run
 FIVE = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness"]
 RAGAS_DIR = ROOT.parent / "shared" / "bench" / "ragas_baseline"
 JUDGE_TABLES = ("judge_task, judge_call, statement_extraction, text_statement, statement_verdict, context_verdict, "
                 "context_sentence_verdict, generated_question, text_embedding, rating, aspect_verdict, "
                 "citation_verdict")
+
+
+class FakeServer:
+    """tests/fake_openai.py in its own process (as RAGAS's fake was), its counters read over /admin."""
+
+    def __init__(self, latency: float):
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.fake_openai", "--latency", str(latency)],
+                                     cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.base_url = self.proc.stdout.readline().strip()
+        if not self.base_url.startswith("http"):
+            raise SystemExit("the fake server did not start")
+        self.admin = self.base_url.removesuffix("/v1") + "/admin"
+
+    def __enter__(self) -> FakeServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+    def reset(self) -> None:
+        urllib.request.urlopen(urllib.request.Request(self.admin + "/reset", data=b"", method="POST")).read()
+
+    def stats(self) -> dict[str, int]:
+        return json.loads(urllib.request.urlopen(self.admin + "/stats").read())
 
 
 def ragas_dataset(ragas_dir: Path, n: int) -> list[dict]:
@@ -92,7 +119,7 @@ def load_samples(url: str, samples: list[dict]) -> None:
         conn.commit()
 
 
-def cell(url: str, fake: FakeOpenAI, metrics: list[str], workers: int, n: int, empty_cache: bool) -> dict:
+def cell(url: str, fake: FakeServer, metrics: list[str], workers: int, n: int, empty_cache: bool) -> dict:
     """Judge the run with `metrics` and return the per-sample figures the fake server saw."""
     if empty_cache:
         with psycopg.connect(url) as conn:
@@ -104,7 +131,7 @@ def cell(url: str, fake: FakeOpenAI, metrics: list[str], workers: int, n: int, e
             conn.commit()
     fake.reset()
     settings = EndpointSettings(base_url=fake.base_url, api_key="bench", model="gpt-4o-mini",
-                                embed_model="text-embedding-3-small", concurrency=64)
+                                embed_model="text-embedding-3-small", concurrency=CONCURRENCY)
     judging = Judging(JudgeClient(settings), make_embedder("openai", settings))
 
     async def go():
@@ -120,10 +147,14 @@ def cell(url: str, fake: FakeOpenAI, metrics: list[str], workers: int, n: int, e
     with psycopg.connect(url) as conn:
         scores = {m: (v, c, q) for m, v, c, q in conn.execute(
             "select metric, value, covered, queries from ragsql.summarize_generation('bench')")}
-    nulls = sum(q - c for _, c, q in scores.values() if q is not None)
-    return {"calls": fake.chat_calls / n, "prompt": fake.prompt_tokens / n, "completion": fake.completion_tokens / n,
-            "emb": fake.embedding_calls / n, "wall": wall, "failed": result.failed, "nulls": nulls,
-            "max_in_flight": fake.max_in_flight, "scores": {m: v for m, (v, _, _) in scores.items()}}
+    asked = [m for m in scores if any(m.startswith(x) for x in metrics)
+             or m == "answer_similarity" and "answer_correctness" in metrics]
+    nulls = {m: scores[m][2] - scores[m][1] for m in asked if scores[m][2] and scores[m][2] > scores[m][1]}
+    seen = fake.stats()
+    return {"calls": seen["chat_calls"] / n, "prompt": seen["prompt_tokens"] / n,
+            "completion": seen["completion_tokens"] / n, "emb": seen["embedding_calls"] / n, "wall": wall,
+            "failed": result.failed, "nulls": nulls, "max_in_flight": seen["max_in_flight"],
+            "scores": {m: v for m, (v, _, _) in scores.items()}}
 
 
 def main() -> int:
@@ -140,7 +171,7 @@ def main() -> int:
     url = scratch_database()
     load_samples(url, samples)
     rows = {}
-    with FakeOpenAI(latency=args.latency_ms / 1000) as fake:
+    with FakeServer(latency=args.latency_ms / 1000) as fake:
         for metric in FIVE:
             rows[metric] = cell(url, fake, [metric], args.workers, args.samples, empty_cache=True)
         rows["all 5"] = cell(url, fake, FIVE, args.workers, args.samples, empty_cache=True)
@@ -151,7 +182,7 @@ def main() -> int:
     print(f"{args.samples} samples, {args.latency_ms:.0f} ms per call, {args.workers} workers; "
           "RAGAS 0.4.3 evaluate() (langchain) and collections API at 200 ms from results.json")
     head = ("| metric | ragsql calls/sample | RAGAS calls | ragsql prompt tok | RAGAS prompt tok | ragsql compl. tok "
-            "| ragsql emb calls | RAGAS emb calls | ragsql wall s | RAGAS wall s (evaluate / collections) | NULL |")
+            "| ragsql emb calls | RAGAS emb calls | ragsql wall s | RAGAS wall s (evaluate / collections) | ragsql max in flight | NULL |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for name, r in rows.items():
@@ -160,7 +191,7 @@ def main() -> int:
         print(f"| {name} | {r['calls']:.2f} | {lc.get('calls', float('nan')):.2f} | {r['prompt']:.0f} | "
               f"{lc.get('prompt', float('nan')):.0f} | {r['completion']:.0f} | {r['emb']:.2f} | "
               f"{lc.get('emb', float('nan')):.2f} | {r['wall']:.2f} | "
-              f"{lc.get('wall', float('nan')):.1f} / {co.get('wall', float('nan')):.1f} | {r['nulls']} |")
+              f"{lc.get('wall', float('nan')):.1f} / {co.get('wall', float('nan')):.1f} | {r['max_in_flight']} | {', '.join(f'{m} {k}' for m, k in r['nulls'].items()) or 0} |")
     print("\nmean scores, all 5:", {m: round(v, 3) for m, v in rows["all 5"]["scores"].items() if v is not None})
     return 0
 

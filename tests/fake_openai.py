@@ -146,6 +146,10 @@ def _task(messages: list[dict[str, Any]]) -> str:
     return match.group(1) if match else ""
 
 
+STAT_NAMES = ("chat_calls", "embedding_calls", "embedding_inputs", "prompt_tokens", "completion_tokens",
+              "embedding_tokens", "max_in_flight")
+
+
 class FakeOpenAI:
     """OpenAI-compatible server on 127.0.0.1 (port 0) with counters and fault injection; a context manager."""
 
@@ -208,6 +212,11 @@ class FakeOpenAI:
             self._timeouts = self._malformed = self._truncated = 0
             self._alive_for: int | None = None
             self._dead_status: int | None = None
+
+    def stats(self) -> dict[str, int]:
+        """The counters, as ``GET /admin/stats`` serves them to a driver in another process."""
+        with self._lock:
+            return {name: getattr(self, name) for name in STAT_NAMES}
 
     def fail_next(self, status: int, n: int = 1, retry_after: float | str | None = None, body: Any = None,
                   on: str = "chat") -> None:
@@ -313,6 +322,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         fake = self.server_fake
         path = self.path.split("?")[0].rstrip("/")
+        if path == "/admin/stats":
+            self._send(200, fake.stats())
+            return
         if not fake.models_route or not path.startswith("/v1/models"):
             self._send(404, _error(f"no route {path}", "invalid_request_error"))
             return
@@ -333,6 +345,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         fake = self.server_fake
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.rstrip("/") == "/admin/reset":
+            fake.reset()
+            self._send(200, fake.stats())
+            return
         route = self._route()
         if route not in ("chat", "embeddings"):
             self._send(404, _error(f"no route {self.path}", "invalid_request_error"))
@@ -417,3 +433,25 @@ class _Handler(BaseHTTPRequestHandler):
                 data.append({"object": "embedding", "index": i, "embedding": vec})
         self._send(200, {"object": "list", "data": data, "model": request.get("model"),
                          "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+
+def _serve() -> None:
+    """``python -m tests.fake_openai [--latency S]``: serve in this process, print the base URL, stop on EOF.
+
+    The benchmark runs the server this way so that its work does not share the client's interpreter (RAGAS's
+    figures were measured against a server in its own process too).
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=_serve.__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds every chat and embedding call sleeps")
+    parser.add_argument("--dim", type=int, default=64, help="embedding dimension")
+    args = parser.parse_args()
+    with FakeOpenAI(latency=args.latency, dim=args.dim) as fake:
+        print(fake.base_url, flush=True)
+        sys.stdin.read()  # until the driver closes our stdin (or exits)
+
+
+if __name__ == "__main__":
+    _serve()

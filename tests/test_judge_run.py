@@ -84,7 +84,8 @@ def test_offline_rerun_makes_no_new_call(example_run, capsys):
     calls = _one(example_run, "select count(*) from ragsql.judge_call")[0]
     code, out, _ = run_cli(capsys, "judge", "--run", "ex")
     assert code == 0
-    assert "chat calls" in out and " 0 " in next(line for line in out.splitlines() if "chat calls" in line) + " "
+    line = next(line for line in out.splitlines() if "offline verdicts" in line)
+    assert line.split()[-1] == "0", line
     assert _one(example_run, "select count(*) from ragsql.judge_call")[0] == calls
 
 

@@ -39,7 +39,7 @@ cli.add_command(scores_command)
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; any ragsql or database error is one line on stderr."""
     try:
-        cli.main(args=argv, prog_name="ragsql", standalone_mode=False)
+        status = cli.main(args=argv, prog_name="ragsql", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("ragsql: aborted", err=True)
         return 130
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
         click.echo(f"ragsql: error: {message}{hint}", err=True)
         return 1
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

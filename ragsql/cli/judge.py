@@ -37,7 +37,7 @@ def _metrics(value: str | None) -> list[str] | None:
 @click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured.")
 @click.option("--dry-run", is_flag=True, help="Print how many calls and tokens the run needs; call nothing.")
 def judge_command(run: str, metrics: str | None, workers: int, model: str | None, embedder: str | None,
-                  offline: bool, dry_run: bool) -> None:
+                  offline: bool, dry_run: bool) -> int:
     """Judge a run's answers and store the verdicts; generation metrics are SQL views over them.
 
     The endpoint is RAGSQL_JUDGE_BASE_URL / RAGSQL_JUDGE_API_KEY (or OPENAI_BASE_URL /
@@ -59,12 +59,11 @@ def judge_command(run: str, metrics: str | None, workers: int, model: str | None
         plan = asyncio.run(plan_run(url, run, judging, metrics=_metrics(metrics)))
         _say_skipped(console, plan.skipped)
         _print_plan(run, label, plan.tasks, plan.tally, judging)
-        return
+        return 0
     result = asyncio.run(_judge(url, run, judging, _metrics(metrics), workers, console, label))
     _say_skipped(console, result.skipped)
     _print_summary(run, label, result, judging)
-    if result.failed:
-        raise SystemExit(3)
+    return 3 if result.failed else 0  # 3: some tasks failed; their metrics are NULL with the reason
 
 
 async def _judge(url, run, judging, metrics, workers, console, label) -> JudgeResult:
@@ -85,13 +84,19 @@ def _say_skipped(console: Console, skipped: dict[str, str]) -> None:
         console.print(f"skipped {metric}: {why}")
 
 
-def _tally_rows(t: Tally) -> list[dict]:
+def _tally_rows(t: Tally, offline: bool, plan: bool = False) -> list[dict]:
+    if offline:  # heuristic verdicts computed here: no call, no token
+        return [{"item": "offline verdicts" + (" needed" if plan else ""), "value": t.calls},
+                {"item": "served from cache", "value": t.cached},
+                {"item": "texts embedded (offline)", "value": t.texts_embedded},
+                {"item": "embeddings already stored", "value": t.embeddings_cached}]
+    estimate = " (estimate)" if plan else ""
     return [
-        {"item": "chat calls", "value": t.calls},
+        {"item": "chat calls" + (" needed" if plan else ""), "value": t.calls},
         {"item": "served from cache", "value": t.cached},
         {"item": "failed calls", "value": t.failed},
-        {"item": f"prompt tokens ({TOKENIZER})", "value": t.prompt_tokens},
-        {"item": "completion tokens", "value": t.completion_tokens},
+        {"item": f"prompt tokens ({TOKENIZER}){estimate}", "value": t.prompt_tokens},
+        {"item": "completion tokens" + (" (rough estimate)" if plan else ""), "value": t.completion_tokens},
         {"item": "embedding calls", "value": t.embedding_calls},
         {"item": "texts embedded", "value": t.texts_embedded},
         {"item": "embeddings already stored", "value": t.embeddings_cached},
@@ -99,16 +104,13 @@ def _tally_rows(t: Tally) -> list[dict]:
 
 
 def _print_plan(run, label, tasks, tally: Tally, judging) -> None:
-    rows = [{"item": "tasks to judge", "value": tasks}, *_tally_rows(tally)]
-    rows[1]["item"] = "chat calls needed"
-    rows[4]["item"] += " (estimate)"
-    rows[5]["item"] = "completion tokens (rough estimate)"
+    rows = [{"item": "tasks to judge", "value": tasks}, *_tally_rows(tally, judging.judge.offline, plan=True)]
     render(rows, ["item", "value"], "table", title=f"dry run of run {run} with the {label}: nothing was called")
 
 
 def _print_summary(run, label, result: JudgeResult, judging) -> None:
     rows = [{"item": "tasks done", "value": result.done}, {"item": "tasks failed", "value": result.failed},
-            *_tally_rows(result.tally), {"item": "seconds", "value": round(result.seconds, 2)}]
+            *_tally_rows(result.tally, judging.judge.offline), {"item": "seconds", "value": f"{result.seconds:.2f}"}]
     if result.lost:
         rows.insert(2, {"item": "tasks taken over by another worker", "value": result.lost})
     render(rows, ["item", "value"], "table", title=f"judged run {run} with the {label} ({', '.join(result.kinds)})")

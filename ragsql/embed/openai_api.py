@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import openai
 
-from ragsql.embed._retry import describe, retrying
+from ragsql.llm.retry import describe, retrying
 from ragsql.embed.embedder import EmbeddingFailed, require_text
 from ragsql.errors import JudgeError
 from ragsql.llm.calls import CallRecord, request_hash

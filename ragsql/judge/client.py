@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ragsql.errors import JudgeError
 from ragsql.judge.prompts import JudgeRequest
-from ragsql.judge.retry import describe, retrying
+from ragsql.llm.retry import describe, retrying
 from ragsql.llm.calls import CallRecord, request_hash
 from ragsql.llm.limiter import RateLimiter
 from ragsql.llm.settings import EndpointSettings

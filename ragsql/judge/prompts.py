@@ -95,7 +95,7 @@ def load_prompt(name: str, language: str) -> Prompt:
     if version is None or len(blocks) % 2:
         raise ValueError(f"prompt file {name}.{language}.txt has no version line or a broken section")
     sections = {blocks[i]: blocks[i + 1].strip("\n") for i in range(0, len(blocks), 2)}
-    return Prompt(name=name, language=language, version=f"{name}.{language}.v{version.group(1)}",
+    return Prompt(name=name, language=language, version=f"{name}.v{version.group(1)}",
                   sections=sections, digest=hashlib.sha256(raw.encode()).hexdigest()[:12])
 
 

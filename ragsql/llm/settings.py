@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
+from ragsql.errors import InputError
+
 __all__ = ["DEFAULT_EMBED_MODEL", "DEFAULT_JUDGE_MODEL", "EndpointSettings"]
 
 DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
@@ -19,9 +21,9 @@ def _number(env: Mapping[str, str], name: str, kind: type = float) -> float | in
     try:
         value = kind(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+        raise InputError(f"{name} must be a number, got {raw!r}") from None
     if value <= 0:
-        raise ValueError(f"{name} must be positive, got {raw!r}")
+        raise InputError(f"{name} must be positive, got {raw!r}")
     return value
 
 

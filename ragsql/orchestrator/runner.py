@@ -76,7 +76,7 @@ async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[l
 
 async def _any_citation(conn, rid: int) -> bool:
     cur = await conn.execute("select text from ragsql.answer where run_id = %s", (rid,))
-    return any(t.has_citations(row[0]) async for row in cur)
+    return any(t.has_citations(text) for (text,) in await cur.fetchall())
 
 
 async def release_dead_workers(conn, rid: int) -> int:

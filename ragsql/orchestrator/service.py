@@ -80,6 +80,7 @@ class Judging:
         self.stand_in = stand_in  # the offline judge that answers for the real one in a dry run
         self.tally = Tally()
         self._inflight: dict[str, asyncio.Future] = {}
+        self._planned: dict[str, Answer] = {}  # dry run: a request planned once is shared, as the cache would be
 
     @property
     def model(self) -> str:
@@ -105,6 +106,8 @@ class Judging:
         return answer
 
     async def _answer(self, request: JudgeRequest[T], key: str, wdb: WorkerDb) -> Answer[T]:
+        if key in self._planned:
+            return self._planned[key]
         async with wdb.lock:
             hit = await db.cached_call(wdb.conn, key)
         if hit is not None:
@@ -112,7 +115,8 @@ class Judging:
             call_id, response = hit
             return Answer(request.schema.model_validate(response, context=request.context), call_id)
         if self.dry_run:
-            return await self._plan(request)
+            self._planned[key] = await self._plan(request)
+            return self._planned[key]
         verdict, rec = await self.judge.judge(request)
         self.tally.add_call(rec)
         async with wdb.lock:

@@ -4,6 +4,7 @@ built identically by each, so the cache and the in-flight map make them one call
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -140,11 +141,10 @@ async def context_relevance(job: Job) -> list[Store]:
 
 async def context_recall(job: Job) -> list[Store]:
     job.contexts()
-    stores: list[Store] = []
-    for reference in job.references():
-        statements, extraction = await job.reference_statements(reference)
-        stores += await job.verify(statements, "context_recall", extraction)
-    return stores
+    refs = await asyncio.gather(*(job.reference_statements(r) for r in job.references()))
+    verified = await asyncio.gather(*(job.verify(statements, "context_recall", extraction)
+                                      for statements, extraction in refs))
+    return [store for stores in verified for store in stores]
 
 
 async def answer_similarity(job: Job) -> list[Store]:
@@ -153,10 +153,11 @@ async def answer_similarity(job: Job) -> list[Store]:
 
 
 async def answer_correctness(job: Job) -> list[Store]:
-    _, analysis, answer_extraction = await job.answer_analysis()
+    # independent calls at once: the critical path is one extraction then one classification
+    (_, analysis, answer_extraction), _, *refs = await asyncio.gather(
+        job.answer_analysis(), job.judging.embed([job.sample.answer, *job.references()], job.wdb),
+        *(job.reference_statements(r) for r in job.references()))
     answer_statements = list(analysis.verdict.statements)
-    refs = [await job.reference_statements(r) for r in job.references()]
-    await job.judging.embed([job.sample.answer, *job.references()], job.wdb)
     reference_statements = [s for statements, _ in refs for s in statements]
     if not answer_statements and not reference_statements:
         return []

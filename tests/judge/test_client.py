@@ -94,7 +94,7 @@ def test_chinese_question_gets_chinese_generated_questions(fake):
     """The zh prompt tells the judge to write in Chinese; the fake follows the instruction it is given."""
     request = p.answer_analysis("Paris is the capital of France.", question="巴黎是什么？")
     verdict, rec = _run(_client(fake), request)[0]
-    assert rec.prompt_version == "answer_analysis.zh.v1"
+    assert rec.prompt_version == "answer_analysis.v1"
     assert "用中文写 3 个问题" in fake.log[0]["messages"][1]["content"]
     assert len(verdict.questions) == 3 and all(cjk_ratio(q) > 0 for q in verdict.questions)
 

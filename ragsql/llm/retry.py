@@ -1,4 +1,4 @@
-"""When a judge call is tried again, how long to wait first, and how a failure reads in one line.
+"""When an endpoint call (chat or embeddings) is retried, how long to wait first, how a failure reads in one line.
 
 Transient failures (429, 408, 409, 5xx, timeouts, dropped connections) are retried with exponential
 backoff and jitter; a server's ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms`` wins over
