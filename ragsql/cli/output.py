@@ -41,7 +41,7 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str, title: str | 
             table.add_column(c, justify="right" if rows and isinstance(rows[0][c], (int, float)) else "left")
         for r in rows:
             table.add_row(*(_cell(r[c]) for c in columns))
-        console = Console()
+        console = Console(soft_wrap=True)
         if not console.is_terminal:  # a pipe or file: as wide as the table needs, never cut a name
             console.width = max(console.width, console.measure(table).maximum, len(title or ""))
         console.print(table)
