@@ -146,6 +146,22 @@ def test_garbage_replies_fail_the_task_and_invent_nothing(example_run, endpoint,
     assert _scores(example_run)["faithfulness"][1] == 12
 
 
+def test_another_judge_judges_the_run_again(example_run, capsys, monkeypatch):
+    """Judged offline, then with an endpoint: every task is judged again and the values are the endpoint's."""
+    assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness")[0] == 0
+    assert _scores(example_run)["faithfulness"][3] == "offline-heuristic-v1"
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness")[0] == 0
+        assert fake.chat_calls == 2 * 12
+        assert _scores(example_run)["faithfulness"][1:4:2] == (12, "fake-judge")
+        code, out, _ = run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness", "--again")
+        assert code == 0 and fake.chat_calls == 2 * 12  # judged again, every request from the cache
+        assert "served from cache" in out and " 24 " in next(l for l in out.splitlines() if "served from cache" in l)
+
+
 def test_unreachable_endpoint_is_one_line_before_any_work(example_run, monkeypatch, capsys):
     """A closed port: one error line, exit code non-zero, no task created."""
     monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")

@@ -35,16 +35,20 @@ def _metrics(value: str | None) -> list[str] | None:
               help="offline | openai[:MODEL] | sentence-transformers:MODEL (default: openai when an endpoint is "
                    "configured, else offline).")
 @click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured.")
+@click.option("--again", is_flag=True,
+              help="Judge tasks already done once more (e.g. after editing prompts); requests already answered "
+                   "still come from the cache. Another --model or --embedder re-judges without this.")
 @click.option("--dry-run", is_flag=True, help="Print how many calls and tokens the run needs; call nothing.")
 def judge_command(run: str, metrics: str | None, workers: int, model: str | None, embedder: str | None,
-                  offline: bool, dry_run: bool) -> int:
+                  offline: bool, again: bool, dry_run: bool) -> int:
     """Judge a run's answers and store the verdicts; generation metrics are SQL views over them.
 
     The endpoint is RAGSQL_JUDGE_BASE_URL / RAGSQL_JUDGE_API_KEY (or OPENAI_BASE_URL /
     OPENAI_API_KEY). With neither, the offline heuristic judge is used and every score
     is labelled offline. Every reply is cached in the database: judging again makes no
     call for a request already answered, and a run that was interrupted (even killed)
-    resumes where it stopped.
+    resumes where it stopped. Exit status 3: some tasks failed (their metrics are NULL
+    with the reason; judging again retries them).
     """
     from ragsql.orchestrator.setup import make_judging  # imports openai: only when judging
 
@@ -56,23 +60,23 @@ def judge_command(run: str, metrics: str | None, workers: int, model: str | None
     console = Console(stderr=True)
     label = "offline judge" if judging.judge.offline else f"judge {judging.model} at {settings.base_url or 'api.openai.com'}"
     if dry_run:
-        plan = asyncio.run(plan_run(url, run, judging, metrics=_metrics(metrics)))
+        plan = asyncio.run(plan_run(url, run, judging, metrics=_metrics(metrics), again=again))
         _say_skipped(console, plan.skipped)
         _print_plan(run, label, plan.tasks, plan.tally, judging)
         return 0
-    result = asyncio.run(_judge(url, run, judging, _metrics(metrics), workers, console, label))
+    result = asyncio.run(_judge(url, run, judging, _metrics(metrics), workers, again, console, label))
     _say_skipped(console, result.skipped)
     _print_summary(run, label, result, judging)
     return 3 if result.failed else 0  # 3: some tasks failed; their metrics are NULL with the reason
 
 
-async def _judge(url, run, judging, metrics, workers, console, label) -> JudgeResult:
+async def _judge(url, run, judging, metrics, workers, again, console, label) -> JudgeResult:
     await judging.judge.check()
     try:
         with Progress(TextColumn("[bold]judging[/] " + run), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
             task = bar.add_task("tasks", total=None)
-            return await judge_run(url, run, judging, metrics=metrics, workers=workers,
+            return await judge_run(url, run, judging, metrics=metrics, workers=workers, again=again,
                                    on_progress=lambda done, total: bar.update(task, completed=done, total=total))
     finally:
         await judging.judge.aclose()

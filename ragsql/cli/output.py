@@ -43,5 +43,6 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str, title: str | 
             table.add_row(*(_cell(r[c]) for c in columns))
         console = Console(soft_wrap=True)
         if not console.is_terminal:  # a pipe or file: as wide as the table needs, never cut a name
-            console.width = max(console.width, console.measure(table).maximum, len(title or ""))
+            natural = console.measure(table, options=console.options.update_width(1000)).maximum
+            console.width = max(console.width, natural, len(title or ""))
         console.print(table)

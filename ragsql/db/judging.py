@@ -119,9 +119,12 @@ async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
     return dict(zip(("answers", "with_contexts", "with_references", "with_question"), await cur.fetchone()))
 
 
-async def enqueue_tasks(conn: psycopg.AsyncConnection, rid: int, kinds: Sequence[str], *, reset_done: bool = False) -> int:
-    """A task per answered query and kind (kept if present); failed tasks go back to pending."""
-    cur = await conn.execute("select ragsql._enqueue_judge_tasks(%s, %s, true, %s)", (rid, list(kinds), reset_done))
+async def enqueue_tasks(conn: psycopg.AsyncConnection, rid: int, kinds: Sequence[str], *, judge: str | None = None,
+                        reset_done: bool = False) -> int:
+    """A task per answered query and kind (kept if present); failed tasks, done ones with `reset_done` and done
+    ones another judge closed go back to pending."""
+    cur = await conn.execute("select ragsql._enqueue_judge_tasks(%s, %s, true, %s, %s)",
+                             (rid, list(kinds), reset_done, judge))
     return (await cur.fetchone())[0]
 
 
@@ -144,7 +147,8 @@ async def claim_tasks(conn: psycopg.AsyncConnection, rid: int, worker: str, n: i
 
 
 async def close_task(conn: psycopg.AsyncConnection, task: Task, worker: str,
-                     stores: Sequence[Callable[[psycopg.AsyncConnection], Awaitable[None]]], error: str | None) -> bool:
+                     stores: Sequence[Callable[[psycopg.AsyncConnection], Awaitable[None]]], error: str | None,
+                     judge: str | None = None) -> bool:
     """Store a task's rows and close it in one transaction; False (nothing stored) when the worker lost the task.
 
     A database error while storing is a DatabaseError naming it; the transaction is rolled back.
@@ -153,7 +157,7 @@ async def close_task(conn: psycopg.AsyncConnection, task: Task, worker: str,
         async with conn.transaction():
             for store in stores:
                 await store(conn)
-            if not await finish_task(conn, task, worker, error):
+            if not await finish_task(conn, task, worker, error, judge):
                 raise psycopg.Rollback()
             return True
     except psycopg.Error as exc:
@@ -162,9 +166,11 @@ async def close_task(conn: psycopg.AsyncConnection, task: Task, worker: str,
     return False
 
 
-async def finish_task(conn: psycopg.AsyncConnection, task: Task, worker: str, error: str | None = None) -> bool:
-    """Close a task held by `worker` (failed when error is given); False when the worker lost it."""
-    cur = await conn.execute("select ragsql._finish_judge_task(%s, %s, %s)", (task.id, worker, error))
+async def finish_task(conn: psycopg.AsyncConnection, task: Task, worker: str, error: str | None = None,
+                      judge: str | None = None) -> bool:
+    """Close a task held by `worker` (failed when error is given) as judged by `judge`; False when the worker
+    lost it."""
+    cur = await conn.execute("select ragsql._finish_judge_task(%s, %s, %s, %s)", (task.id, worker, error, judge))
     return (await cur.fetchone())[0]
 
 

@@ -106,8 +106,12 @@ def _alive(pid: int) -> bool:
 
 
 async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[str] | None = None,
-                    workers: int = 8, on_progress: Callable[[int, int], None] | None = None) -> JudgeResult:
-    """Judge every pending task of `run` with `workers` concurrent workers; returns counts and costs."""
+                    workers: int = 8, again: bool = False,
+                    on_progress: Callable[[int, int], None] | None = None) -> JudgeResult:
+    """Judge every pending task of `run` with `workers` concurrent workers; returns counts and costs.
+
+    Tasks done by another judge (model + embedder), and with `again` every done task, are judged anew; requests
+    already answered still come from the cache."""
     started = time.perf_counter()
     conn = await db.connect_async(url)
     async with conn:
@@ -116,7 +120,7 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
         result = JudgeResult(kinds=kinds, skipped=skipped, tally=judging.tally)
         if not kinds:
             return result
-        await db.enqueue_tasks(conn, rid, kinds)
+        await db.enqueue_tasks(conn, rid, kinds, judge=judging.identity, reset_done=again)
         await release_dead_workers(conn, rid)
         counts = await db.task_counts(conn, rid, kinds)
         total = counts.get("pending", 0) + counts.get("running", 0)
@@ -167,10 +171,10 @@ async def _judge_task(job: t.Job, name: str, result: JudgeResult) -> None:
         stores, error = [], str(exc)
     async with job.wdb.lock:
         try:
-            kept = await db.close_task(job.wdb.conn, job.task, name, stores, error)
+            kept = await db.close_task(job.wdb.conn, job.task, name, stores, error, job.judging.identity)
         except DatabaseError as exc:
             error = str(exc)
-            kept = await db.close_task(job.wdb.conn, job.task, name, [], error)
+            kept = await db.close_task(job.wdb.conn, job.task, name, [], error, job.judging.identity)
     if not kept:
         result.lost += 1  # the lease ran out and another worker took the task over: it stores the verdicts
     elif error is None:
@@ -181,7 +185,8 @@ async def _judge_task(job: t.Job, name: str, result: JudgeResult) -> None:
             result.errors.append((job.sample.qid, job.task.kind, error))
 
 
-async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[str] | None = None) -> JudgePlan:
+async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[str] | None = None,
+                   again: bool = False) -> JudgePlan:
     """Dry run: what judging `run` would send, built from the same requests, answered by the offline stand-in."""
     conn = await db.connect_async(url)
     async with conn:
@@ -190,7 +195,8 @@ async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[st
         cur = await conn.execute(
             "select a.query_id, k.kind from ragsql.answer as a cross join unnest(%s::text[]) as k(kind) "
             "where a.run_id = %s and not exists (select from ragsql.judge_task as j where j.run_id = a.run_id "
-            "and j.query_id = a.query_id and j.kind = k.kind and j.status = 'done') order by 1, 2", (kinds, rid))
+            "and j.query_id = a.query_id and j.kind = k.kind and j.status = 'done' and j.judge = %s and not %s) "
+            "order by 1, 2", (kinds, rid, judging.identity, again))
         todo = await cur.fetchall()
         samples = await db.load_samples(conn, rid, [q for q, _ in todo])
         wdb = WorkerDb(conn)

@@ -87,6 +87,11 @@ class Judging:
         """The judge model verdicts are stored under."""
         return self.judge.model
 
+    @property
+    def identity(self) -> str:
+        """Judge model and embedder, recorded on every task they close: another pair judges the run again."""
+        return f"{self.judge.model} + {self.embedder.name}"
+
     async def ask(self, request: JudgeRequest[T], wdb: WorkerDb) -> Answer[T]:
         """The verdict for `request`: from the cache, from an identical request in flight, or from one call."""
         key = self.judge.request_hash(request)

@@ -179,7 +179,8 @@ async def answer_correctness(job: Job) -> list[Store]:
 async def aspect_critique(job: Job) -> list[Store]:
     async with job.wdb.lock:
         aspects = await db.aspects(job.wdb.conn)
-    request = p.critique(job.sample.question, job.sample.answer, aspects, language=job.language)
+    contexts = [c.text for c in job.sample.contexts] or None  # as RAGAS's AspectCritic: contexts when present
+    request = p.critique(job.sample.question, job.sample.answer, aspects, contexts=contexts, language=job.language)
     got = await job.ask(request)
     definitions = dict(aspects)
     rows = [(v.aspect.strip(), definitions[v.aspect.strip()], v.verdict, v.reason) for v in got.verdict.verdicts]

@@ -28,8 +28,13 @@ comment on function ragsql.cached_responses(text[]) is
 -- ---------------------------------------------------------------------------------------------------
 -- Judge work queue
 
+-- earlier signatures (before the judge argument); dropping them keeps calls unambiguous
+drop function if exists ragsql._enqueue_judge_tasks(bigint, text[], boolean, boolean);
+drop function if exists ragsql._finish_judge_task(bigint, text, text);
+
 create or replace function ragsql._enqueue_judge_tasks(
-    run_id bigint, kinds text[], retry_failed boolean default true, reset_done boolean default false)
+    run_id bigint, kinds text[], retry_failed boolean default true, reset_done boolean default false,
+    judge text default null)
 returns bigint
 language plpgsql volatile
 as $$
@@ -51,16 +56,18 @@ begin
     where t.run_id = _enqueue_judge_tasks.run_id
       and t.kind = any (_enqueue_judge_tasks.kinds)
       and (t.status = 'failed' and _enqueue_judge_tasks.retry_failed
-           or t.status = 'done' and _enqueue_judge_tasks.reset_done);
+           or t.status = 'done' and (_enqueue_judge_tasks.reset_done
+                                     or t.judge is distinct from _enqueue_judge_tasks.judge
+                                        and _enqueue_judge_tasks.judge is not null));
     get diagnostics reset = row_count;
     return added + reset;
 end
 $$;
-comment on function ragsql._enqueue_judge_tasks(bigint, text[], boolean, boolean) is
+comment on function ragsql._enqueue_judge_tasks(bigint, text[], boolean, boolean, text) is
     'Adds a pending task per answered query of the run and kind (existing tasks are kept), puts failed tasks back '
-    'to pending (retry_failed) and, with reset_done, done ones too: judging with another model or prompt set '
-    'repeats the work, and stored verdicts and cached calls make the repeat of unchanged requests free. '
-    'Returns how many tasks were added or reset.';
+    'to pending (retry_failed) and, with reset_done or when done by another judge than the given one, done ones '
+    'too: judging with another model or prompt set repeats the work, and stored verdicts and cached calls make '
+    'the repeat of unchanged requests free. Returns how many tasks were added or reset.';
 
 create or replace function ragsql._claim_judge_tasks(
     run_id bigint, worker text, n integer default 1, lease interval default '5 minutes',
@@ -141,7 +148,8 @@ $$;
 comment on function ragsql._renew_judge_lease(bigint, text, interval) is
     'Extends the lease of a task the worker still holds; false when it lost the task.';
 
-create or replace function ragsql._finish_judge_task(task_id bigint, worker text, error text default null)
+create or replace function ragsql._finish_judge_task(
+    task_id bigint, worker text, error text default null, judge text default null)
 returns boolean
 language sql volatile
 as $$
@@ -149,6 +157,7 @@ as $$
         update ragsql.judge_task as t
         set status = case when _finish_judge_task.error is null then 'done' else 'failed' end,
             last_error = _finish_judge_task.error,
+            judge = _finish_judge_task.judge,
             lease_until = null,
             updated_at = clock_timestamp()
         where t.id = _finish_judge_task.task_id and t.status = 'running' and t.worker = _finish_judge_task.worker
@@ -156,7 +165,7 @@ as $$
     )
     select exists (select from finished)
 $$;
-comment on function ragsql._finish_judge_task(bigint, text, text) is
-    'Marks a task the worker holds done, or failed with the error; call it in the transaction that stores the '
-    'verdicts, so a killed worker leaves either both or neither. False when the worker lost the task (its lease '
-    'expired and another worker claimed it): roll back then.';
+comment on function ragsql._finish_judge_task(bigint, text, text, text) is
+    'Marks a task the worker holds done, or failed with the error, by the given judge (model and embedder); call '
+    'it in the transaction that stores the verdicts, so a killed worker leaves either both or neither. False when '
+    'the worker lost the task (its lease expired and another worker claimed it): roll back then.';

@@ -279,6 +279,7 @@ create table if not exists ragsql.judge_task (
     lease_until timestamptz,
     worker text,
     last_error text,
+    judge text,
     created_at timestamptz not null default now(),
     updated_at timestamptz not null default now(),
     unique (run_id, query_id, kind),
@@ -289,7 +290,8 @@ comment on table ragsql.judge_task is
     'Work queue of the judge: one task per (run, query, kind). Workers claim pending tasks and tasks whose '
     'lease expired with ragsql._claim_judge_tasks (for update skip locked) and close them with '
     'ragsql._finish_judge_task in the transaction that stores the verdicts. last_error says why a failed '
-    'task''s metrics are null.';
+    'task''s metrics are null; judge names the judge model and embedder that closed it, so judging again with '
+    'another one repeats the task.';
 
 create index if not exists judge_task_open
     on ragsql.judge_task (run_id, id) where status in ('pending', 'running');

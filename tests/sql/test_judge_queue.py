@@ -132,6 +132,18 @@ def test_claim_by_kind_and_requeue_done_tasks_for_another_judge(db):
     assert states == [("citations", "done"), ("faithfulness", "pending")]
 
 
+def test_done_tasks_go_back_to_pending_for_another_judge_only(db):
+    """A task closed by judge A stays done for A; enqueueing for judge B puts it back to pending."""
+    run_id = answered_run(db, 2)
+    enqueue(db, run_id, ["faithfulness"])
+    for (task_id,) in db.execute("select id from ragsql._claim_judge_tasks(%s, 'w', 10)", (run_id,)).fetchall():
+        assert db.execute("select ragsql._finish_judge_task(%s, 'w', null, 'model-a + emb')", (task_id,)).fetchone()[0]
+    same = "select ragsql._enqueue_judge_tasks(%s, array['faithfulness'], judge => %s)"
+    assert db.execute(same, (run_id, "model-a + emb")).fetchone()[0] == 0
+    assert db.execute(same, (run_id, "model-b + emb")).fetchone()[0] == 2
+    assert db.execute("select array_agg(distinct status) from ragsql.judge_task").fetchone()[0] == ["pending"]
+
+
 @pytest.mark.parametrize(
     ("worker", "n", "lease", "message"),
     [("", 1, "1 minute", "worker name"), ("w", 0, "1 minute", "n must be"), ("w", 1, "0 seconds", "lease must")],
