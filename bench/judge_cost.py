@@ -1,6 +1,6 @@
 """Benchmark: what judging costs per sample (chat calls, tokens, embedding calls, wall time) vs RAGAS.
 
-    python bench/judge_cost.py [--samples 50] [--latency-ms 200] [--workers 16] [--json]
+    python bench/judge_cost.py [--samples 50] [--latency-ms 200] [--workers 16] [--repeats 3] [--json]
 
 Uses RAGAS's own benchmark dataset (`build_dataset` of ../shared/bench/ragas_baseline/run_ragas.py, seed 42:
 question, 3-5 contexts, answer, reference), loads it into a scratch database (RAGSQL_DATABASE_URL's server,
@@ -18,6 +18,7 @@ import asyncio
 import importlib.util
 import json
 import sys
+import statistics
 import subprocess
 import tempfile
 import time
@@ -162,6 +163,7 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--latency-ms", type=float, default=200)
     parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=3, help="runs per cell; wall time is their median (as RAGAS's)")
     parser.add_argument("--ragas-dir", type=Path, default=RAGAS_DIR)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -172,14 +174,20 @@ def main() -> int:
     load_samples(url, samples)
     rows = {}
     with FakeServer(latency=args.latency_ms / 1000) as fake:
+        def repeated(metrics: list[str], empty_cache: bool) -> dict:
+            """`repeats` runs of a cell (the cache emptied before each, if asked); wall time = their median."""
+            runs = [cell(url, fake, metrics, args.workers, args.samples, empty_cache) for _ in range(args.repeats)]
+            return {**runs[-1], "wall": statistics.median(r["wall"] for r in runs)}
+
         for metric in FIVE:
-            rows[metric] = cell(url, fake, [metric], args.workers, args.samples, empty_cache=True)
-        rows["all 5"] = cell(url, fake, FIVE, args.workers, args.samples, empty_cache=True)
-        rows["all 5, again (cache)"] = cell(url, fake, FIVE, args.workers, args.samples, empty_cache=False)
+            rows[metric] = repeated([metric], empty_cache=True)
+        rows["all 5"] = repeated(FIVE, empty_cache=True)
+        rows["all 5, again (cache)"] = repeated(FIVE, empty_cache=False)
     if args.json:
         print(json.dumps({"ragsql": rows, "ragas": {f"{k[0]}/{k[1]}": v for k, v in ragas.items()}}, indent=2))
         return 0
-    print(f"{args.samples} samples, {args.latency_ms:.0f} ms per call, {args.workers} workers; "
+    print(f"{args.samples} samples, {args.latency_ms:.0f} ms per call, {args.workers} workers, at most {CONCURRENCY} "
+          f"chat calls in flight, wall = median of {args.repeats}; "
           "RAGAS 0.4.3 evaluate() (langchain) and collections API at 200 ms from results.json")
     head = ("| metric | ragsql calls/sample | RAGAS calls | ragsql prompt tok | RAGAS prompt tok | ragsql compl. tok "
             "| ragsql emb calls | RAGAS emb calls | ragsql wall s | RAGAS wall s (evaluate / collections) | ragsql max in flight | NULL |")

@@ -23,6 +23,7 @@ __all__ = ["METRICS", "JudgePlan", "JudgeResult", "choose_kinds", "judge_run", "
 METRICS = {name: name for name in t.KINDS}
 DEFAULT_METRICS = [m for m in METRICS if m != "answer_relevancy_rating"]
 LEASE_SECONDS = 120.0
+MAX_BATCH = 32  # most tasks one worker claims at once
 
 
 @dataclass
@@ -126,19 +127,23 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
         total = counts.get("pending", 0) + counts.get("running", 0)
         if on_progress:
             on_progress(0, total)
-        await asyncio.gather(*(_worker(url, rid, kinds, judging, result, worker_name(i), total, on_progress)
+        # a claim holds at least one sample's tasks (they share calls), more when the run is large: the workers'
+        # first claims take about half the run, leaving work for other processes that join; the client's
+        # concurrency bounds the calls in flight
+        batch = max(len(kinds), min(MAX_BATCH, -(-total // (2 * max(1, workers)))))
+        await asyncio.gather(*(_worker(url, rid, kinds, batch, judging, result, worker_name(i), total, on_progress)
                                for i in range(max(1, workers))))
     result.seconds = time.perf_counter() - started
     return result
 
 
-async def _worker(url, rid, kinds, judging, result, name, total, on_progress) -> None:
+async def _worker(url, rid, kinds, batch, judging, result, name, total, on_progress) -> None:
     conn = await db.connect_async(url)
     async with conn:
         wdb = WorkerDb(conn)
         while True:
             async with wdb.lock:
-                claimed = await db.claim_tasks(conn, rid, name, len(kinds), kinds, LEASE_SECONDS)
+                claimed = await db.claim_tasks(conn, rid, name, batch, kinds, LEASE_SECONDS)
             if not claimed:
                 return
             async with wdb.lock:
