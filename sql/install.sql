@@ -9,6 +9,8 @@ begin;
 \ir 000_bootstrap.sql
 \ir migrations/0010_core.sql
 \ir migrations/0020_judge.sql
+\ir migrations/0030_corpus.sql
+\ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/20_generation.sql
 \ir functions/21_statement_metrics.sql
@@ -16,6 +18,7 @@ begin;
 \ir functions/23_context_metrics.sql
 \ir functions/24_generation_api.sql
 \ir functions/25_judge_queue.sql
+\ir functions/30_retrieval.sql
 \ir views/10_retrieval.sql
 \ir views/20_generation.sql
 \ir 999_grants.sql

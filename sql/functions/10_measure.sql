@@ -191,12 +191,21 @@ returns table (
 language sql stable parallel safe
 as $$
     with judged_row as materialized (
-        -- every judgment of the run's dataset: read once
+        -- every judgment of the run's dataset: read once; a run retrieved from a corpus version by ragsql
+        -- reads the dataset's gold evidence mapped onto that version's chunks instead
         select j.query_id, q.qid, j.docno, j.relevance
         from ragsql.run as ru
         join ragsql.query as q on q.dataset_id = ru.dataset_id
         join ragsql.judgment as j on j.query_id = q.id
         where ru.id = _evaluate.run_id
+          and not exists (select from ragsql.retrieval_run as rr where rr.run_id = ru.id)
+        union all
+        select vj.query_id, q.qid, vj.docno, vj.relevance
+        from ragsql.retrieval_run as rr
+        join ragsql.run as ru on ru.id = rr.run_id
+        cross join lateral ragsql.version_judgment(rr.version_id, ru.dataset_id) as vj
+        join ragsql.query as q on q.id = vj.query_id
+        where rr.run_id = _evaluate.run_id
     ),
     query_profile as (
         -- R and the cumulative ideal DCG (linear and exponential gain) of each judged query

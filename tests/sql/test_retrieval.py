@@ -1,0 +1,255 @@
+"""Retrieval in SQL: BM25 against bm25s and rank_bm25 on the same tokens, HNSW against exact search, fuzzy
+matching, RRF against a hand computation, neighbour expansion, gold spans mapped onto chunks, and a whole
+retrieval run feeding the retrieval measures."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import bm25s
+import numpy as np
+import pytest
+from pgvector.psycopg import register_vector
+from psycopg.types.json import Jsonb
+from rank_bm25 import BM25Okapi
+
+DIM = 16
+
+
+def make_version(db, name: str = "c", k1: float = 1.2, b: float = 0.75, dim: int | None = DIM) -> int:
+    corpus = db.execute("insert into ragsql.corpus (name) values (%s) returning id", (name,)).fetchone()[0]
+    return db.execute(
+        "insert into ragsql.corpus_version (corpus_id, splitter, chunk_size, overlap, embedder, dimensions, k1, b) "
+        "values (%s, 'recursive', 500, 100, 'test', %s, %s, %s) returning id", (corpus, dim, k1, b)).fetchone()[0]
+
+
+def add_document(db, version: int, doc_id: str, chunks: list[str], terms: list[list[str]] | None = None,
+                 vectors: list[np.ndarray] | None = None, sep: str = " ") -> list[int]:
+    """A document made of `chunks` joined by `sep` (no overlap), with the given postings and embeddings."""
+    corpus = db.execute("select corpus_id from ragsql.corpus_version where id = %s", (version,)).fetchone()[0]
+    text = sep.join(chunks)
+    doc = db.execute("insert into ragsql.document (corpus_id, doc_id, text, language, content_hash) "
+                     "values (%s, %s, %s, 'en', md5(%s)) returning id", (corpus, doc_id, text, text)).fetchone()[0]
+    ids, start = [], 0
+    for i, chunk in enumerate(chunks):
+        tokens = terms[i] if terms else chunk.split()
+        vec = vectors[i] if vectors is not None else None
+        cid = db.execute(
+            "insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, text, length, "
+            "embedding) values (%s, %s, %s, %s, %s, %s, %s, %s) returning id",
+            (version, doc, i + 1, start, start + len(chunk), chunk, len(tokens), vec)).fetchone()[0]
+        counts: dict[str, int] = {}
+        for tok in tokens:
+            counts[tok] = counts.get(tok, 0) + 1
+        for term, tf in counts.items():
+            db.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf) values (%s, %s, %s, %s)",
+                       (version, term, cid, tf))
+        ids.append(cid)
+        start += len(chunk) + len(sep)
+    return ids
+
+
+def zipf_corpus(rng: random.Random, n_docs: int, vocab: int = 300) -> list[list[str]]:
+    weights = [1 / (r + 1) for r in range(vocab)]
+    words = [f"w{r}" for r in range(vocab)]
+    return [rng.choices(words, weights, k=rng.randint(0, 40)) for _ in range(n_docs)]
+
+
+@pytest.fixture
+def vec_db(db):
+    register_vector(db)
+    return db
+
+
+def test_bm25_equals_bm25s_lucene_float64_to_1e6(vec_db):
+    """Scores and top 10 of random Zipfian queries equal bm25s (method lucene, float64), empty chunks included."""
+    db = vec_db
+    rng = random.Random(7)
+    docs = zipf_corpus(rng, 300)
+    version = make_version(db, k1=1.2, b=0.75)
+    ids = []
+    for i in range(0, len(docs), 10):
+        ids += add_document(db, version, f"d{i}", [" ".join(d) or "empty" for d in docs[i:i + 10]],
+                            terms=docs[i:i + 10])
+    reference = bm25s.BM25(method="lucene", k1=1.2, b=0.75, dtype="float64")
+    reference.index(docs, show_progress=False)
+    for _ in range(25):
+        query = sorted(set(rng.choices([f"w{r}" for r in range(300)], k=rng.randint(1, 5))))
+        expected = reference.get_scores(query)
+        got = db.execute("select chunk_id, score from ragsql.bm25(%s, %s, 10)", (version, query)).fetchall()
+        order = sorted(range(len(docs)), key=lambda i: (-expected[i], ids[i]))
+        top = [(ids[i], expected[i]) for i in order if expected[i] > 0][:10]
+        assert [c for c, _ in got] == [c for c, _ in top], query
+        for (_, s), (_, e) in zip(got, top):
+            assert abs(s - e) < 1e-6
+
+
+def test_bm25_ranks_as_rank_bm25_okapi(vec_db):
+    """rank_bm25's Okapi differs only in idf (no +1 inside the log) and the (k1 + 1) factor: with terms that
+    occur in fewer than half the chunks both rank the same chunks first."""
+    db = vec_db
+    docs = [["cat", "sat", "mat"], ["dog", "sat", "log"], ["cat", "dog", "cat"], ["bird", "sky"], ["fish", "sea"]]
+    version = make_version(db)
+    ids = add_document(db, version, "d", [" ".join(d) for d in docs], terms=docs)
+    okapi = BM25Okapi(docs, k1=1.2, b=0.75)
+    scores = okapi.get_scores(["bird", "fish"])
+    got = db.execute("select chunk_id from ragsql.bm25(%s, %s, 2)", (version, ["bird", "fish"])).fetchall()
+    expected = sorted(range(len(docs)), key=lambda i: (-scores[i], ids[i]))[:2]
+    assert [c for (c,) in got] == [ids[i] for i in expected]
+
+
+def test_bm25_parameters_come_from_the_version_and_unknown_terms_score_nothing(vec_db):
+    db = vec_db
+    docs = [["a", "b"], ["a", "a", "a", "c", "d", "e"]]
+    version = make_version(db, k1=2.0, b=0.0)
+    ids = add_document(db, version, "d", [" ".join(d) for d in docs], terms=docs)
+    n, df = 2, 2
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    got = dict(db.execute("select chunk_id, score from ragsql.bm25(%s, array['a', 'zzz'])", (version,)).fetchall())
+    assert got[ids[0]] == pytest.approx(idf * 1 / (1 + 2.0))
+    assert got[ids[1]] == pytest.approx(idf * 3 / (3 + 2.0))
+    assert db.execute("select count(*) from ragsql.bm25(%s, array['zzz'])", (version,)).fetchone()[0] == 0
+    with pytest.raises(Exception, match="unknown corpus version"):
+        db.execute("select * from ragsql.bm25(-1, array['a'])")
+
+
+def test_hnsw_recall_against_exact_search(vec_db):
+    """With the version's HNSW index, the top 10 of 20 random queries overlap exact search by at least 90%."""
+    db = vec_db
+    rng = np.random.default_rng(3)
+    version = make_version(db)
+    vectors = rng.normal(size=(2000, DIM)).astype(np.float32)
+    for i in range(0, 2000, 100):
+        add_document(db, version, f"d{i}", [f"chunk {j}" for j in range(i, i + 100)], vectors=list(vectors[i:i + 100]))
+    db.execute(f"create index chunk_hnsw_v{version} on ragsql.chunk using hnsw ((embedding::vector({DIM})) "
+               f"vector_cosine_ops) where version_id = {version}")
+    db.execute("analyze ragsql.chunk")
+    plan = "\n".join(r[0] for r in db.execute(
+        f"explain select c.id from ragsql.chunk c where c.version_id = {version} "
+        f"order by c.embedding::vector({DIM}) <=> %s::vector({DIM}) limit 10", (vectors[0],)).fetchall())
+    assert f"chunk_hnsw_v{version}" in plan
+    overlap = 0
+    for q in rng.normal(size=(20, DIM)).astype(np.float32):
+        got = [c for c, _ in db.execute("select * from ragsql.vector_search(%s, %s, 10)", (version, q)).fetchall()]
+        exact = [c for (c,) in db.execute(
+            "select c.id from ragsql.chunk c where c.version_id = %s order by (c.embedding <=> %s) + 0, c.id limit 10",
+            (version, q)).fetchall()]
+        overlap += len(set(got) & set(exact))
+    assert overlap / 200 >= 0.9
+    with pytest.raises(Exception, match="has 3 dimensions"):
+        db.execute("select * from ragsql.vector_search(%s, '[1,2,3]'::vector)", (version,))
+
+
+def test_fuzzy_finds_misspelled_and_chinese_text(vec_db):
+    db = vec_db
+    version = make_version(db)
+    ids = add_document(db, version, "d", ["PostgreSQL stores vectors with pgvector",
+                                          "张伟是教研部的老师", "The weather is sunny today"])
+    got = db.execute("select chunk_id from ragsql.fuzzy_search(%s, 'pgvectr', 2)", (version,)).fetchall()
+    assert got[0][0] == ids[0]
+    got = db.execute("select chunk_id from ragsql.fuzzy_search(%s, '教研部老师', 2)", (version,)).fetchall()
+    assert got[0][0] == ids[1]
+
+
+def test_hybrid_is_reciprocal_rank_fusion_of_the_paths(vec_db):
+    """hybrid_search equals sum of weight / (60 + rank) over the three paths' own rankings, computed here."""
+    db = vec_db
+    rng = np.random.default_rng(5)
+    version = make_version(db)
+    texts = [f"alpha beta {w}" for w in ("gamma", "delta", "alpha", "beta beta", "epsilon", "zeta", "eta")]
+    add_document(db, version, "d", texts, vectors=list(rng.normal(size=(len(texts), DIM)).astype(np.float32)))
+    query, terms, emb = "alpha beta", ["alpha", "beta"], rng.normal(size=DIM).astype(np.float32)
+    weights = {"bm25": 1.0, "vector": 0.5, "fuzzy": 2.0}
+    paths = {
+        "bm25": db.execute("select chunk_id from ragsql.bm25(%s, %s, 5)", (version, terms)).fetchall(),
+        "vector": db.execute("select chunk_id from ragsql.vector_search(%s, %s, 5)", (version, emb)).fetchall(),
+        "fuzzy": db.execute("select chunk_id from ragsql.fuzzy_search(%s, %s, 5)", (version, query)).fetchall(),
+    }
+    fused: dict[int, float] = {}
+    for path, rows in paths.items():
+        for rank, (cid,) in enumerate(rows, 1):
+            fused[cid] = fused.get(cid, 0) + weights[path] / (60 + rank)
+    expected = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
+    got = db.execute("select chunk_id, score from ragsql.hybrid_search(%s, %s, %s, %s, 4, 5, %s)",
+                     (version, query, terms, emb, Jsonb(weights))).fetchall()
+    assert [c for c, _ in got] == [c for c, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-12)
+    only_bm25 = db.execute("select chunk_id from ragsql.hybrid_search(%s, %s, %s, null, 5, 5, %s)",
+                           (version, query, terms, Jsonb({"bm25": 1}))).fetchall()
+    assert only_bm25 == paths["bm25"]
+
+
+def test_expanded_text_is_the_neighbours_span_without_repeats(vec_db):
+    db = vec_db
+    version = make_version(db)
+    ids = add_document(db, version, "d", ["one two", "three four", "five six", "seven"])
+    assert db.execute("select ragsql.expanded_text(%s, 1)", (ids[1],)).fetchone()[0] == "one two three four five six"
+    assert db.execute("select ragsql.expanded_text(%s, 1)", (ids[0],)).fetchone()[0] == "one two three four"
+    assert db.execute("select ragsql.expanded_text(%s, 0)", (ids[3],)).fetchone()[0] == "seven"
+
+
+def _dataset_with_query(db, qid: str = "q1") -> tuple[int, int]:
+    ds = db.execute("insert into ragsql.dataset (name) values ('ds') returning id").fetchone()[0]
+    q = db.execute("insert into ragsql.query (dataset_id, qid, text) values (%s, %s, 'x') returning id",
+                   (ds, qid)).fetchone()[0]
+    return ds, q
+
+
+def test_gold_spans_quotes_and_documents_map_onto_each_chunking(vec_db):
+    """A span maps to the chunks it overlaps, in every corpus version; a quote is located; a document-level
+    judgment marks all its chunks (coarse); a quote not in the document maps to nothing."""
+    db = vec_db
+    v1 = make_version(db)
+    corpus = db.execute("select corpus_id from ragsql.corpus_version where id = %s", (v1,)).fetchone()[0]
+    v2 = db.execute("insert into ragsql.corpus_version (corpus_id, splitter, chunk_size, overlap, embedder) "
+                    "values (%s, 'character', 10, 0, 'test') returning id", (corpus,)).fetchone()[0]
+    a = add_document(db, v1, "docA", ["aaaa bbbb", "cccc dddd", "eeee ffff"])  # spans 0-9, 10-19, 20-29
+    doc_a = db.execute("select document_id from ragsql.chunk where id = %s", (a[0],)).fetchone()[0]
+    small = []
+    for pos, (s, e) in enumerate([(0, 14), (15, 29)], 1):
+        small.append(db.execute(
+            "insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, text, length) "
+            "select %s, id, %s, %s, %s, substr(text, %s, %s), 1 from ragsql.document where id = %s returning id",
+            (v2, pos, s, e, s + 1, e - s, doc_a)).fetchone()[0])
+    b = add_document(db, v1, "docB", ["gggg", "hhhh"])
+    ds, q = _dataset_with_query(db)
+    db.execute("insert into ragsql.gold_span (query_id, position, doc_id, start_char, end_char, relevance) "
+               "values (%s, 1, 'docA', 12, 16, 2)", (q,))
+    db.execute("insert into ragsql.gold_span (query_id, position, doc_id, quote) values (%s, 2, 'docA', 'eeee')", (q,))
+    db.execute("insert into ragsql.gold_span (query_id, position, doc_id, quote) values (%s, 3, 'docA', 'nowhere')",
+               (q,))
+    db.execute("insert into ragsql.judgment (query_id, docno, relevance) values (%s, 'docB', 1)", (q,))
+    rows = db.execute("select docno, relevance, coarse from ragsql.version_judgment(%s, %s) order by docno",
+                      (v1, ds)).fetchall()
+    assert sorted(rows) == sorted([(f"c{a[1]}", 2, False), (f"c{a[2]}", 1, False),
+                                   (f"c{b[0]}", 1, True), (f"c{b[1]}", 1, True)])
+    rows = db.execute("select docno, relevance from ragsql.version_judgment(%s, %s)", (v2, ds)).fetchall()
+    assert sorted(rows) == sorted([(f"c{small[0]}", 2), (f"c{small[1]}", 2)])  # docB has no chunk in v2
+
+
+def test_a_retrieval_run_feeds_the_retrieval_measures(vec_db):
+    """retrieve_run writes ranked chunks for every query in one statement; measures read the mapped gold."""
+    db = vec_db
+    version = make_version(db)
+    ids = add_document(db, version, "docA", ["apple banana", "cherry date", "apple apple fig"])
+    ds, q = _dataset_with_query(db)
+    q2 = db.execute("insert into ragsql.query (dataset_id, qid, text) values (%s, 'q2', 'y') returning id",
+                    (ds,)).fetchone()[0]
+    db.execute("insert into ragsql.gold_span (query_id, position, doc_id, quote) values (%s, 1, 'docA', 'apple fig')",
+               (q,))
+    db.execute("insert into ragsql.gold_span (query_id, position, doc_id, quote) values (%s, 1, 'docA', 'cherry')",
+               (q2,))
+    run = db.execute("insert into ragsql.run (name, dataset_id) values ('r', %s) returning id", (ds,)).fetchone()[0]
+    db.execute("insert into ragsql.retrieval_run (run_id, version_id, mode, k, candidates, expand) "
+               "values (%s, %s, 'bm25', 2, 10, 1)", (run, version))
+    db.execute("insert into ragsql.retrieval_query (run_id, query_id, text, terms) values "
+               "(%s, %s, 'apple', array['apple']), (%s, %s, 'banana', array['banana'])", (run, q, run, q2))
+    assert db.execute("select ragsql.retrieve_run(%s)", (run,)).fetchone()[0] == 3
+    rows = db.execute("select q.qid, r.rank, r.docno, r.text from ragsql.run_result r "
+                      "join ragsql.query q on q.id = r.query_id order by 1, 2").fetchall()
+    assert rows == [("q1", 1, f"c{ids[2]}", "cherry date apple apple fig"),
+                    ("q1", 2, f"c{ids[0]}", "apple banana cherry date"),
+                    ("q2", 1, f"c{ids[0]}", "apple banana cherry date")]
+    values = dict(db.execute("select qid, value from ragsql.measure('r', 'RR@10')").fetchall())
+    assert values == {"q1": 1.0, "q2": 0.0}
