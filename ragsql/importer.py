@@ -29,6 +29,7 @@ class ImportSummary:
     run: str | None = None
     queries: int = 0
     judgments: int = 0
+    spans: int = 0
     references: int = 0
     results: int = 0
     answers: int = 0
@@ -103,6 +104,7 @@ def import_records(
             conn, dataset_id, dataset, scan.judged, path, replace,
             lambda: ((r.qid, docno, rel, text) for r in records() for docno, rel, text in r.judgments),
         )
+        summary.spans = _add_spans(conn, dataset_id, dataset, scan.spanned, path, replace, records)
         summary.references = _add_references(
             conn, dataset_id, dataset, scan.referenced, path, replace,
             lambda: ((r.qid, text) for r in records() for text in r.references),
@@ -130,6 +132,7 @@ class _Scan:
 
     def __init__(self) -> None:
         self.judged: list[str] = []
+        self.spanned: list[str] = []
         self.referenced: list[str] = []
         self.results = self.answers = False
 
@@ -137,6 +140,8 @@ class _Scan:
         for r in records:
             if r.judgments:
                 self.judged.append(r.qid)
+            if r.spans:
+                self.spanned.append(r.qid)
             if r.references:
                 self.referenced.append(r.qid)
             self.results = self.results or bool(r.retrieved)
@@ -150,6 +155,24 @@ def _answer_contexts(records: Iterable[Record]) -> Iterator[tuple]:
         if r.answer is not None:
             texts = [(docno, text) for docno, _, text in r.retrieved if text is not None]
             yield from ((r.qid, position, docno, text) for position, (docno, text) in enumerate(texts, start=1))
+
+
+def _add_spans(
+    conn: psycopg.Connection, dataset_id: int, dataset: str, qids: list[str], path: str, replace: bool,
+    records: Callable[[], Iterator[Record]],
+) -> int:
+    """Load the records' gold spans; stored spans of these queries must match unless replaced."""
+    if not qids:
+        return 0
+    stored: dict[str, list[tuple]] = {}
+    if replace:
+        load.delete_gold_spans(conn, dataset_id, qids)
+    else:
+        stored = load.stored_gold_spans(conn, dataset_id, qids)
+    given = {r.qid: list(r.spans) for r in records() if r.qid in stored}
+    _require_same(dataset, "gold spans", stored, given, path)
+    return load.add_gold_spans(conn, dataset_id, (
+        (r.qid, *span) for r in records() if r.qid not in stored for span in r.spans))
 
 
 def _add_judgments(

@@ -291,3 +291,47 @@ def test_bundled_example_eval_set_imports_with_a_run(fresh_db, capsys):
         answers = count(c, "answer")
     assert set(languages) == {"zh", "en"} and 8 <= sum(languages.values()) <= 12
     assert unjudged == 0 and answers == sum(languages.values())
+
+
+SPANS = [
+    {"qid": "s1", "query": "who?", "gold_evidence": [{"doc_id": "d1", "start": 3, "end": 9},
+                                                     {"doc_id": "d2", "text": "a quote", "relevance": 2}]},
+    {"qid": "s2", "query": "what?", "gold_evidence": [{"doc_id": "d3"}], "gold_doc_ids": ["d4"]},
+]
+
+
+def _spans(conn) -> list[tuple]:
+    return conn.execute("select q.qid, g.position, g.doc_id, g.start_char, g.end_char, g.quote, g.relevance "
+                        "from ragsql.gold_span g join ragsql.query q on q.id = g.query_id order by 1, 2").fetchall()
+
+
+def test_gold_spans_quotes_and_document_ids_are_stored(conn, tmp_path):
+    """Spans and quotes go to gold_span in order; a bare doc_id and gold_doc_ids become document judgments."""
+    path = write(tmp_path, "spans.jsonl", "\n".join(json.dumps(r) for r in SPANS))
+    summary = import_records(conn, path, "jsonl", dataset="sp")
+    assert (summary.spans, summary.judgments) == (2, 2)
+    assert _spans(conn) == [("s1", 1, "d1", 3, 9, None, 1), ("s1", 2, "d2", None, None, "a quote", 2)]
+    judged = conn.execute("select q.qid, j.docno from ragsql.judgment j join ragsql.query q on q.id = j.query_id "
+                          "order by 2").fetchall()
+    assert judged == [("s2", "d3"), ("s2", "d4")]
+    assert import_records(conn, path, "jsonl", dataset="sp").spans == 0  # the same spans again: nothing new
+    changed = [{**SPANS[0], "gold_evidence": [{"doc_id": "d1", "start": 0, "end": 4}]}]
+    other = write(tmp_path, "other.jsonl", json.dumps(changed[0]))
+    with pytest.raises(InputError, match="already holds other gold spans for query s1"):
+        import_records(conn, other, "jsonl", dataset="sp")
+    import_records(conn, other, "jsonl", dataset="sp", replace=True)
+    assert _spans(conn) == [("s1", 1, "d1", 0, 4, None, 1)]
+
+
+@pytest.mark.parametrize(("span", "message"), [
+    ({"doc_id": "d", "start": 4}, "needs both start and end"),
+    ({"doc_id": "d", "start": 4, "end": 4}, "must be greater than start"),
+    ({"doc_id": "d", "start": -1, "end": 4}, "character offset"),
+    ({"start": 0, "end": 4}, "has no doc_id"),
+    ({"doc_id": "d", "txt": "x"}, r"unknown key\(s\) txt"),
+])
+def test_bad_gold_span_names_the_line(conn, tmp_path, span, message):
+    path = write(tmp_path, "bad.jsonl", json.dumps(SPANS[1]) + "\n" + json.dumps({"qid": "b", "gold_evidence": [span]}))
+    with pytest.raises(InputError, match=rf"bad.jsonl:2: .*{message}"):
+        import_records(conn, path, "jsonl", dataset="bad")
+    assert _spans(conn) == []

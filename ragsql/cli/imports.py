@@ -80,6 +80,8 @@ def _report(file: str, s: ImportSummary) -> None:
     for line, message in s.skipped:
         click.echo(f"{file}:{line}: {message}", err=True)
     parts = [f"{s.queries} queries", f"{s.judgments} judgments", f"{s.references} reference answers"]
+    if s.spans:
+        parts.insert(2, f"{s.spans} gold spans")
     if s.run is not None:
         parts.append(f"run {s.run}: {s.results} results, {s.answers} answers")
     if s.skipped:

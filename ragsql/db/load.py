@@ -18,6 +18,9 @@ __all__ = [
     "ensure_dataset",
     "add_queries",
     "add_judgments",
+    "add_gold_spans",
+    "stored_gold_spans",
+    "delete_gold_spans",
     "add_reference_answers",
     "create_run",
     "add_run_results",
@@ -108,6 +111,52 @@ def add_judgments(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tupl
     except psycopg.errors.UniqueViolation as exc:
         raise InputError(f"an item is judged twice for one query ({_detail(exc)})") from exc
     return staged
+
+
+def add_gold_spans(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tuple]) -> int:
+    """Insert (qid, doc_id, start, end, quote, relevance) gold spans, numbered per query in the given order."""
+    staged = _copy(conn, "_stage_span", ["ord", "qid", "doc_id", "start_char", "end_char", "quote", "relevance"],
+                   ["bigint", "text", "text", "integer", "integer", "text", "integer"],
+                   ((i, *row) for i, row in enumerate(rows)))
+    _require_known_qids(conn, dataset_id, "_stage_span", "gold span")
+    conn.execute(
+        """
+        insert into ragsql.gold_span (query_id, position, doc_id, start_char, end_char, quote, relevance)
+        select q.id, row_number() over (partition by q.id order by s.ord), s.doc_id, s.start_char, s.end_char,
+               s.quote, s.relevance
+        from _stage_span as s
+        join ragsql.query as q on q.dataset_id = %s and q.qid = s.qid
+        """,
+        (dataset_id,),
+    )
+    return staged
+
+
+def stored_gold_spans(conn: psycopg.Connection, dataset_id: int, qids: list[str]) -> dict[str, list[tuple]]:
+    """{qid: [(doc_id, start, end, quote, relevance), ...]} already stored for these queries, in order."""
+    stored: dict[str, list[tuple]] = {}
+    for qid, *span in conn.execute(
+        """
+        select q.qid, g.doc_id, g.start_char, g.end_char, g.quote, g.relevance
+        from ragsql.gold_span as g join ragsql.query as q on q.id = g.query_id
+        where q.dataset_id = %s and q.qid = any(%s)
+        order by q.qid, g.position
+        """,
+        (dataset_id, qids),
+    ):
+        stored.setdefault(qid, []).append(tuple(span))
+    return stored
+
+
+def delete_gold_spans(conn: psycopg.Connection, dataset_id: int, qids: list[str]) -> None:
+    """Remove the gold spans of these queries (before loading replacements)."""
+    conn.execute(
+        """
+        delete from ragsql.gold_span as g using ragsql.query as q
+        where q.id = g.query_id and q.dataset_id = %s and q.qid = any(%s)
+        """,
+        (dataset_id, qids),
+    )
 
 
 def add_reference_answers(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tuple]) -> int:

@@ -25,6 +25,7 @@ _ALIASES = {
     "answer": ("response", "answer"),
     "references": ("reference", "ground_truth", "gold_answer", "ground_truths"),
     "gold": ("gold_evidence",),
+    "gold_docs": ("gold_doc_ids",),
     "rel_map": ("rel_map",),
     "reference_contexts": ("reference_contexts",),
     "reference_ids": ("reference_context_ids",),
@@ -33,12 +34,14 @@ _ALIASES = {
     "scores": ("retrieved_scores",),
 }
 _KNOWN = {name for names in _ALIASES.values() for name in names}
-_LISTS = {"ground_truths", "gold_evidence", "reference_contexts", "reference_context_ids", "retrieved_contexts",
+_LISTS = {"ground_truths", "gold_evidence", "gold_doc_ids", "reference_contexts", "reference_context_ids", "retrieved_contexts",
           "contexts", "retrieved_ids", "retrieved_context_ids", "retrieved", "retrieved_scores"}
 _OBJECTS = {"metadata", "rel_map"}
 _ITEM_KEYS = {"id", "score", "text"}
+_SPAN_KEYS = {"doc_id", "start", "end", "text", "relevance"}
 
 Judgment = tuple[str, int, str | None]
+Span = tuple[str, int | None, int | None, str | None, int]  # doc_id, start, end, quote, relevance
 Retrieved = tuple[str, float | None, str | None]
 
 
@@ -52,6 +55,7 @@ class Record:
     language: str | None = None
     metadata: dict = field(default_factory=dict)
     judgments: tuple[Judgment, ...] = ()  # (docno, relevance, text)
+    spans: tuple[Span, ...] = ()  # gold evidence inside documents, mapped onto chunks per corpus version
     references: tuple[str, ...] = ()
     retrieved: tuple[Retrieved, ...] = ()  # (docno, score, text), rank order
     answer: str | None = None
@@ -175,6 +179,7 @@ def _record(obj: object, line: int) -> Record:
         language=_get(obj, "language", _text),
         metadata=metadata,
         judgments=_judgments(obj),
+        spans=_spans(obj),
         references=_references(obj),
         retrieved=_retrieved(obj),
         answer=_answer(obj),
@@ -222,11 +227,20 @@ def _references(obj: dict) -> tuple[str, ...]:
 def _judgments(obj: dict) -> tuple[Judgment, ...]:
     labels: dict[str, list] = {}  # docno -> [relevance, text]
     key, gold = _pick(obj, "gold")
-    for i, item in enumerate(_list(key, gold) if key else []):
-        docno = _id(key, item, i)
+    docs_key, docs = _pick(obj, "gold_docs")
+    items = [(key, i, item) for i, item in enumerate(_list(key, gold) if key else [])]
+    items += [(docs_key, i, item) for i, item in enumerate(_list(docs_key, docs) if docs_key else [])]
+    for where, i, item in items:
+        if isinstance(item, dict):  # a document span or quote (see _spans); a bare doc_id is a document label
+            span = _span(where, i, item)
+            if span[1] is not None or span[3] is not None:
+                continue
+            docno, grade = span[0], span[4]
+        else:
+            docno, grade = _id(where, item, i), 1
         if docno in labels:
-            raise _Invalid(f"{key} lists {docno!r} twice")
-        labels[docno] = [1, None]
+            raise _Invalid(f"{where} lists {docno!r} twice")
+        labels[docno] = [grade, None]
     key, rel_map = _pick(obj, "rel_map")
     if key and not isinstance(rel_map, dict):
         raise _Invalid(f"rel_map must be an object of id -> relevance, found {_kind(rel_map)}")
@@ -246,6 +260,35 @@ def _judgments(obj: dict) -> tuple[Judgment, ...]:
             raise _Invalid(f"{key} holds the same context twice ({docno})")
         label[1] = text
     return tuple((docno, rel, text) for docno, (rel, text) in labels.items())
+
+
+def _spans(obj: dict) -> tuple[Span, ...]:
+    """gold_evidence entries {"doc_id", "start", "end"} or {"doc_id", "text"} (optional "relevance")."""
+    key, gold = _pick(obj, "gold")
+    spans = [_span(key, i, item) for i, item in enumerate(_list(key, gold) if key else []) if isinstance(item, dict)]
+    return tuple(s for s in spans if s[1] is not None or s[3] is not None)
+
+
+def _span(key: str, i: int, item: dict) -> Span:
+    unknown = sorted(item.keys() - _SPAN_KEYS)
+    if unknown:
+        raise _Invalid(f"{key}[{i}] has unknown key(s) {', '.join(unknown)} (expected doc_id, start, end, text, "
+                       "relevance)")
+    if item.get("doc_id") is None:
+        raise _Invalid(f"{key}[{i}] has no doc_id")
+    doc_id = _id(f"{key}[{i}].doc_id", item["doc_id"])
+    start, end = item.get("start"), item.get("end")
+    if (start is None) != (end is None):
+        raise _Invalid(f"{key}[{i}] needs both start and end (character offsets)")
+    if start is not None:
+        for name, value in (("start", start), ("end", end)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise _Invalid(f"{key}[{i}].{name} must be a character offset (integer >= 0), found {value!r}")
+        if end <= start:
+            raise _Invalid(f"{key}[{i}]: end ({end}) must be greater than start ({start})")
+    quote = None if item.get("text") is None else _text(f"{key}[{i}].text", item["text"])
+    relevance = 1 if item.get("relevance") is None else _grade(f"{key}[{i}].relevance", item["relevance"])
+    return doc_id, start, end, quote, relevance
 
 
 def _retrieved(obj: dict) -> tuple[Retrieved, ...]:
