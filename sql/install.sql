@@ -19,6 +19,7 @@ begin;
 \ir functions/24_generation_api.sql
 \ir functions/25_judge_queue.sql
 \ir functions/30_retrieval.sql
+\ir functions/40_diagnostics.sql
 \ir views/10_retrieval.sql
 \ir views/20_generation.sql
 \ir 999_grants.sql

@@ -1,0 +1,87 @@
+"""`ragsql retrieve`: a retrieval run over a corpus for a whole eval set, ranked in SQL."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ragsql import db
+from ragsql.cli.output import render
+from ragsql.errors import InputError
+
+__all__ = ["retrieve_command"]
+
+MODES = ("bm25", "vector", "fuzzy", "hybrid")
+
+
+def _weights(value: str | None) -> dict[str, float]:
+    """'bm25=1,vector=0.5' -> {'bm25': 1.0, 'vector': 0.5}; missing paths weigh 1 (0 turns one off)."""
+    weights = {"bm25": 1.0, "vector": 1.0, "fuzzy": 1.0}
+    for part in (value or "").replace(" ", ",").split(","):
+        if not part:
+            continue
+        name, sep, number = part.partition("=")
+        try:
+            weights[name.strip()] = float(number)
+        except ValueError:
+            raise InputError(f"--weights: {part!r} is not PATH=NUMBER (e.g. bm25=1,vector=0.5,fuzzy=0)") from None
+        if not sep:
+            raise InputError(f"--weights: {part!r} is not PATH=NUMBER")
+    return weights
+
+
+@click.command("retrieve")
+@click.option("--dataset", required=True, help="Eval set whose queries are searched.")
+@click.option("--corpus", required=True, help="Corpus to search (see `ragsql ingest`).")
+@click.option("--run", "run", required=True, help="Name of the run to write.")
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
+              help="bm25: BM25 over stored postings; vector: pgvector HNSW (cosine); fuzzy: pg_trgm word "
+                   "similarity; hybrid: the three fused by Reciprocal Rank Fusion.")
+@click.option("--k", "k", default=20, show_default=True, type=click.IntRange(1, 10_000),
+              help="Results per query.")
+@click.option("--chunking", default=None, metavar="SPLITTER:SIZE:OVERLAP",
+              help="Which corpus version to search when the corpus has several (default: the newest).")
+@click.option("--candidates", default=None, type=click.IntRange(1, 10_000),
+              help="Hybrid: results each path contributes to the fusion (default: max(50, 2k)).")
+@click.option("--weights", default=None, metavar="bm25=1,vector=1,fuzzy=1",
+              help="Hybrid: weight of each path in the fusion (0 leaves a path out).")
+@click.option("--rrf-k", default=60, show_default=True, type=click.IntRange(0),
+              help="Hybrid: the k of Reciprocal Rank Fusion, score = sum of weight / (k + rank).")
+@click.option("--expand", default=0, show_default=True, type=click.IntRange(0, 20),
+              help="Add this many neighbouring chunks on each side to a result's text (context expansion).")
+@click.option("--replace", is_flag=True, help="Replace a run of the same name.")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+def retrieve_command(dataset: str, corpus: str, run: str, mode: str, k: int, chunking: str | None,
+                     candidates: int | None, weights: str | None, rrf_k: int, expand: int, replace: bool,
+                     fmt: str) -> None:
+    """Retrieve the top k chunks of a corpus for every query of an eval set, as a run.
+
+    All queries are ranked by one SQL statement. Results are the chunks' ids (c<id>)
+    with their text; the dataset's gold evidence (chunk ids, document ids, or document
+    spans and quotes) is mapped onto this chunking, so `ragsql metrics --run RUN`
+    works at once. The run records its full configuration (ragsql.run.config).
+    """
+    from ragsql.retrieve import RunSpec, retrieve_run  # imports the embedders: only when retrieving
+
+    spec = RunSpec(mode=mode, k=k, candidates=candidates or max(50, 2 * k), weights=_weights(weights),
+                   rrf_k=rrf_k, expand=expand)
+    with db.connect() as conn:
+        db.ensure_schema(conn)
+        s = retrieve_run(conn, dataset=dataset, corpus=corpus, run=run, spec=spec, chunking=chunking,
+                         replace=replace)
+    if fmt == "json":
+        click.echo(json.dumps({"run": s.run, "queries": s.queries, "results": s.results, "empty": s.empty,
+                               "coarse_gold": s.coarse, "seconds": round(s.seconds, 3), "config": s.config},
+                              ensure_ascii=False, indent=2))
+        return
+    rows = [{"item": "queries searched", "value": s.queries},
+            {"item": "results written", "value": s.results},
+            {"item": "queries with no result", "value": s.empty},
+            {"item": "seconds", "value": f"{s.seconds:.2f}"}]
+    render(rows, ["item", "value"], "table",
+           title=f"run {s.run}: {mode} over {s.version.corpus} ({s.version.chunking}, {s.version.embedder}), k={k}")
+    if s.coarse:
+        click.echo(f"note: {s.coarse} queries have only document-level gold in this chunking: every chunk of "
+                   "their documents counts as relevant, which overestimates retrieval (give spans or quotes).",
+                   err=True)

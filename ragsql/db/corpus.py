@@ -1,0 +1,260 @@
+"""Corpora in the database: documents, corpus versions (chunkings), chunks with embeddings, BM25 postings.
+
+Every function works inside the caller's transaction. Bulk rows go through COPY into a staging table
+(`ragsql.db.load`) and are moved with one set-based statement. BM25 terms of space-delimited languages are
+computed here, in SQL, by ragsql.text_terms; segmented languages (Chinese) arrive as postings from Python.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import psycopg
+from psycopg import sql
+
+from ragsql.db.load import _copy
+
+__all__ = [
+    "add_chunk_terms",
+    "add_chunks",
+    "add_text_terms",
+    "analyze",
+    "ensure_corpus",
+    "ensure_hnsw_index",
+    "ensure_version",
+    "fetch_documents",
+    "hnsw_index_name",
+    "query_terms",
+    "set_dimensions",
+    "stored_hashes",
+    "unchunked_documents",
+    "upsert_documents",
+]
+
+
+def ensure_corpus(conn: psycopg.Connection, name: str) -> int:
+    """Id of the named corpus, created when new (an existing row is not touched)."""
+    row = conn.execute("select id from ragsql.corpus where name = %s", (name,)).fetchone()
+    if row is None:
+        row = conn.execute("insert into ragsql.corpus (name) values (%s) returning id", (name,)).fetchone()
+    return row[0]
+
+
+def ensure_version(
+    conn: psycopg.Connection, corpus_id: int, splitter: str, chunk_size: int, overlap: int, embedder: str,
+) -> tuple[int, int | None]:
+    """(id, dimensions) of the corpus version with this chunking and embedder, created when new."""
+    key = (corpus_id, splitter, chunk_size, overlap, embedder)
+    row = conn.execute(
+        """
+        select id, dimensions from ragsql.corpus_version
+        where corpus_id = %s and splitter = %s and chunk_size = %s and overlap = %s and embedder = %s
+        """,
+        key,
+    ).fetchone()
+    if row is None:
+        row = conn.execute(
+            """
+            insert into ragsql.corpus_version (corpus_id, splitter, chunk_size, overlap, embedder)
+            values (%s, %s, %s, %s, %s) returning id, dimensions
+            """,
+            key,
+        ).fetchone()
+    return row[0], row[1]
+
+
+def stored_hashes(conn: psycopg.Connection, corpus_id: int) -> dict[str, str]:
+    """{doc_id: content_hash} of the documents the corpus holds."""
+    return dict(conn.execute("select doc_id, content_hash from ragsql.document where corpus_id = %s", (corpus_id,)))
+
+
+def upsert_documents(conn: psycopg.Connection, corpus_id: int, rows: Iterable[tuple]) -> int:
+    """Insert or update (doc_id, title, text, language, metadata dict, content_hash, source) documents.
+
+    A document whose content hash changes loses its chunks in every version (their spans and text would be
+    stale), so each version chunks it again on its next ingest. Returns the number of rows staged.
+    """
+    staged = _copy(
+        conn,
+        "_stage_document",
+        ["doc_id", "title", "text", "language", "metadata", "content_hash", "source"],
+        ["text", "text", "text", "text", "jsonb", "text", "text"],
+        ((d, ti, te, la, json.dumps(m or {}, ensure_ascii=False), h, s) for d, ti, te, la, m, h, s in rows),
+    )
+    conn.execute(
+        """
+        delete from ragsql.chunk as c
+        using ragsql.document as d, _stage_document as s
+        where c.document_id = d.id and d.corpus_id = %s and d.doc_id = s.doc_id and d.content_hash <> s.content_hash
+        """,
+        (corpus_id,),
+    )
+    conn.execute(
+        """
+        insert into ragsql.document (corpus_id, doc_id, title, text, language, metadata, content_hash, source)
+        select %s, s.doc_id, s.title, s.text, s.language, s.metadata, s.content_hash, s.source
+        from _stage_document as s
+        on conflict (corpus_id, doc_id) do update set
+            title = excluded.title, text = excluded.text, language = excluded.language,
+            metadata = excluded.metadata, content_hash = excluded.content_hash, source = excluded.source,
+            updated_at = now()
+        where ragsql.document.content_hash <> excluded.content_hash
+        """,
+        (corpus_id,),
+    )
+    return staged
+
+
+def unchunked_documents(conn: psycopg.Connection, version_id: int) -> list[int]:
+    """Ids of the documents of the version's corpus that have no chunk in the version yet, in id order."""
+    rows = conn.execute(
+        """
+        select d.id
+        from ragsql.corpus_version as v
+        join ragsql.document as d on d.corpus_id = v.corpus_id
+        where v.id = %s
+          and not exists (select from ragsql.chunk as c where c.version_id = v.id and c.document_id = d.id)
+        order by d.id
+        """,
+        (version_id,),
+    )
+    return [r[0] for r in rows]
+
+
+def fetch_documents(conn: psycopg.Connection, ids: Sequence[int]) -> list[tuple[int, str, str]]:
+    """(id, text, language) of these documents, in id order."""
+    return conn.execute(
+        "select id, text, language from ragsql.document where id = any(%s) order by id", (list(ids),)
+    ).fetchall()
+
+
+def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> int:
+    """Insert (document_id, position, start_char, end_char, text, length, embedding list or None) chunks."""
+    staged = _copy(
+        conn,
+        "_stage_chunk",
+        ["document_id", "position", "start_char", "end_char", "text", "length", "embedding"],
+        ["bigint", "integer", "integer", "integer", "text", "integer", "text"],
+        ((*row[:6], None if row[6] is None else "[" + ",".join(map(str, row[6])) + "]") for row in rows),
+    )
+    conn.execute(
+        """
+        insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, text, length, embedding)
+        select %s, s.document_id, s.position, s.start_char, s.end_char, s.text, s.length, s.embedding::vector
+        from _stage_chunk as s
+        """,
+        (version_id,),
+    )
+    return staged
+
+
+def add_chunk_terms(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> int:
+    """Insert BM25 postings given in Python as (document_id, position, term, tf) of chunks of the version."""
+    staged = _copy(
+        conn,
+        "_stage_chunk_term",
+        ["document_id", "position", "term", "tf"],
+        ["bigint", "integer", "text", "integer"],
+        rows,
+    )
+    conn.execute(
+        """
+        insert into ragsql.chunk_term (version_id, term, chunk_id, tf)
+        select c.version_id, s.term, c.id, s.tf
+        from _stage_chunk_term as s
+        join ragsql.chunk as c on c.version_id = %s and c.document_id = s.document_id and c.position = s.position
+        """,
+        (version_id,),
+    )
+    return staged
+
+
+def add_text_terms(conn: psycopg.Connection, version_id: int, document_ids: Sequence[int]) -> int:
+    """Compute in SQL (ragsql.text_terms, by each document's language) the BM25 postings of the version's
+    chunks of these documents, set their lengths, and return the number of tokens."""
+    if not document_ids:
+        return 0
+    conn.execute(
+        """
+        insert into ragsql.chunk_term (version_id, term, chunk_id, tf)
+        select c.version_id, t.term, c.id, t.tf
+        from ragsql.chunk as c
+        join ragsql.document as d on d.id = c.document_id
+        cross join lateral ragsql.text_terms(c.text, d.language) as t
+        where c.version_id = %s and c.document_id = any(%s)
+        """,
+        (version_id, list(document_ids)),
+    )
+    row = conn.execute(
+        """
+        with total as (
+            select t.chunk_id, sum(t.tf)::integer as n
+            from ragsql.chunk_term as t join ragsql.chunk as c on c.id = t.chunk_id
+            where t.version_id = %s and c.version_id = %s and c.document_id = any(%s)
+            group by t.chunk_id
+        ),
+        updated as (
+            update ragsql.chunk as c set length = total.n from total where c.id = total.chunk_id returning c.length
+        )
+        select coalesce(sum(length), 0) from updated
+        """,
+        (version_id, version_id, list(document_ids)),
+    ).fetchone()
+    return int(row[0])
+
+
+def set_dimensions(conn: psycopg.Connection, version_id: int, dimensions: int | None) -> None:
+    """Record the embedding dimensions of the version and that its chunks changed now."""
+    conn.execute(
+        """
+        update ragsql.corpus_version set dimensions = coalesce(%s, dimensions), updated_at = now() where id = %s
+        """,
+        (dimensions, version_id),
+    )
+
+
+def hnsw_index_name(version_id: int) -> str:
+    """Name of the version's HNSW index (in schema ragsql)."""
+    return f"chunk_hnsw_v{int(version_id)}"
+
+
+def ensure_hnsw_index(conn: psycopg.Connection, version_id: int, dimensions: int) -> None:
+    """Create the version's partial HNSW index (cosine) unless it exists. A query uses it when it orders by
+    ``embedding::vector(<dimensions>) <=> q`` and filters ``version_id = <id>`` with that literal id."""
+    conn.execute(
+        sql.SQL(
+            "create index if not exists {} on ragsql.chunk using hnsw ((embedding::vector({})) vector_cosine_ops) "
+            "where version_id = {}"
+        ).format(sql.Identifier(hnsw_index_name(version_id)), sql.Literal(int(dimensions)),
+                 sql.Literal(int(version_id)))
+    )
+
+
+def analyze(conn: psycopg.Connection) -> None:
+    """Refresh planner statistics of the tables an ingest writes."""
+    for table in ("corpus", "document", "corpus_version", "chunk", "chunk_term"):
+        conn.execute(sql.SQL("analyze ragsql.{}").format(sql.Identifier(table)))
+
+
+def query_terms(
+    conn: psycopg.Connection, texts: Sequence[tuple[str, str]],
+    segmenters: Mapping[str, Callable[[str], Counter[str]]],
+) -> list[Counter[str]]:
+    """BM25 terms of each (text, language), tokenised exactly as documents are: by the language's segmenter
+    (pass ``ragsql.corpus.SEGMENTERS``, e.g. jieba for 'zh'), otherwise by ragsql.text_terms in one SQL call."""
+    terms = [segmenters[lang](text) if lang in segmenters else Counter() for text, lang in texts]
+    rest = [i for i, (_, lang) in enumerate(texts) if lang not in segmenters]
+    if rest:
+        rows = conn.execute(
+            """
+            select q.i, t.term, t.tf
+            from unnest(%s::integer[], %s::text[], %s::text[]) as q (i, text, language)
+            cross join lateral ragsql.text_terms(q.text, q.language) as t
+            """,
+            (rest, [texts[i][0] for i in rest], [texts[i][1] for i in rest]),
+        )
+        for i, term, tf in rows:
+            terms[i][term] = tf
+    return terms

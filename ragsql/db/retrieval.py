@@ -1,0 +1,139 @@
+"""Retrieval runs in the database: pick the corpus version, store what each query searches with, and let
+ragsql.retrieve_run rank every query in one statement."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+
+from ragsql.db.load import _copy, create_run
+from ragsql.errors import InputError
+
+__all__ = ["Version", "RunSpec", "dataset_queries", "find_version", "start_run", "add_queries", "retrieve",
+           "run_report"]
+
+
+@dataclass(frozen=True)
+class Version:
+    """A corpus version: its chunking and embedder."""
+
+    id: int
+    corpus: str
+    splitter: str
+    chunk_size: int
+    overlap: int
+    embedder: str
+    dimensions: int | None
+
+    @property
+    def chunking(self) -> str:
+        return f"{self.splitter}:{self.chunk_size}:{self.overlap}"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """How a retrieval run searches: mode, depth, fusion and expansion."""
+
+    mode: str
+    k: int
+    candidates: int
+    weights: dict[str, float]
+    rrf_k: int
+    expand: int
+
+
+def find_version(conn: psycopg.Connection, corpus: str, chunking: str | None = None) -> Version:
+    """The corpus's version with the given chunking ('splitter:size:overlap'), else its newest version."""
+    rows = conn.execute(
+        """
+        select v.id, c.name, v.splitter, v.chunk_size, v.overlap, v.embedder, v.dimensions
+        from ragsql.corpus as c join ragsql.corpus_version as v on v.corpus_id = c.id
+        where c.name = %s
+        order by v.updated_at desc, v.id desc
+        """,
+        (corpus,),
+    ).fetchall()
+    if not rows:
+        known = [n for (n,) in conn.execute("select name from ragsql.corpus order by name")]
+        if corpus in known:
+            raise InputError(f'corpus "{corpus}" has no chunks yet: run `ragsql ingest … --corpus {corpus}`')
+        raise InputError(f'unknown corpus "{corpus}" (corpora: {", ".join(known) or "none; see ragsql ingest"})')
+    versions = [Version(*row) for row in rows]
+    if chunking is None:
+        return versions[0]
+    for v in versions:
+        if v.chunking == chunking or f"{v.chunking}:{v.embedder}" == chunking:
+            return v
+    raise InputError(f'corpus "{corpus}" has no chunking {chunking} (it has: '
+                     f'{", ".join(sorted({v.chunking for v in versions}))})')
+
+
+def dataset_queries(conn: psycopg.Connection, dataset: str) -> tuple[int, list[tuple[int, str, str | None]]]:
+    """The dataset id and its queries (id, text, language) that have text."""
+    row = conn.execute("select id from ragsql.dataset where name = %s", (dataset,)).fetchone()
+    if row is None:
+        known = [n for (n,) in conn.execute("select name from ragsql.dataset order by name")]
+        raise InputError(f'unknown dataset "{dataset}" (datasets: {", ".join(known) or "none"})')
+    queries = conn.execute(
+        "select id, text, language from ragsql.query where dataset_id = %s and coalesce(btrim(text), '') <> '' "
+        "order by id", (row[0],)).fetchall()
+    return row[0], queries
+
+
+def start_run(conn: psycopg.Connection, run: str, dataset_id: int, version: Version, spec: RunSpec,
+              config: dict, replace: bool) -> int:
+    """Create the run (replacing one of that name with `replace`) and its retrieval settings."""
+    run_id = create_run(conn, run, dataset_id, config, replace=replace)
+    conn.execute(
+        "insert into ragsql.retrieval_run (run_id, version_id, mode, k, candidates, weights, rrf_k, expand) "
+        "values (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (run_id, version.id, spec.mode, spec.k, spec.candidates, json.dumps(spec.weights), spec.rrf_k, spec.expand))
+    return run_id
+
+
+def add_queries(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple]) -> int:
+    """Store (query_id, text, terms, embedding or None) of every query the run searches."""
+    register_vector(conn)
+    staged = _copy(conn, "_stage_retrieval_query", ["query_id", "text", "terms", "embedding"],
+                   ["bigint", "text", "text[]", "vector"],
+                   ((q, text, terms, None if v is None else np.asarray(v, dtype=np.float32))
+                    for q, text, terms, v in rows))
+    conn.execute(
+        "insert into ragsql.retrieval_query (run_id, query_id, text, terms, embedding) "
+        "select %s, query_id, text, terms, embedding from _stage_retrieval_query", (run_id,))
+    return staged
+
+
+def retrieve(conn: psycopg.Connection, run_id: int) -> int:
+    """Rank every query of the run (one statement); returns the result rows written."""
+    written = conn.execute("select ragsql.retrieve_run(%s)", (run_id,)).fetchone()[0]
+    conn.execute("analyze ragsql.run_result")
+    return written
+
+
+def run_report(conn: psycopg.Connection, run_id: int) -> dict[str, int]:
+    """Queries searched, with no result, and with only document-level (coarse) gold in this chunking."""
+    return dict(zip(("queries", "empty", "coarse"), conn.execute(
+        """
+        with q as (select query_id from ragsql.retrieval_query where run_id = %(run)s),
+        gold as (
+            select vj.query_id, bool_and(vj.coarse) as coarse
+            from ragsql.retrieval_run as rr
+            join ragsql.run as ru on ru.id = rr.run_id
+            cross join lateral ragsql.version_judgment(rr.version_id, ru.dataset_id) as vj
+            where rr.run_id = %(run)s
+            group by vj.query_id
+        )
+        select count(*),
+               count(*) filter (where not exists (select from ragsql.run_result as r
+                                                  where r.run_id = %(run)s and r.query_id = q.query_id)),
+               (select count(*) from gold where coarse)
+        from q
+        """,
+        {"run": run_id},
+    ).fetchone()))

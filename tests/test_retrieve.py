@@ -1,0 +1,128 @@
+"""`ragsql retrieve` end to end: the bundled demo corpus ingested, the demo eval set's gold spans mapped onto
+two chunkings, bm25 / vector / fuzzy / hybrid runs written by one SQL statement each and read by `metrics`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ragsql.cli import main
+
+DEMO = Path(__file__).parents[1] / "ragsql" / "data" / "demo"
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def demo_url(server_url, template_url):
+    """A database with the demo corpus in two chunkings and the demo eval set (built once for the module)."""
+    from tests.conftest import _admin, _clone, _with_dbname
+
+    name = _clone(server_url)
+    url = _with_dbname(server_url, name)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAGSQL_DATABASE_URL", url)
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+        mp.delenv(var, raising=False)
+    assert main(["ingest", str(DEMO / "corpus.jsonl"), "--corpus", "demo"]) == 0
+    assert main(["ingest", str(DEMO / "corpus.jsonl"), "--corpus", "demo", "--chunk-size", "250",
+                 "--overlap", "0"]) == 0
+    assert main(["import", "jsonl", str(DEMO / "evalset.jsonl"), "--dataset", "demo"]) == 0
+    yield url
+    mp.undo()
+    with _admin(server_url) as admin:
+        admin.execute(f'drop database if exists "{name}" with (force)')
+
+
+@pytest.fixture
+def demo(demo_url, monkeypatch):
+    monkeypatch.setenv("RAGSQL_DATABASE_URL", demo_url)
+    return demo_url
+
+
+def _metrics(capsys, run: str) -> dict[str, float]:
+    code, out, err = run_cli(capsys, "metrics", "--run", run, "--measures", "Success@5 R@10 nDCG@10", "--format",
+                             "json")
+    assert code == 0, err
+    return {r["measure"]: r["value"] for r in json.loads(out)}
+
+
+@pytest.mark.parametrize("mode", ["bm25", "vector", "fuzzy", "hybrid"])
+def test_each_mode_writes_a_ranked_run_that_metrics_reads(demo, capsys, mode):
+    code, out, err = run_cli(capsys, "retrieve", "--dataset", "demo", "--corpus", "demo", "--run", f"r-{mode}",
+                             "--mode", mode, "--k", "10", "--format", "json", "--chunking", "recursive:500:100")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["queries"] == 56 and summary["empty"] == 0
+    assert summary["config"]["mode"] == mode and summary["config"]["chunking"] == "recursive:500:100"
+    with psycopg.connect(demo) as conn:
+        ranks = conn.execute("select query_id, array_agg(rank order by rank), bool_and(docno ~ '^c[0-9]+$') "
+                             "from ragsql.run_result r join ragsql.run u on u.id = r.run_id where u.name = %s "
+                             "group by query_id", (f"r-{mode}",)).fetchall()
+        stored = conn.execute("select config from ragsql.run where name = %s", (f"r-{mode}",)).fetchone()[0]
+    assert len(ranks) == 56 and all(r[1] == list(range(1, len(r[1]) + 1)) and r[2] for r in ranks)
+    assert stored["k"] == 10 and stored["corpus"] == "demo"
+    values = _metrics(capsys, f"r-{mode}")
+    assert 0.5 < values["Success@5"] <= 1.0  # the demo's gold is findable by every path
+
+
+def test_bm25_beats_or_ties_fuzzy_and_hybrid_fuses(demo, capsys):
+    for mode in ("bm25", "fuzzy", "hybrid"):
+        assert run_cli(capsys, "retrieve", "--dataset", "demo", "--corpus", "demo", "--run", f"c-{mode}",
+                       "--mode", mode, "--chunking", "recursive:500:100")[0] == 0
+    bm25, fuzzy, hybrid = (_metrics(capsys, f"c-{m}")["nDCG@10"] for m in ("bm25", "fuzzy", "hybrid"))
+    assert bm25 >= fuzzy
+    assert hybrid >= min(bm25, fuzzy)
+
+
+def test_one_eval_set_serves_two_chunkings(demo, capsys):
+    """Gold spans map onto each chunking: both runs are judged on every answerable query."""
+    for chunking in ("recursive:500:100", "recursive:250:0"):
+        code, _, err = run_cli(capsys, "retrieve", "--dataset", "demo", "--corpus", "demo", "--run",
+                               f"k-{chunking}", "--mode", "bm25", "--chunking", chunking)
+        assert code == 0, err
+    with psycopg.connect(demo) as conn:
+        rows = conn.execute(
+            "select u.name, count(distinct vj.query_id), count(*) "
+            "from ragsql.retrieval_run rr join ragsql.run u on u.id = rr.run_id "
+            "cross join lateral ragsql.version_judgment(rr.version_id, u.dataset_id) vj "
+            "where u.name like 'k-%' group by u.name order by 1").fetchall()
+    assert [r[1] for r in rows] == [52, 52]  # 56 questions, 4 unanswerable
+    assert rows[0][2] > rows[1][2]  # smaller chunks: more of them overlap the gold spans (250-char run first)
+
+
+def test_expansion_widens_the_text_not_the_ranking(demo, capsys):
+    args = ("retrieve", "--dataset", "demo", "--corpus", "demo", "--mode", "bm25", "--chunking", "recursive:250:0")
+    assert run_cli(capsys, *args, "--run", "e0")[0] == 0
+    assert run_cli(capsys, *args, "--run", "e1", "--expand", "1")[0] == 0
+    with psycopg.connect(demo) as conn:
+        rows = conn.execute(
+            "select a.docno = b.docno, length(b.text) >= length(a.text), position(a.text in b.text) > 0 "
+            "from ragsql.run_result a join ragsql.run ra on ra.id = a.run_id and ra.name = 'e0' "
+            "join ragsql.run_result b on b.query_id = a.query_id and b.rank = a.rank "
+            "join ragsql.run rb on rb.id = b.run_id and rb.name = 'e1'").fetchall()
+    assert rows and all(all(r) for r in rows)
+    assert _metrics(capsys, "e0") == _metrics(capsys, "e1")
+
+
+def test_errors_are_one_line(demo, capsys):
+    base = ("retrieve", "--dataset", "demo", "--run", "x")
+    code, _, err = run_cli(capsys, *base, "--corpus", "nope")
+    assert code == 2 and 'unknown corpus "nope"' in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(capsys, "retrieve", "--dataset", "nope", "--corpus", "demo", "--run", "x")
+    assert code == 2 and 'unknown dataset "nope"' in err
+    code, _, err = run_cli(capsys, *base, "--corpus", "demo", "--chunking", "markdown:1:0")
+    assert code == 2 and "has no chunking markdown:1:0" in err
+    code, _, err = run_cli(capsys, *base, "--corpus", "demo", "--weights", "bm25=x")
+    assert code == 2 and "PATH=NUMBER" in err
+    assert run_cli(capsys, *base, "--corpus", "demo", "--mode", "bm25")[0] == 0
+    code, _, err = run_cli(capsys, *base, "--corpus", "demo", "--mode", "bm25")
+    assert code == 2 and "already exists" in err
+    assert run_cli(capsys, *base, "--corpus", "demo", "--mode", "bm25", "--replace")[0] == 0
