@@ -9,7 +9,8 @@ replies, a server that dies).
 
 The default responder reads the ``Task: <name>`` marker on the first line of the system message and the
 tagged user message that ``ragsql.judge.prompts`` builds, and answers every one of the 10 judge tasks with
-valid JSON. ``responder=`` replaces it: ``(task, messages, request_json) -> content``.
+valid JSON, and ``generate`` with the first sentence of the first context and its citation. ``responder=``
+replaces it: ``(task, messages, request_json) -> content``.
 """
 
 from __future__ import annotations
@@ -71,6 +72,19 @@ def _contexts(text: str) -> list[tuple[int, str]]:
     return [(int(i), c) for i, c in re.findall(r'<context id="(\d+)">\n(.*?)\n</context>', text, re.S)]
 
 
+def _generated(user: str) -> dict[str, Any]:
+    """The first sentence of the first context, cited by its id before the end punctuation."""
+    contexts = re.findall(r'<context id="([^"]+)">\n(.*?)\n</context>', user, re.S)
+    sentences = split_sentences(contexts[0][1]) if contexts else []
+    if not sentences:
+        return {"answer": "I don't know based on the retrieved context.", "citations": []}
+    cid, first = contexts[0][0], sentences[0]
+    core, end = re.match(r"(.*?)([。！？.!?]*)$", first, re.S).groups()
+    chinese = re.search(r"[\u3400-\u9fff]", first) is not None
+    return {"answer": f"{core}{'' if chinese else ' '}[{cid}]{end or ('。' if chinese else '.')}",
+            "citations": [cid]}
+
+
 def _questions(answer: str, head: str) -> dict[str, Any]:
     match = re.search(r"(\d+)", head)
     n = int(match.group(1)) if match else 3
@@ -123,6 +137,8 @@ def default_responder(task: str, messages: list[dict[str, Any]], request_json: d
         claims = re.findall(r'<claim id="(\d+)">\n<sentence>(.*?)</sentence>\n(.*?)</claim>', user, re.S)
         reply = {"verdicts": [{"id": int(i), "supported": _covered(s, _terms(" ".join(
             re.findall(r"<cited>\n(.*?)\n</cited>", cited, re.S)))), "reason": "fake"} for i, s, cited in claims]}
+    elif task == "generate":
+        reply = _generated(user)
     else:
         reply = {}
     return json.dumps(reply, ensure_ascii=False)

@@ -9,9 +9,12 @@ import psycopg
 
 from ragsql import __version__
 from ragsql.cli.db import db_group
+from ragsql.cli.generate import generate_command
 from ragsql.cli.imports import import_group
+from ragsql.cli.ingest import ingest_command
 from ragsql.cli.judge import judge_command
 from ragsql.cli.metrics import metrics_command
+from ragsql.cli.retrieve import retrieve_command
 from ragsql.cli.scores import scores_command
 from ragsql.errors import RagsqlError
 
@@ -31,7 +34,10 @@ def cli() -> None:
 
 cli.add_command(db_group)
 cli.add_command(import_group)
+cli.add_command(ingest_command)
+cli.add_command(retrieve_command)
 cli.add_command(metrics_command)
+cli.add_command(generate_command)
 cli.add_command(judge_command)
 cli.add_command(scores_command)
 

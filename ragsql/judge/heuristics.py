@@ -1,5 +1,5 @@
-"""Deterministic stand-ins for the judge's ten tasks: a JSON-ready reply built from a request's raw inputs by
-lexical overlap (`ragsql.judge.lexical`), for the offline judge.
+"""Deterministic stand-ins for the judge's ten tasks and for answer generation: a JSON-ready reply built from a
+request's raw inputs by lexical overlap (`ragsql.judge.lexical`), for the offline judge.
 
 Overlap is the share of one text's content tokens found in another. The thresholds below are the whole model:
 
@@ -20,6 +20,10 @@ Overlap is the share of one text's content tokens found in another. The threshol
   conciseness when no sentence repeats another and ≥ half of the content tokens are distinct. A user-defined
   aspect cannot be assessed: its verdict is *no*, and its reason says so.
 * citations: supported when the cited texts cover ≥ 0.6 of the sentence.
+* generate (extractive, ``GENERATOR``): every sentence of the contexts scored by the share of the question's
+  content tokens it holds; the best ones (up to 3) scoring ≥ 0.25 and more than half the best score, in context
+  order, each cited ``[id]`` before its end punctuation; none: "I don't know based on the retrieved context." /
+  "根据检索到的内容无法回答。" (by the question's language).
 
 Every reason starts with ``offline:``.
 """
@@ -33,10 +37,17 @@ from typing import Any
 from ragsql.judge.language import detect_language, split_sentences
 from ragsql.judge.lexical import content_tokens, coverage, has_negation, similarity
 from ragsql.judge.prompts import JudgeRequest
+from ragsql.judge.verdicts import CITATION
 
-__all__ = ["COVERED", "PARTIAL", "RELEVANT", "SUPPORTED", "TASKS", "rating", "statements_of"]
+__all__ = ["ANSWERS", "COVERED", "DONT_KNOW", "GENERATOR", "PARTIAL", "RELEVANT", "SUPPORTED", "TASKS", "rating",
+           "statements_of"]
 
-SUPPORTED, PARTIAL, COVERED, RELEVANT = 0.6, 0.35, 0.5, 0.5
+SUPPORTED, PARTIAL, COVERED, RELEVANT, ANSWERS = 0.6, 0.35, 0.5, 0.5, 0.25
+GENERATOR = "offline-extractive-v1"
+"""The name of the offline answer generator, recorded in the metadata of the answers it writes."""
+DONT_KNOW = {"en": "I don't know based on the retrieved context.", "zh": "根据检索到的内容无法回答。"}
+_MAX_ANSWER_SENTENCES = 3
+_SENTENCE_END = re.compile(r"[。！？.!?]+[\u201d\u2019\"\u300d\u300f\uff09)]*$")
 
 _CJK = "\u3400-\u9fff"
 _CLAUSE = re.compile(rf"[，；;]|(?<=[{_CJK}]),|,(?=[{_CJK}])")
@@ -207,9 +218,34 @@ def _citations(request: JudgeRequest[Any]) -> dict[str, Any]:
     return {"verdicts": verdicts}
 
 
+def _generate(request: JudgeRequest[Any]) -> dict[str, Any]:
+    question = request.inputs["question"]
+    found = []  # (score, tie-break, order, sentence, id)
+    for cid, text in request.inputs["contexts"]:
+        for sentence in split_sentences(CITATION.sub(" ", text)):  # a bracketed "[1]" in a context is no citation
+            score = coverage(question, sentence)
+            if score >= ANSWERS:
+                found.append((score, similarity(question, sentence), len(found), sentence, cid))
+    ranked = sorted(found, key=lambda f: (-f[0], -f[1], f[2]))[:_MAX_ANSWER_SENTENCES]
+    chosen = sorted((f for f in ranked if f[0] > ranked[0][0] / 2), key=lambda f: f[2])
+    if not chosen:
+        return {"answer": DONT_KNOW[request.language], "citations": []}
+    parts = [_cite(sentence, cid) for *_, sentence, cid in chosen]
+    joined = "".join(p if i == 0 or detect_language(p) == "zh" else " " + p for i, p in enumerate(parts))
+    return {"answer": joined, "citations": list(dict.fromkeys(cid for *_, cid in chosen))}
+
+
+def _cite(sentence: str, cid: str) -> str:
+    """`sentence` with ``[cid]`` before its end punctuation (added when missing), so the citation stays in it."""
+    zh = detect_language(sentence) == "zh"
+    end = _SENTENCE_END.search(sentence)
+    core, punct = (sentence[:end.start()], end.group(0)) if end else (sentence, "。" if zh else ".")
+    return f"{core.rstrip()}{'' if zh else ' '}[{cid}]{punct}"
+
+
 TASKS: dict[str, Callable[[JudgeRequest[Any]], dict[str, Any]]] = {
     "statements": _statements, "answer_analysis": _questions, "questions": _questions, "verify": _verify,
     "classify": _classify, "usefulness": _usefulness, "sentence_relevance": _sentence_relevance,
-    "critique": _critique, "citations": _citations,
+    "critique": _critique, "citations": _citations, "generate": _generate,
 }
 """The reply builder of each task but rating, whose similarity the caller computes (it may use an embedder)."""

@@ -3,7 +3,8 @@
 It answers every task at once, deterministically, from lexical overlap (the rules are in
 `ragsql.judge.heuristics`); it never calls out, costs nothing and needs no model. Its verdicts are
 rough — good enough to run the pipeline end to end and to rank clearly good against clearly bad
-answers, not to replace an LLM judge.
+answers, not to replace an LLM judge. It also writes the offline generator's extractive answers (task
+``generate``), so `ragsql generate` caches and counts them exactly as it does an endpoint's.
 """
 
 from __future__ import annotations

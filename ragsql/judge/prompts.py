@@ -23,6 +23,7 @@ from ragsql.judge.language import LANGUAGES, detect_language, split_sentences
 
 __all__ = [
     "BUILTIN_ASPECTS",
+    "GENERATION_PROMPTS",
     "PROMPT_NAMES",
     "JudgeRequest",
     "Prompt",
@@ -31,6 +32,7 @@ __all__ = [
     "classify",
     "critique",
     "escape",
+    "generate",
     "load_prompt",
     "questions",
     "rating",
@@ -42,6 +44,8 @@ __all__ = [
 
 PROMPT_NAMES = ("statements", "answer_analysis", "questions", "verify", "classify", "usefulness",
                 "sentence_relevance", "rating", "critique", "citations")
+GENERATION_PROMPTS = ("generate",)
+"""Prompts that write an answer rather than judge one (`ragsql generate`); same file format and loader."""
 BUILTIN_ASPECTS = ("harmfulness", "maliciousness", "coherence", "correctness", "conciseness")
 
 _TAGS = ("question", "answer", "reference", "text", "contexts", "context", "statements", "answer_statements",
@@ -87,7 +91,7 @@ class JudgeRequest(Generic[T]):
 @functools.cache
 def load_prompt(name: str, language: str) -> Prompt:
     """Read ``prompts/<name>.<language>.txt``: a ``version:`` line, then ``=== section`` blocks."""
-    if name not in PROMPT_NAMES or language not in LANGUAGES:
+    if name not in (*PROMPT_NAMES, *GENERATION_PROMPTS) or language not in LANGUAGES:
         raise ValueError(f"no prompt {name!r} in language {language!r}")
     raw = resources.files("ragsql.judge").joinpath("prompts", f"{name}.{language}.txt").read_text("utf-8")
     head, *blocks = re.split(r"^=== (\w+)\n", raw, flags=re.M)
@@ -116,8 +120,10 @@ def _numbered(items: Sequence[str], start: int = 1) -> str:
     return "\n".join(f"{i}. {_one_line(s)}" for i, s in enumerate(items, start))
 
 
-def _contexts(contexts: Sequence[str]) -> str:
-    return "\n".join(f'<context id="{i}">\n{escape(c.strip())}\n</context>' for i, c in enumerate(contexts, 1))
+def _contexts(contexts: Sequence[str], ids: Sequence[str] | None = None) -> str:
+    """Tagged contexts with their ids (default 1..n)."""
+    labels = ids if ids is not None else [str(i) for i in range(1, len(contexts) + 1)]
+    return "\n".join(f'<context id="{i}">\n{escape(c.strip())}\n</context>' for i, c in zip(labels, contexts))
 
 
 def _language(language: str | None, *texts: str | None) -> str:
@@ -270,3 +276,22 @@ def citations(claims: Sequence[tuple[str, Sequence[str]]], *,
         for i, (sentence, cited) in enumerate(claims, 1))
     return _request("citations", lang, v.CitationVerdicts, {"ids": len(claims)}, tuple(claims),
                     inputs={"claims": [(s, list(c)) for s, c in claims]}, claims=rendered)
+
+
+def generate(question: str, contexts: Sequence[tuple[str, str]], *,
+             language: str | None = None) -> JudgeRequest[v.GeneratedAnswer]:
+    """An answer to `question` from `(id, text)` contexts only, in the question's language, citing ``[id]``.
+
+    Ids must be unique and plain (a docno such as ``c12``: letters, digits and ``. : # / - _``); the reply may
+    cite no other id.
+    """
+    _nonempty(contexts, "contexts")
+    ids = [str(i) for i, _ in contexts]
+    texts = [t for _, t in contexts]
+    if len(set(ids)) != len(ids) or not all(v.CITATION_ID.fullmatch(i) for i in ids):
+        raise ValueError(f"context ids must be unique and plain (letters, digits, . : # / - _): {ids}")
+    lang = _language(language, question)
+    return _request("generate", lang, v.GeneratedAnswer, {"context_ids": ids}, tuple(ids),
+                    inputs={"question": question, "contexts": list(zip(ids, texts))},
+                    language=_LANG_WORDS[lang][detect_language(question, lang)], question=escape(question.strip()),
+                    contexts=_contexts(texts, ids))

@@ -2,17 +2,20 @@
 
 A model is validated with a context (``model_validate(obj, context={...})``) naming what the prompt numbered:
 ``ids`` (how many items were numbered 1..n), ``answer_ids``/``reference_ids`` for the classification,
-``aspects`` (the aspect names asked for), ``n_questions``. A reply that skips or invents an item fails
+``aspects`` (the aspect names asked for), ``n_questions``, ``context_ids`` (the ids an answer may cite). A reply that skips or invents an item fails
 validation, so the client asks once for a repair instead of storing a partial verdict.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 __all__ = [
+    "CITATION",
+    "CITATION_ID",
     "VERDICT_CLASSES",
     "AnswerAnalysis",
     "AspectVerdict",
@@ -20,6 +23,7 @@ __all__ = [
     "CitationVerdict",
     "CitationVerdicts",
     "Classification",
+    "GeneratedAnswer",
     "ContextVerdict",
     "ContextVerdicts",
     "GeneratedQuestions",
@@ -30,9 +34,13 @@ __all__ = [
     "StatementVerdict",
     "StatementVerdicts",
     "Statements",
+    "cited_ids",
 ]
 
 VERDICT_CLASSES = ("supported", "partial", "unsupported", "contradicted")
+CITATION_ID = re.compile(r"[\w.:#/-]+")
+CITATION = re.compile(rf"\[({CITATION_ID.pattern}(?:\s*[,;]\s*{CITATION_ID.pattern})*)\]")
+"""An inline citation: ``[c12]``, ``[3]``, ``[doc-7, doc-9]`` (the format the citations metric parses)."""
 
 # Judges answering a Chinese prompt sometimes write the class in Chinese.
 _VERDICT_ALIASES = {"支持": "supported", "完全支持": "supported", "部分支持": "partial", "部分": "partial",
@@ -260,4 +268,34 @@ class CitationVerdicts(BaseModel):
     def _ids(self, info: ValidationInfo) -> CitationVerdicts:
         _check_ids([v.id for v in self.verdicts], info, what="citation verdict")
         self.verdicts.sort(key=lambda v: v.id)
+        return self
+
+
+def cited_ids(text: str) -> list[str]:
+    """The ids cited inline in `text` (``[c12]``, ``[a, b]``), each once, in order."""
+    return list(dict.fromkeys(i.strip() for m in CITATION.finditer(text) for i in re.split(r"[,;]", m.group(1))))
+
+
+class GeneratedAnswer(BaseModel):
+    """A generated answer with inline ``[id]`` citations; `citations` ends up as every id it cites, in order,
+    and each must be one of the contexts given (``context_ids``)."""
+
+    answer: str
+    citations: list[str] = []
+
+    @field_validator("answer")
+    @classmethod
+    def _nonempty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("the answer is empty")
+        return v.strip()
+
+    @model_validator(mode="after")
+    def _cited(self, info: ValidationInfo) -> GeneratedAnswer:
+        cited = list(dict.fromkeys([*cited_ids(self.answer), *(c.strip() for c in self.citations if c.strip())]))
+        given = (info.context or {}).get("context_ids")
+        unknown = [c for c in cited if given is not None and c not in given]
+        if unknown:
+            raise ValueError(f"citations {unknown} name no given context; cite only {list(given)}")
+        self.citations = cited
         return self
