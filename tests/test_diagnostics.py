@@ -65,4 +65,4 @@ def test_run_report_checks_thresholds_and_counts_causes(judged):
         assert (value, limit, passed) == (gen[name], threshold, gen[name] >= threshold)
         assert (advice == "ok") == passed
     assert report["Success@5"][:3] == (ret["Success@5"], 0.8, ret["Success@5"] >= 0.8)
-    assert sum(v[0] for k, v in report.items() if k.startswith("cause: ")) == causes
+    assert sum(v[0] for k, v in report.items() if k.startswith("queries: ")) == causes

@@ -9,6 +9,8 @@ import psycopg
 
 from ragsql import __version__
 from ragsql.cli.db import db_group
+from ragsql.cli.demo import demo_command
+from ragsql.cli.diagnose import diagnose_command
 from ragsql.cli.generate import generate_command
 from ragsql.cli.imports import import_group
 from ragsql.cli.ingest import ingest_command
@@ -40,6 +42,8 @@ cli.add_command(metrics_command)
 cli.add_command(generate_command)
 cli.add_command(judge_command)
 cli.add_command(scores_command)
+cli.add_command(diagnose_command)
+cli.add_command(demo_command)
 
 
 def main(argv: list[str] | None = None) -> int:

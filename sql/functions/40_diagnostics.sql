@@ -83,7 +83,9 @@ as $$
     from checks as c
     where c.value is not null
     union all
-    select 'cause: ' || d.cause, count(*)::float8, null, d.cause = 'ok', 'queries with this diagnosis'
+    select 'queries: ' || split_part(d.cause, ':', 1), count(*)::float8, null, d.cause = 'ok',
+           case when strpos(d.cause, ':') = 0 then 'answer correct'
+                else btrim(substr(d.cause, strpos(d.cause, ':') + 1)) end
     from ragsql.diagnose_queries(diagnose_run.run, diagnose_run.correctness_threshold,
                                  diagnose_run.recall_threshold, diagnose_run.precision_threshold) as d
     where d.cause not like 'not diagnosed%'

@@ -1,0 +1,22 @@
+"""The seeds' diagnostics of a run: threshold checks with advice, and the likely cause per query."""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg.rows import dict_row
+
+__all__ = ["query_causes", "run_checks"]
+
+
+def run_checks(conn: psycopg.Connection, run: str) -> list[dict]:
+    """ragsql.diagnose_run: check_name, value, threshold, passed, advice (default thresholds)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("select * from ragsql.diagnose_run(%s)", (run,))
+        return cur.fetchall()
+
+
+def query_causes(conn: psycopg.Connection, run: str) -> list[dict]:
+    """ragsql.diagnose_queries: qid, answer_correctness, context_recall, context_precision, cause."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("select * from ragsql.diagnose_queries(%s)", (run,))
+        return cur.fetchall()
