@@ -162,7 +162,8 @@ def _task(messages: list[dict[str, Any]]) -> str:
     return match.group(1) if match else ""
 
 
-STAT_NAMES = ("chat_calls", "embedding_calls", "embedding_inputs", "prompt_tokens", "completion_tokens",
+STAT_NAMES = ("chat_calls", "embedding_calls", "rerank_calls", "embedding_inputs", "prompt_tokens",
+              "completion_tokens",
               "embedding_tokens", "max_in_flight")
 
 
@@ -220,7 +221,7 @@ class FakeOpenAI:
     def reset(self) -> None:
         """Zero every counter, forget the log and clear every pending fault."""
         with self._lock:
-            self.chat_calls = self.embedding_calls = self.embedding_inputs = 0
+            self.chat_calls = self.embedding_calls = self.embedding_inputs = self.rerank_calls = 0
             self.prompt_tokens = self.completion_tokens = self.embedding_tokens = 0
             self.in_flight = self.max_in_flight = 0
             self.log: list[dict[str, Any]] = []
@@ -312,7 +313,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self) -> str:
         path = self.path.split("?")[0].rstrip("/")
-        return {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings"}.get(path, path)
+        routes = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings", "/v1/rerank": "rerank"}
+        return routes.get(path, path)
 
     def _gate(self, route: str) -> bool:
         """Apply death, the key check and queued failures; True when the request was already answered."""
@@ -366,7 +368,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, fake.stats())
             return
         route = self._route()
-        if route not in ("chat", "embeddings"):
+        if route not in ("chat", "embeddings", "rerank"):
             self._send(404, _error(f"no route {self.path}", "invalid_request_error"))
             return
         try:
@@ -377,6 +379,8 @@ class _Handler(BaseHTTPRequestHandler):
         with fake._lock:
             if route == "chat":
                 fake.chat_calls += 1
+            elif route == "rerank":
+                fake.rerank_calls += 1
             else:
                 fake.embedding_calls += 1
             fake.in_flight += 1
@@ -401,6 +405,8 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(fake.latency)
             if route == "chat":
                 self._chat(request)
+            elif route == "rerank":
+                self._rerank(request)
             else:
                 self._embeddings(request)
         except (BrokenPipeError, ConnectionResetError):
@@ -429,6 +435,17 @@ class _Handler(BaseHTTPRequestHandler):
                          "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
         })
+
+    def _rerank(self, request: dict[str, Any]) -> None:
+        """Cohere/Jina-style rerank: relevance = share of the query's words (CJK: characters) in the document."""
+        query, documents = str(request.get("query") or ""), [str(d) for d in request.get("documents") or []]
+        words = set(re.findall(r"[a-z0-9]+|[\u4e00-\u9fff]", query.lower()))
+        scores = [len(words & set(re.findall(r"[a-z0-9]+|[\u4e00-\u9fff]", d.lower()))) / max(1, len(words))
+                  for d in documents]
+        top_n = int(request.get("top_n") or len(documents))
+        order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))[:top_n]
+        self._send(200, {"id": "rerank-fake", "model": request.get("model"),
+                         "results": [{"index": i, "relevance_score": scores[i]} for i in order]})
 
     def _embeddings(self, request: dict[str, Any]) -> None:
         fake = self.server_fake

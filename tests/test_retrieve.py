@@ -126,3 +126,43 @@ def test_errors_are_one_line(demo, capsys):
     code, _, err = run_cli(capsys, *base, "--corpus", "demo", "--mode", "bm25")
     assert code == 2 and "already exists" in err
     assert run_cli(capsys, *base, "--corpus", "demo", "--mode", "bm25", "--replace")[0] == 0
+
+
+def test_rerank_reorders_by_the_endpoint_and_caches_its_replies(demo, capsys, monkeypatch):
+    """A Cohere-style /rerank endpoint (the test fake) reorders each query's top 20 and keeps the top 5; the same
+    run again is served from the cache; a failing endpoint stores no run and names the problem in one line."""
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("RAGSQL_RERANK_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_RERANK_API_KEY", "k")
+        args = ("retrieve", "--dataset", "demo", "--corpus", "demo", "--mode", "bm25", "--k", "5",
+                "--chunking", "recursive:500:100", "--rerank", "endpoint:fake-rerank", "--rerank-depth", "20",
+                "--format", "json")
+        code, out, err = run_cli(capsys, *args, "--run", "rr")
+        assert code == 0, err
+        summary = json.loads(out)
+        assert fake.rerank_calls == 56 and summary["rerank_calls"] == 56
+        assert summary["config"]["rerank"] == "endpoint:fake-rerank"
+        with psycopg.connect(demo) as conn:
+            rows = conn.execute(
+                "select r.query_id, r.rank, r.score, q.text, r.text from ragsql.run_result r "
+                "join ragsql.run u on u.id = r.run_id and u.name = 'rr' "
+                "join ragsql.retrieval_query q on q.run_id = r.run_id and q.query_id = r.query_id "
+                "order by 1, 2").fetchall()
+            calls = conn.execute("select count(*) from ragsql.judge_call where kind = 'rerank'").fetchone()[0]
+        assert calls == 56
+        by_query: dict[int, list] = {}
+        for qid, rank, score, _, _ in rows:
+            by_query.setdefault(qid, []).append((rank, score))
+        assert len(by_query) == 56 and all(1 <= len(v) <= 5 for v in by_query.values())
+        assert sum(len(v) == 5 for v in by_query.values()) >= 50
+        assert all([s for _, s in v] == sorted((s for _, s in v), reverse=True) for v in by_query.values())
+        code, out, err = run_cli(capsys, *args, "--run", "rr", "--replace")
+        assert code == 0, err
+        assert fake.rerank_calls == 56 and json.loads(out)["rerank_cached"] == 56
+        fake.fail_next(400, n=1, on="any")
+        code, _, err = run_cli(capsys, *args, "--run", "rr-bad", "--rerank-depth", "15")  # new requests
+        assert code != 0 and "rerank endpoint" in err and len(err.strip().splitlines()) == 1
+    with psycopg.connect(demo) as conn:
+        assert conn.execute("select count(*) from ragsql.run where name = 'rr-bad'").fetchone()[0] == 0

@@ -50,11 +50,16 @@ def _weights(value: str | None) -> dict[str, float]:
               help="Hybrid: the k of Reciprocal Rank Fusion, score = sum of weight / (k + rank).")
 @click.option("--expand", default=0, show_default=True, type=click.IntRange(0, 20),
               help="Add this many neighbouring chunks on each side to a result's text (context expansion).")
+@click.option("--rerank", default=None, metavar="endpoint[:MODEL]",
+              help="Rerank each query's top --rerank-depth results with a Cohere/Jina-style /rerank endpoint "
+                   "(RAGSQL_RERANK_BASE_URL / RAGSQL_RERANK_API_KEY, else the judge's endpoint) and keep the top k.")
+@click.option("--rerank-depth", default=50, show_default=True, type=click.IntRange(1, 1000),
+              help="Results per query the reranker reorders.")
 @click.option("--replace", is_flag=True, help="Replace a run of the same name.")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 def retrieve_command(dataset: str, corpus: str, run: str, mode: str, k: int, chunking: str | None,
-                     candidates: int | None, weights: str | None, rrf_k: int, expand: int, replace: bool,
-                     fmt: str) -> None:
+                     candidates: int | None, weights: str | None, rrf_k: int, expand: int, rerank: str | None,
+                     rerank_depth: int, replace: bool, fmt: str) -> None:
     """Retrieve the top k chunks of a corpus for every query of an eval set, as a run.
 
     All queries are ranked by one SQL statement. Results are the chunks' ids (c<id>)
@@ -65,19 +70,22 @@ def retrieve_command(dataset: str, corpus: str, run: str, mode: str, k: int, chu
     from ragsql.retrieve import RunSpec, retrieve_run  # imports the embedders: only when retrieving
 
     spec = RunSpec(mode=mode, k=k, candidates=candidates or max(50, 2 * k), weights=_weights(weights),
-                   rrf_k=rrf_k, expand=expand)
+                   rrf_k=rrf_k, expand=expand, rerank=rerank, rerank_depth=rerank_depth)
     with db.connect() as conn:
         db.ensure_schema(conn)
         s = retrieve_run(conn, dataset=dataset, corpus=corpus, run=run, spec=spec, chunking=chunking,
                          replace=replace)
     if fmt == "json":
         click.echo(json.dumps({"run": s.run, "queries": s.queries, "results": s.results, "empty": s.empty,
-                               "coarse_gold": s.coarse, "seconds": round(s.seconds, 3), "config": s.config},
+                               "coarse_gold": s.coarse, "rerank_calls": s.rerank_calls,
+                               "rerank_cached": s.rerank_cached, "seconds": round(s.seconds, 3), "config": s.config},
                               ensure_ascii=False, indent=2))
         return
     rows = [{"item": "queries searched", "value": s.queries},
             {"item": "results written", "value": s.results},
             {"item": "queries with no result", "value": s.empty},
+            *([{"item": "rerank calls", "value": s.rerank_calls},
+               {"item": "reranked from cache", "value": s.rerank_cached}] if rerank else []),
             {"item": "seconds", "value": f"{s.seconds:.2f}"}]
     render(rows, ["item", "value"], "table",
            title=f"run {s.run}: {mode} over {s.version.corpus} ({s.version.chunking}, {s.version.embedder}), k={k}")

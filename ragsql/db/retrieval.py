@@ -15,7 +15,7 @@ from ragsql.db.load import _copy, create_run
 from ragsql.errors import InputError
 
 __all__ = ["Version", "RunSpec", "dataset_queries", "find_version", "start_run", "add_queries", "retrieve",
-           "run_report"]
+           "run_report", "candidates", "replace_results"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ class RunSpec:
     weights: dict[str, float]
     rrf_k: int
     expand: int
+    rerank: str | None = None
+    rerank_depth: int = 50
 
 
 def find_version(conn: psycopg.Connection, corpus: str, chunking: str | None = None) -> Version:
@@ -89,10 +91,11 @@ def start_run(conn: psycopg.Connection, run: str, dataset_id: int, version: Vers
               config: dict, replace: bool) -> int:
     """Create the run (replacing one of that name with `replace`) and its retrieval settings."""
     run_id = create_run(conn, run, dataset_id, config, replace=replace)
+    depth = max(spec.k, spec.rerank_depth) if spec.rerank else spec.k  # a reranker reorders a deeper list
     conn.execute(
         "insert into ragsql.retrieval_run (run_id, version_id, mode, k, candidates, weights, rrf_k, expand) "
         "values (%s, %s, %s, %s, %s, %s, %s, %s)",
-        (run_id, version.id, spec.mode, spec.k, spec.candidates, json.dumps(spec.weights), spec.rrf_k, spec.expand))
+        (run_id, version.id, spec.mode, depth, spec.candidates, json.dumps(spec.weights), spec.rrf_k, spec.expand))
     return run_id
 
 
@@ -114,6 +117,36 @@ def retrieve(conn: psycopg.Connection, run_id: int) -> int:
     written = conn.execute("select ragsql.retrieve_run(%s)", (run_id,)).fetchone()[0]
     conn.execute("analyze ragsql.run_result")
     return written
+
+
+def candidates(conn: psycopg.Connection, run_id: int) -> dict[int, tuple[str, list[tuple]]]:
+    """{query_id: (query text, [(rank, docno, score, text), ...] in rank order)} of a retrieval run."""
+    out: dict[int, tuple[str, list[tuple]]] = {}
+    for query_id, query, rank, docno, score, text in conn.execute(
+        """
+        select r.query_id, q.text, r.rank, r.docno, r.score, r.text
+        from ragsql.run_result as r
+        join ragsql.retrieval_query as q on q.run_id = r.run_id and q.query_id = r.query_id
+        where r.run_id = %s
+        order by r.query_id, r.rank
+        """,
+        (run_id,),
+    ):
+        out.setdefault(query_id, (query, []))[1].append((rank, docno, score, text))
+    return out
+
+
+def replace_results(conn: psycopg.Connection, run_id: int, k: int, rows: Iterable[tuple]) -> int:
+    """Replace the run's results with (query_id, rank, docno, score, text) rows and record its final k."""
+    conn.execute("delete from ragsql.run_result where run_id = %s", (run_id,))
+    staged = _copy(conn, "_stage_reranked", ["query_id", "rank", "docno", "score", "text"],
+                   ["bigint", "integer", "text", "float8", "text"], rows)
+    conn.execute(
+        "insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score, text) "
+        "select %s, ru.dataset_id, s.query_id, s.rank, s.docno, s.score, s.text "
+        "from _stage_reranked as s cross join ragsql.run as ru where ru.id = %s", (run_id, run_id))
+    conn.execute("update ragsql.retrieval_run set k = %s where run_id = %s", (k, run_id))
+    return staged
 
 
 def run_report(conn: psycopg.Connection, run_id: int) -> dict[str, int]:

@@ -22,7 +22,7 @@ class CallRecord:
     """What one call cost and returned; `response` is the validated reply (JSON-ready), None when it failed."""
 
     request_hash: str
-    kind: Literal["chat", "embedding"]
+    kind: Literal["chat", "embedding", "rerank"]
     model: str
     prompt_name: str
     prompt_version: str | None

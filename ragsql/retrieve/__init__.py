@@ -9,14 +9,17 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
+from ragsql import db as database
 from ragsql.corpus import SEGMENTERS
 from ragsql.db import corpus as corpus_db
+from ragsql.db import judging as calls_db
 from ragsql.db import retrieval as db
 from ragsql.db.retrieval import RunSpec, Version
 from ragsql.embed import make_embedder
 from ragsql.errors import InputError
 from ragsql.judge.language import detect_language
 from ragsql.llm.settings import EndpointSettings
+from ragsql.rerank import make_reranker
 
 __all__ = ["MODES", "RetrievalSummary", "RunSpec", "retrieve_run"]
 
@@ -35,6 +38,8 @@ class RetrievalSummary:
     results: int = 0
     empty: int = 0
     coarse: int = 0
+    rerank_calls: int = 0
+    rerank_cached: int = 0
     seconds: float = 0.0
     config: dict = field(default_factory=dict)
 
@@ -56,17 +61,64 @@ def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: st
     terms = corpus_db.query_terms(conn, [(text, lang) for (_, text, _), lang in zip(queries, languages)], SEGMENTERS)
     vectors = _embed(version, [text for _, text, _ in queries], settings) if needs_vectors else [None] * len(queries)
     config = {"source": "ragsql retrieve", "corpus": corpus, "corpus_version": version.id,
-              "chunking": version.chunking, "embedder": version.embedder, **asdict(spec), "rerank": None}
+              "chunking": version.chunking, "embedder": version.embedder, **asdict(spec)}
     summary = RetrievalSummary(run=run, version=version, spec=spec, config=config)
+    reranker = make_reranker(spec.rerank, settings) if spec.rerank else None
     with conn.transaction():
         run_id = db.start_run(conn, run, dataset_id, version, spec, config, replace)
         summary.queries = db.add_queries(conn, run_id, (
             (qid, text, sorted(t), v) for (qid, text, _), t, v in zip(queries, terms, vectors)))
         summary.results = db.retrieve(conn, run_id)
+        if reranker is not None:
+            summary.results = _rerank(conn, run_id, spec.k, reranker, summary)
         report = db.run_report(conn, run_id)
     summary.empty, summary.coarse = report["empty"], report["coarse"]
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker, summary: RetrievalSummary) -> int:
+    """Reorder each query's candidates by the reranker's scores (ties: retrieval rank), keep the top k.
+
+    Replies are cached in ragsql.judge_call like the judge's (stored on their own connection, so they survive
+    a failure); a failure raises and the run's transaction stores nothing."""
+    pending = db.candidates(conn, run_id)
+
+    async def go() -> list[tuple]:
+        aconn = await calls_db.connect_async(database.database_url())
+        lock = asyncio.Lock()
+        try:
+            async with aconn:
+                rows = await asyncio.gather(*(_rerank_one(aconn, lock, reranker, qid, query, items, k, summary)
+                                              for qid, (query, items) in pending.items()))
+        finally:
+            await reranker.aclose()
+        return [row for query_rows in rows for row in query_rows]
+
+    return db.replace_results(conn, run_id, k, asyncio.run(go()))
+
+
+async def _rerank_one(aconn, lock, reranker, query_id: int, query: str, items: list[tuple], k: int,
+                      summary: RetrievalSummary) -> list[tuple]:
+    texts = [text or "" for _, _, _, text in items]
+    async with lock:
+        hit = await calls_db.cached_call(aconn, reranker.request_hash(query, texts))
+    if hit is not None:
+        summary.rerank_cached += 1
+        scores = hit[1]["scores"]
+    else:
+        try:
+            scores, record = await reranker.rerank(query, texts)
+        except Exception as exc:
+            if getattr(exc, "record", None) is not None:
+                async with lock:
+                    await calls_db.store_call(aconn, exc.record)
+            raise
+        summary.rerank_calls += 1
+        async with lock:
+            await calls_db.store_call(aconn, record)
+    order = sorted(range(len(items)), key=lambda i: (-scores[i], items[i][0]))[:k]
+    return [(query_id, rank, items[i][1], scores[i], items[i][3]) for rank, i in enumerate(order, 1)]
 
 
 def _check(spec: RunSpec) -> None:

@@ -11,7 +11,7 @@
 create table if not exists ragsql.judge_call (
     id bigint generated always as identity primary key,
     request_hash text not null check (request_hash ~ '^[0-9a-f]{64}$'),
-    kind text not null default 'chat' check (kind in ('chat', 'embedding')),
+    kind text not null default 'chat' check (kind in ('chat', 'embedding', 'rerank')),
     model text not null check (btrim(model) <> ''),
     prompt_name text not null check (btrim(prompt_name) <> ''),
     prompt_version text,
@@ -26,7 +26,7 @@ create table if not exists ragsql.judge_call (
     check (status = 'ok' and response is not null or status = 'failed' and error is not null)
 );
 comment on table ragsql.judge_call is
-    'One row per LLM or embedding call, failed ones included. request_hash = sha256 hex of (model, messages, '
+    'One row per LLM, embedding or rerank call, failed ones included. request_hash = sha256 hex of (model, messages, '
     'parameters) is the cache key: the validated reply of a successful call (response) is reused by every later '
     'identical request, across runs, processes and machines (ragsql.cached_response).';
 comment on column ragsql.judge_call.request_hash is
