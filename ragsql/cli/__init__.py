@@ -23,27 +23,39 @@ from ragsql.errors import RagsqlError
 __all__ = ["cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Workflow(click.Group):
+    """Lists commands in the order of the workflow, each with a one-line summary."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+@click.group(cls=_Workflow, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="ragsql")
 def cli() -> None:
     """RAG evaluation that lives in PostgreSQL.
 
-    Load an eval set and the outputs of a RAG system, then read retrieval and
-    generation metrics from SQL views. With no RAGSQL_DATABASE_URL, ragsql starts
-    an embedded PostgreSQL whose data lives in RAGSQL_HOME.
+    Load an eval set and the outputs of a RAG system (or let ragsql ingest, retrieve
+    and generate), judge the answers, then read retrieval and generation metrics from
+    SQL views. With no RAGSQL_DATABASE_URL, ragsql starts an embedded PostgreSQL whose
+    data lives in RAGSQL_HOME. Try `ragsql demo`.
     """
 
 
-cli.add_command(db_group)
-cli.add_command(import_group)
-cli.add_command(ingest_command)
-cli.add_command(retrieve_command)
-cli.add_command(metrics_command)
-cli.add_command(generate_command)
-cli.add_command(judge_command)
-cli.add_command(scores_command)
-cli.add_command(diagnose_command)
-cli.add_command(demo_command)
+for command, summary in (
+    (demo_command, "The whole pipeline offline on a bundled bilingual corpus."),
+    (db_group, "Manage the database: init, url, status, stop."),
+    (import_group, "Load an eval set, TREC qrels and runs, or a RAG system's outputs."),
+    (ingest_command, "Load documents into a corpus: chunks, BM25 postings, embeddings."),
+    (retrieve_command, "Retrieve for an eval set (bm25, vector, fuzzy, hybrid) as a run."),
+    (generate_command, "Generate cited answers for a run from its retrieved results."),
+    (judge_command, "Judge a run's answers with an LLM (or offline); store verdicts."),
+    (metrics_command, "Retrieval measures of a run (trec_eval semantics)."),
+    (scores_command, "Retrieval and generation metrics of a run together."),
+    (diagnose_command, "What is wrong with a run, by the seeds' rules."),
+):
+    command.short_help = summary
+    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> int:
