@@ -10,6 +10,7 @@ begin;
 \ir migrations/0010_core.sql
 \ir migrations/0020_judge.sql
 \ir migrations/0030_corpus.sql
+\ir migrations/0040_bm25.sql
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/20_generation.sql

@@ -221,3 +221,45 @@ def test_jsonl_fields(tmp_path):
     assert (doc.doc_id, doc.title, doc.language, doc.metadata, doc.line) == ("7", None, "zh", {"tags": ["a"]}, 1)
     assert content_hash("t", "x", "en", {"b": 1, "a": 2}) == content_hash("t", "x", "en", {"a": 2, "b": 1})
     assert content_hash("t", "x", "en", {}) != content_hash(None, "x", "en", {})
+
+
+def test_reingest_of_a_changed_document_keeps_bm25_statistics_exact(conn, tmp_path):
+    """A changed document changes N and the average length of every version that held it: the ingest recomputes
+    their BM25 statistics and scores in its transaction, so the fast path equals the per-query formula (stale
+    scores would not), in the version re-chunked and in the other one that lost the document's chunks."""
+    first = run(conn, [DEMO])
+    other = run(conn, [DEMO], chunk_size=300, overlap=50)
+    queries = [["retriev", "hybrid"], ["document", "rank", "search"], ["张伟", "教研部"], ["地球", "太阳", "公转"]]
+
+    def same_as_formula(version: int) -> None:
+        for terms in queries:
+            fast = conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, 10)", (version, terms)).fetchall()
+            exact = conn.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, 10)",
+                                 (version, terms)).fetchall()
+            assert fast and [c for c, _ in fast] == [c for c, _ in exact], terms
+            assert [s for _, s in fast] == pytest.approx([s for _, s in exact], abs=1e-9)
+
+    def stats(version: int):
+        return conn.execute("select bm25_chunks, bm25_avgdl, bm25_fresh from ragsql.corpus_version where id = %s",
+                            (version,)).fetchone()
+
+    before = {v: stats(v) for v in (first.version_id, other.version_id)}
+    old_scores = conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, 10)",
+                              (first.version_id, queries[0])).fetchall()
+    lines = DEMO.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["text"] += "\n\n" + " ".join(["Hybrid retrieval ranks every document twice."] * 30)
+    edited = write(tmp_path / "corpus.jsonl", "\n".join([json.dumps(record, ensure_ascii=False), *lines[1:]]))
+    changed = run(conn, [edited])
+    assert (changed.changed, changed.version_id) == (1, first.version_id)
+    for version in (first.version_id, other.version_id):
+        n, avgdl, fresh = stats(version)
+        assert fresh is True and (n, avgdl) != before[version][:2]
+        assert (n, avgdl) == conn.execute("select count(*), avg(length)::float8 from ragsql.chunk where version_id = %s",
+                                          (version,)).fetchone()
+        same_as_formula(version)
+    new_scores = dict(conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, 10)",
+                                   (first.version_id, queries[0])).fetchall())
+    assert any(c in new_scores and abs(new_scores[c] - s) > 1e-6 for c, s in old_scores)
+    # an ingest that changes nothing leaves the statistics alone
+    assert run(conn, [edited]).changed == 0 and stats(first.version_id)[2] is True

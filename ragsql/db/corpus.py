@@ -27,6 +27,7 @@ __all__ = [
     "fetch_documents",
     "hnsw_index_name",
     "query_terms",
+    "refresh_bm25",
     "set_dimensions",
     "stored_hashes",
     "unchunked_documents",
@@ -215,6 +216,24 @@ def set_dimensions(conn: psycopg.Connection, version_id: int, dimensions: int | 
     )
 
 
+def refresh_bm25(conn: psycopg.Connection, corpus_id: int) -> list[int]:
+    """Recompute, set-based and in the caller's transaction, the BM25 statistics and posting scores of every
+    version of the corpus whose chunks changed since they were last computed (ragsql.refresh_bm25). Every
+    precomputed score depends on the version's N and average length, so one changed chunk makes all of them
+    stale; the triggers on chunk and chunk_term record that (corpus_version.bm25_fresh = false), and until
+    this runs ragsql.bm25 computes the formula per query. Returns the ids of the versions refreshed."""
+    rows = conn.execute(
+        """
+        select cv.id, ragsql.refresh_bm25(cv.id)
+        from ragsql.corpus_version as cv
+        where cv.corpus_id = %s and not cv.bm25_fresh
+        order by cv.id
+        """,
+        (corpus_id,),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 def hnsw_index_name(version_id: int) -> str:
     """Name of the version's HNSW index (in schema ragsql)."""
     return f"chunk_hnsw_v{int(version_id)}"
@@ -234,7 +253,7 @@ def ensure_hnsw_index(conn: psycopg.Connection, version_id: int, dimensions: int
 
 def analyze(conn: psycopg.Connection) -> None:
     """Refresh planner statistics of the tables an ingest writes."""
-    for table in ("corpus", "document", "corpus_version", "chunk", "chunk_term"):
+    for table in ("corpus", "document", "corpus_version", "chunk", "chunk_term", "bm25_term", "bm25_posting"):
         conn.execute(sql.SQL("analyze ragsql.{}").format(sql.Identifier(table)))
 
 

@@ -47,7 +47,13 @@ def add_document(db, version: int, doc_id: str, chunks: list[str], terms: list[l
                        (version, term, cid, tf))
         ids.append(cid)
         start += len(chunk) + len(sep)
+    refresh(db, version)
     return ids
+
+
+def refresh(db, version: int) -> None:
+    """Recompute the version's BM25 statistics and posting scores, as every ingest does at its end."""
+    db.execute("select ragsql.refresh_bm25(%s)", (version,))
 
 
 def zipf_corpus(rng: random.Random, n_docs: int, vocab: int = 300) -> list[list[str]]:
@@ -253,3 +259,107 @@ def test_a_retrieval_run_feeds_the_retrieval_measures(vec_db):
                     ("q2", 1, f"c{ids[0]}", "apple banana cherry date")]
     values = dict(db.execute("select qid, value from ragsql.measure('r', 'RR@10')").fetchall())
     assert values == {"q1": 1.0, "q2": 0.0}
+
+
+def bulk_version(db, docs: list[list[str]], name: str = "z") -> tuple[int, list[int]]:
+    """A version whose chunks hold `docs` (token lists), inserted set-based, then refreshed; chunk ids in order."""
+    version = make_version(db, name=name, dim=None)
+    corpus = db.execute("select corpus_id from ragsql.corpus_version where id = %s", (version,)).fetchone()[0]
+    doc = db.execute("insert into ragsql.document (corpus_id, doc_id, text, language, content_hash) "
+                     "values (%s, 'all', 'x', 'en', 'h') returning id", (corpus,)).fetchone()[0]
+    ids = [r[0] for r in db.execute(
+        "insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, text, length) "
+        "select %s, %s, p, 0, 1, 'x', l from unnest(%s::integer[]) with ordinality as u (l, p) order by p "
+        "returning id", (version, doc, [len(d) for d in docs])).fetchall()]
+    rows = [(ids[i], t, tf) for i, d in enumerate(docs) for t, tf in sorted(_counts(d).items())]
+    db.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf) "
+               "select %s, t, c, f from unnest(%s::bigint[], %s::text[], %s::integer[]) as u (c, t, f)",
+               (version, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]))
+    refresh(db, version)
+    return version, ids
+
+
+def _counts(tokens: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for tok in tokens:
+        out[tok] = out.get(tok, 0) + 1
+    return out
+
+
+def test_pruned_top_k_equals_the_unpruned_sum_on_frequent_term_queries(vec_db):
+    """On a Zipfian corpus, queries of frequent terms (long posting lists, many near-equal scores) and mixed
+    ones: the pruned ragsql.bm25 returns the same chunks and scores as the plain sum over every posting and as
+    the per-query formula, for k = 1, 10 and 50."""
+    db = vec_db
+    rng = random.Random(11)
+    vocab = 2000
+    weights = [1 / (r + 1) for r in range(vocab)]
+    words = [f"w{r}" for r in range(vocab)]
+    docs = [rng.choices(words, weights, k=rng.randint(5, 60)) for _ in range(3000)]
+    version, _ = bulk_version(db, docs)
+    assert db.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0]
+    db.execute("set local ragsql.bm25_prune_above = 0")  # prune however short the lists (default 20000 postings)
+    queries = [sorted(set(rng.choices(words[:12], k=rng.randint(2, 5)))) for _ in range(25)]
+    queries += [sorted(set(rng.choices(words, weights, k=rng.randint(2, 6)))) for _ in range(25)]
+    queries += [["w0"], ["w1", "w2"], ["w0", "w1", "w2", "w3", "w4", "w5"], ["w3", "w1999", "nope"]]
+    for query in queries:
+        for k in (1, 10, 50):
+            pruned = db.execute("select chunk_id, score from ragsql.bm25(%s, %s, %s)", (version, query, k)).fetchall()
+            full = db.execute("select chunk_id, score from ragsql._bm25_full(%s, %s, %s)",
+                              (version, query, k)).fetchall()
+            exact = db.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, %s)",
+                               (version, query, k)).fetchall()
+            assert len(pruned) == len(full) == len(exact) == min(k, len(pruned) or k), (query, k)
+            assert [c for c, _ in pruned] == [c for c, _ in full] == [c for c, _ in exact], (query, k, pruned, full, exact)
+            assert [s for _, s in pruned] == pytest.approx([s for _, s in exact], abs=1e-12)
+
+
+def test_stale_statistics_are_never_used_and_a_refresh_makes_them_exact_again(vec_db):
+    """Adding chunks changes N and avglen, so every stored score is stale: the version is marked so at once
+    (bm25 then computes the formula per query, still equal to bm25s), and ragsql.refresh_bm25 recomputes them."""
+    db = vec_db
+    rng = random.Random(5)
+    docs = zipf_corpus(rng, 120, vocab=60)
+    version = make_version(db)
+    ids = add_document(db, version, "a", [" ".join(d) or "empty" for d in docs[:60]], terms=docs[:60])
+    before = db.execute("select bm25_chunks, bm25_avgdl from ragsql.corpus_version where id = %s",
+                        (version,)).fetchone()
+    query = ["w1", "w4", "w9"]
+    old = dict(db.execute("select chunk_id, score from ragsql.bm25(%s, %s, 60)", (version, query)).fetchall())
+    # a document added straight with SQL (no refresh yet): statistics flagged stale by the triggers
+    corpus = db.execute("select corpus_id from ragsql.corpus_version where id = %s", (version,)).fetchone()[0]
+    doc = db.execute("insert into ragsql.document (corpus_id, doc_id, text, language, content_hash) "
+                     "values (%s, 'b', 'x', 'en', 'h') returning id", (corpus,)).fetchone()[0]
+    for i, d in enumerate(docs[60:]):
+        cid = db.execute("insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, text, "
+                         "length) values (%s, %s, %s, 0, 1, 'x', %s) returning id",
+                         (version, doc, i + 1, len(d))).fetchone()[0]
+        ids.append(cid)
+        for term, tf in _counts(d).items():
+            db.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf) values (%s, %s, %s, %s)",
+                       (version, term, cid, tf))
+    assert db.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0] is False
+    reference = bm25s.BM25(method="lucene", k1=1.2, b=0.75, dtype="float64")
+    reference.index(docs, show_progress=False)
+    expected = reference.get_scores(query)
+
+    def check() -> dict[int, float]:
+        got = db.execute("select chunk_id, score from ragsql.bm25(%s, %s, 200)", (version, query)).fetchall()
+        assert len(got) == sum(1 for e in expected if e > 0)
+        for cid, score in got:
+            assert abs(score - expected[ids.index(cid)]) < 1e-6
+        return dict(got)
+
+    stale_path = check()
+    db.execute("select ragsql.refresh_bm25(%s)", (version,))
+    after = db.execute("select bm25_chunks, bm25_avgdl, bm25_fresh from ragsql.corpus_version where id = %s",
+                       (version,)).fetchone()
+    assert after[0] == 120 and before[0] == 60 and after[1] != before[1] and after[2] is True
+    fast_path = check()
+    assert fast_path == pytest.approx(stale_path, abs=1e-12)
+    assert any(abs(fast_path[c] - s) > 1e-6 for c, s in old.items())  # the old scores were stale indeed
+    # the stored statistics are those of the whole version
+    df = dict(db.execute("select term, count(*) from ragsql.chunk_term where version_id = %s group by term",
+                         (version,)).fetchall())
+    stored = dict(db.execute("select term, df from ragsql.bm25_term where version_id = %s", (version,)).fetchall())
+    assert stored == df
