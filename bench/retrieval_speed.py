@@ -101,11 +101,14 @@ def postings(tokens: np.ndarray, offsets: np.ndarray, lo: int, hi: int):
 
 # ---------------------------------------------------------------- database
 
-def scratch_database() -> str:
+def scratch_database(reuse: bool) -> str:
+    """The bench database, new (dropped first) unless `reuse` and it exists."""
     base = db.database_url()
     with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute(f"drop database if exists {DBNAME} with (force)")
-        admin.execute(f"create database {DBNAME}")
+        exists = admin.execute("select from pg_database where datname = %s", (DBNAME,)).fetchone() is not None
+        if not (reuse and exists):
+            admin.execute(f"drop database if exists {DBNAME} with (force)")
+            admin.execute(f"create database {DBNAME}")
     params = conninfo_to_dict(base)
     params["dbname"] = DBNAME
     url = make_conninfo(**params)
@@ -155,30 +158,49 @@ def load(url: str, name: str, lengths, tokens, offsets, dim: int, seed: int = 1)
         store.set_dimensions(conn, version, dim)
         out["load_s"] = time.perf_counter() - start
         start = time.perf_counter()
-        out["postings"] = store.refresh_bm25(conn, corpus_id) and conn.execute(
-            "select count(*) from ragsql.bm25_posting where version_id = %s", (version,)).fetchone()[0]
+        store.refresh_bm25(conn, corpus_id)
         out["index_s"] = time.perf_counter() - start
         conn.commit()
-        start = time.perf_counter()
-        store.ensure_hnsw_index(conn, version, dim)
-        conn.commit()
-        out["hnsw_s"] = time.perf_counter() - start
+    out["version"] = version
+    return out
+
+
+def loaded_version(url: str, name: str) -> int | None:
+    """The version of a corpus an earlier run loaded and indexed (--reuse), else None."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute("select cv.id from ragsql.corpus_version as cv join ragsql.corpus as c on c.id = "
+                           "cv.corpus_id where c.name = %s and cv.bm25_fresh", (name,)).fetchone()
+    return row[0] if row else None
+
+
+def prepare(url: str, version: int, dim: int) -> dict:
+    """HNSW index (timed when built here), ts_rank_cd's GIN table, vacuum; the chunk ids in generation order."""
+    out: dict = {"hnsw_s": None, "fts_s": None}
+    fts = f"bench_fts_v{version}"
+    with psycopg.connect(url) as conn:
+        out["postings"] = conn.execute("select count(*) from ragsql.bm25_posting where version_id = %s",
+                                       (version,)).fetchone()[0]
+        if conn.execute("select to_regclass(%s)", (f"ragsql.{store.hnsw_index_name(version)}",)).fetchone()[0] is None:
+            start = time.perf_counter()
+            store.ensure_hnsw_index(conn, version, dim)
+            conn.commit()
+            out["hnsw_s"] = time.perf_counter() - start
         # PostgreSQL's own full-text search on the same tokens, for comparison (not part of ragsql)
-        start = time.perf_counter()
-        conn.execute("create table bench_fts as select c.id as chunk_id, to_tsvector('simple', c.text) as tsv "
-                     "from ragsql.chunk as c where c.version_id = %s" % version)
-        conn.execute("create index bench_fts_gin on bench_fts using gin (tsv)")
-        conn.commit()
-        out["fts_s"] = time.perf_counter() - start
+        if conn.execute("select to_regclass(%s)", (fts,)).fetchone()[0] is None:
+            start = time.perf_counter()
+            conn.execute(f"create table {fts} as select c.id as chunk_id, to_tsvector('simple', c.text) as tsv "
+                         f"from ragsql.chunk as c where c.version_id = {int(version)}")
+            conn.execute(f"create index {fts}_gin on {fts} using gin (tsv)")
+            conn.commit()
+            out["fts_s"] = time.perf_counter() - start
         out["chunk_ids"] = np.array([r[0] for r in conn.execute(
             "select c.id from ragsql.chunk as c join ragsql.document as d on d.id = c.document_id "
             "where c.version_id = %s order by (substr(d.doc_id, 2))::bigint, c.position", (version,))])
     with psycopg.connect(url, autocommit=True) as conn:
         # what autovacuum does soon after an ingest commits (the new partition qualifies by its inserts): the
         # visibility map that lets the pruned search read its indexes without visiting the table
-        conn.execute("vacuum analyze ragsql.bm25_posting, ragsql.bm25_term, bench_fts")
+        conn.execute(f"vacuum analyze ragsql.bm25_posting, ragsql.bm25_term, {fts}")
         conn.execute("analyze ragsql.chunk, ragsql.chunk_term")
-    out["version"] = version
     return out
 
 
@@ -233,7 +255,8 @@ def ragsql_figures(url: str, version: int, queries: list[list[str]], dim: int) -
         vector = "select chunk_id from ragsql.vector_search(%s, %s::vector, 50)"
         out["vector_p50"], out["vector_p95"] = percentiles(
             timed_each(lambda e: conn.execute(vector, (version, e)).fetchall(), embs[:SAMPLE]))
-        fts = ("select chunk_id, ts_rank_cd(tsv, query) as r from bench_fts, to_tsquery('simple', %s) as query "
+        fts = (f"select chunk_id, ts_rank_cd(tsv, query) as r from bench_fts_v{int(version)}, "
+               "to_tsquery('simple', %s) as query "
                "where tsv @@ query order by r desc, chunk_id limit 10")
         fq = [" | ".join(q) for q in queries[:SAMPLE]]
         out["fts_p50"], out["fts_p95"] = percentiles(timed_each(lambda s: conn.execute(fts, (s,)).fetchall(), fq))
@@ -323,11 +346,15 @@ def compare(results, chunk_ids: np.ndarray, docs: np.ndarray, scores: np.ndarray
     return bad
 
 
-def run_size(url: str, n: int, n_queries: int, dim: int) -> dict:
+def run_size(url: str, n: int, n_queries: int, dim: int, reuse: bool) -> dict:
     t0 = time.perf_counter()
     lengths, tokens, offsets, vocab, queries = generate(n, n_queries)
     gen_s = time.perf_counter() - t0
-    loaded = load(url, f"synthetic-{n}", lengths, tokens, offsets, dim)
+    name = f"synthetic-{n}"
+    version = loaded_version(url, name) if reuse else None
+    loaded = {"load_s": None, "index_s": None} if version else load(url, name, lengths, tokens, offsets, dim)
+    loaded.update(version=version or loaded["version"])
+    loaded.update(prepare(url, loaded["version"], dim))
     qterms = [[term(t) for t in q] for q in queries]
     ours = ragsql_figures(url, loaded["version"], qterms, dim)
     peers = bm25s_figures(n, tokens, offsets, vocab, queries, threads=2)
@@ -346,21 +373,27 @@ def run_size(url: str, n: int, n_queries: int, dim: int) -> dict:
             "plans": plans}
 
 
+def secs(value: float | None) -> str:
+    """Seconds, or "reused" for a step an earlier run did (--reuse)."""
+    return "reused" if value is None else f"{value:.1f} s"
+
+
 def print_table(rows: list[dict]) -> None:
     print("| corpus | system | index build | load chunks/s | top-10 p50 ms | top-10 p95 ms | batch q/s "
           "| top-10 = bm25s |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         n = f"{r['n']:,} chunks, {r['postings']:,} postings"
-        print(f"| {n} | ragsql.bm25 (pruned, PL/pgSQL) | {r['index_s']:.1f} s | {r['n'] / r['load_s']:,.0f} "
+        print(f"| {n} | ragsql.bm25 (pruned, PL/pgSQL) | {secs(r['index_s'])} "
+              f"| {'reused' if r['load_s'] is None else format(r['n'] / r['load_s'], ',.0f')} "
               f"| {r['bm25_p50']:.2f} | {r['bm25_p95']:.2f} | {r['batch_qps']:.0f} (2 sessions: "
               f"{r['batch2_qps']:.0f}) | {r['queries'] - r['mismatches']['numpy']}/{r['queries']} |")
         print(f"| | ragsql._bm25_full (precomputed scores, no pruning; {SAMPLE} q.) | | | {r['full_p50']:.2f} "
               f"| {r['full_p95']:.2f} | | |")
-        print(f"| | ragsql.hybrid_search (BM25 + HNSW top 50, RRF; {SAMPLE} q.) | HNSW {r['hnsw_s']:.1f} s | "
+        print(f"| | ragsql.hybrid_search (BM25 + HNSW top 50, RRF; {SAMPLE} q.) | HNSW {secs(r['hnsw_s'])} | "
               f"| {r['hybrid_p50']:.2f} | {r['hybrid_p95']:.2f} | | |")
         print(f"| | ragsql.vector_search alone (top 50) | | | {r['vector_p50']:.2f} | {r['vector_p95']:.2f} | | |")
-        print(f"| | PostgreSQL ts_rank_cd, OR query (not BM25; {SAMPLE} q.) | GIN {r['fts_s']:.1f} s | "
+        print(f"| | PostgreSQL ts_rank_cd, OR query (not BM25; {SAMPLE} q.) | GIN {secs(r['fts_s'])} | "
               f"| {r['fts_p50']:.2f} | {r['fts_p95']:.2f} | | |")
         for b, f in r["bm25s"].items():
             print(f"| | bm25s {b} (float64) | {f['index_s']:.1f} s | | {f['p50']:.2f} | {f['p95']:.2f} "
@@ -373,11 +406,14 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--dim", type=int, default=16, help="dimensions of the synthetic embeddings")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the bench database and reuse corpora an earlier run loaded (load and index "
+                             "build not timed again)")
     args = parser.parse_args()
-    url = scratch_database()
+    url = scratch_database(args.reuse)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
-        rows.append(run_size(url, n, args.queries, args.dim))
+        rows.append(run_size(url, n, args.queries, args.dim, args.reuse))
         print(f"[{n:,} chunks done]", file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps([{k: v for k, v in r.items() if k != "plans"} for r in rows], indent=2))

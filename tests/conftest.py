@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -13,6 +16,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from ragsql.db import install
 
 TEMPLATE = f"ragsql_tmpl_{os.getpid()}"
+DEMO = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "demo"
 
 
 def _docker_available() -> bool:
@@ -107,3 +111,36 @@ def fresh_db(server_url, template_url, monkeypatch):
     yield url
     with _admin(server_url) as admin:
         admin.execute(f'drop database if exists "{name}" with (force)')
+
+
+@contextlib.contextmanager
+def cli_database(server_url: str, *commands: list[str]) -> Iterator[str]:
+    """URL of a template clone, set as RAGSQL_DATABASE_URL with no judge endpoint, after the `ragsql` commands."""
+    from ragsql.cli import main
+
+    url = _with_dbname(server_url, _clone(server_url))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAGSQL_DATABASE_URL", url)
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+        mp.delenv(var, raising=False)
+    try:
+        for command in commands:
+            assert main(command) == 0, command
+        yield url
+    finally:
+        mp.undo()
+        with _admin(server_url) as admin:
+            admin.execute(f'drop database if exists "{conninfo_to_dict(url)["dbname"]}" with (force)')
+
+
+def demo_database(server_url: str, *chunkings: list[str]) -> contextlib.AbstractContextManager[str]:
+    """`cli_database` with the demo corpus ingested once per list of ingest options, and the demo eval set."""
+    ingests = (["ingest", str(DEMO / "corpus.jsonl"), "--corpus", "demo", *options] for options in chunkings)
+    return cli_database(server_url, *ingests, ["import", "jsonl", str(DEMO / "evalset.jsonl"), "--dataset", "demo"])
+
+
+@pytest.fixture
+def demo(demo_url, monkeypatch):
+    """The requesting module's `demo_url` (a database built once for the module) as RAGSQL_DATABASE_URL."""
+    monkeypatch.setenv("RAGSQL_DATABASE_URL", demo_url)
+    return demo_url

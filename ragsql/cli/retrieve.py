@@ -50,9 +50,10 @@ def _weights(value: str | None) -> dict[str, float]:
               help="Hybrid: the k of Reciprocal Rank Fusion, score = sum of weight / (k + rank).")
 @click.option("--expand", default=0, show_default=True, type=click.IntRange(0, 20),
               help="Add this many neighbouring chunks on each side to a result's text (context expansion).")
-@click.option("--rerank", default=None, metavar="endpoint[:MODEL]",
-              help="Rerank each query's top --rerank-depth results with a Cohere/Jina-style /rerank endpoint "
-                   "(RAGSQL_RERANK_BASE_URL / RAGSQL_RERANK_API_KEY, else the judge's endpoint) and keep the top k.")
+@click.option("--rerank", default=None, metavar="endpoint[:MODEL] | cross-encoder:MODEL",
+              help="Rerank each query's top --rerank-depth results and keep the top k: with a Cohere/Jina-style "
+                   "/rerank endpoint (RAGSQL_RERANK_BASE_URL / RAGSQL_RERANK_API_KEY, else the judge's endpoint), "
+                   "or a local cross-encoder given as a hub name or a directory (pip install ragsql[local]).")
 @click.option("--rerank-depth", default=50, show_default=True, type=click.IntRange(1, 1000),
               help="Results per query the reranker reorders.")
 @click.option("--replace", is_flag=True, help="Replace a run of the same name.")

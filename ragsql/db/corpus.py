@@ -234,6 +234,9 @@ def refresh_bm25(conn: psycopg.Connection, corpus_id: int) -> list[int]:
     return [r[0] for r in rows]
 
 
+HNSW_BUILD_MEMORY = "2GB"
+
+
 def hnsw_index_name(version_id: int) -> str:
     """Name of the version's HNSW index (in schema ragsql)."""
     return f"chunk_hnsw_v{int(version_id)}"
@@ -241,7 +244,16 @@ def hnsw_index_name(version_id: int) -> str:
 
 def ensure_hnsw_index(conn: psycopg.Connection, version_id: int, dimensions: int) -> None:
     """Create the version's partial HNSW index (cosine) unless it exists. A query uses it when it orders by
-    ``embedding::vector(<dimensions>) <=> q`` and filters ``version_id = <id>`` with that literal id."""
+    ``embedding::vector(<dimensions>) <=> q`` and filters ``version_id = <id>`` with that literal id.
+
+    The build gets HNSW_BUILD_MEMORY (for this transaction) unless the server allows more: pgvector builds the
+    graph in maintenance_work_mem, and once it outgrows it (1M vectors of 16 dimensions need ~600 MB) the
+    build goes on disk and takes many times longer."""
+    conn.execute(
+        "select set_config('maintenance_work_mem', %s, true) "
+        "where pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+        (HNSW_BUILD_MEMORY, HNSW_BUILD_MEMORY),
+    )
     conn.execute(
         sql.SQL(
             "create index if not exists {} on ragsql.chunk using hnsw ((embedding::vector({})) vector_cosine_ops) "

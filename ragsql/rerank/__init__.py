@@ -3,8 +3,13 @@
 ``endpoint[:model]``: a Cohere/Jina-style ``POST {base}/rerank`` ({model, query, documents, top_n} ->
 {results: [{index, relevance_score}]}) at RAGSQL_RERANK_BASE_URL (else the judge's endpoint), through the
 official openai client's HTTP layer, with the same retry policy and rate limits as the judge.
+``cross-encoder:<model>``: a local sentence-transformers CrossEncoder (a hub name or a directory; the optional
+extra ``ragsql[local]``) scoring (query, document) pairs in a worker thread.
 """
 
-from ragsql.rerank.endpoint import EndpointReranker, RerankFailed, make_reranker
+from ragsql.rerank.cross_encoder import CrossEncoderReranker
+from ragsql.rerank.endpoint import EndpointReranker
+from ragsql.rerank.reranker import RerankFailed, Reranker
+from ragsql.rerank.spec import SPECS, make_reranker
 
-__all__ = ["EndpointReranker", "RerankFailed", "make_reranker"]
+__all__ = ["SPECS", "CrossEncoderReranker", "EndpointReranker", "RerankFailed", "Reranker", "make_reranker"]

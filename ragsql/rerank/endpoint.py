@@ -10,24 +10,17 @@ from dataclasses import replace
 
 import openai
 
-from ragsql.errors import InputError, JudgeError
+from ragsql.errors import InputError
 from ragsql.llm.calls import CallRecord, request_hash
 from ragsql.llm.limiter import RateLimiter
 from ragsql.llm.retry import describe, retrying
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_tokens
+from ragsql.rerank.reranker import RerankFailed
 
-__all__ = ["DEFAULT_RERANK_MODEL", "EndpointReranker", "RerankFailed", "make_reranker"]
+__all__ = ["DEFAULT_RERANK_MODEL", "EndpointReranker", "endpoint_reranker"]
 
 DEFAULT_RERANK_MODEL = "rerank-v3.5"
-
-
-class RerankFailed(JudgeError):
-    """The rerank endpoint failed for good; `record` is the failed call."""
-
-    def __init__(self, message: str, record: CallRecord):
-        super().__init__(message)
-        self.record = record
 
 
 class EndpointReranker:
@@ -42,6 +35,7 @@ class EndpointReranker:
         self.settings = settings
         self.model = model or os.environ.get("RAGSQL_RERANK_MODEL") or DEFAULT_RERANK_MODEL
         self.name = f"endpoint:{self.model}"
+        self.config = {"reranker": "endpoint", "model": self.model, "base_url": settings.base_url}
         self._limiter = RateLimiter(settings.rpm, settings.tpm)
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
@@ -85,6 +79,7 @@ class EndpointReranker:
         return scores, record
 
     async def aclose(self) -> None:
+        """Close the HTTP connections."""
         await self._client.close()
 
 
@@ -107,11 +102,8 @@ def _scores(reply: object, n: int) -> list[float]:
     return [float(s) for s in scores]
 
 
-def make_reranker(spec: str, settings: EndpointSettings | None = None) -> EndpointReranker:
-    """The reranker for ``endpoint[:model]``; the endpoint is RAGSQL_RERANK_BASE_URL/_API_KEY, else the judge's."""
-    kind, _, model = spec.partition(":")
-    if kind != "endpoint":
-        raise InputError(f"unknown reranker {spec!r}: use endpoint[:model] (a Cohere/Jina-style /rerank API)")
+def endpoint_reranker(model: str, settings: EndpointSettings | None = None) -> EndpointReranker:
+    """The reranker at RAGSQL_RERANK_BASE_URL/_API_KEY, else at the judge's endpoint; `model` may be empty."""
     settings = settings or EndpointSettings.from_env()
     base, key = os.environ.get("RAGSQL_RERANK_BASE_URL"), os.environ.get("RAGSQL_RERANK_API_KEY")
     if base or key:

@@ -19,7 +19,7 @@ from ragsql.embed import make_embedder
 from ragsql.errors import InputError
 from ragsql.judge.language import detect_language
 from ragsql.llm.settings import EndpointSettings
-from ragsql.rerank import make_reranker
+from ragsql.rerank import Reranker, make_reranker
 
 __all__ = ["MODES", "RetrievalSummary", "RunSpec", "retrieve_run"]
 
@@ -57,13 +57,14 @@ def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: st
     needs_vectors = spec.mode == "vector" or (spec.mode == "hybrid" and spec.weights.get("vector", 0) > 0)
     if needs_vectors and not version.dimensions:
         raise InputError(f'corpus "{corpus}" ({version.chunking}) has no embeddings: vector search is impossible')
+    reranker = make_reranker(spec.rerank, settings) if spec.rerank else None  # a bad model fails before any work
     languages = [(lang or detect_language(text)).lower()[:2] for _, text, lang in queries]
     terms = corpus_db.query_terms(conn, [(text, lang) for (_, text, _), lang in zip(queries, languages)], SEGMENTERS)
     vectors = _embed(version, [text for _, text, _ in queries], settings) if needs_vectors else [None] * len(queries)
     config = {"source": "ragsql retrieve", "corpus": corpus, "corpus_version": version.id,
-              "chunking": version.chunking, "embedder": version.embedder, **asdict(spec)}
+              "chunking": version.chunking, "embedder": version.embedder, **asdict(spec),
+              **({"reranker": reranker.config} if reranker is not None else {})}
     summary = RetrievalSummary(run=run, version=version, spec=spec, config=config)
-    reranker = make_reranker(spec.rerank, settings) if spec.rerank else None
     with conn.transaction():
         run_id = db.start_run(conn, run, dataset_id, version, spec, config, replace)
         summary.queries = db.add_queries(conn, run_id, (
@@ -77,11 +78,11 @@ def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: st
     return summary
 
 
-def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker, summary: RetrievalSummary) -> int:
+def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker: Reranker, summary: RetrievalSummary) -> int:
     """Reorder each query's candidates by the reranker's scores (ties: retrieval rank), keep the top k.
 
-    Replies are cached in ragsql.judge_call like the judge's (stored on their own connection, so they survive
-    a failure); a failure raises and the run's transaction stores nothing."""
+    An endpoint's replies are cached in ragsql.judge_call like the judge's (stored on their own connection, so
+    they survive a failure; a local model's are not); a failure raises and the run's transaction stores nothing."""
     pending = db.candidates(conn, run_id)
 
     async def go() -> list[tuple]:
@@ -98,11 +99,13 @@ def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker, summary: Re
     return db.replace_results(conn, run_id, k, asyncio.run(go()))
 
 
-async def _rerank_one(aconn, lock, reranker, query_id: int, query: str, items: list[tuple], k: int,
+async def _rerank_one(aconn, lock, reranker: Reranker, query_id: int, query: str, items: list[tuple], k: int,
                       summary: RetrievalSummary) -> list[tuple]:
     texts = [text or "" for _, _, _, text in items]
-    async with lock:
-        hit = await calls_db.cached_call(aconn, reranker.request_hash(query, texts))
+    key, hit = reranker.request_hash(query, texts), None
+    if key is not None:
+        async with lock:
+            hit = await calls_db.cached_call(aconn, key)
     if hit is not None:
         summary.rerank_cached += 1
         scores = hit[1]["scores"]
@@ -115,8 +118,9 @@ async def _rerank_one(aconn, lock, reranker, query_id: int, query: str, items: l
                     await calls_db.store_call(aconn, exc.record)
             raise
         summary.rerank_calls += 1
-        async with lock:
-            await calls_db.store_call(aconn, record)
+        if record is not None:
+            async with lock:
+                await calls_db.store_call(aconn, record)
     order = sorted(range(len(items)), key=lambda i: (-scores[i], items[i][0]))[:k]
     return [(query_id, rank, items[i][1], scores[i], items[i][3]) for rank, i in enumerate(order, 1)]
 
