@@ -298,20 +298,26 @@ def test_pruned_top_k_equals_the_unpruned_sum_on_frequent_term_queries(vec_db):
     docs = [rng.choices(words, weights, k=rng.randint(5, 60)) for _ in range(3000)]
     version, _ = bulk_version(db, docs)
     assert db.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0]
-    db.execute("set local ragsql.bm25_prune_above = 0")  # prune however short the lists (default 20000 postings)
+    # prune however short the lists (default: above 20000 postings); share 1: however many postings a pass
+    # fetches (always the pruned pass), 0.25: the default choice between a pass and the plain sum
+    db.execute("set local ragsql.bm25_prune_above = 0")
     queries = [sorted(set(rng.choices(words[:12], k=rng.randint(2, 5)))) for _ in range(25)]
     queries += [sorted(set(rng.choices(words, weights, k=rng.randint(2, 6)))) for _ in range(25)]
     queries += [["w0"], ["w1", "w2"], ["w0", "w1", "w2", "w3", "w4", "w5"], ["w3", "w1999", "nope"]]
-    for query in queries:
-        for k in (1, 10, 50):
-            pruned = db.execute("select chunk_id, score from ragsql.bm25(%s, %s, %s)", (version, query, k)).fetchall()
-            full = db.execute("select chunk_id, score from ragsql._bm25_full(%s, %s, %s)",
-                              (version, query, k)).fetchall()
-            exact = db.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, %s)",
-                               (version, query, k)).fetchall()
-            assert len(pruned) == len(full) == len(exact) == min(k, len(pruned) or k), (query, k)
-            assert [c for c, _ in pruned] == [c for c, _ in full] == [c for c, _ in exact], (query, k, pruned, full, exact)
-            assert [s for _, s in pruned] == pytest.approx([s for _, s in exact], abs=1e-12)
+    for share in ("1", "0.25"):
+        db.execute("select set_config('ragsql.bm25_prune_share', %s, true)", (share,))
+        for query in queries:
+            for k in (1, 10, 50):
+                pruned = db.execute("select chunk_id, score from ragsql.bm25(%s, %s, %s)",
+                                    (version, query, k)).fetchall()
+                full = db.execute("select chunk_id, score from ragsql._bm25_full(%s, %s, %s)",
+                                  (version, query, k)).fetchall()
+                exact = db.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, %s)",
+                                   (version, query, k)).fetchall()
+                assert len(pruned) == len(full) == len(exact) == min(k, len(pruned) or k), (share, query, k)
+                assert [c for c, _ in pruned] == [c for c, _ in full] == [c for c, _ in exact], \
+                    (share, query, k, pruned, full, exact)
+                assert [s for _, s in pruned] == pytest.approx([s for _, s in exact], abs=1e-12)
 
 
 def test_stale_statistics_are_never_used_and_a_refresh_makes_them_exact_again(vec_db):
