@@ -34,6 +34,8 @@ __all__ = [
     "upsert_documents",
 ]
 
+HNSW_BUILD_MEMORY = "2GB"  # maintenance_work_mem of an HNSW build (see ensure_hnsw_index)
+
 
 def ensure_corpus(conn: psycopg.Connection, name: str) -> int:
     """Id of the named corpus, created when new (an existing row is not touched)."""
@@ -232,9 +234,6 @@ def refresh_bm25(conn: psycopg.Connection, corpus_id: int) -> list[int]:
         (corpus_id,),
     ).fetchall()
     return [r[0] for r in rows]
-
-
-HNSW_BUILD_MEMORY = "2GB"
 
 
 def hnsw_index_name(version_id: int) -> str:
