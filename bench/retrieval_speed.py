@@ -178,7 +178,7 @@ def prepare(url: str, version: int, dim: int) -> dict:
     out: dict = {"hnsw_s": None, "fts_s": None}
     fts = f"bench_fts_v{version}"
     with psycopg.connect(url) as conn:
-        out["postings"] = conn.execute("select count(*) from ragsql.bm25_posting where version_id = %s",
+        out["postings"] = conn.execute("select sum(df) from ragsql.bm25_term where version_id = %s",
                                        (version,)).fetchone()[0]
         if conn.execute("select to_regclass(%s)", (f"ragsql.{store.hnsw_index_name(version)}",)).fetchone()[0] is None:
             start = time.perf_counter()
@@ -199,7 +199,7 @@ def prepare(url: str, version: int, dim: int) -> dict:
     with psycopg.connect(url, autocommit=True) as conn:
         # what autovacuum does soon after an ingest commits (the new partition qualifies by its inserts): the
         # visibility map that lets the pruned search read its indexes without visiting the table
-        conn.execute(f"vacuum analyze ragsql.bm25_posting, ragsql.bm25_term, {fts}")
+        conn.execute(f"vacuum analyze ragsql.chunk_term, ragsql.bm25_list, ragsql.bm25_term, {fts}")
         conn.execute("analyze ragsql.chunk, ragsql.chunk_term")
     return out
 

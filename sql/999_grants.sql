@@ -11,6 +11,7 @@ begin
         end if;
     end if;
     grant usage on schema ragsql to ragsql_reader;
+    grant usage on schema ragsql_intarray to ragsql_reader;
     grant select on all tables in schema ragsql to ragsql_reader;
     grant execute on all functions in schema ragsql to ragsql_reader;
 end

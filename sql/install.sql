@@ -11,6 +11,7 @@ begin;
 \ir migrations/0020_judge.sql
 \ir migrations/0030_corpus.sql
 \ir migrations/0040_bm25.sql
+\ir migrations/0050_bm25_lists.sql
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/20_generation.sql

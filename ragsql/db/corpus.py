@@ -164,8 +164,8 @@ def add_chunk_terms(conn: psycopg.Connection, version_id: int, rows: Iterable[tu
     )
     conn.execute(
         """
-        insert into ragsql.chunk_term (version_id, term, chunk_id, tf)
-        select c.version_id, s.term, c.id, s.tf
+        insert into ragsql.chunk_term (version_id, term, chunk_id, tf, length)
+        select c.version_id, s.term, c.id, s.tf, c.length
         from _stage_chunk_term as s
         join ragsql.chunk as c on c.version_id = %s and c.document_id = s.document_id and c.position = s.position
         """,
@@ -179,31 +179,29 @@ def add_text_terms(conn: psycopg.Connection, version_id: int, document_ids: Sequ
     chunks of these documents, set their lengths, and return the number of tokens."""
     if not document_ids:
         return 0
-    conn.execute(
-        """
-        insert into ragsql.chunk_term (version_id, term, chunk_id, tf)
-        select c.version_id, t.term, c.id, t.tf
-        from ragsql.chunk as c
-        join ragsql.document as d on d.id = c.document_id
-        cross join lateral ragsql.text_terms(c.text, d.language) as t
-        where c.version_id = %s and c.document_id = any(%s)
-        """,
-        (version_id, list(document_ids)),
-    )
     row = conn.execute(
         """
-        with total as (
-            select t.chunk_id, sum(t.tf)::integer as n
-            from ragsql.chunk_term as t join ragsql.chunk as c on c.id = t.chunk_id
-            where t.version_id = %s and c.version_id = %s and c.document_id = any(%s)
-            group by t.chunk_id
+        with terms as (
+            select c.version_id, t.term, c.id as chunk_id, t.tf,
+                   (sum(t.tf) over (partition by c.id))::integer as length
+            from ragsql.chunk as c
+            join ragsql.document as d on d.id = c.document_id
+            cross join lateral ragsql.text_terms(c.text, d.language) as t
+            where c.version_id = %s and c.document_id = any(%s)
+        ),
+        inserted as (
+            insert into ragsql.chunk_term (version_id, term, chunk_id, tf, length)
+            select version_id, term, chunk_id, tf, length from terms
         ),
         updated as (
-            update ragsql.chunk as c set length = total.n from total where c.id = total.chunk_id returning c.length
+            update ragsql.chunk as c set length = l.length
+            from (select distinct chunk_id, length from terms) as l
+            where c.id = l.chunk_id
+            returning c.length
         )
         select coalesce(sum(length), 0) from updated
         """,
-        (version_id, version_id, list(document_ids)),
+        (version_id, list(document_ids)),
     ).fetchone()
     return int(row[0])
 
@@ -264,7 +262,7 @@ def ensure_hnsw_index(conn: psycopg.Connection, version_id: int, dimensions: int
 
 def analyze(conn: psycopg.Connection) -> None:
     """Refresh planner statistics of the tables an ingest writes."""
-    for table in ("corpus", "document", "corpus_version", "chunk", "chunk_term", "bm25_term", "bm25_posting"):
+    for table in ("corpus", "document", "corpus_version", "chunk", "chunk_term", "bm25_term", "bm25_list"):
         conn.execute(sql.SQL("analyze ragsql.{}").format(sql.Identifier(table)))
 
 

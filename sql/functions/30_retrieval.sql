@@ -58,65 +58,109 @@ comment on function ragsql._bm25_exact(bigint, text[], integer) is
     'summed in term order, as every path does, so equal scores tie exactly): the definition '
     'ragsql.bm25 must equal, and its path while the version''s statistics are stale. Slow on large versions.';
 
+create or replace function ragsql._bm25_term_score(idf float8, tf integer, length integer, v ragsql.corpus_version)
+returns float8
+language sql immutable parallel safe
+return idf * tf / (tf + v.k1 * (1 - v.b + v.b * length / nullif(v.bm25_avgdl, 0)));
+comment on function ragsql._bm25_term_score(float8, integer, integer, ragsql.corpus_version) is
+    'One posting''s BM25 score from its term''s idf, its tf and its chunk''s length, for the version''s k1, b and '
+    'average length: the expression of ragsql._bm25_exact, so every path gives the same bits.';
+
 create or replace function ragsql.refresh_bm25(version_id bigint)
 returns bigint
 language plpgsql volatile
--- hash joins over the version's postings (the planner's statistics may predate this ingest), big sorts in memory
 set jit = off
-set enable_nestloop = off
 set work_mem = '256MB'
-set maintenance_work_mem = '512MB'
+-- intarray's sort (in schema ragsql_intarray, or in public where a DBA installed it before)
+set search_path = ragsql_intarray, public
 as $$
 declare
     v ragsql.corpus_version := ragsql._version(refresh_bm25.version_id);
-    part text := 'bm25_posting_v' || v.id;
+    part text := 'bm25_list_v' || v.id;
     n bigint;
     avgdl float8;
-    scored bigint;
+    edges float8[];
+    lists boolean;
+    sampled bigint;
+    postings bigint;
 begin
     -- one refresh of a version at a time
     perform from ragsql.corpus_version as cv where cv.id = v.id for update;
-    -- the same expressions as ragsql._bm25_exact, so the stored scores are bit for bit the per-query ones
-    select count(*), avg(c.length)::float8 into n, avgdl from ragsql.chunk as c where c.version_id = v.id;
+    -- the lists store chunk ids as integers: a version with larger ids gets none (ragsql.bm25 then sums postings)
+    select count(*), avg(c.length)::float8, coalesce(max(c.id), 0) <= 2147483647
+    into n, avgdl, lists
+    from ragsql.chunk as c where c.version_id = v.id;
+    update ragsql.corpus_version as cv set bm25_chunks = n, bm25_avgdl = avgdl where cv.id = v.id returning * into v;
+    -- band edges: the 80th, 95th and 99th percentiles of tf / (tf + k1 * (1 - b + b * len / avglen)) over the
+    -- version's postings, from a repeatable 1% sample of the table's pages (every posting when that has few)
+    select percentile_disc(array[0.8, 0.95, 0.99]) within group (order by s.g), count(*)
+    into edges, sampled
+    from (select ragsql._bm25_term_score(1, ct.tf, ct.length, v) as g
+          from ragsql.chunk_term as ct tablesample system (1) repeatable (0)
+          where ct.version_id = v.id) as s;
+    if sampled < 10000 then
+        select percentile_disc(array[0.8, 0.95, 0.99]) within group (order by s.g) into edges
+        from (select ragsql._bm25_term_score(1, ct.tf, ct.length, v) as g
+              from ragsql.chunk_term as ct where ct.version_id = v.id) as s;
+    end if;
     delete from ragsql.bm25_term as t where t.version_id = v.id;
-    insert into ragsql.bm25_term (version_id, term, df, idf, ub)
-    select v.id, ct.term, count(*), ln(1 + (n::float8 - count(*)::float8 + 0.5) / (count(*)::float8 + 0.5)), 0
-    from ragsql.chunk_term as ct
-    where ct.version_id = v.id
-    group by ct.term;
-    -- the version's partition is rebuilt whole, then indexed in bulk (faster than maintaining the indexes)
-    execute format('drop table if exists ragsql.%I', part);
-    execute format('create table ragsql.%I partition of ragsql.bm25_posting for values in (%s)', part, v.id);
-    execute format(
-        'insert into ragsql.%I (version_id, term, chunk_id, score) '
-        'select ct.version_id, ct.term, ct.chunk_id, '
-        '       t.idf * ct.tf / (ct.tf + $2 * (1 - $3 + $3 * c.length / nullif($4, 0))) '
-        'from ragsql.chunk_term as ct '
-        'join ragsql.chunk as c on c.id = ct.chunk_id '
-        'join ragsql.bm25_term as t on t.version_id = ct.version_id and t.term = ct.term '
-        'where ct.version_id = $1 and $4 > 0', part)
-        using v.id, v.k1, v.b, avgdl;
-    get diagnostics scored = row_count;
-    execute format('create index %I on ragsql.%I (term, score desc) include (chunk_id, version_id)', part || '_term_score', part);
-    execute format('create index %I on ragsql.%I (term, chunk_id) include (score, version_id)', part || '_term_chunk', part);
-    -- each term's upper bound: the first entry of its range in the first index
-    execute format(
-        'update ragsql.bm25_term as t set ub = coalesce((select p.score from ragsql.%I as p where p.term = t.term '
-        'order by p.score desc limit 1), 0) where t.version_id = $1', part)
-        using v.id;
+    if to_regclass(format('ragsql.%I', part)) is not null then
+        execute format('drop table ragsql.%I', part);
+    end if;
+    execute format('create table ragsql.%I partition of ragsql.bm25_list for values in (%s)', part, v.id);
+    execute format('alter table ragsql.%I alter column chunk_ids set storage external', part);
+    -- one pass over the version's postings in index order (term, chunk id, so sort finds the ids sorted): per
+    -- term its df, and per band the chunk ids and the highest g; then idf, and a band's ub = idf * its highest g
+    execute format($sql$
+        with pass as (
+            select ct.term, count(*) as df,
+                   max(g.g) filter (where g.band = 0) as g0,
+                   sort(array_agg(ct.chunk_id::integer) filter (where g.band = 0 and $2)) as ids0,
+                   max(g.g) filter (where g.band = 1) as g1,
+                   sort(array_agg(ct.chunk_id::integer) filter (where g.band = 1 and $2)) as ids1,
+                   max(g.g) filter (where g.band = 2) as g2,
+                   sort(array_agg(ct.chunk_id::integer) filter (where g.band = 2 and $2)) as ids2,
+                   max(g.g) filter (where g.band = 3) as g3,
+                   sort(array_agg(ct.chunk_id::integer) filter (where g.band = 3 and $2)) as ids3
+            from ragsql.chunk_term as ct
+            cross join lateral (
+                select x.g, case when x.g >= $3[3] then 0 when x.g >= $3[2] then 1 when x.g >= $3[1] then 2
+                                 else 3 end as band
+                from (select ragsql._bm25_term_score(1, ct.tf, ct.length, $4) as g) as x
+            ) as g
+            where ct.version_id = $1
+            group by ct.term
+        ),
+        scored as (
+            select p.*, ln(1 + ($5::float8 - p.df::float8 + 0.5) / (p.df::float8 + 0.5)) as idf from pass as p
+        ),
+        terms as (
+            insert into ragsql.bm25_term (version_id, term, df, idf, ub)
+            select $1, s.term, s.df, s.idf, s.idf * greatest(s.g0, s.g1, s.g2, s.g3) from scored as s
+        )
+        insert into ragsql.%I (version_id, term, band, ub, chunk_ids)
+        select $1, s.term, b.band, s.idf * b.g, b.ids
+        from scored as s
+        cross join lateral (values (0, s.g0, s.ids0), (1, s.g1, s.ids1), (2, s.g2, s.ids2), (3, s.g3, s.ids3))
+            as b (band, g, ids)
+        where b.ids is not null
+        $sql$, part)
+        using v.id, lists, edges, v, n;
+    execute format('create index %I on ragsql.%I (term)', part || '_term', part);
     execute format('analyze ragsql.%I', part);
     analyze ragsql.bm25_term;
+    select coalesce(sum(t.df), 0) into postings from ragsql.bm25_term as t where t.version_id = v.id;
     update ragsql.corpus_version as cv
-    set bm25_chunks = n, bm25_avgdl = avgdl, bm25_fresh = true
+    set bm25_fresh = true, bm25_lists = lists
     where cv.id = v.id;
-    return scored;
+    return postings;
 end
 $$;
 comment on function ragsql.refresh_bm25(bigint) is
     'Recomputes, set-based, a corpus version''s BM25 statistics (N, avglen, per-term df, idf and upper bound) '
-    'and every posting''s score for its k1 and b, and marks them fresh. Every score depends on N and avglen, '
-    'so any change of the version''s chunks makes all of them stale: the ingest calls this at its end, in its '
-    'transaction, for every version it changed. Returns the number of postings scored.';
+    'and its chunk lists by score band (ragsql.bm25_list), and marks them fresh. idf and the bands depend on N '
+    'and avglen, so any change of the version''s chunks makes them stale: the ingest calls this at its end, in '
+    'its transaction, for every version it changed. Returns the number of postings.';
 
 create or replace function ragsql._bm25_full(version_id bigint, terms text[], k integer default 10)
 returns table (chunk_id bigint, score float8)
@@ -130,44 +174,66 @@ begin
         return query select * from ragsql._bm25_exact(v.id, terms, k);
         return;
     end if;
+    -- (t.term compares as "C", chunk_term's index as the default collation: join on the default one)
     return query
-    select p.chunk_id, sum(p.score order by p.term) as score
-    from ragsql.bm25_posting as p
-    where p.version_id = v.id and p.term = any (_bm25_full.terms)
-    group by p.chunk_id
-    order by score desc, p.chunk_id
+    select ct.chunk_id,
+           sum(ragsql._bm25_term_score(t.idf, ct.tf, ct.length, v) order by ct.term collate "C") as score
+    from ragsql.bm25_term as t
+    join ragsql.chunk_term as ct on ct.version_id = v.id and ct.term = t.term collate "default"
+    where t.version_id = v.id and t.term = any (_bm25_full.terms)
+    group by ct.chunk_id
+    order by score desc, ct.chunk_id
     limit _bm25_full.k;
 end
 $$;
 comment on function ragsql._bm25_full(bigint, text[], integer) is
-    'BM25 as a plain sum of the precomputed posting scores of every query term (no pruning): the fallback of '
-    'ragsql.bm25, and what its pruned result must equal.';
+    'BM25 summed over every posting of the query terms (the version''s statistics, each posting read from the '
+    'primary key of chunk_term): the path of ragsql.bm25 for short posting lists, and what its pruned result '
+    'must equal.';
+
+create or replace function ragsql._bm25_kth(v ragsql.corpus_version, ts text[], idfs float8[], chunk_ids integer[],
+                                           k integer)
+returns float8
+language sql stable parallel safe
+begin atomic
+    select s.score
+    from (
+        select sum(ragsql._bm25_term_score(q.idf, ct.tf, ct.length, v)) as score
+        from unnest(ts, idfs) as q (term, idf)
+        join ragsql.chunk_term as ct on ct.version_id = v.id and ct.term = q.term
+        where ct.chunk_id = any (chunk_ids::bigint[])
+        group by ct.chunk_id
+    ) as s
+    order by s.score desc
+    offset k - 1 limit 1;
+end;
+comment on function ragsql._bm25_kth(ragsql.corpus_version, text[], float8[], integer[], integer) is
+    'The k-th best BM25 score among these chunks (terms with their idfs; NULL when fewer than k hold one): '
+    'a lower bound of the k-th best score of the version, as the chunks are real.';
 
 create or replace function ragsql.bm25(version_id bigint, terms text[], k integer default 10)
 returns table (chunk_id bigint, score float8)
 language plpgsql stable parallel safe
 set jit = off
+-- intarray's & and | (in schema ragsql_intarray, or in public where a DBA installed it before)
+set search_path = ragsql_intarray, public
 as $$
 declare
     v ragsql.corpus_version := ragsql._version(bm25.version_id);
-    ts text[];      -- the query's known terms, most frequent (longest posting list) first
-    ubs float8[];   -- their upper bounds (highest posting score)
-    dfs bigint[];   -- their posting counts
-    fetched bigint; -- postings of the terms a pass fetches, whole or in part
+    ts text[];      -- the query's known terms, rarest first
+    idfs float8[];
     postings bigint;
-    cs float8[];    -- per-term cutoffs: the postings scoring above them are fetched
-    n integer;
-    lb float8;      -- a lower bound of the k-th best score (k real chunks score at least this)
-    guess float8;   -- the k-th best score this pass assumes; checked at its end
-    target float8;
-    remaining float8;
-    csum float8;
-    cid bigint[];   -- candidates: chunk id, known part of the score, upper bound of the score, terms known
-    part float8[];
-    bnd float8[];
-    known integer[];
-    kth float8;
-    u integer;
+    x record;
+    cur integer := 0;
+    a integer[];            -- the chunks of the current term
+    seen integer[] := '{}'; -- the chunks of the terms before it
+    multi integer[] := '{}'; -- the chunks holding two or more query terms
+    mids integer[];  -- those, by upper bound, best first
+    mubs float8[];
+    seed integer[];
+    got integer := 0;
+    lb float8;
+    cand integer[];
 begin
     if not v.bm25_fresh then
         -- statistics stale (chunks changed since the last ragsql.refresh_bm25): the exact formula per query
@@ -177,141 +243,100 @@ begin
     if k is null or k < 1 then
         return;
     end if;
-    select array_agg(t.term order by t.df desc, t.term), array_agg(t.ub order by t.df desc, t.term),
-           array_agg(t.df::bigint order by t.df desc, t.term), sum(t.df)
-    into ts, ubs, dfs, postings
+    select array_agg(t.term order by t.df, t.term), array_agg(t.idf order by t.df, t.term), sum(t.df)
+    into ts, idfs, postings
     from ragsql.bm25_term as t
     where t.version_id = v.id and t.term = any (bm25.terms);
     if ts is null then
         return;
     end if;
-    n := cardinality(ts);
-    if n > 30 or postings <= coalesce(nullif(current_setting('ragsql.bm25_prune_above', true), '')::bigint, 20000) then
-        -- short posting lists (measured: up to ~20k postings; setting ragsql.bm25_prune_above changes it):
-        -- summing them all is cheaper than pruning
+    if not v.bm25_lists
+       or postings <= coalesce(nullif(current_setting('ragsql.bm25_prune_above', true), '')::bigint, 2000) then
+        -- short posting lists (setting ragsql.bm25_prune_above, default 2000): summing them all is cheaper
         return query select * from ragsql._bm25_full(v.id, ts, k);
         return;
     end if;
-    -- 1. lb: the k-th best sum, per chunk, of its scores among each term's k best postings. A partial score
-    --    is at most the chunk's score, so at least k chunks score lb or more.
-    select (array_agg(s.partial order by s.partial desc))[bm25.k]
-    into lb
-    from (
-        select p.chunk_id, sum(p.score) as partial
-        from unnest(ts) as q (term)
-        cross join lateral (
-            select b.chunk_id, b.score from ragsql.bm25_posting as b
-            where b.version_id = v.id and b.term = q.term
-            order by b.score desc
-            limit bm25.k
-        ) as p
-        group by p.chunk_id
-    ) as s;
-    if lb is null or lb <= 0 then
-        -- fewer than k chunks contain a query term: the whole query is as cheap
-        return query select * from ragsql._bm25_full(v.id, ts, k);
-        return;
-    end if;
-    -- A pass assumes a k-th best score (guess) and checks it at its end. Guessing above lb (fewer postings
-    -- fetched, a failed pass wasted) measured slower than one pass at lb itself, which cannot fail.
-    foreach guess in array array[lb] loop
-        -- 2. cutoffs c_t with sum c_t = target < guess: a chunk none of whose postings scores above its term's
-        --    cutoff scores at most target. The budget goes to the most frequent terms first, up to their upper
-        --    bound (then they fetch nothing: MaxScore's non-essential terms); the rest to the next term, as a
-        --    partial cut of its list; the rarer terms are fetched whole (cutoff 0). The margin covers rounding.
-        target := guess * (1 - 1e-9);
-        remaining := target;
-        cs := array_fill(0::float8, array[n]);
-        for i in 1 .. n loop
-            cs[i] := least(ubs[i], remaining);
-            remaining := remaining - cs[i];
-        end loop;
-        csum := target - remaining;
-        -- A pass pays about what the plain sum pays for each posting it fetches, plus an index probe per
-        -- candidate and partly known term. It wins when the terms it does not skip whole are rare (MaxScore's
-        -- case: a frequent term and a rare one, 1M chunks: 0.9 ms instead of 15 ms) and loses when several
-        -- frequent terms must be fetched (2-4x slower): then sum every posting. Setting
-        -- ragsql.bm25_prune_share (default 0.25) is the largest share of the postings a pass may fetch.
-        fetched := 0;
-        for i in 1 .. n loop
-            if cs[i] < ubs[i] then
-                fetched := fetched + dfs[i];
+    -- A chunk holding one query term t ranks below t's k best chunks (its score is its t score, theirs at least
+    -- theirs), so the top k are among the chunks holding two or more terms and the k best of each term.
+    -- 1. the chunks holding two or more terms: each term's list met with the union of the rarer terms' lists
+    for x in
+        select q.o, l.chunk_ids
+        from unnest(ts) with ordinality as q (term, o)
+        join ragsql.bm25_list as l on l.version_id = v.id and l.term = q.term
+        order by q.o
+    loop
+        if x.o <> cur then
+            if cur > 1 then
+                multi := multi | (a & seen);
             end if;
-        end loop;
-        if fetched > postings * coalesce(nullif(current_setting('ragsql.bm25_prune_share', true), '')::float8, 0.25)
-        then
-            return query select * from ragsql._bm25_full(v.id, ts, k);
-            return;
+            if cur >= 1 then
+                seen := seen | a;
+            end if;
+            cur := x.o;
+            a := x.chunk_ids;
+        else
+            a := a | x.chunk_ids;
         end if;
-        -- 3. candidates, with the sum of their fetched scores (exact for those terms) and an upper bound (plus
-        --    the cutoff of every other term); only those whose bound reaches target
-        select array_agg(f.chunk_id), array_agg(f.part), array_agg(f.part + csum - f.cut), array_agg(f.known)
-        into cid, part, bnd, known
-        from (
-            select b.chunk_id, sum(b.score) as part, sum(q.c) as cut, bit_or(1 << (q.i::integer - 1)) as known
-            from unnest(ts, cs) with ordinality as q (term, c, i)
-            cross join lateral (
-                select b.chunk_id, b.score from ragsql.bm25_posting as b
-                where b.version_id = v.id and b.term = q.term and b.score > q.c
-            ) as b
-            group by b.chunk_id
-            having sum(b.score) + csum - sum(q.c) >= target
-        ) as f;
-        -- 4. the other terms' scores of the candidates, the most uncertain term first (a term with cutoff 0 was
-        --    fetched whole: a candidate without its posting has none). After each term the floor rises to the
-        --    k-th best known part (a lower bound) and candidates whose bound falls below it are dropped.
-        if cid is not null then
-            for u in select o.i::integer from unnest(cs) with ordinality as o (c, i) where o.c > 0 order by o.c desc
-            loop
-                with probed as (
-                    select x.cid, x.part + coalesce(p.score, 0) as part,
-                           case when x.known & (1 << (u - 1)) = 0 then x.bnd - cs[u] + coalesce(p.score, 0)
-                                else x.bnd end as bnd,
-                           x.known | (1 << (u - 1)) as known
-                    from unnest(cid, part, bnd, known) as x (cid, part, bnd, known)
-                    left join lateral (
-                        select b.score from ragsql.bm25_posting as b
-                        where b.version_id = v.id and b.term = ts[u] and b.chunk_id = x.cid
-                          and x.known & (1 << (u - 1)) = 0
-                    ) as p on true
-                ),
-                floor as (
-                    select greatest(target, coalesce((
-                        select pr.part from probed as pr order by pr.part desc offset bm25.k - 1 limit 1), 0)
-                        * (1 - 1e-9)) as t
-                )
-                select array_agg(pr.cid), array_agg(pr.part), array_agg(pr.bnd), array_agg(pr.known)
-                into cid, part, bnd, known
-                from probed as pr, floor
-                where pr.bnd >= floor.t;
-            end loop;
-        end if;
-        -- 5. every candidate's score is now exact. Check: if k of them score guess or more (up to rounding:
-        --    1e-10 < the 1e-9 of target), no chunk left out (all score at most target) can enter the top k.
-        --    Otherwise the k-th best found, a real score, is a better lower bound for another pass.
-        kth := null;
-        if coalesce(cardinality(cid), 0) >= k then
-            select x.p into kth from unnest(part) as x (p) order by x.p desc offset k - 1 limit 1;
-        end if;
-        if kth >= guess * (1 - 1e-10) then
-            -- the survivors (the top k and near ties) summed again in term order, as every path sums: equal
-            -- per-term scores then give bit-equal sums, and ties go to the lower chunk id
-            return query
-            select x.cid, s.score
-            from unnest(cid, part) as x (cid, part)
-            cross join lateral (
-                select sum(b.score order by b.term) as score from ragsql.bm25_posting as b
-                where b.version_id = v.id and b.term = any (ts) and b.chunk_id = x.cid
-            ) as s
-            where x.part >= kth * (1 - 1e-9)
-            order by s.score desc, x.cid
-            limit k;
-            return;
-        end if;
-        lb := greatest(lb, kth);
     end loop;
-    -- never expected (the pass's guess was a true lower bound): the whole query
-    return query select * from ragsql._bm25_full(v.id, ts, k);
+    if cur > 1 then
+        multi := multi | (a & seen);
+    end if;
+    -- 2. an upper bound of each of their scores: the sum, over the terms it holds, of the highest score in the
+    --    term's band that holds it
+    if cardinality(multi) > 0 then
+        select array_agg(s.d order by s.ub desc, s.d), array_agg(s.ub order by s.ub desc, s.d)
+        into mids, mubs
+        from (
+            select u.d, sum(l.ub) as ub
+            from ragsql.bm25_list as l
+            cross join lateral unnest(l.chunk_ids & multi) as u (d)
+            where l.version_id = v.id and l.term = any (ts)
+            group by u.d
+        ) as s;
+    end if;
+    -- 3. lb, a lower bound of the k-th best score: the k-th best exact score of a seed of real chunks (those
+    --    best by bound, and some of the best bands' chunks, so that there are at least k)
+    seed := coalesce(mids[1:4 * k], '{}');
+    for x in
+        select l.chunk_ids from ragsql.bm25_list as l
+        where l.version_id = v.id and l.term = any (ts)
+        order by l.ub desc, l.term, l.band
+    loop
+        seed := seed | x.chunk_ids[1:4 * k];
+        got := got + least(cardinality(x.chunk_ids), 4 * k);
+        exit when got >= k;
+    end loop;
+    lb := ragsql._bm25_kth(v, ts, idfs, seed, k);
+    -- 4. the candidates: every chunk whose score can reach lb, i.e. the chunks of step 1 whose bound does, and
+    --    the chunks of every band whose highest score does (a chunk holding one term scores at most that). The
+    --    margin covers rounding. The rest score below lb, below the k chunks that reach it.
+    cand := '{}';
+    if lb is not null then
+        select coalesce(array_agg(u.d), '{}') into cand
+        from unnest(mids, mubs) as u (d, ub) where u.ub >= lb * (1 - 1e-9);
+        for x in
+            select l.chunk_ids from ragsql.bm25_list as l
+            where l.version_id = v.id and l.term = any (ts) and l.ub >= lb * (1 - 1e-9)
+        loop
+            cand := cand | x.chunk_ids;
+        end loop;
+    end if;
+    if lb is null or cardinality(cand) * cardinality(ts) > postings then
+        -- fewer than k chunks hold a query term, or pruning leaves no less than every posting: sum them all
+        raise debug 'ragsql.bm25: every posting summed (% postings, % candidates)', postings, cardinality(cand);
+        return query select * from ragsql._bm25_full(v.id, ts, k);
+        return;
+    end if;
+    raise debug 'ragsql.bm25: % candidates scored of % postings', cardinality(cand), postings;
+    -- 5. their exact scores, each chunk's terms summed in term order as every path sums
+    return query
+    select ct.chunk_id, sum(ragsql._bm25_term_score(q.idf, ct.tf, ct.length, v) order by ct.term collate "C") as s
+    from unnest(ts, idfs) as q (term, idf)
+    join ragsql.chunk_term as ct on ct.version_id = v.id and ct.term = q.term
+    where ct.chunk_id = any (cand::bigint[])
+    group by ct.chunk_id
+    order by s desc, ct.chunk_id
+    limit k;
 end
 $$;
 comment on function ragsql.bm25(bigint, text[], integer) is
@@ -319,9 +344,10 @@ comment on function ragsql.bm25(bigint, text[], integer) is
     'sum over the distinct query terms of ln(1 + (N - df + 0.5) / (df + 0.5)) * tf / (tf + k1 * (1 - b + b * '
     'len / avglen)), N and avglen over the version''s chunks, k1 and b from the version; ties by chunk id. '
     'Terms must be tokenised as the documents were (ragsql.text_terms, or jieba for Chinese). Exact and pruned: '
-    'from the precomputed statistics of ragsql.refresh_bm25, only the chunks that can enter the top k are '
-    'scored (per-term upper bounds, MaxScore-like) when that is cheaper than summing every posting; while they '
-    'are stale, the formula is computed per query.';
+    'from the statistics and chunk lists of ragsql.refresh_bm25, only the chunks that can enter the top k are '
+    'scored (those holding two or more query terms, found by intersecting sorted chunk lists and bounded by '
+    'the score bands of their terms, and the best of each term); while the statistics are stale, the formula '
+    'is computed per query.';
 
 create or replace function ragsql.vector_search(version_id bigint, query vector, k integer default 10)
 returns table (chunk_id bigint, score float8)

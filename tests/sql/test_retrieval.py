@@ -9,6 +9,7 @@ import random
 
 import bm25s
 import numpy as np
+import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
@@ -43,8 +44,8 @@ def add_document(db, version: int, doc_id: str, chunks: list[str], terms: list[l
         for tok in tokens:
             counts[tok] = counts.get(tok, 0) + 1
         for term, tf in counts.items():
-            db.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf) values (%s, %s, %s, %s)",
-                       (version, term, cid, tf))
+            db.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf, length) "
+                       "values (%s, %s, %s, %s, %s)", (version, term, cid, tf, len(tokens)))
         ids.append(cid)
         start += len(chunk) + len(sep)
     refresh(db, version)
@@ -271,10 +272,11 @@ def bulk_version(db, docs: list[list[str]], name: str = "z") -> tuple[int, list[
         "insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, text, length) "
         "select %s, %s, p, 0, 1, 'x', l from unnest(%s::integer[]) with ordinality as u (l, p) order by p "
         "returning id", (version, doc, [len(d) for d in docs])).fetchall()]
-    rows = [(ids[i], t, tf) for i, d in enumerate(docs) for t, tf in sorted(_counts(d).items())]
-    db.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf) "
-               "select %s, t, c, f from unnest(%s::bigint[], %s::text[], %s::integer[]) as u (c, t, f)",
-               (version, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]))
+    rows = [(ids[i], t, tf, len(d)) for i, d in enumerate(docs) for t, tf in sorted(_counts(d).items())]
+    db.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf, length) "
+               "select %s, t, c, f, l from unnest(%s::bigint[], %s::text[], %s::integer[], %s::integer[]) "
+               "as u (c, t, f, l)",
+               (version, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]))
     refresh(db, version)
     return version, ids
 
@@ -287,9 +289,9 @@ def _counts(tokens: list[str]) -> dict[str, int]:
 
 
 def test_pruned_top_k_equals_the_unpruned_sum_on_frequent_term_queries(vec_db):
-    """On a Zipfian corpus, queries of frequent terms (long posting lists, many near-equal scores) and mixed
-    ones: the pruned ragsql.bm25 returns the same chunks and scores as the plain sum over every posting and as
-    the per-query formula, for k = 1, 10 and 50."""
+    """On a Zipfian corpus, queries of frequent terms (long posting lists, many near-equal and tied scores) and
+    mixed ones: the pruned ragsql.bm25 (chunk lists met and bounded by band) returns the same chunks and scores
+    as the plain sum over every posting and as the per-query formula, for k = 1, 10 and 50."""
     db = vec_db
     rng = random.Random(11)
     vocab = 2000
@@ -297,15 +299,18 @@ def test_pruned_top_k_equals_the_unpruned_sum_on_frequent_term_queries(vec_db):
     words = [f"w{r}" for r in range(vocab)]
     docs = [rng.choices(words, weights, k=rng.randint(5, 60)) for _ in range(3000)]
     version, _ = bulk_version(db, docs)
-    assert db.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0]
-    # prune however short the lists (default: above 20000 postings); share 1: however many postings a pass
-    # fetches (always the pruned pass), 0.25: the default choice between a pass and the plain sum
-    db.execute("set local ragsql.bm25_prune_above = 0")
+    assert db.execute("select bm25_fresh, bm25_lists from ragsql.corpus_version where id = %s",
+                      (version,)).fetchone() == (True, True)
     queries = [sorted(set(rng.choices(words[:12], k=rng.randint(2, 5)))) for _ in range(25)]
     queries += [sorted(set(rng.choices(words, weights, k=rng.randint(2, 6)))) for _ in range(25)]
-    queries += [["w0"], ["w1", "w2"], ["w0", "w1", "w2", "w3", "w4", "w5"], ["w3", "w1999", "nope"]]
-    for share in ("1", "0.25"):
-        db.execute("select set_config('ragsql.bm25_prune_share', %s, true)", (share,))
+    queries += [["w0"], ["w1", "w2"], ["w0", "w1", "w2", "w3", "w4", "w5"], ["w3", "w1999", "nope"],
+                ["w1500", "w1700"], ["w0", "w1998"]]
+    paths: list[str] = []
+    db.add_notice_handler(lambda d: paths.append(d.message_primary or ""))
+    # prune however short the lists (0), and the default choice (sum lists of up to 2000 postings)
+    db.execute("set local client_min_messages = debug1")
+    for above in ("0", ""):
+        db.execute("select set_config('ragsql.bm25_prune_above', %s, true)", (above,))
         for query in queries:
             for k in (1, 10, 50):
                 pruned = db.execute("select chunk_id, score from ragsql.bm25(%s, %s, %s)",
@@ -314,10 +319,65 @@ def test_pruned_top_k_equals_the_unpruned_sum_on_frequent_term_queries(vec_db):
                                   (version, query, k)).fetchall()
                 exact = db.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, %s)",
                                    (version, query, k)).fetchall()
-                assert len(pruned) == len(full) == len(exact) == min(k, len(pruned) or k), (share, query, k)
+                assert len(pruned) == len(full) == len(exact) == min(k, len(pruned) or k), (above, query, k)
                 assert [c for c, _ in pruned] == [c for c, _ in full] == [c for c, _ in exact], \
-                    (share, query, k, pruned, full, exact)
+                    (above, query, k, pruned, full, exact)
                 assert [s for _, s in pruned] == pytest.approx([s for _, s in exact], abs=1e-12)
+    # both ways were taken: candidates pruned from the lists, and every posting summed when pruning left more
+    pruned_runs = [p for p in paths if "candidates scored" in p]
+    assert len(pruned_runs) > 100 and any("every posting summed" in p for p in paths)
+
+
+def test_chunk_lists_hold_every_posting_once_sorted_with_true_band_bounds(vec_db):
+    """ragsql.refresh_bm25's lists: per term, its bands together hold exactly the chunks of its postings,
+    each once, sorted; a band's ub is at least the score of every posting in it (to rounding) and is reached
+    by one of them; bm25_term's df and ub agree with the postings."""
+    db = vec_db
+    rng = random.Random(3)
+    words = [f"w{r}" for r in range(400)]
+    docs = [rng.choices(words, [1 / (r + 1) for r in range(400)], k=rng.randint(1, 40)) for _ in range(800)]
+    version, _ = bulk_version(db, docs, name="lists")
+    rows = db.execute(
+        "select l.term, l.band, l.ub, l.chunk_ids from ragsql.bm25_list as l where l.version_id = %s", (version,)
+    ).fetchall()
+    scores: dict[str, dict[int, float]] = {}
+    for term, cid, score in db.execute(
+            "select ct.term, ct.chunk_id, ragsql._bm25_term_score(t.idf, ct.tf, ct.length, v) "
+            "from ragsql.chunk_term as ct join ragsql.bm25_term as t using (version_id, term) "
+            "join ragsql.corpus_version as v on v.id = ct.version_id where ct.version_id = %s", (version,)):
+        scores.setdefault(term, {})[cid] = score
+    listed: dict[str, list[int]] = {}
+    for term, band, ub, ids in rows:
+        assert ids == sorted(set(ids)) and ids, (term, band)
+        band_scores = [scores[term][c] for c in ids]
+        assert max(band_scores) <= ub * (1 + 1e-12) and max(band_scores) == pytest.approx(ub, rel=1e-12)
+        listed.setdefault(term, []).extend(ids)
+    assert {t: sorted(ids) for t, ids in listed.items()} == {t: sorted(s) for t, s in scores.items()}
+    assert len({band for _, band, _, _ in rows}) == 4  # frequent terms are split into all four bands
+    stats = {t: (df, ub) for t, df, ub in db.execute(
+        "select term, df, ub from ragsql.bm25_term where version_id = %s", (version,))}
+    for term, s in scores.items():
+        assert stats[term][0] == len(s) and stats[term][1] == pytest.approx(max(s.values()), rel=1e-12)
+
+
+def test_chunk_ids_beyond_the_integer_range_sum_every_posting_exactly(fresh_db):
+    """The lists store chunk ids as integers: a version whose chunk ids exceed that range gets no lists
+    (bm25_lists false), and ragsql.bm25 sums every posting instead, still exact."""
+    with psycopg.connect(fresh_db) as db:  # a database of its own: sequences do not roll back
+        db.execute("select setval('ragsql.chunk_id_seq', 3000000000)")
+        rng = random.Random(8)
+        docs = zipf_corpus(rng, 200, vocab=80)
+        version, ids = bulk_version(db, docs, name="big ids")
+        assert min(ids) > 2**31
+        assert db.execute("select bm25_fresh, bm25_lists from ragsql.corpus_version where id = %s",
+                          (version,)).fetchone() == (True, False)
+        assert db.execute("select count(*) from ragsql.bm25_list where version_id = %s", (version,)).fetchone()[0] == 0
+        db.execute("set local ragsql.bm25_prune_above = 0")
+        for query in (["w0", "w1"], ["w2", "w5", "w40"]):
+            got = db.execute("select chunk_id, score from ragsql.bm25(%s, %s, 10)", (version, query)).fetchall()
+            exact = db.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, 10)", (version, query)).fetchall()
+            assert got and [c for c, _ in got] == [c for c, _ in exact]
+            assert [s for _, s in got] == pytest.approx([s for _, s in exact], abs=1e-12)
 
 
 def test_stale_statistics_are_never_used_and_a_refresh_makes_them_exact_again(vec_db):
@@ -342,8 +402,8 @@ def test_stale_statistics_are_never_used_and_a_refresh_makes_them_exact_again(ve
                          (version, doc, i + 1, len(d))).fetchone()[0]
         ids.append(cid)
         for term, tf in _counts(d).items():
-            db.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf) values (%s, %s, %s, %s)",
-                       (version, term, cid, tf))
+            db.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf, length) "
+                       "values (%s, %s, %s, %s, %s)", (version, term, cid, tf, len(d)))
     assert db.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0] is False
     reference = bm25s.BM25(method="lucene", k1=1.2, b=0.75, dtype="float64")
     reference.index(docs, show_progress=False)
