@@ -160,3 +160,54 @@ def test_sqlalchemy_engine_reads_the_metric_views(fresh_db):
     finally:
         eng.dispose()
     assert rows == 14
+
+
+def test_upgrade_from_the_precomputed_scores_layout_keeps_bm25_exact(server_url):
+    """A database at migration 0040 (postings without the chunk's length, statistics marked fresh) upgraded by
+    the current install: chunk_term.length is filled from the chunks, the primary key covers tf and length, the
+    version is marked stale (bm25 computes the formula meanwhile), and after ragsql.refresh_bm25 it is fresh,
+    listed, and still equal to the per-query formula."""
+    url = _empty_db(server_url, "ragsql_upgrade")
+    files = [p for p in install_files() if p.parent.name != "migrations" or p.stem <= "0040_bm25"]
+    with psycopg.connect(url) as conn:
+        for path in files[:files.index(next(p for p in files if p.parent.name == "functions"))]:
+            conn.execute(path.read_text(encoding="utf-8"))
+        corpus = conn.execute("insert into ragsql.corpus (name) values ('c') returning id").fetchone()[0]
+        version = conn.execute(
+            "insert into ragsql.corpus_version (corpus_id, splitter, chunk_size, overlap, embedder) "
+            "values (%s, 'recursive', 500, 100, 'none') returning id", (corpus,)).fetchone()[0]
+        doc = conn.execute("insert into ragsql.document (corpus_id, doc_id, text, language, content_hash) "
+                           "values (%s, 'd', 'x', 'en', 'h') returning id", (corpus,)).fetchone()[0]
+        docs = [["a", "b", "a"], ["b", "c"], ["a", "c", "c", "d"], ["d"], ["a", "b", "c", "d", "e"]] * 40
+        for i, tokens in enumerate(docs):
+            cid = conn.execute("insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, "
+                               "text, length) values (%s, %s, %s, 0, 1, 'x', %s) returning id",
+                               (version, doc, i + 1, len(tokens))).fetchone()[0]
+            for term in set(tokens):
+                conn.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf) values (%s, %s, %s, %s)",
+                             (version, term, cid, tokens.count(term)))
+        conn.execute("update ragsql.corpus_version set bm25_fresh = true where id = %s", (version,))
+        conn.commit()
+        install(conn)
+        conn.commit()
+        assert conn.execute("select count(*) from ragsql.chunk_term as ct join ragsql.chunk as c on c.id = ct.chunk_id "
+                            "where ct.length <> c.length").fetchone()[0] == 0
+        assert "INCLUDE (tf, length)" in conn.execute(
+            "select pg_get_indexdef('ragsql.chunk_term_pkey'::regclass)").fetchone()[0]
+        assert conn.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0] is False
+        query = (version, ["a", "c", "e"], 20)
+        exact = conn.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, %s)", query).fetchall()
+        assert conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, %s)", query).fetchall() == exact
+        conn.execute("select ragsql.refresh_bm25(%s)", (version,))
+        assert conn.execute("select bm25_fresh, bm25_lists from ragsql.corpus_version where id = %s",
+                            (version,)).fetchone() == (True, True)
+        conn.execute("set ragsql.bm25_prune_above = 0")
+        got = conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, %s)", query).fetchall()
+        assert [c for c, _ in got] == [c for c, _ in exact] and len(got) == 20
+        assert [s for _, s in got] == pytest.approx([s for _, s in exact], abs=1e-12)
+        # installing again changes nothing: the version stays fresh
+        install(conn)
+        conn.commit()
+        assert conn.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0]
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute('drop database if exists "ragsql_upgrade" with (force)')

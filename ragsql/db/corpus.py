@@ -217,9 +217,9 @@ def set_dimensions(conn: psycopg.Connection, version_id: int, dimensions: int | 
 
 
 def refresh_bm25(conn: psycopg.Connection, corpus_id: int) -> list[int]:
-    """Recompute, set-based and in the caller's transaction, the BM25 statistics and posting scores of every
-    version of the corpus whose chunks changed since they were last computed (ragsql.refresh_bm25). Every
-    precomputed score depends on the version's N and average length, so one changed chunk makes all of them
+    """Recompute, set-based and in the caller's transaction, the BM25 statistics and chunk lists of every
+    version of the corpus whose chunks changed since they were last computed (ragsql.refresh_bm25). idf and
+    the lists' score bands depend on the version's N and average length, so one changed chunk makes them all
     stale; the triggers on chunk and chunk_term record that (corpus_version.bm25_fresh = false), and until
     this runs ragsql.bm25 computes the formula per query. Returns the ids of the versions refreshed."""
     rows = conn.execute(

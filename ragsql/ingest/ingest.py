@@ -2,8 +2,8 @@
 no chunks in the chosen version, with BM25 postings and embeddings, and index the version's vectors.
 
 Re-ingesting the same files changes nothing; a changed document replaces only its own chunks, and the BM25
-statistics and precomputed scores of every version it changed are recomputed at the end (their N and average
-length changed). A bad file is
+statistics and chunk lists of every version it changed are recomputed at the end (their N and average length
+changed). A bad file is
 reported as ``path:line: message`` and skipped whole, or with strict=True stops the ingest (nothing stored).
 """
 
@@ -95,7 +95,7 @@ async def _run(conn: psycopg.Connection, paths: list[str], chunker: Chunker, mod
                 store.set_dimensions(conn, summary.version_id, summary.dimensions)
             if summary.dimensions:
                 store.ensure_hnsw_index(conn, summary.version_id, summary.dimensions)
-            # last, in the same transaction: BM25 statistics and posting scores of every version whose chunks
+            # last, in the same transaction: BM25 statistics and chunk lists of every version whose chunks
             # changed (this one, and any other that lost the chunks of a changed document), so ragsql.bm25
             # answers exactly from them as soon as the ingest commits
             store.refresh_bm25(conn, corpus_id)

@@ -53,7 +53,7 @@ def add_document(db, version: int, doc_id: str, chunks: list[str], terms: list[l
 
 
 def refresh(db, version: int) -> None:
-    """Recompute the version's BM25 statistics and posting scores, as every ingest does at its end."""
+    """Recompute the version's BM25 statistics and chunk lists, as every ingest does at its end."""
     db.execute("select ragsql.refresh_bm25(%s)", (version,))
 
 
