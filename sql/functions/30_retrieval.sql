@@ -82,6 +82,7 @@ declare
     edges float8[];
     lists boolean;
     sampled bigint;
+    wrong bigint;
     postings bigint;
 begin
     -- one refresh of a version at a time
@@ -92,16 +93,28 @@ begin
     from ragsql.chunk as c where c.version_id = v.id;
     update ragsql.corpus_version as cv set bm25_chunks = n, bm25_avgdl = avgdl where cv.id = v.id returning * into v;
     -- band edges: the 80th, 95th and 99th percentiles of tf / (tf + k1 * (1 - b + b * len / avglen)) over the
-    -- version's postings, from a repeatable 1% sample of the table's pages (every posting when that has few)
-    select percentile_disc(array[0.8, 0.95, 0.99]) within group (order by s.g), count(*)
-    into edges, sampled
-    from (select ragsql._bm25_term_score(1, ct.tf, ct.length, v) as g
+    -- version's postings, from a repeatable 1% sample of the table's pages (every posting when that has few).
+    -- The same postings check that each carries its chunk's length (postings loaded by hand must).
+    select percentile_disc(array[0.8, 0.95, 0.99]) within group (order by s.g), count(*),
+           count(*) filter (where s.wrong)
+    into edges, sampled, wrong
+    from (select ragsql._bm25_term_score(1, ct.tf, ct.length, v) as g, ct.length <> c.length as wrong
           from ragsql.chunk_term as ct tablesample system (1) repeatable (0)
+          join ragsql.chunk as c on c.id = ct.chunk_id
           where ct.version_id = v.id) as s;
     if sampled < 10000 then
-        select percentile_disc(array[0.8, 0.95, 0.99]) within group (order by s.g) into edges
-        from (select ragsql._bm25_term_score(1, ct.tf, ct.length, v) as g
-              from ragsql.chunk_term as ct where ct.version_id = v.id) as s;
+        select percentile_disc(array[0.8, 0.95, 0.99]) within group (order by s.g), count(*) filter (where s.wrong)
+        into edges, wrong
+        from (select ragsql._bm25_term_score(1, ct.tf, ct.length, v) as g, ct.length <> c.length as wrong
+              from ragsql.chunk_term as ct join ragsql.chunk as c on c.id = ct.chunk_id
+              where ct.version_id = v.id) as s;
+    end if;
+    if wrong > 0 then
+        raise exception 'corpus version %: % postings checked have a length other than their chunk''s', v.id, wrong
+            using errcode = 'data_exception',
+                  hint = format('every ragsql.chunk_term row must carry its chunk''s length: update ragsql.chunk_term '
+                                'as ct set length = c.length from ragsql.chunk as c where c.id = ct.chunk_id and '
+                                'ct.version_id = %s and ct.length <> c.length', v.id);
     end if;
     delete from ragsql.bm25_term as t where t.version_id = v.id;
     if to_regclass(format('ragsql.%I', part)) is not null then

@@ -429,3 +429,21 @@ def test_stale_statistics_are_never_used_and_a_refresh_makes_them_exact_again(ve
                          (version,)).fetchall())
     stored = dict(db.execute("select term, df from ragsql.bm25_term where version_id = %s", (version,)).fetchall())
     assert stored == df
+
+
+def test_refresh_refuses_postings_whose_length_is_not_their_chunks(vec_db):
+    """chunk_term repeats each chunk's length so the index alone scores a posting: postings loaded by hand with
+    another length would give wrong scores, so ragsql.refresh_bm25 stops with one clear error naming the
+    version and the fix, and the version's statistics stay as they were (stale: bm25 stays exact)."""
+    db = vec_db
+    version = make_version(db, name="bad lengths")
+    add_document(db, version, "a", ["alpha beta", "beta gamma delta"])
+    db.execute("update ragsql.chunk_term set length = length + 1 where version_id = %s and term = 'beta'", (version,))
+    assert db.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0] is False
+    with pytest.raises(psycopg.errors.DataException, match=f"corpus version {version}: 2 postings checked") as err, \
+            db.transaction():
+        db.execute("select ragsql.refresh_bm25(%s)", (version,))
+    assert "update ragsql.chunk_term" in err.value.diag.message_hint
+    assert db.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0] is False
+    exact = db.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, 5)", (version, ["beta"])).fetchall()
+    assert db.execute("select chunk_id, score from ragsql.bm25(%s, %s, 5)", (version, ["beta"])).fetchall() == exact
