@@ -81,6 +81,7 @@ declare
     avgdl float8;
     edges float8[];
     lists boolean;
+    pct float8;
     sampled bigint;
     wrong bigint;
     postings bigint;
@@ -95,20 +96,16 @@ begin
     -- band edges: the 80th, 95th and 99th percentiles of tf / (tf + k1 * (1 - b + b * len / avglen)) over the
     -- version's postings, from a repeatable 1% sample of the table's pages (every posting when that has few).
     -- The same postings check that each carries its chunk's length (postings loaded by hand must).
-    select percentile_disc(array[0.8, 0.95, 0.99]) within group (order by s.g), count(*),
-           count(*) filter (where s.wrong)
-    into edges, sampled, wrong
-    from (select ragsql._bm25_term_score(1, ct.tf, ct.length, v) as g, ct.length <> c.length as wrong
-          from ragsql.chunk_term as ct tablesample system (1) repeatable (0)
-          join ragsql.chunk as c on c.id = ct.chunk_id
-          where ct.version_id = v.id) as s;
-    if sampled < 10000 then
-        select percentile_disc(array[0.8, 0.95, 0.99]) within group (order by s.g), count(*) filter (where s.wrong)
-        into edges, wrong
+    foreach pct in array array[1, 100] loop
+        select percentile_disc(array[0.8, 0.95, 0.99]) within group (order by s.g), count(*),
+               count(*) filter (where s.wrong)
+        into edges, sampled, wrong
         from (select ragsql._bm25_term_score(1, ct.tf, ct.length, v) as g, ct.length <> c.length as wrong
-              from ragsql.chunk_term as ct join ragsql.chunk as c on c.id = ct.chunk_id
+              from ragsql.chunk_term as ct tablesample system (pct) repeatable (0)
+              join ragsql.chunk as c on c.id = ct.chunk_id
               where ct.version_id = v.id) as s;
-    end if;
+        exit when sampled >= 10000;
+    end loop;
     if wrong > 0 then
         raise exception 'corpus version %: % postings checked have a length other than their chunk''s', v.id, wrong
             using errcode = 'data_exception',
@@ -204,25 +201,20 @@ comment on function ragsql._bm25_full(bigint, text[], integer) is
     'primary key of chunk_term): the path of ragsql.bm25 for short posting lists, and what its pruned result '
     'must equal.';
 
-create or replace function ragsql._bm25_kth(v ragsql.corpus_version, ts text[], idfs float8[], chunk_ids integer[],
-                                           k integer)
-returns float8
+create or replace function ragsql._bm25_scores(v ragsql.corpus_version, ts text[], idfs float8[],
+                                              chunk_ids integer[])
+returns table (chunk_id bigint, score float8)
 language sql stable parallel safe
 begin atomic
-    select s.score
-    from (
-        select sum(ragsql._bm25_term_score(q.idf, ct.tf, ct.length, v)) as score
-        from unnest(ts, idfs) as q (term, idf)
-        join ragsql.chunk_term as ct on ct.version_id = v.id and ct.term = q.term
-        where ct.chunk_id = any (chunk_ids::bigint[])
-        group by ct.chunk_id
-    ) as s
-    order by s.score desc
-    offset k - 1 limit 1;
+    select ct.chunk_id, sum(ragsql._bm25_term_score(q.idf, ct.tf, ct.length, v) order by ct.term collate "C")
+    from unnest(ts, idfs) as q (term, idf)
+    join ragsql.chunk_term as ct on ct.version_id = v.id and ct.term = q.term
+    where ct.chunk_id = any (chunk_ids::bigint[])
+    group by ct.chunk_id;
 end;
-comment on function ragsql._bm25_kth(ragsql.corpus_version, text[], float8[], integer[], integer) is
-    'The k-th best BM25 score among these chunks (terms with their idfs; NULL when fewer than k hold one): '
-    'a lower bound of the k-th best score of the version, as the chunks are real.';
+comment on function ragsql._bm25_scores(ragsql.corpus_version, text[], float8[], integer[]) is
+    'The exact BM25 scores of these chunks for the terms (with their idfs), read from chunk_term''s primary key; '
+    'each chunk''s terms summed in term order, as every path sums, so equal scores tie exactly.';
 
 create or replace function ragsql.bm25(version_id bigint, terms text[], k integer default 10)
 returns table (chunk_id bigint, score float8)
@@ -319,7 +311,7 @@ begin
         got := got + least(cardinality(x.chunk_ids), 4 * k);
         exit when got >= k;
     end loop;
-    lb := ragsql._bm25_kth(v, ts, idfs, seed, k);
+    select s.score into lb from ragsql._bm25_scores(v, ts, idfs, seed) as s order by s.score desc offset k - 1 limit 1;
     -- 4. the candidates: every chunk whose score can reach lb, i.e. the chunks of step 1 whose bound does, and
     --    the chunks of every band whose highest score does (a chunk holding one term scores at most that). The
     --    margin covers rounding. The rest score below lb, below the k chunks that reach it.
@@ -341,14 +333,10 @@ begin
         return;
     end if;
     raise debug 'ragsql.bm25: % candidates scored of % postings', cardinality(cand), postings;
-    -- 5. their exact scores, each chunk's terms summed in term order as every path sums
+    -- 5. their exact scores
     return query
-    select ct.chunk_id, sum(ragsql._bm25_term_score(q.idf, ct.tf, ct.length, v) order by ct.term collate "C") as s
-    from unnest(ts, idfs) as q (term, idf)
-    join ragsql.chunk_term as ct on ct.version_id = v.id and ct.term = q.term
-    where ct.chunk_id = any (cand::bigint[])
-    group by ct.chunk_id
-    order by s desc, ct.chunk_id
+    select s.chunk_id, s.score from ragsql._bm25_scores(v, ts, idfs, cand) as s
+    order by s.score desc, s.chunk_id
     limit k;
 end
 $$;
