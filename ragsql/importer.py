@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ragsql.db import load
+from ragsql.db import gold, load
 from ragsql.errors import InputError
 from ragsql.formats import Record, parse_qrels, parse_records, parse_run
 
@@ -23,7 +23,8 @@ __all__ = ["ImportSummary", "import_trec", "import_records"]
 
 @dataclass
 class ImportSummary:
-    """What one import stored: row counts, and the (line, message) of each record skipped with skip_bad."""
+    """What one import stored: row counts, the (line, message) of each record skipped with skip_bad, and the
+    dataset's gold evidence that matches nothing in the corpus given (or in any corpus: ragsql.db.gold)."""
 
     dataset: str
     run: str | None = None
@@ -34,11 +35,12 @@ class ImportSummary:
     results: int = 0
     answers: int = 0
     skipped: list[tuple[int, str]] = field(default_factory=list)
+    unmatched: gold.UnmatchedGold = field(default_factory=gold.UnmatchedGold)
 
 
 def import_trec(
     conn: psycopg.Connection, dataset: str, qrels_path: str | os.PathLike, run_path: str | os.PathLike | None = None,
-    run_name: str | None = None, replace: bool = False,
+    run_name: str | None = None, replace: bool = False, corpus: str | None = None,
 ) -> ImportSummary:
     """Load TREC qrels (and a run, ranked as trec_eval ranks it) into a dataset; run topics not in the qrels
     become unjudged queries. The run is named run_name, else after the tag column of its first line."""
@@ -55,6 +57,7 @@ def import_trec(
         _require_name("run", run_name)
     summary = ImportSummary(dataset, run_name if run_path is not None else None)
     idle = conn.info.transaction_status == TransactionStatus.IDLE
+    gold.require_corpus(conn, corpus)
     with conn.transaction():
         dataset_id = load.ensure_dataset(conn, dataset)
         qids = dict.fromkeys(judged) | topics
@@ -68,16 +71,18 @@ def import_trec(
             run_id = load.create_run(conn, run_name, dataset_id, config, replace=replace)
             rows = ((qid, None, docno, score, None) for qid, docno, score, _ in parse_run(_lines(run_path), run_path))
             summary.results = load.add_run_results(conn, run_id, rows, rank_by_score=True)
+        summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
     _analyze(conn, idle)
     return summary
 
 
 def import_records(
     conn: psycopg.Connection, path: str | os.PathLike, fmt: str, dataset: str, run: str | None = None,
-    skip_bad: bool = False, replace: bool = False,
+    skip_bad: bool = False, replace: bool = False, corpus: str | None = None,
 ) -> ImportSummary:
     """Load JSONL or CSV eval-set records: queries, judgments and reference answers into the dataset, and
-    with `run` the retrieved items (rank = list position) and answers with the contexts they used."""
+    with `run` the retrieved items (rank = list position) and answers with the contexts they used. Gold evidence
+    that matches nothing in `corpus` (or, without one, spans and chunk ids no corpus holds) is in the summary."""
     path = str(path)
     _require_name("dataset", dataset)
     if run is not None:
@@ -93,6 +98,7 @@ def import_records(
 
     scan = _Scan()
     idle = conn.info.transaction_status == TransactionStatus.IDLE
+    gold.require_corpus(conn, corpus)
     with conn.transaction():
         dataset_id = load.ensure_dataset(conn, dataset)
         summary.queries = load.add_queries(conn, dataset_id, scan.queries(records(first=True)))
@@ -123,6 +129,7 @@ def import_records(
                     ((r.qid, r.answer, None) for r in records() if r.answer is not None),
                     _answer_contexts(records()),
                 )
+        summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
     _analyze(conn, idle)
     return summary
 

@@ -14,6 +14,7 @@ begin;
 \ir migrations/0050_bm25_lists.sql
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
+\ir functions/12_gold.sql
 \ir functions/20_generation.sql
 \ir functions/21_statement_metrics.sql
 \ir functions/22_answer_metrics.sql

@@ -141,11 +141,24 @@ def test_txt_and_markdown_folders(conn, tmp_path):
     summary = run(conn, [folder, single], splitter="markdown")
     assert summary.reports == [f"{folder / 'c.pdf'}: skipped: not one of .txt, .md, .markdown, .jsonl"]
     rows = conn.execute("select doc_id, title, language, metadata, source from ragsql.document order by 1").fetchall()
-    assert rows == [("a.txt", "第一章 地球", "zh", {}, str(folder / "a.txt")),
-                    ("single.markdown", None, "en", {}, single),
-                    ("sub/b.md", "Vector search", "en", {}, str(folder / "sub" / "b.md"))]
+    assert rows == [("a", "第一章 地球", "zh", {}, str(folder / "a.txt")),
+                    ("single", None, "en", {}, single),
+                    ("sub/b", "Vector search", "en", {}, str(folder / "sub" / "b.md"))]
     assert conn.execute("select splitter from ragsql.corpus_version").fetchone()[0] == "markdown"
     assert conn.execute("select count(*) from ragsql.chunk_term where term = '公转'").fetchone()[0] == 1
+
+
+def test_two_files_with_one_document_id_are_an_error_naming_both(conn, tmp_path):
+    """moon.md and moon.txt would both be document "moon": the second is reported with the first, not stored
+    over it; with strict the ingest stops."""
+    folder = tmp_path / "docs"
+    write(folder / "moon.md", "# Moon\n\nThe Moon orbits the Earth.")
+    write(folder / "moon.txt", "Another moon text.")
+    summary = run(conn, [folder])
+    assert summary.reports == [f"{folder / 'moon.txt'}: duplicate id 'moon' (also in {folder / 'moon.md'})"]
+    assert conn.execute("select doc_id, source from ragsql.document").fetchall() == [("moon", str(folder / "moon.md"))]
+    with pytest.raises(InputError, match="duplicate id 'moon'"):
+        run(conn, [folder], corpus="strict", strict=True)
 
 
 def test_a_bad_file_is_skipped_whole_and_strict_stores_nothing(fresh_db, tmp_path, capsys):

@@ -10,6 +10,8 @@ from ragsql.importer import ImportSummary, import_records, import_trec
 __all__ = ["import_group"]
 
 _FILE = click.Path(exists=True, dir_okay=False)
+_CORPUS = ("Check the gold evidence against this corpus and warn about what matches nothing (default: gold spans "
+           "and chunk ids against every corpus).")
 
 
 @click.group("import")
@@ -28,7 +30,9 @@ def import_group() -> None:
 @click.option("--run", "run_file", type=_FILE, help="TREC run: 'qid Q0 docno rank score tag' lines.")
 @click.option("--run-name", help="Name of the run (default: the tag column of the run file's first line).")
 @click.option("--replace", is_flag=True, help="Replace a run of the same name and the judgments of these queries.")
-def trec_command(dataset: str, qrels: str, run_file: str | None, run_name: str | None, replace: bool) -> None:
+@click.option("--corpus", help=_CORPUS)
+def trec_command(dataset: str, qrels: str, run_file: str | None, run_name: str | None, replace: bool,
+                 corpus: str | None) -> None:
     """Import TREC qrels and optionally a run.
 
     The run's rank column is ignored: results are ranked as trec_eval ranks them,
@@ -37,7 +41,7 @@ def trec_command(dataset: str, qrels: str, run_file: str | None, run_name: str |
     """
     with db.connect() as conn:
         db.ensure_schema(conn)
-        summary = import_trec(conn, dataset, qrels, run_file, run_name, replace=replace)
+        summary = import_trec(conn, dataset, qrels, run_file, run_name, replace=replace, corpus=corpus)
     _report(qrels if run_file is None else run_file, summary)
 
 
@@ -48,10 +52,12 @@ def _records_command(fmt: str, example: str):
     @click.option("--skip-bad", is_flag=True, help="Skip malformed records, load the rest and list every skipped line.")
     @click.option("--replace", is_flag=True,
                   help="Replace a run of the same name and the labels of the queries this file labels.")
-    def command(file: str, dataset: str, run: str | None, skip_bad: bool, replace: bool) -> None:
+    @click.option("--corpus", help=_CORPUS)
+    def command(file: str, dataset: str, run: str | None, skip_bad: bool, replace: bool, corpus: str | None) -> None:
         with db.connect() as conn:
             db.ensure_schema(conn)
-            summary = import_records(conn, file, fmt, dataset, run, skip_bad=skip_bad, replace=replace)
+            summary = import_records(conn, file, fmt, dataset, run, skip_bad=skip_bad, replace=replace,
+                                     corpus=corpus)
         _report(file, summary)
 
     command.__doc__ = f"""Import eval-set records from {fmt.upper()} ({example}).
@@ -87,3 +93,5 @@ def _report(file: str, s: ImportSummary) -> None:
     if s.skipped:
         parts.append(f"{len(s.skipped)} bad records skipped")
     click.echo(f"imported into dataset {s.dataset}: " + ", ".join(parts))
+    if s.unmatched:
+        click.echo(s.unmatched.line(), err=True)

@@ -8,7 +8,7 @@ import click
 
 from ragsql import db
 from ragsql.cli.output import FORMATS, render
-from ragsql.db import metrics
+from ragsql.db import gold, metrics
 
 __all__ = ["metrics_command"]
 
@@ -34,6 +34,9 @@ def metrics_command(run: str, measures: str | None, rel_level: int, answerable_o
     names = measures.replace(",", " ").split() if measures else None
     with db.connect() as conn:
         db.ensure_schema(conn)
+        unmatched = gold.run_unmatched(conn, run)
+        if unmatched:
+            click.echo(unmatched.line(), err=True)
         if per_query:
             rows = [dataclasses.asdict(v) for v in metrics.query_values(conn, run, names, rel_level)]
             if answerable_only:

@@ -79,8 +79,11 @@ def retrieve_command(dataset: str, corpus: str, run: str, mode: str, k: int, chu
     if fmt == "json":
         click.echo(json.dumps({"run": s.run, "queries": s.queries, "results": s.results, "empty": s.empty,
                                "coarse_gold": s.coarse, "rerank_calls": s.rerank_calls,
-                               "rerank_cached": s.rerank_cached, "seconds": round(s.seconds, 3), "config": s.config},
+                               "rerank_cached": s.rerank_cached, "seconds": round(s.seconds, 3), "config": s.config,
+                               "unmatched_gold": s.unmatched.as_json()},
                               ensure_ascii=False, indent=2))
+        if s.unmatched:
+            click.echo(s.unmatched.line(), err=True)
         return
     rows = [{"item": "queries searched", "value": s.queries},
             {"item": "results written", "value": s.results},

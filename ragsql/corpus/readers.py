@@ -1,7 +1,8 @@
 """Source files of a corpus: which files an ingest reads, and the documents each holds.
 
-``.txt`` and ``.md``/``.markdown`` files are one document each (doc_id: the path relative to the folder given,
-or the file name); ``.jsonl`` files hold one document per line (``id``, ``text``, optional ``title``,
+``.txt`` and ``.md``/``.markdown`` files are one document each, whose doc_id is `document_id`'s: the path
+relative to the folder given (or the file name, for a file given by itself), ``/``-separated, without the
+extension, so ``docs/zh/moon.md`` ingested as ``docs/`` is ``zh/moon``; ``.jsonl`` files hold one document per line (``id``, ``text``, optional ``title``,
 ``lang``/``language``; other fields become metadata). A file is read whole before any of its documents is
 used, so a bad one raises `InputError` (with its line) and is never half-loaded.
 """
@@ -17,9 +18,10 @@ from dataclasses import dataclass, field
 
 from ragsql.errors import InputError
 
-__all__ = ["EXTENSIONS", "SourceDocument", "content_hash", "find_files", "read_documents"]
+__all__ = ["EXTENSIONS", "SourceDocument", "content_hash", "document_id", "find_files", "read_documents"]
 
 EXTENSIONS = (".txt", ".md", ".markdown", ".jsonl")
+_WHOLE_FILE = re.compile(r"\.(?:txt|md|markdown)$", re.IGNORECASE)
 _LANGUAGE = re.compile(r"[a-z]{2,3}")
 _MD_TITLE = re.compile(r"^# +(.+?)(?: +#+)? *$", re.MULTILINE)
 
@@ -46,14 +48,14 @@ def content_hash(title: str | None, text: str, language: str, metadata: dict) ->
 
 def find_files(paths: Iterable[str | os.PathLike], on_skip: Callable[[str, str], None]) -> Iterator[tuple[str, str]]:
     """(path, name) of each readable file under `paths` (folders recursively, in sorted order, hidden entries
-    left out); name is the path relative to the folder given, or the file name. Files with another extension
-    are passed to on_skip(path, message)."""
+    left out); name is the `document_id` of a .txt or .md file. Files with another extension are passed to
+    on_skip(path, message)."""
     for given in map(os.fspath, paths):
         if os.path.isdir(given):
             found = sorted(_walk(given))
-            files = [(p, os.path.relpath(p, given).replace(os.sep, "/")) for p in found]
+            files = [(p, document_id(os.path.relpath(p, given))) for p in found]
         elif os.path.isfile(given):
-            files = [(given, os.path.basename(given))]
+            files = [(given, document_id(os.path.basename(given)))]
         else:
             raise InputError("no such file or folder", given)
         for path, name in files:
@@ -61,6 +63,12 @@ def find_files(paths: Iterable[str | os.PathLike], on_skip: Callable[[str, str],
                 yield path, name
             else:
                 on_skip(path, f"skipped: not one of {', '.join(EXTENSIONS)}")
+
+
+def document_id(relative_path: str) -> str:
+    """The doc_id of a .txt/.md/.markdown file: its path relative to the folder given, /-separated, without
+    the extension (``zh/moon.md`` -> ``zh/moon``); gold evidence names the document by it."""
+    return _WHOLE_FILE.sub("", relative_path.replace(os.sep, "/"))
 
 
 def _walk(folder: str) -> Iterator[str]:

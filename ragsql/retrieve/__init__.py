@@ -12,6 +12,7 @@ import psycopg
 from ragsql import db as database
 from ragsql.corpus import SEGMENTERS
 from ragsql.db import corpus as corpus_db
+from ragsql.db import gold as gold_db
 from ragsql.db import judging as calls_db
 from ragsql.db import retrieval as db
 from ragsql.db.retrieval import RunSpec, Version
@@ -29,7 +30,7 @@ PATHS = ("bm25", "vector", "fuzzy")
 
 @dataclass
 class RetrievalSummary:
-    """What a retrieval run did."""
+    """What a retrieval run did; `unmatched` is the dataset's gold evidence that maps onto no chunk of the version."""
 
     run: str
     version: Version
@@ -42,6 +43,7 @@ class RetrievalSummary:
     rerank_cached: int = 0
     seconds: float = 0.0
     config: dict = field(default_factory=dict)
+    unmatched: gold_db.UnmatchedGold = field(default_factory=gold_db.UnmatchedGold)
 
 
 def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: str, spec: RunSpec,
@@ -73,6 +75,7 @@ def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: st
         if reranker is not None:
             summary.results = _rerank(conn, run_id, spec.k, reranker, summary)
         report = db.run_report(conn, run_id)
+        summary.unmatched = gold_db.run_unmatched(conn, run)
     summary.empty, summary.coarse = report["empty"], report["coarse"]
     summary.seconds = time.perf_counter() - started
     return summary
