@@ -38,6 +38,19 @@ $$;
 comment on function ragsql.cosine_similarity(vector, vector) is
     'cos(a, b) = 1 - (a <=> b) with pgvector; null (never NaN) when a vector has zero norm or the dimensions differ.';
 
+create or replace function ragsql.similarity_score(a vector, b vector)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case when s.c < 0 then 0 else s.c end
+    from (select ragsql.cosine_similarity(similarity_score.a, similarity_score.b) as c) as s
+$$;
+comment on function ragsql.similarity_score(vector, vector) is
+    'max(cos(a, b), 0): the similarity every embedding metric averages, so answer similarity, answer relevancy '
+    'and answer correctness stay in [0, 1] whatever the embedder (opposite vectors count as unrelated, not as '
+    'less than unrelated). RAGAS averages the raw cosine, which equals this whenever no cosine is negative (as '
+    'with OpenAI embeddings); hashed or centred embeddings give negative cosines. Null as ragsql.cosine_similarity.';
+
 create or replace function ragsql._judge_reason(
     task_status text, task_error text, model text, prompt_version text)
 returns text

@@ -16,8 +16,8 @@ as $$
                ea.embedding is not null as answer_embedded,
                count(*) as refs,
                count(er.embedding) as refs_embedded,
-               count(ragsql.cosine_similarity(ea.embedding, er.embedding)) as cosines,
-               avg(ragsql.cosine_similarity(ea.embedding, er.embedding)) as mean_cosine
+               count(ragsql.similarity_score(ea.embedding, er.embedding)) as cosines,
+               avg(ragsql.similarity_score(ea.embedding, er.embedding)) as mean_cosine
         from ctx
         join ragsql.answer as a on a.run_id = ctx.run_id
         cross join lateral (
@@ -61,8 +61,9 @@ as $$
     order by s.qid collate "C"
 $$;
 comment on function ragsql.answer_similarity(text, text) is
-    'Answer similarity per query = mean over the distinct reference answers t_i of cos(answer, t_i) (seed '
-    'ragas-metrics-overview: AS = 1/n sum sim(a, t_i)), computed with pgvector from ragsql.text_embedding. '
+    'Answer similarity per query = mean over the distinct reference answers t_i of max(cos(answer, t_i), 0) (seed '
+    'ragas-metrics-overview: AS = 1/n sum sim(a, t_i); ragsql.similarity_score), in [0, 1], computed with '
+    'pgvector from ragsql.text_embedding. '
     'embedder: default the run''s newest. Null with a reason without a reference or an embedding.';
 
 create or replace function ragsql.answer_relevancy_cosine(run text, embedder text default null)
@@ -76,12 +77,12 @@ as $$
         from (select ragsql._run_id(answer_relevancy_cosine.run) as id) as ru
     )
     select s.qid,
-           ragsql.cosine_similarity(eq.embedding, ea.embedding),
+           ragsql.similarity_score(eq.embedding, ea.embedding),
            case
                when s.answer is null then 'no answer in the run'
                when s.question is null then 'the query has no text'
                when eq.embedding is not null and ea.embedding is not null
-                   then case when ragsql.cosine_similarity(eq.embedding, ea.embedding) is null
+                   then case when ragsql.similarity_score(eq.embedding, ea.embedding) is null
                              then 'an embedding has zero norm or another dimension' end
                when c.embedder is null or s.task_status in ('failed', 'pending', 'running')
                    then ragsql._judge_reason(s.task_status, s.task_error, null, null)
@@ -102,8 +103,8 @@ as $$
     order by s.qid collate "C"
 $$;
 comment on function ragsql.answer_relevancy_cosine(text, text) is
-    'Answer relevancy by embeddings per query = cos(question, answer) (seed rag-eval-core-dimensions 4.3.2, '
-    'similarity method). embedder: default the run''s newest.';
+    'Answer relevancy by embeddings per query = max(cos(question, answer), 0) (seed rag-eval-core-dimensions '
+    '4.3.2, similarity method; ragsql.similarity_score), in [0, 1]. embedder: default the run''s newest.';
 
 -- ---------------------------------------------------------------------------------------------------
 -- Answer relevancy from generated questions and from a 1-5 rating
@@ -136,8 +137,8 @@ as $$
                count(*) as questions,
                count(eg.embedding) as embedded,
                bool_and(g.noncommittal) as noncommittal,
-               count(ragsql.cosine_similarity(eq.embedding, eg.embedding)) as cosines,
-               avg(ragsql.cosine_similarity(eq.embedding, eg.embedding)) as mean_cosine,
+               count(ragsql.similarity_score(eq.embedding, eg.embedding)) as cosines,
+               avg(ragsql.similarity_score(eq.embedding, eg.embedding)) as mean_cosine,
                bool_or(eq.embedding is not null) as question_embedded
         from judge as j
         join ragsql.generated_question as g
@@ -178,8 +179,9 @@ as $$
     order by s.qid collate "C"
 $$;
 comment on function ragsql.answer_relevancy(text, text, text, text) is
-    'Answer relevancy (RAGAS) per query = mean over the generated questions q_i of cos(q, q_i) (seed '
-    'ragas-metrics-overview: AR = 1/n sum sim(q, q_i)); 0 when every generated question flags the answer '
+    'Answer relevancy (RAGAS) per query = mean over the generated questions q_i of max(cos(q, q_i), 0) (seed '
+    'ragas-metrics-overview: AR = 1/n sum sim(q, q_i); ragsql.similarity_score), in [0, 1]; 0 when every '
+    'generated question flags the answer '
     'non-committal (RAGAS). Questions from ragsql.generated_question, embeddings from ragsql.text_embedding.';
 
 create or replace function ragsql.answer_relevancy_rating(

@@ -173,7 +173,7 @@ $$;
 comment on function ragsql.answer_correctness(text, text, text, text, float8, float8) is
     'Answer correctness per query = (w_f * F1 + w_s * answer similarity) / (w_f + w_s) with F1 from '
     'ragsql.answer_correctness_f1 and similarity from ragsql.answer_similarity; defaults w_f = 0.75, w_s = 0.25 '
-    '(RAGAS; seed polardb). A part whose weight is 0 is not needed.';
+    '(RAGAS; seed polardb); in [0, 1], as both parts are. A part whose weight is 0 is not needed.';
 
 -- ---------------------------------------------------------------------------------------------------
 -- Aspect critique and citations

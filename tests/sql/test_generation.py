@@ -418,3 +418,30 @@ def test_text_hash_matches_python_sha256(db):
     """ragsql.text_hash is sha256 of the UTF-8 bytes, as Python's hashlib computes it, for Chinese text too."""
     text = "张伟是教研部的成员 — E=mc²"
     assert db.execute("select ragsql.text_hash(%s)", (text,)).fetchone()[0] == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_negative_cosines_count_as_zero_so_every_embedding_metric_stays_in_0_1(db):
+    """An embedder whose vectors point apart (cosine < 0, as the offline hashed embedder's often do) gives
+    similarity 0, not a negative value: answer similarity, answer relevancy (questions and cosine) and answer
+    correctness keep their documented range [0, 1]; a positive cosine is kept as it is."""
+    answer, reference, question = "ans", "ref", "question?"
+    run_id, q = sample(db, question=question, answer=answer, references=(reference,))
+    embed(db, answer, [1, 0.2])
+    embed(db, reference, [-1, 0.1])      # cos ≈ -0.96
+    embed(db, question, [-0.5, -1])      # cos(question, answer) ≈ -0.61
+    call_id = call(db, prompt="answer_relevancy")
+    for n, (text, vector) in enumerate([("g1?", [0.5, 1]), ("g2?", [-0.5, -1])], 1):  # cos -1 and 1 with the question
+        db.execute("insert into ragsql.generated_question (run_id, query_id, n, model, prompt_version, question, "
+                   "noncommittal, call_id) values (%s, %s, %s, 'judge', 'v1', %s, false, %s)",
+                   (run_id, q, n, text, call_id))
+        embed(db, text, vector)
+    extraction = extract(db, answer, ["a"])
+    judge_statements(db, run_id, q, "correctness_answer", extraction, ["unsupported"])
+    judge_statements(db, run_id, q, "correctness_reference", extract(db, reference, ["r"]), ["unsupported"])
+    assert db.execute("select ragsql.cosine_similarity('[1, 0.2]', '[-1, 0.1]') < 0").fetchone()[0]
+    assert measure(db, "r", "answer_similarity")["q1"] == (0.0, None)
+    assert measure(db, "r", "answer_relevancy_cosine")["q1"] == (0.0, None)
+    assert measure(db, "r", "answer_relevancy")["q1"] == (0.5, None)  # (0 + 1) / 2; the raw mean would be 0
+    assert measure(db, "r", "answer_correctness")["q1"] == (0.0, None)
+    assert db.execute("select ragsql.similarity_score('[1, 0]', '[0.6, 0.8]'), "
+                      "ragsql.similarity_score('[0, 0]', '[1, 0]')").fetchone() == (pytest.approx(0.6), None)
