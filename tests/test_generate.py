@@ -14,7 +14,7 @@ import pytest
 from ragsql.judge import prompts as p
 from ragsql.judge.heuristics import DONT_KNOW
 from ragsql.judge.language import LANGUAGES, detect_language
-from ragsql.judge.verdicts import CITATION, GeneratedAnswer
+from ragsql.judge.verdicts import CITATION, GeneratedAnswer, cited_ids
 from ragsql.orchestrator.tasks import cited_sentences
 from tests.test_judge_run import endpoint, run_cli  # noqa: F401 - the endpoint fixture
 
@@ -86,12 +86,13 @@ def test_offline_answers_cite_their_contexts_and_the_judge_reads_them(run_withou
         assert meta["generator"] == "offline-extractive-v1" and meta["top_n"] == 5
         assert meta["prompt_version"] == "generate.v1" and meta["call_id"]
         assert detect_language(CITATION.sub("", text)) == lang, (qid, text)
-        cited = [i for _, ids in cited_sentences(text) for i in ids]
+        cited = cited_ids(text)
         if text == DONT_KNOW[lang]:
             assert not cited
             continue
         assert cited and set(cited) <= {d for d, _ in contexts}, (qid, text)
-        assert all(ids for _, ids in cited_sentences(text)), text  # every sentence carries a citation
+        ids = {d for d, _ in contexts}
+        assert all(ids for _, ids in cited_sentences(text, ids)), text  # every sentence carries a citation
     assert answers["en-01"][2] == DONT_KNOW["en"]  # its contexts do not mention Zhang Wei
     assert answers["zh-01"][2] == "张伟 教研部工程师，他最近在负责课程研发[staff#zhangwei]。"
 

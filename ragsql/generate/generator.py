@@ -20,7 +20,7 @@ from ragsql.judge.client import JudgeClient
 from ragsql.judge.heuristics import GENERATOR
 from ragsql.judge.language import LANGUAGES
 from ragsql.judge.offline import OfflineJudge
-from ragsql.judge.verdicts import CITATION_ID, GeneratedAnswer
+from ragsql.judge.verdicts import GeneratedAnswer, citation_id
 from ragsql.llm.calls import CallRecord
 from ragsql.llm.settings import EndpointSettings
 
@@ -55,12 +55,6 @@ def make_generator(settings: EndpointSettings, *, offline: bool = False) -> Judg
 def generator_name(client: Any) -> str:
     """What wrote the answers: ``offline-extractive-v1`` or the endpoint's model."""
     return GENERATOR if client.offline else client.model
-
-
-def citation_id(docno: str, position: int) -> str:
-    """The id a context is cited by: its docno, or its position when the docno cannot be written in brackets
-    (the citations metric resolves a number to the context at that position)."""
-    return docno if CITATION_ID.fullmatch(docno) else str(position)
 
 
 async def ask(client: Any, request: p.JudgeRequest[GeneratedAnswer], conn: psycopg.AsyncConnection,

@@ -9,6 +9,7 @@ validation, so the client asks once for a repair instead of storing a partial ve
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationInfo, field_validator, model_validator
@@ -35,12 +36,15 @@ __all__ = [
     "StatementVerdicts",
     "Statements",
     "cited_ids",
+    "citation_id",
+    "context_citations",
 ]
 
 VERDICT_CLASSES = ("supported", "partial", "unsupported", "contradicted")
 CITATION_ID = re.compile(r"[\w.:#/-]+")
 CITATION = re.compile(rf"\[({CITATION_ID.pattern}(?:\s*[,;]\s*{CITATION_ID.pattern})*)\]")
-"""An inline citation: ``[c12]``, ``[3]``, ``[doc-7, doc-9]`` (the format the citations metric parses)."""
+"""The syntax of an inline citation: ``[c12]``, ``[3]``, ``[doc-7, doc-9]``. Which bracketed ids count as citations
+of an answer's contexts is `context_citations`' rule."""
 
 # Judges answering a Chinese prompt sometimes write the class in Chinese.
 _VERDICT_ALIASES = {"支持": "supported", "完全支持": "supported", "部分支持": "partial", "部分": "partial",
@@ -269,6 +273,19 @@ class CitationVerdicts(BaseModel):
         _check_ids([v.id for v in self.verdicts], info, what="citation verdict")
         self.verdicts.sort(key=lambda v: v.id)
         return self
+
+
+def citation_id(docno: str | None, position: int) -> str:
+    """The id a context is cited by, as the generator writes it in ``[id]``: its docno, or its 1-based position
+    when it has no docno or one that cannot be written in brackets."""
+    return docno if docno and CITATION_ID.fullmatch(docno) else str(position)
+
+
+def context_citations(text: str, ids: Collection[str]) -> list[str]:
+    """The citations in `text`, in order: every bracketed id that is one of `ids` (the contexts' `citation_id`s).
+    Any other bracketed text is not a citation: a Wikipedia footnote ``[1]`` copied into an answer whose contexts
+    are cited by docno cites nothing."""
+    return [i for m in CITATION.finditer(text) for i in (x.strip() for x in re.split(r"[,;]", m.group(1))) if i in ids]
 
 
 def cited_ids(text: str) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ragsql.db import judging as db
 from ragsql.errors import DatabaseError, InputError
+from ragsql.judge.verdicts import citation_id
 from ragsql.orchestrator import tasks as t
 from ragsql.orchestrator.service import CallFailed, Judging, Tally, WorkerDb
 
@@ -76,8 +77,12 @@ async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[l
 
 
 async def _any_citation(conn, rid: int) -> bool:
-    cur = await conn.execute("select text from ragsql.answer where run_id = %s", (rid,))
-    return any(t.has_citations(text) for (text,) in await cur.fetchall())
+    cur = await conn.execute(
+        "select a.text, array_agg(c.position order by c.position), array_agg(c.docno order by c.position) "
+        "from ragsql.answer as a join ragsql.answer_context as c on c.run_id = a.run_id and c.query_id = a.query_id "
+        "where a.run_id = %s group by a.query_id, a.text", (rid,))
+    return any(t.has_citations(text, {citation_id(d, p) for p, d in zip(positions, docnos)})
+               for text, positions, docnos in await cur.fetchall())
 
 
 async def release_dead_workers(conn, rid: int) -> int:

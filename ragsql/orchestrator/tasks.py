@@ -5,14 +5,14 @@ built identically by each, so the cache and the in-flight map make them one call
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from ragsql.db import judging as db
 from ragsql.db.judging import Sample, Task
 from ragsql.judge import prompts as p
 from ragsql.judge.language import LANGUAGES, detect_language, split_sentences
+from ragsql.judge.verdicts import CITATION, citation_id, context_citations
 from ragsql.orchestrator.service import Judging, WorkerDb
 
 __all__ = ["KINDS", "NEEDS_REFERENCE", "TaskFailed", "run_task"]
@@ -22,8 +22,6 @@ Store = Callable[[object], Awaitable[None]]  # stores rows on the worker's conne
 NEEDS_REFERENCE = {"context_recall", "answer_similarity", "answer_correctness"}
 QUESTIONS_PER_ANSWER = 3
 NONCOMMITTAL_PLACEHOLDER = "(none: the answer is non-committal)"
-# [c12], [3], [doc-7, doc-9]: bracketed ids separated by commas
-_CITATION = re.compile(r"\[([\w.:#/-]+(?:\s*[,;]\s*[\w.:#/-]+)*)\]")
 
 
 class TaskFailed(Exception):
@@ -187,44 +185,40 @@ async def aspect_critique(job: Job) -> list[Store]:
     return [lambda c: db.store_aspect_verdicts(c, job.task, job.model, request.prompt_version, rows, got.call_id)]
 
 
-def cited_sentences(answer: str) -> list[tuple[str, list[str]]]:
-    """The answer's sentences with the ids each cites ([c12], [3], [a, b]); a bare citation joins the sentence before."""
+def cited_sentences(answer: str, ids: Collection[str]) -> list[tuple[str, list[str]]]:
+    """The answer's sentences with the contexts each cites (`context_citations`: [c12], [3], [a, b] where these
+    are the contexts' citation ids); a sentence of bracketed text alone joins the sentence before."""
     out: list[tuple[str, list[str]]] = []
     for sentence in split_sentences(answer):
-        ids = [i.strip() for m in _CITATION.finditer(sentence) for i in re.split(r"[,;]", m.group(1))]
-        text = " ".join(_CITATION.sub(" ", sentence).split())
-        if not text.strip(" .。!！?？") and out:
-            out[-1][1].extend(ids)
+        cited = context_citations(sentence, ids)
+        if not CITATION.sub(" ", sentence).strip(" .。!！?？") and out:
+            out[-1][1].extend(cited)
         else:
-            out.append((sentence, ids))
+            out.append((sentence, cited))
     return out
 
 
-def has_citations(answer: str) -> bool:
-    """Whether the answer carries at least one bracketed citation."""
-    return bool(_CITATION.search(answer))
+def has_citations(answer: str, ids: Collection[str]) -> bool:
+    """Whether the answer cites at least one of the contexts whose citation ids are `ids`."""
+    return bool(context_citations(answer, ids))
 
 
 async def citations(job: Job) -> list[Store]:
-    by_docno = {c.docno: c for c in job.sample.contexts if c.docno}
-    by_position = {str(c.position): c for c in job.sample.contexts}
-    sentences = cited_sentences(job.sample.answer)
+    by_id = {citation_id(c.docno, c.position): c for c in job.sample.contexts}
+    sentences = cited_sentences(job.sample.answer, by_id)
     rows, claims = [], []
     for sno, (sentence, ids) in enumerate(sentences, 1):
         if not ids:
             rows.append([sno, 0, sentence, None, None, None, None])
         for cno, cid in enumerate(ids, 1):
-            ctx = by_docno.get(cid) or by_docno.get(cid.lstrip("c")) or by_position.get(cid.lstrip("c"))
-            if ctx is None:
-                rows.append([sno, cno, sentence, cid, False, f"{cid} is not among the answer's contexts", None])
-            else:
-                claims.append(len(rows))
-                rows.append([sno, cno, sentence, ctx.docno or str(ctx.position), None, None, None])
+            ctx = by_id[cid]
+            claims.append(len(rows))
+            rows.append([sno, cno, sentence, ctx.docno or str(ctx.position), None, None, None])
     if not sentences:
         raise TaskFailed("the answer has no sentence")
     prompt_version = p.load_prompt("citations", job.language or detect_language(job.sample.question or job.sample.answer)).version
     if claims:
-        request = p.citations([(_CITATION.sub(" ", rows[i][2]), [_context_text(job, rows[i][3])]) for i in claims],
+        request = p.citations([(CITATION.sub(" ", rows[i][2]), [_context_text(job, rows[i][3])]) for i in claims],
                               language=job.language)
         got = await job.ask(request)
         prompt_version = request.prompt_version
