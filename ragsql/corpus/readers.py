@@ -2,9 +2,10 @@
 
 ``.txt`` and ``.md``/``.markdown`` files are one document each, whose doc_id is `document_id`'s: the path
 relative to the folder given (or the file name, for a file given by itself), ``/``-separated, without the
-extension, so ``docs/zh/moon.md`` ingested as ``docs/`` is ``zh/moon``; ``.jsonl`` files hold one document per line (``id``, ``text``, optional ``title``,
-``lang``/``language``; other fields become metadata). A file is read whole before any of its documents is
-used, so a bad one raises `InputError` (with its line) and is never half-loaded.
+extension, so ``docs/zh/moon.md`` ingested as ``docs/`` is ``zh/moon``. ``.jsonl`` files hold one document per
+line (``id``, ``text``, optional ``title``, ``lang``/``language``; other fields become metadata). A file is read
+whole before any of its documents is used, so a bad one raises `InputError` (with its line) and is never
+half-loaded.
 """
 
 from __future__ import annotations

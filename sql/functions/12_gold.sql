@@ -143,7 +143,8 @@ begin
     return found_id;
 end
 $$;
-comment on function ragsql._corpus_id(text) is 'Id of the named corpus (null for null); no_data_found for an unknown one.';
+comment on function ragsql._corpus_id(text) is
+    'Id of the named corpus (null for null); no_data_found for an unknown one.';
 
 create or replace function ragsql.dataset_unmatched_gold(dataset text, corpus text default null)
 returns table (qid text, kind text, evidence text, reason text)
