@@ -82,4 +82,5 @@ $$;
 comment on function ragsql.version_judgment(bigint, bigint) is
     'Gold labels of a dataset''s queries on the chunks (docno c<id>) of a corpus version: a chunk overlapping a '
     'gold span or quote is relevant; a judgment naming a document makes all its chunks relevant (coarse = true: '
-    'document-level gold overestimates retrieval); other judgments are kept as they are.';
+    'document-level gold overestimates retrieval); other judgments are kept as they are. Evidence that maps onto '
+    'nothing is listed by ragsql.run_unmatched_gold.';

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from ragsql.cli import main
@@ -111,7 +112,7 @@ def test_an_imported_run_reports_the_spans_it_cannot_use(conn, tmp_path):
 def test_unknown_names_raise(conn):
     for sql in ("select * from ragsql.run_unmatched_gold('nope')",
                 "select * from ragsql.dataset_unmatched_gold('nope')"):
-        with pytest.raises(Exception, match='unknown (run|dataset) "nope"'):
+        with pytest.raises(psycopg.errors.NoDataFound, match='unknown (run|dataset) "nope"'):
             with conn.transaction():
                 conn.execute(sql)
 
