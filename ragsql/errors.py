@@ -19,7 +19,7 @@ EXIT_CODES = {
     1: "error: bad data, an unknown run/dataset/corpus, a database or endpoint failure, nothing to do",
     2: "usage: a missing or unknown option, an invalid option value",
     3: "some judge tasks (or generated answers) failed; their values are NULL with the reason",
-    4: "a gate failed (reserved)",
+    4: "a gate failed (reserved for quality gates)",
 }
 
 

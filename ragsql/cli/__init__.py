@@ -69,6 +69,9 @@ class _QuietRollback(logging.Filter):
         return not str(record.msg).startswith("error ignored in rollback")
 
 
+_QUIET_ROLLBACK = _QuietRollback()
+
+
 def _line(text: object) -> str:
     """Any message as one line."""
     return " ".join(str(text).split())
@@ -81,7 +84,7 @@ def _usage(exc: click.UsageError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; every error is one line on stderr and an exit status of the contract."""
-    logging.getLogger("psycopg").addFilter(_QuietRollback())
+    logging.getLogger("psycopg").addFilter(_QUIET_ROLLBACK)
     try:
         status = cli.main(args=argv, prog_name="ragsql", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):

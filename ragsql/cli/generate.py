@@ -74,7 +74,7 @@ def generate_command(run: str, model: str | None, top_n: int, offline: bool, rep
         report({"run": run, "generator": label, "offline": client.offline, "top_n": top_n,
                 "queries": result.queries, "answers": result.answers, "replaced": result.replaced,
                 "no_context": result.no_context,
-                "failed": [{"qid": qid, "error": error} for qid, error in result.failed],
+                "failed": len(result.failed), "errors": [{"qid": qid, "error": error} for qid, error in result.failed],
                 "calls": len(calls.made), "cached": calls.cached, "failed_calls": calls.failed,
                 "prompt_tokens": calls.tokens("prompt"), "completion_tokens": calls.tokens("completion"),
                 "seconds": round(result.seconds, 3)}, warnings)
