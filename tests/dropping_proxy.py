@@ -84,10 +84,11 @@ def _serve(client: socket.socket, params: dict, cut_at: int, proxy: Proxy) -> No
 
 
 @contextlib.contextmanager
-def dropping_proxy(url: str, cut_at: int) -> Iterator[Proxy]:
-    """A proxy to `url`'s server that ends each connection at its `cut_at`-th query."""
+def dropping_proxy(url: str, cut_at: int, port: int = 0) -> Iterator[Proxy]:
+    """A proxy on 127.0.0.1:`port` (0: any free one) to `url`'s server that ends each connection at its
+    `cut_at`-th query."""
     params = conninfo_to_dict(url)
-    listener = socket.create_server(("127.0.0.1", 0))
+    listener = socket.create_server(("127.0.0.1", port))
     port = listener.getsockname()[1]
     proxy = Proxy(make_conninfo(**{**params, "host": "127.0.0.1", "port": str(port), "sslmode": "disable",
                                    "gssencmode": "disable"}))

@@ -9,12 +9,13 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragsql.cli import main
 from ragsql.errors import EXIT_CODES
@@ -263,6 +264,32 @@ def test_connect_retries_a_refusing_server_then_says_so_in_one_line(no_database,
     attempts = int(re.search(r"\((\d+) attempts in [0-9.]+ s\)$", err.strip()).group(1))
     assert err.startswith("ragsql: error: cannot connect to PostgreSQL: ") and "refused" in err
     assert attempts >= 3 and 0.5 <= elapsed < 4
+
+
+def test_connect_waits_for_a_server_that_comes_up(contract, capsys, monkeypatch):
+    """A server that starts listening while ragsql retries is reached, and the command runs as usual."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    params = {**conninfo_to_dict(contract), "host": "127.0.0.1", "port": str(port), "sslmode": "disable",
+              "gssencmode": "disable"}
+    monkeypatch.setenv("RAGSQL_DATABASE_URL", make_conninfo(**params))
+    monkeypatch.setenv("RAGSQL_CONNECT_TIMEOUT", "20")
+    done = threading.Event()
+
+    def start_later() -> None:
+        time.sleep(1.0)
+        with dropping_proxy(contract, cut_at=10_000, port=port):
+            done.wait(60)
+
+    threading.Thread(target=start_later, daemon=True).start()
+    started = time.monotonic()
+    try:
+        code, out, err = run_cli(capsys, "metrics", "--run", "nope")
+    finally:
+        done.set()
+    assert (code, out) == (1, "") and err.startswith('ragsql: error: unknown run "nope" (runs: ex, ')
+    assert time.monotonic() - started >= 0.9
 
 
 def test_a_bad_connect_timeout_is_a_usage_error(no_database, capsys, monkeypatch):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ragsql import db
-from ragsql.cli.output import format_option, report
+from ragsql.cli.output import format_option, report, warn
 from ragsql.errors import NothingDone
 from ragsql.importer import ImportSummary, import_records, import_trec
 
@@ -98,11 +98,14 @@ def _report(file: str, s: ImportSummary, fmt: str) -> None:
     """The summary on stdout (a line, or one JSON object); each skipped record as FILE:LINE: message on stderr."""
     for line, message in s.skipped:
         click.echo(f"{file}:{line}: {message}", err=True)
+    warnings: list[str] = []
     if fmt == "json":
         report({"file": file, "dataset": s.dataset, "run": s.run, "queries": s.queries, "judgments": s.judgments,
                 "spans": s.spans, "references": s.references, "results": s.results, "answers": s.answers,
-                "skipped": [{"line": line, "message": message} for line, message in s.skipped]})
+                "skipped": [{"line": line, "message": message} for line, message in s.skipped]}, warnings)
         return
+    for line in warnings:
+        warn(line)
     parts = [f"{s.queries} queries", f"{s.judgments} judgments", f"{s.references} reference answers"]
     if s.spans:
         parts.insert(2, f"{s.spans} gold spans")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ragsql import db
-from ragsql.cli.output import format_option, progress, render, report, stderr_console
+from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
 from ragsql.cli.specs import check_spec
 from ragsql.corpus import SPLITTERS
 from ragsql.errors import NothingDone
@@ -63,14 +63,17 @@ def ingest_command(paths: tuple[str, ...], corpus: str, splitter: str, chunk_siz
                 raise NothingDone("no document to ingest: " + (
                     f"every file was bad ({summary.bad_files}, listed above)" if summary.bad_files
                     else "no .txt, .md, .markdown or .jsonl file among the paths given"))
+    warnings: list[str] = []
     if fmt == "json":
         report({"corpus": summary.corpus, "version_id": summary.version_id, "embedder": summary.embedder,
                 "dimensions": summary.dimensions, "added": summary.added, "changed": summary.changed,
                 "unchanged": summary.unchanged, "bad_files": summary.bad_files, "chunked": summary.chunked,
                 "chunks": summary.chunks, "tokens": summary.tokens, "seconds": round(summary.seconds, 3),
-                "reports": summary.reports})
+                "reports": summary.reports}, warnings)
         return
     _print_summary(summary)
+    for line in warnings:
+        warn(line)
 
 
 def _print_summary(s) -> None:

@@ -78,6 +78,8 @@ def retrieve_command(dataset: str, corpus: str, run: str, mode: str, k: int, chu
         s = retrieve_run(conn, dataset=dataset, corpus=corpus, run=run, spec=spec, chunking=chunking,
                          replace=replace)
     warnings = []
+    if s.queries and not s.results:
+        warnings.append(f"no query retrieved anything from corpus {s.version.corpus} ({mode})")
     if s.coarse:
         warnings.append(f"{s.coarse} queries have only document-level gold in this chunking: every chunk of their "
                         "documents counts as relevant, which overestimates retrieval (give spans or quotes)")
