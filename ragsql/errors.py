@@ -1,26 +1,52 @@
-"""Errors ragsql raises; the CLI prints each as one line and exits non-zero."""
+"""Errors ragsql raises and the exit codes of the CLI contract; the CLI prints each error as one line."""
 
 from __future__ import annotations
 
-__all__ = ["RagsqlError", "InputError", "SchemaError", "DatabaseError", "JudgeError"]
+__all__ = [
+    "EXIT_CODES",
+    "DatabaseError",
+    "InputError",
+    "JudgeError",
+    "NothingDone",
+    "RagsqlError",
+    "SchemaError",
+    "UsageError",
+]
+
+# The exit codes every command keeps (README "Exit codes", `ragsql --help`).
+EXIT_CODES = {
+    0: "ok",
+    1: "error: bad data, an unknown run/dataset/corpus, a database or endpoint failure, nothing to do",
+    2: "usage: a missing or unknown option, an invalid option value",
+    3: "some judge tasks (or generated answers) failed; their values are NULL with the reason",
+    4: "a gate failed (reserved for quality gates)",
+}
 
 
 class RagsqlError(Exception):
-    """Base of every error ragsql reports to the user."""
+    """Base of every error ragsql reports to the user (exit status 1)."""
 
     exit_code = 1
 
 
 class InputError(RagsqlError):
-    """Bad user input: a malformed file, an unknown run or measure, a duplicate id."""
-
-    exit_code = 2
+    """Bad user data: a malformed file, an unknown run or dataset, a duplicate id (exit status 1)."""
 
     def __init__(self, message: str, path: str | None = None, line: int | None = None):
         self.path = path
         self.line = line
         where = f"{path}:{line}: " if path and line else (f"{path}: " if path else "")
         super().__init__(f"{where}{message}")
+
+
+class UsageError(RagsqlError):
+    """The command line is wrong: an option value that cannot be used (exit status 2)."""
+
+    exit_code = 2
+
+
+class NothingDone(RagsqlError):
+    """A step that stored nothing (no document, record or answer), with the reason (exit status 1)."""
 
 
 class SchemaError(RagsqlError):

@@ -64,11 +64,12 @@ def test_default_table_names_every_default_measure(run_db, capsys):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
-    [(["--run", "nope"], 'unknown run "nope"'), (["--run", "r", "--measures", "MAP@x"], 'unknown measure "MAP@x"')],
+    ("args", "code", "line"),
+    [(["--run", "nope"], 1, 'ragsql: error: unknown run "nope" (runs: r)'),
+     (["--run", "r", "--measures", "MAP@x"], 2, 'ragsql: usage: --measures: unknown measure "MAP@x"')],
 )
-def test_unknown_run_or_measure_is_one_line_and_nonzero_exit(run_db, capsys, args, message):
-    """An unknown run or measure prints one `ragsql: error:` line and exits non-zero."""
-    code, out, err = run_cli(capsys, "metrics", *args)
-    assert code != 0 and out == ""
-    assert err.startswith("ragsql: error: ") and message in err and err.count("\n") == 1
+def test_unknown_run_is_an_error_and_unknown_measure_a_usage_error(run_db, capsys, args, code, line):
+    """An unknown run is a data error (exit 1), an unknown measure a usage error (exit 2): one line each."""
+    got, out, err = run_cli(capsys, "metrics", *args)
+    assert got == code and out == ""
+    assert err.startswith(line) and err.count("\n") == 1

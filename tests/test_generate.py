@@ -111,14 +111,14 @@ def test_offline_answers_cite_their_contexts_and_the_judge_reads_them(run_withou
 
 
 def test_existing_answers_are_refused_unless_replace(run_without_answers, capsys):
-    """A second generate is one clear line (exit 2) and changes nothing; --replace drops the answers with their
+    """A second generate is one clear line (exit 1) and changes nothing; --replace drops the answers with their
     verdicts and regenerates them from the cache; --top-n bounds the contexts."""
     url = run_without_answers
     assert run_cli(capsys, "generate", "--run", "gen")[0] == 0
     assert run_cli(capsys, "judge", "--run", "gen", "--metrics", "citations")[0] == 0
     before = _answers(url)
     code, out, err = run_cli(capsys, "generate", "--run", "gen")
-    assert code == 2 and out == ""
+    assert code == 1 and out == ""
     assert err.strip().count("\n") == 0 and "already has 12 answers" in err and "--replace" in err
     assert _answers(url) == before
     code, out, err = run_cli(capsys, "generate", "--run", "gen", "--replace")
@@ -135,7 +135,7 @@ def test_existing_answers_are_refused_unless_replace(run_without_answers, capsys
 
 def test_unknown_run_is_one_line(run_without_answers, capsys):
     code, out, err = run_cli(capsys, "generate", "--run", "nope")
-    assert code == 2 and out == "" and err.count("\n") == 1 and 'unknown run "nope"' in err
+    assert code == 1 and out == "" and err.count("\n") == 1 and 'unknown run "nope"' in err
 
 
 def test_endpoint_one_call_per_query_then_none(run_without_answers, endpoint, capsys):

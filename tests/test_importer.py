@@ -199,15 +199,15 @@ def test_csv_cli_import_stores_rows(fresh_db, capsys):
 
 def test_records_with_retrieved_items_need_a_run(fresh_db, capsys):
     """Records that carry retrieved items or answers without --run are refused and nothing is stored."""
-    assert main(["import", "jsonl", str(DATA / "ragas_old.jsonl"), "--dataset", "d"]) == 2
+    assert main(["import", "jsonl", str(DATA / "ragas_old.jsonl"), "--dataset", "d"]) == 1
     assert "pass --run" in capsys.readouterr().err
     assert count(fresh_db, "query") == 0 and count(fresh_db, "dataset") == 0
 
 
 def test_malformed_record_stores_nothing_and_names_file_and_line(fresh_db, tmp_path, capsys):
-    """Without --skip-bad, one malformed record stops the import: one error line, exit 2, no rows."""
+    """Without --skip-bad, one malformed record stops the import: one error line, exit 1, no rows."""
     path = write(tmp_path, "e.jsonl", '{"qid": "a", "query": "x"}\n{"qid": "b", "query": "y", "response": " "}\n')
-    assert main(["import", "jsonl", path, "--dataset", "d"]) == 2
+    assert main(["import", "jsonl", path, "--dataset", "d"]) == 1
     err = capsys.readouterr().err
     assert err == f"ragsql: error: {path}:2: response is empty (an answer that is given must have text)\n"
     assert count(fresh_db, "query") == 0
@@ -235,8 +235,8 @@ def test_failed_import_keeps_what_earlier_imports_stored(fresh_db, tmp_path):
     """A failing import rolls back only itself; an earlier import's rows stay."""
     assert main(["import", "jsonl", str(DATA / "seed.jsonl"), "--dataset", "seed", "--run", "s1"]) == 0
     bad = write(tmp_path, "bad.jsonl", '{"qid": "n1", "query": "new", "gold_evidence": ["c1"]}\n{"qid": 1.5}\n')
-    assert main(["import", "jsonl", bad, "--dataset", "seed"]) == 2
-    assert main(["import", "jsonl", bad, "--dataset", "other"]) == 2
+    assert main(["import", "jsonl", bad, "--dataset", "seed"]) == 1
+    assert main(["import", "jsonl", bad, "--dataset", "other"]) == 1
     with psycopg.connect(fresh_db) as c:
         assert [r[0] for r in c.execute("select qid from ragsql.query order by qid")] == ["q_001", "q_002"]
         assert (count(c, "dataset"), count(c, "judgment"), count(c, "run_result")) == (1, 3, 7)
@@ -248,7 +248,7 @@ def test_reimporting_labels_is_idempotent_and_replace_replaces(fresh_db, tmp_pat
     other = write(tmp_path, "b.jsonl", '{"qid": "a", "query": "x", "ground_truths": ["r2", "r3"]}\n')
     assert main(["import", "jsonl", first, "--dataset", "d"]) == 0
     assert main(["import", "jsonl", first, "--dataset", "d"]) == 0
-    assert main(["import", "jsonl", other, "--dataset", "d"]) == 2
+    assert main(["import", "jsonl", other, "--dataset", "d"]) == 1
     assert "already holds other reference answers for query a" in capsys.readouterr().err
     assert main(["import", "jsonl", other, "--dataset", "d", "--replace"]) == 0
     with psycopg.connect(fresh_db) as c:

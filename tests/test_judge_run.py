@@ -174,7 +174,7 @@ def test_unreachable_endpoint_is_one_line_before_any_work(example_run, monkeypat
 
 def test_unknown_run_and_metric_are_clear(example_run, capsys):
     code, _, err = run_cli(capsys, "judge", "--run", "nope")
-    assert code == 2 and 'unknown run "nope"' in err
+    assert code == 1 and 'unknown run "nope"' in err
     code, _, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfullness")
     assert code == 2 and "unknown metric 'faithfullness'" in err
 

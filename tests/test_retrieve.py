@@ -93,16 +93,16 @@ def test_expansion_widens_the_text_not_the_ranking(demo, capsys):
 def test_errors_are_one_line(demo, capsys):
     base = ("retrieve", "--dataset", "demo", "--run", "x")
     code, _, err = run_cli(capsys, *base, "--corpus", "nope")
-    assert code == 2 and 'unknown corpus "nope"' in err and len(err.strip().splitlines()) == 1
+    assert code == 1 and 'unknown corpus "nope"' in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(capsys, "retrieve", "--dataset", "nope", "--corpus", "demo", "--run", "x")
-    assert code == 2 and 'unknown dataset "nope"' in err
+    assert code == 1 and 'unknown dataset "nope"' in err
     code, _, err = run_cli(capsys, *base, "--corpus", "demo", "--chunking", "markdown:1:0")
-    assert code == 2 and "has no chunking markdown:1:0" in err
+    assert code == 1 and "has no chunking markdown:1:0" in err
     code, _, err = run_cli(capsys, *base, "--corpus", "demo", "--weights", "bm25=x")
     assert code == 2 and "PATH=NUMBER" in err
     assert run_cli(capsys, *base, "--corpus", "demo", "--mode", "bm25")[0] == 0
     code, _, err = run_cli(capsys, *base, "--corpus", "demo", "--mode", "bm25")
-    assert code == 2 and "already exists" in err
+    assert code == 1 and "already exists" in err
     assert run_cli(capsys, *base, "--corpus", "demo", "--mode", "bm25", "--replace")[0] == 0
 
 

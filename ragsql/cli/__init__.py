@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -18,9 +19,11 @@ from ragsql.cli.judge import judge_command
 from ragsql.cli.metrics import metrics_command
 from ragsql.cli.retrieve import retrieve_command
 from ragsql.cli.scores import scores_command
-from ragsql.errors import RagsqlError
+from ragsql.errors import EXIT_CODES, RagsqlError, UsageError
 
 __all__ = ["cli", "main"]
+
+EPILOG = "\b\nExit status:\n" + "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES.items())
 
 
 class _Workflow(click.Group):
@@ -30,7 +33,8 @@ class _Workflow(click.Group):
         return list(self.commands)
 
 
-@click.group(cls=_Workflow, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=_Workflow, epilog=EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="ragsql")
 def cli() -> None:
     """RAG evaluation that lives in PostgreSQL.
@@ -58,23 +62,51 @@ for command, summary in (
     cli.add_command(command)
 
 
+class _QuietRollback(logging.Filter):
+    """Drops psycopg's "error ignored in rollback" warning: the error that caused it is already reported."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("error ignored in rollback")
+
+
+_QUIET_ROLLBACK = _QuietRollback()
+
+
+def _line(text: object) -> str:
+    """Any message as one line."""
+    return " ".join(str(text).split())
+
+
+def _usage(exc: click.UsageError) -> str:
+    where = exc.ctx.command_path if exc.ctx is not None else "ragsql"
+    return f"ragsql: usage: {_line(exc.format_message())} (see: {where} --help)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the CLI; any ragsql or database error is one line on stderr."""
+    """Entry point: run the CLI; every error is one line on stderr and an exit status of the contract."""
+    logging.getLogger("psycopg").addFilter(_QUIET_ROLLBACK)
     try:
         status = cli.main(args=argv, prog_name="ragsql", standalone_mode=False)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("ragsql: aborted", err=True)
         return 130
+    except click.UsageError as exc:  # a missing or unknown option, an invalid option value
+        no_command = type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None
+        click.echo(exc.ctx.get_help() if no_command else _usage(exc), err=True)  # a bare group: its help
+        return 2
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"ragsql: error: {_line(exc.format_message())}", err=True)
+        return 1
+    except UsageError as exc:
+        click.echo(f"ragsql: usage: {_line(exc)}", err=True)
         return exc.exit_code
     except RagsqlError as exc:
-        click.echo(f"ragsql: error: {exc}", err=True)
+        click.echo(f"ragsql: error: {_line(exc)}", err=True)
         return exc.exit_code
     except psycopg.Error as exc:
-        message = (exc.diag.message_primary or str(exc)).strip().splitlines()[0]
+        message = (exc.diag.message_primary or str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
-        click.echo(f"ragsql: error: {message}{hint}", err=True)
+        click.echo(f"ragsql: error: {_line(message + hint)}", err=True)
         return 1
     return status if isinstance(status, int) else 0
 

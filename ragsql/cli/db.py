@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from urllib.parse import quote
 
 import click
+import psycopg
 
 from ragsql import db
+from ragsql.cli.output import format_option, report
 
 __all__ = ["db_group"]
 
@@ -32,24 +35,51 @@ def url_command() -> None:
 
 
 @db_group.command("status")
-def status_command() -> None:
-    """Say where the data lives, the server version and the schema version."""
-    external = os.environ.get("RAGSQL_DATABASE_URL")
-    if external:
-        click.echo("database:        RAGSQL_DATABASE_URL")
+@format_option()
+def status_command(fmt: str) -> None:
+    """Say where the data lives, a psql URL, the server version and the schema version."""
+    external = bool(os.environ.get("RAGSQL_DATABASE_URL"))
+    info = None if external else db.embedded_status()
+    status = {"database": "RAGSQL_DATABASE_URL" if external else "embedded",
+              "data": None if external else str(info.pgdata), "running": True, "url": None, "server_version": None,
+              "pgvector": None, "schema_version": None}
+    if info is not None and not info.running:
+        status["running"] = False
     else:
-        info = db.embedded_status()
-        click.echo(f"database:        embedded, data in {info.pgdata}")
-        if not info.running:
-            click.echo("server:          stopped (any ragsql command starts it)")
-            return
-    with db.connect() as conn:
-        server = conn.execute("select current_setting('server_version')").fetchone()[0]
-        vector = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()
-        version = db.schema_version(conn)
-        click.echo(f"url:             {conn.info.dsn}")
-        click.echo(f"server:          PostgreSQL {server}, pgvector {vector[0] if vector else 'not installed'}")
-        click.echo(f"schema version:  {version or 'not installed (run: ragsql db init)'}")
+        with db.connect() as conn:
+            status["url"] = psql_url(conn)
+            status["server_version"] = conn.execute("select current_setting('server_version')").fetchone()[0]
+            vector = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()
+            status["pgvector"] = vector[0] if vector else None
+            status["schema_version"] = db.schema_version(conn)
+    if fmt == "json":
+        report(status)
+        return
+    where = "RAGSQL_DATABASE_URL" if external else f"embedded, data in {status['data']}"
+    click.echo(f"database:        {where}")
+    if not status["running"]:
+        click.echo("server:          stopped (any ragsql command starts it)")
+        return
+    click.echo(f"url:             {status['url']}")
+    click.echo(f"server:          PostgreSQL {status['server_version']}, pgvector {status['pgvector'] or 'not installed'}")
+    click.echo(f"schema version:  {status['schema_version'] or 'not installed (run: ragsql db init)'}")
+
+
+def psql_url(conn: psycopg.Connection) -> str:
+    """postgresql://user@host:port/dbname of a connection, with only what psql 14+ knows and no password."""
+    p = conn.info.get_parameters()
+    user = quote(p["user"], safe="") + "@" if p.get("user") else ""
+    host, port = p.get("host", ""), p.get("port", "")
+    query = []
+    if host.startswith("/"):  # a Unix socket directory goes in the query string
+        query.append("host=" + quote(host, safe="/"))
+        host = ""
+    elif ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    netloc = user + quote(host, safe="[]:") + (f":{port}" if port else "")
+    if p.get("sslmode"):
+        query.append("sslmode=" + p["sslmode"])
+    return f"postgresql://{netloc}/{quote(p.get('dbname', ''), safe='')}" + ("?" + "&".join(query) if query else "")
 
 
 @db_group.command("stop")

@@ -6,7 +6,7 @@ import click
 
 from ragsql import db
 from ragsql.cli.output import FORMATS, render
-from ragsql.db import diagnostics
+from ragsql.db import diagnostics, names
 
 __all__ = ["diagnose_command"]
 
@@ -26,6 +26,7 @@ def diagnose_command(run: str, per_query: bool, fmt: str) -> None:
     """
     with db.connect() as conn:
         db.ensure_schema(conn)
+        names.run_id(conn, run)
         if per_query:
             rows = diagnostics.query_causes(conn, run)
             render(rows, ["qid", "answer_correctness", "context_recall", "context_precision", "cause"], fmt,

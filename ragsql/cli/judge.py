@@ -6,10 +6,11 @@ import asyncio
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragsql import db
-from ragsql.cli.output import render
+from ragsql.cli.output import format_option, progress, render, report, stderr_console
+from ragsql.cli.specs import check_metrics, check_spec
+from ragsql.db import names
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import TOKENIZER
 from ragsql.orchestrator.runner import DEFAULT_METRICS, METRICS, JudgeResult, judge_run, plan_run
@@ -18,20 +19,16 @@ from ragsql.orchestrator.service import Tally
 __all__ = ["judge_command"]
 
 
-def _metrics(value: str | None) -> list[str] | None:
-    return value.replace(",", " ").split() if value else None
-
-
 @click.command("judge")
 @click.option("--run", "run", required=True, help="Name of the run whose answers are judged.")
-@click.option("--metrics", default=None, metavar='"faithfulness answer_relevancy ..."',
+@click.option("--metrics", default=None, metavar='"faithfulness answer_relevancy ..."', callback=check_metrics,
               help=f"Space- or comma-separated metrics: {', '.join(METRICS)}. Default: "
                    f"{', '.join(DEFAULT_METRICS)} — those the run's data allows (no reference answer: no "
                    "context_recall, answer_similarity, answer_correctness).")
 @click.option("--workers", default=16, show_default=True, type=click.IntRange(1, 256),
               help="Concurrent judge workers in this process (more processes may judge the same run at once).")
 @click.option("--model", default=None, help="Judge model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
-@click.option("--embedder", default=None, metavar="SPEC",
+@click.option("--embedder", default=None, metavar="SPEC", callback=check_spec("embedder"),
               help="offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
                    "endpoint is configured, else offline).")
 @click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured.")
@@ -39,8 +36,9 @@ def _metrics(value: str | None) -> list[str] | None:
               help="Judge tasks already done once more (e.g. after editing prompts); requests already answered "
                    "still come from the cache. Another --model or --embedder re-judges without this.")
 @click.option("--dry-run", is_flag=True, help="Print how many calls and tokens the run needs; call nothing.")
-def judge_command(run: str, metrics: str | None, workers: int, model: str | None, embedder: str | None,
-                  offline: bool, again: bool, dry_run: bool) -> int:
+@format_option()
+def judge_command(run: str, metrics: list[str] | None, workers: int, model: str | None, embedder: str | None,
+                  offline: bool, again: bool, dry_run: bool, fmt: str) -> int:
     """Judge a run's answers and store the verdicts; generation metrics are SQL views over them.
 
     The endpoint is RAGSQL_JUDGE_BASE_URL / RAGSQL_JUDGE_API_KEY (or OPENAI_BASE_URL /
@@ -53,31 +51,43 @@ def judge_command(run: str, metrics: str | None, workers: int, model: str | None
     from ragsql.orchestrator.setup import make_judging  # imports openai: only when judging
 
     settings = EndpointSettings.from_env(model=model)
-    judging = make_judging(settings, offline=offline, embedder=embedder, dry_run=dry_run)
     url = db.database_url()
     with db.connect() as conn:
         db.ensure_schema(conn)
-    console = Console(stderr=True)
+        names.run_id(conn, run)
+    judging = make_judging(settings, offline=offline, embedder=embedder, dry_run=dry_run)
+    console = stderr_console()
     label = "offline judge" if judging.judge.offline else f"judge {judging.model} at {settings.base_url or 'api.openai.com'}"
     if dry_run:
-        plan = asyncio.run(plan_run(url, run, judging, metrics=_metrics(metrics), again=again))
+        plan = asyncio.run(plan_run(url, run, judging, metrics=metrics, again=again))
         _say_skipped(console, plan.skipped)
-        _print_plan(run, label, plan.tasks, plan.tally, judging)
+        if fmt == "json":
+            report({"run": run, "judge": label, "offline": judging.judge.offline, "dry_run": True, "tasks": plan.tasks,
+                    **_tally_json(plan.tally), "skipped": plan.skipped})
+        else:
+            _print_plan(run, label, plan.tasks, plan.tally, judging)
         return 0
-    result = asyncio.run(_judge(url, run, judging, _metrics(metrics), workers, again, console, label))
+    result = asyncio.run(_judge(url, run, judging, metrics, workers, again, console, label))
     _say_skipped(console, result.skipped)
-    _print_summary(run, label, result, judging)
+    if fmt == "json":
+        report({"run": run, "judge": label, "offline": judging.judge.offline, "dry_run": False,
+                "metrics": list(result.kinds), "done": result.done, "failed": result.failed, "lost": result.lost,
+                "errors": [{"qid": qid, "metric": kind, "error": error} for qid, kind, error in result.errors],
+                **_tally_json(result.tally), "skipped": result.skipped, "seconds": round(result.seconds, 3)})
+        if result.failed:
+            click.echo(f"{result.failed} tasks failed: their metrics are NULL with the reason; "
+                       "run `ragsql judge` again to retry them.", err=True)
+    else:
+        _print_summary(run, label, result, judging)
     return 3 if result.failed else 0  # 3: some tasks failed; their metrics are NULL with the reason
 
 
 async def _judge(url, run, judging, metrics, workers, again, console, label) -> JudgeResult:
     await judging.judge.check()
     try:
-        with Progress(TextColumn("[bold]judging[/] " + run), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=True) as bar:
-            task = bar.add_task("tasks", total=None)
+        with progress(console, f"judging {run}") as on_progress:
             return await judge_run(url, run, judging, metrics=metrics, workers=workers, again=again,
-                                   on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+                                   on_progress=on_progress)
     finally:
         await judging.judge.aclose()
         await judging.embedder.aclose()
@@ -86,6 +96,12 @@ async def _judge(url, run, judging, metrics, workers, again, console, label) -> 
 def _say_skipped(console: Console, skipped: dict[str, str]) -> None:
     for metric, why in skipped.items():
         console.print(f"skipped {metric}: {why}")
+
+
+def _tally_json(t: Tally) -> dict[str, int]:
+    return {"calls": t.calls, "cached": t.cached, "failed_calls": t.failed, "prompt_tokens": t.prompt_tokens,
+            "completion_tokens": t.completion_tokens, "embedding_calls": t.embedding_calls,
+            "texts_embedded": t.texts_embedded, "embeddings_cached": t.embeddings_cached}
 
 
 def _tally_rows(t: Tally, offline: bool, plan: bool = False) -> list[dict]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 import click
+import psycopg
 
 from ragsql import db
-from ragsql.cli.output import FORMATS, render
-from ragsql.db import gold, metrics
+from ragsql.cli.output import FORMATS, render, warn
+from ragsql.db import gold, metrics, names
+from ragsql.errors import UsageError
 
 __all__ = ["metrics_command"]
 
@@ -31,19 +33,24 @@ def metrics_command(run: str, measures: str | None, rel_level: int, answerable_o
     The run value is the mean over every judged query of the dataset: a judged
     query missing from the run scores 0; queries without judgments are ignored.
     """
-    names = measures.replace(",", " ").split() if measures else None
+    asked = measures.replace(",", " ").split() if measures else None
     with db.connect() as conn:
         db.ensure_schema(conn)
+        names.run_id(conn, run)
         unmatched = gold.run_unmatched(conn, run)
         if unmatched:
-            click.echo(unmatched.line(), err=True)
-        if per_query:
-            rows = [dataclasses.asdict(v) for v in metrics.query_values(conn, run, names, rel_level)]
-            if answerable_only:
-                rows = [r for r in rows if r["relevant"] > 0]
-            render(rows, ["run", "qid", "measure", "value"], fmt, title=f"run {run}")
-            return
-        values = metrics.run_values(conn, run, names, rel_level)
+            warn(unmatched.line())
+        try:
+            if per_query:
+                rows = [dataclasses.asdict(v) for v in metrics.query_values(conn, run, asked, rel_level)]
+                if answerable_only:
+                    rows = [r for r in rows if r["relevant"] > 0]
+                render(rows, ["run", "qid", "measure", "value"], fmt, title=f"run {run}")
+                return
+            values = metrics.run_values(conn, run, asked, rel_level)
+        except psycopg.errors.InvalidParameterValue as exc:  # the measures named are the only parameter checked
+            hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
+            raise UsageError(f"--measures: {exc.diag.message_primary}{hint}") from None
     rows = []
     for v in values:
         row = dataclasses.asdict(v)

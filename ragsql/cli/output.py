@@ -1,19 +1,55 @@
-"""Rendering rows as a table, JSON or CSV."""
+"""Rendering rows as a table, JSON or CSV; a command's JSON report; progress bars only on a terminal."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-__all__ = ["FORMATS", "render"]
+__all__ = ["FORMATS", "REPORT_FORMATS", "format_option", "progress", "render", "report", "stderr_console", "warn"]
 
 FORMATS = ("table", "json", "csv")
+REPORT_FORMATS = ("table", "json")  # a batch step's summary: a table for people, one JSON object for scripts
+
+
+def format_option(choices: Sequence[str] = REPORT_FORMATS):
+    """The `--format` option every command shares (table by default)."""
+    return click.option("--format", "fmt", type=click.Choice(choices), default="table", show_default=True,
+                        help="table for people; json: one object on stdout (README: JSON output).")
+
+
+def stderr_console() -> Console:
+    """A console on stderr for notes and progress; never markup or highlighting of user text."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def warn(message: str) -> None:
+    """One `warning: …` line on stderr."""
+    click.echo("warning: " + " ".join(message.split()), err=True)
+
+
+@contextlib.contextmanager
+def progress(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
+    """A transient progress bar on a terminal, nothing at all off one; yields on_progress(done, total)."""
+    if not console.is_terminal:
+        yield lambda done, total: None
+        return
+    with Progress(TextColumn(label, markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("items", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def report(data: dict, warnings: Sequence[str] = ()) -> None:
+    """A command's JSON report: one object on stdout, its `warnings` list always present."""
+    click.echo(json.dumps({**data, "warnings": list(warnings)}, ensure_ascii=False, indent=2, default=str))
 
 
 def _cell(value) -> str:

@@ -8,7 +8,7 @@ import click
 
 from ragsql import db
 from ragsql.cli.output import FORMATS, render
-from ragsql.db import generation, metrics
+from ragsql.db import generation, metrics, names
 
 __all__ = ["scores_command"]
 
@@ -33,6 +33,7 @@ def scores_command(run: str, per_query: bool, fmt: str) -> None:
     """
     with db.connect() as conn:
         db.ensure_schema(conn)
+        names.run_id(conn, run)
         if per_query:
             rows = [{**dataclasses.asdict(v), "kind": "retrieval", "reason": None, "source": "gold labels"}
                     for v in metrics.query_values(conn, run, None, 1)]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from ragsql.errors import InputError
+from ragsql.db import names
 
 __all__ = ["UnmatchedGold", "dataset_unmatched", "require_corpus", "run_unmatched"]
 
@@ -30,7 +30,7 @@ class UnmatchedGold:
         return self.items > 0
 
     def line(self) -> str:
-        """The one-line warning (empty when everything matched)."""
+        """The one-line warning, without its `warning:` prefix (empty when everything matched)."""
         if not self.items:
             return ""
         dropped = (f"; {self.dropped} of these queries have no gold left and are left out of every measure"
@@ -38,7 +38,7 @@ class UnmatchedGold:
         shown = "; ".join(f"{qid}: {reason}" for qid, _, reason in self.first)
         more = f"; … {self.items - len(self.first)} more" if self.items > len(self.first) else ""
         items, queries = _count(self.items, "gold evidence item"), _count(self.queries, "query", "queries")
-        return (f"warning: {items} of {queries} match{'es' if self.items == 1 else ''} nothing{dropped} "
+        return (f"{items} of {queries} match{'es' if self.items == 1 else ''} nothing{dropped} "
                 f"({shown}{more}); all: {self.query}")
 
     def as_json(self) -> dict:
@@ -67,10 +67,8 @@ def dataset_unmatched(conn: psycopg.Connection, dataset: str, corpus: str | None
 
 def require_corpus(conn: psycopg.Connection, corpus: str | None) -> None:
     """InputError naming the corpora there are when `corpus` is given and unknown."""
-    if corpus is None or conn.execute("select 1 from ragsql.corpus where name = %s", (corpus,)).fetchone():
-        return
-    known = [n for (n,) in conn.execute("select name from ragsql.corpus order by name")]
-    raise InputError(f'unknown corpus "{corpus}" (corpora: {", ".join(known) or "none; see ragsql ingest"})')
+    if corpus is not None:
+        names.corpus_id(conn, corpus)
 
 
 def _summary(rows: list[tuple], dropped: set[str], query: str) -> UnmatchedGold:

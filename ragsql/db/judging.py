@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.rows import dict_row
 
-from ragsql.errors import DatabaseError, InputError
+from ragsql.db import names
+from ragsql.errors import DatabaseError
 from ragsql.llm.calls import CallRecord
 
 __all__ = [
@@ -92,14 +93,8 @@ class Sample:
 
 
 async def run_id(conn: psycopg.AsyncConnection, run: str) -> int:
-    """The run's id; InputError naming the known runs when there is no such run."""
-    row = await (await conn.execute("select id from ragsql.run where name = %s", (run,))).fetchone()
-    if row is None:
-        names = [r[0] for r in await (await conn.execute(
-            "select name from ragsql.run order by created_at desc limit 5")).fetchall()]
-        known = f" (runs: {', '.join(names)})" if names else " (no run is loaded)"
-        raise InputError(f'unknown run "{run}"{known}')
-    return row[0]
+    """The run's id; InputError naming the known runs when there is no such run (ragsql.db.names)."""
+    return await names.run_id_async(conn, run)
 
 
 async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:

@@ -11,6 +11,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 
+from ragsql.db import names
 from ragsql.db.load import _copy, create_run
 from ragsql.errors import InputError
 
@@ -61,10 +62,8 @@ def find_version(conn: psycopg.Connection, corpus: str, chunking: str | None = N
         (corpus,),
     ).fetchall()
     if not rows:
-        known = [n for (n,) in conn.execute("select name from ragsql.corpus order by name")]
-        if corpus in known:
-            raise InputError(f'corpus "{corpus}" has no chunks yet: run `ragsql ingest … --corpus {corpus}`')
-        raise InputError(f'unknown corpus "{corpus}" (corpora: {", ".join(known) or "none; see ragsql ingest"})')
+        names.corpus_id(conn, corpus)  # an unknown corpus: the one message for every command
+        raise InputError(f'corpus "{corpus}" has no chunks yet: run `ragsql ingest … --corpus {corpus}`')
     versions = [Version(*row) for row in rows]
     if chunking is None:
         return versions[0]
@@ -77,14 +76,11 @@ def find_version(conn: psycopg.Connection, corpus: str, chunking: str | None = N
 
 def dataset_queries(conn: psycopg.Connection, dataset: str) -> tuple[int, list[tuple[int, str, str | None]]]:
     """The dataset id and its queries (id, text, language) that have text."""
-    row = conn.execute("select id from ragsql.dataset where name = %s", (dataset,)).fetchone()
-    if row is None:
-        known = [n for (n,) in conn.execute("select name from ragsql.dataset order by name")]
-        raise InputError(f'unknown dataset "{dataset}" (datasets: {", ".join(known) or "none"})')
+    dataset_id = names.dataset_id(conn, dataset)
     queries = conn.execute(
         "select id, text, language from ragsql.query where dataset_id = %s and coalesce(btrim(text), '') <> '' "
-        "order by id", (row[0],)).fetchall()
-    return row[0], queries
+        "order by id", (dataset_id,)).fetchall()
+    return dataset_id, queries
 
 
 def start_run(conn: psycopg.Connection, run: str, dataset_id: int, version: Version, spec: RunSpec,

@@ -16,11 +16,11 @@ _PATH_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
 
 
 def require_extra(module: str, user: str, extra: str = "local") -> Any:
-    """The imported `module`; JudgeError naming ``pip install ragsql[<extra>]`` when it (or torch) is missing."""
+    """The imported `module`; JudgeError naming the install command when it (or torch) is missing."""
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise JudgeError(f"{user} needs the optional extra: pip install ragsql[{extra}]") from None
+        raise JudgeError(f"{user} needs the optional extra {extra!r}: pip install -e \".[{extra}]\" in a ragsql checkout") from None
 
 
 def load_model(factory: Callable[..., Any], model: str, *, what: str, error: type[RagsqlError] = JudgeError,

@@ -63,7 +63,7 @@ async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[l
         raise InputError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
     shape = await db.run_shape(conn, rid)
     if shape["answers"] == 0:
-        raise InputError("the run has no answers to judge (import answers first: ragsql import evalset)")
+        raise InputError("the run has no answers to judge (import them with `ragsql import jsonl|csv FILE --dataset D --run RUN`, or write them with `ragsql generate --run RUN`)")
     wanted = list(dict.fromkeys(metrics or DEFAULT_METRICS))
     skipped: dict[str, str] = {}
     if shape["with_references"] == 0:

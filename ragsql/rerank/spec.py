@@ -33,5 +33,5 @@ def make_reranker(spec: str, settings: EndpointSettings | None = None) -> Rerank
     factory = _FACTORIES.get(kind.lower())
     if factory is None:
         raise InputError(f"unknown reranker {spec!r}: use endpoint[:model] (a Cohere/Jina-style /rerank API) "
-                         "or cross-encoder:<model> (a local model, pip install ragsql[local])")
+                         "or cross-encoder:<model> (a local model: pip install -e \".[local]\" in a ragsql checkout)")
     return factory(arg.strip(), settings)

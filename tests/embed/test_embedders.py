@@ -102,7 +102,7 @@ def test_sentence_transformers_missing_extra_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import now raises ImportError
     with pytest.raises(JudgeError) as info:
         make_embedder("sentence-transformers:BAAI/bge-small-zh-v1.5", EndpointSettings())
-    assert "pip install ragsql[sentence-transformers]" in str(info.value) and "\n" not in str(info.value)
+    assert 'pip install -e ".[sentence-transformers]"' in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(JudgeError):
         SentenceTransformerEmbedder("all-MiniLM-L6-v2")
 

