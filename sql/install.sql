@@ -44,11 +44,13 @@ select not exists (select from ragsql.schema_migration where name = '0060_upgrad
 \ir functions/24_generation_api.sql
 \ir functions/25_judge_queue.sql
 \ir functions/30_retrieval.sql
+\ir functions/35_maintenance.sql
 \ir functions/40_diagnostics.sql
 \ir views/10_retrieval.sql
 \ir views/20_generation.sql
+\ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 98d13312df6b7a6ac7624200a8dfb56c8569c9669d893ebc8b249998a3dc0be4
+\set ragsql_fingerprint 9517e0bec3194f8d671e93b6857183cf5b534230b037100c2de8e275c7f63cf9
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

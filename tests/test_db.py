@@ -26,7 +26,7 @@ def _pgbin(tool: str) -> str:
 
 def _schema_dump(url: str) -> str:
     params = conninfo_to_dict(url)
-    args = [_pgbin("pg_dump"), "--schema-only", "--no-owner", "--no-privileges", "--schema=ragsql",
+    args = [_pgbin("pg_dump"), "--schema-only", "--no-owner", "--no-privileges", "--schema=ragsql", "--schema=ragsql_report",
             f"--dbname={params['dbname']}", f"--host={params.get('host', '')}", f"--username={params.get('user', '')}"]
     if params.get("port"):
         args.append(f"--port={params['port']}")

@@ -66,18 +66,19 @@ def _ragsql(pythonpath: Path, url: str, *args: str) -> subprocess.CompletedProce
 
 
 def catalog(url: str) -> dict[str, str]:
-    """Every function (definition, comment, privileges), view and trigger of schema ragsql, by name."""
+    """Every function (definition, comment, privileges), view, trigger and table privilege of schemas ragsql and
+    ragsql_report, by name."""
     with psycopg.connect(url) as conn:
         rows = conn.execute(
             """
             select 'function ' || p.oid::regprocedure::text,
                    concat_ws(E'\n', pg_get_functiondef(p.oid), obj_description(p.oid, 'pg_proc'), p.proacl::text)
             from pg_proc as p
-            where p.pronamespace = 'ragsql'::regnamespace
+            where p.pronamespace::regnamespace::text in ('ragsql', 'ragsql_report')
             union all
-            select 'view ' || c.relname, concat_ws(E'\n', pg_get_viewdef(c.oid), c.relacl::text)
+            select 'view ' || c.oid::regclass::text, concat_ws(E'\n', pg_get_viewdef(c.oid), c.relacl::text)
             from pg_class as c
-            where c.relnamespace = 'ragsql'::regnamespace and c.relkind = 'v'
+            where c.relnamespace::regnamespace::text in ('ragsql', 'ragsql_report') and c.relkind = 'v'
             union all
             select 'trigger ' || t.tgname, pg_get_triggerdef(t.oid)
             from pg_trigger as t join pg_class as c on c.oid = t.tgrelid
@@ -199,9 +200,13 @@ def test_a_second_install_runs_no_migration_and_an_up_to_date_database_is_left_a
         # a changed function file (here: a different fingerprint and a damaged function) is applied again
         conn.execute("update ragsql.schema_install set fingerprint = repeat('0', 64)")
         conn.execute("comment on function ragsql.measure(text, text, integer) is null")
+        # and a reader wrapper whose original no longer exists (as when a release changes a signature)
+        conn.execute("create function ragsql_report.evaluate(run text) returns int language sql as 'select 1'")
         conn.commit()
         ensure_schema(conn)
         assert conn.execute("select obj_description('ragsql.measure'::regproc, 'pg_proc')").fetchone()[0]
+        assert conn.execute("select to_regprocedure('ragsql_report.evaluate(text)')").fetchone()[0] is None
+        assert conn.execute("select count(*) from ragsql_report.run_measure").fetchone()[0] == 0
         assert conn.execute("select fingerprint from ragsql.schema_install").fetchone()[0] == fingerprint()
 
 
