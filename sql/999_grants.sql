@@ -7,8 +7,9 @@
 --                  BM25 terms), retrieved text, answers, contexts, reference answers, gold passages and
 --                  quotes, statements, and whatever a judge wrote (judge_call.response, reasons, sentences,
 --                  generated questions, their embeddings). Questions (query.text) are not raw.
---   ragsql_writer  load, ingest, retrieve, generate and judge: select, insert, update, delete on every table,
---                  its sequences, and maintain (analyze) where the server has it (PostgreSQL 17+); no DDL.
+--   ragsql_writer  load, ingest, retrieve, generate and judge: select, insert, update, delete on every table
+--                  but the install ledger, its sequences, and maintain (analyze) where the server has it
+--                  (PostgreSQL 17+); no DDL.
 --                  The few steps that need the owner (rebuilding BM25 partitions) are security definer.
 --
 -- Every install revokes and grants again, so a release that narrows a grant reaches every database.
@@ -82,6 +83,7 @@ begin
         grant execute on all functions in schema ragsql_report to ragsql_writer;
         grant select on all tables in schema ragsql_report to ragsql_writer;
         grant select, insert, update, delete on all tables in schema ragsql to ragsql_writer;
+        revoke insert, update, delete on ragsql.schema_migration, ragsql.schema_install from ragsql_writer;
         grant usage, select on all sequences in schema ragsql to ragsql_writer;
         if current_setting('server_version_num')::int >= 170000 then
             execute 'grant maintain on all tables in schema ragsql to ragsql_writer';

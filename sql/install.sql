@@ -51,6 +51,6 @@ select not exists (select from ragsql.schema_migration where name = '0060_upgrad
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint ccec005529a874aca8c03a94c0dd25799bb6a59e69becdc6924453be18961062
+\set ragsql_fingerprint 226ec5c0611742ae1b5a03e938c4054671c1583c588e8695a71f87cb4843c6c8
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -133,6 +133,9 @@ def ensure_schema(conn: psycopg.Connection) -> None:
         if not conn.autocommit:
             conn.rollback()
         row = None
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise SchemaError(f"{conn.info.user} may not read schema ragsql: a DBA grants ragsql_writer (or "
+                          "ragsql_reader) to it, see the README's Roles") from exc
     if row is not None and row[0] == fingerprint():
         return
     install(conn, when_changed=True)

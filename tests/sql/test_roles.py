@@ -17,11 +17,11 @@ from tests.conftest import DEMO, cli_database
 RUN = "demo-bm25"
 
 
-def _login(owner_url: str, group: str) -> str:
-    """A new login role in `group` and the URL that connects as it."""
-    name = f"ragsql_t_{group.removeprefix('ragsql_')}_{uuid.uuid4().hex[:8]}"
+def _login(owner_url: str, group: str | None) -> str:
+    """A new login role in `group` (or in none) and the URL that connects as it."""
+    name = f"ragsql_t_{(group or 'none').removeprefix('ragsql_')}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(owner_url, autocommit=True) as admin:
-        admin.execute(f'create role "{name}" login password \'x\' in role {group}')
+        admin.execute(f'create role "{name}" login password \'x\'' + (f" in role {group}" if group else ""))
     params = conninfo_to_dict(owner_url)
     params.update(user=name, password="x")
     return make_conninfo(**params)
@@ -42,7 +42,7 @@ def demo_url(server_url, template_url):
 
 
 @contextlib.contextmanager
-def _member(owner_url: str, group: str) -> Iterator[str]:
+def _member(owner_url: str, group: str | None) -> Iterator[str]:
     url = _login(owner_url, group)
     try:
         yield url
@@ -167,9 +167,12 @@ def test_writer_ingests_a_corpus(demo_url, writer, monkeypatch, tmp_path):
     "returns table (qid text, value float8) language sql as 'select null::text, 0::float8'",
     "create index on ragsql.chunk (length)",
     "truncate ragsql.judge_call",
+    "delete from ragsql.schema_migration",
+    "update ragsql.schema_install set version = 'x'",
 ])
 def test_writer_changes_no_schema(writer, statement):
-    """A writer may not create, alter, drop or truncate tables, replace functions or add indexes."""
+    """A writer may not create, alter, drop or truncate tables, replace functions, add indexes or edit the
+    install ledger."""
     with psycopg.connect(writer) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute(statement)
 
@@ -186,3 +189,11 @@ def test_a_writer_on_an_outdated_database_is_told_to_ask_the_owner(demo_url, wri
     finally:
         with psycopg.connect(demo_url, autocommit=True) as owner:
             owner.execute("update ragsql.schema_install set fingerprint = %s", (kept,))
+
+
+def test_a_login_in_neither_role_is_told_which_to_get(demo_url, monkeypatch, capsys):
+    """A user who is in neither role gets one error line naming the roles, not a permission traceback."""
+    with _member(demo_url, None) as url:
+        assert _cli(url, monkeypatch, "metrics", "--run", RUN) == 1
+    err = capsys.readouterr().err
+    assert "ragsql_writer" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
