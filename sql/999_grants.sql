@@ -1,18 +1,93 @@
--- Read access for analysts: members of ragsql_reader can select every table and view and call
--- every function. The role is created only where the installing user may create roles.
+-- Who may do what. Two nologin group roles, created where the installing user may create roles (a DBA
+-- grants them to login users: see the README); the owner of schema ragsql installs and upgrades.
+--
+--   ragsql_reader  metrics, diagnostics and comparisons through schema ragsql_report (sql/views/90_report.sql);
+--                  select on the columns of ragsql's tables that hold no raw text, and on judge_usage.
+--                  Raw text, which it may not read: documents and chunks (title, text, metadata, embeddings,
+--                  BM25 terms), retrieved text, answers, contexts, reference answers, gold passages and
+--                  quotes, statements, and whatever a judge wrote (judge_call.response, reasons, sentences,
+--                  generated questions, their embeddings). Questions (query.text) are not raw.
+--   ragsql_writer  load, ingest, retrieve, generate and judge: select, insert, update, delete on every table
+--                  but the install ledger, its sequences, and maintain (analyze) where the server has it
+--                  (PostgreSQL 17+); no DDL.
+--                  The few steps that need the owner (rebuilding BM25 partitions) are security definer.
+--
+-- Every install revokes and grants again, so a release that narrows a grant reaches every database.
 do $$
+declare
+    may_create boolean := (select rolcreaterole or rolsuper from pg_roles where rolname = current_user);
+    r text;
 begin
-    if not exists (select from pg_roles where rolname = 'ragsql_reader') then
-        if (select rolcreaterole or rolsuper from pg_roles where rolname = current_user) then
-            create role ragsql_reader nologin;
-        else
-            raise notice 'role ragsql_reader not created: % may not create roles', current_user;
-            return;
+    foreach r in array array['ragsql_reader', 'ragsql_writer'] loop
+        if not exists (select from pg_roles where rolname = r) then
+            if may_create then
+                execute format('create role %I nologin', r);
+            else
+                raise warning 'role % not created: % may not create roles (a DBA can: create role % nologin; '
+                             'then run the install again)', r, current_user, r;
+            end if;
+        end if;
+    end loop;
+end
+$$;
+
+-- The wrappers of schema ragsql_report run with their owner's rights: only the two roles may call them.
+revoke all on all functions in schema ragsql_report from public;
+
+-- Owner-only steps a writer triggers: refresh_bm25 drops and creates the version's partition.
+alter function ragsql.refresh_bm25(bigint) security definer;
+
+do $$
+declare
+    t record;
+    cols text;
+    -- table.column of raw text (see above), and tables a reader has no use for
+    raw text[] := array[
+        'judge_call.response',
+        'document.title', 'document.text', 'document.metadata', 'chunk.text', 'chunk.embedding',
+        'run_result.text', 'answer.text', 'answer_context.text', 'reference_answer.text',
+        'judgment.text', 'gold_span.quote', 'text_statement.statement',
+        'statement_verdict.reason', 'context_verdict.reason', 'rating.reason', 'aspect_verdict.reason',
+        'citation_verdict.reason', 'citation_verdict.sentence', 'context_sentence_verdict.sentence',
+        'generated_question.question', 'text_embedding.embedding'];
+    hidden text[] := array['chunk_term', 'bm25_term', 'bm25_list'];
+begin
+    -- revoked first from both, so that every install leaves the same privileges, in the same order
+    if exists (select from pg_roles where rolname = 'ragsql_writer') then
+        revoke all on all tables in schema ragsql from ragsql_writer;
+    end if;
+    if exists (select from pg_roles where rolname = 'ragsql_reader') then
+        revoke all on all tables in schema ragsql from ragsql_reader;
+        revoke all on all functions in schema ragsql from ragsql_reader;
+        revoke all on schema ragsql_intarray from ragsql_reader;
+        grant usage on schema ragsql, ragsql_report to ragsql_reader;
+        grant execute on all functions in schema ragsql_report to ragsql_reader;
+        grant select on all tables in schema ragsql_report to ragsql_reader;
+        for t in
+            select c.oid, c.relname
+            from pg_class as c
+            where c.relnamespace = 'ragsql'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
+              and c.relname <> all (hidden)
+            order by c.relname
+        loop
+            select string_agg(quote_ident(a.attname), ', ' order by a.attnum) into cols
+            from pg_attribute as a
+            where a.attrelid = t.oid and a.attnum > 0 and not a.attisdropped
+              and t.relname || '.' || a.attname <> all (raw);
+            execute format('grant select (%s) on ragsql.%I to ragsql_reader', cols, t.relname);
+        end loop;
+        grant select on ragsql.judge_usage to ragsql_reader;
+    end if;
+    if exists (select from pg_roles where rolname = 'ragsql_writer') then
+        grant usage on schema ragsql, ragsql_intarray, ragsql_report to ragsql_writer;
+        grant execute on all functions in schema ragsql_report to ragsql_writer;
+        grant select on all tables in schema ragsql_report to ragsql_writer;
+        grant select, insert, update, delete on all tables in schema ragsql to ragsql_writer;
+        revoke insert, update, delete on ragsql.schema_migration, ragsql.schema_install from ragsql_writer;
+        grant usage, select on all sequences in schema ragsql to ragsql_writer;
+        if current_setting('server_version_num')::int >= 170000 then
+            execute 'grant maintain on all tables in schema ragsql to ragsql_writer';
         end if;
     end if;
-    grant usage on schema ragsql to ragsql_reader;
-    grant usage on schema ragsql_intarray to ragsql_reader;
-    grant select on all tables in schema ragsql to ragsql_reader;
-    grant execute on all functions in schema ragsql to ragsql_reader;
 end
 $$;

@@ -1,17 +1,40 @@
 -- ragsql: install or upgrade the whole schema with plain psql, no Python needed.
 --   psql -v ON_ERROR_STOP=1 -f sql/install.sql "$DATABASE_URL"
--- Every file below is idempotent, so running this again changes nothing.
--- `ragsql db init` applies the same files, in this order (it reads the \ir lines).
+-- Functions, views and grants are idempotent and applied every time; a migration runs once: the
+-- \if around it skips one that ragsql.schema_migration records. The last step records the version
+-- and fingerprint (sha256 of these files; a test keeps the value true), so that ragsql commands know
+-- the database is current. `ragsql db init` applies the same files, in this order (it reads the \ir
+-- lines and skips recorded migrations itself).
 -- pgvector is not a trusted extension: a non-superuser needs a DBA to run
 -- `create extension vector;` in the database first.
 \set ON_ERROR_STOP 1
 begin;
 \ir 000_bootstrap.sql
+\ir functions/00_triggers.sql
+select not exists (select from ragsql.schema_migration where name = '0010_core') as migrate \gset
+\if :migrate
 \ir migrations/0010_core.sql
+\endif
+select not exists (select from ragsql.schema_migration where name = '0020_judge') as migrate \gset
+\if :migrate
 \ir migrations/0020_judge.sql
+\endif
+select not exists (select from ragsql.schema_migration where name = '0030_corpus') as migrate \gset
+\if :migrate
 \ir migrations/0030_corpus.sql
+\endif
+select not exists (select from ragsql.schema_migration where name = '0040_bm25') as migrate \gset
+\if :migrate
 \ir migrations/0040_bm25.sql
+\endif
+select not exists (select from ragsql.schema_migration where name = '0050_bm25_lists') as migrate \gset
+\if :migrate
 \ir migrations/0050_bm25_lists.sql
+\endif
+select not exists (select from ragsql.schema_migration where name = '0060_upgrade') as migrate \gset
+\if :migrate
+\ir migrations/0060_upgrade.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -22,8 +45,13 @@ begin;
 \ir functions/24_generation_api.sql
 \ir functions/25_judge_queue.sql
 \ir functions/30_retrieval.sql
+\ir functions/35_maintenance.sql
 \ir functions/40_diagnostics.sql
 \ir views/10_retrieval.sql
 \ir views/20_generation.sql
+\ir views/90_report.sql
 \ir 999_grants.sql
+\set ragsql_version 0.1.0
+\set ragsql_fingerprint 226ec5c0611742ae1b5a03e938c4054671c1583c588e8695a71f87cb4843c6c8
+call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -23,6 +23,8 @@ def db_group() -> None:
 def init_command() -> None:
     """Apply sql/ (idempotent: running it twice changes nothing)."""
     with db.connect() as conn:
+        # e.g. the roles ragsql_reader and ragsql_writer not created: the installer may not create roles
+        conn.add_notice_handler(lambda d: click.echo(f"ragsql: {d.severity.lower()}: {d.message_primary}", err=True))
         version = db.install(conn)
         conn.commit()
     click.echo(f"ragsql schema ready (version {version})")

@@ -251,13 +251,8 @@ def ensure_hnsw_index(conn: psycopg.Connection, version_id: int, dimensions: int
         "where pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
         (HNSW_BUILD_MEMORY, HNSW_BUILD_MEMORY),
     )
-    conn.execute(
-        sql.SQL(
-            "create index if not exists {} on ragsql.chunk using hnsw ((embedding::vector({})) vector_cosine_ops) "
-            "where version_id = {}"
-        ).format(sql.Identifier(hnsw_index_name(version_id)), sql.Literal(int(dimensions)),
-                 sql.Literal(int(version_id)))
-    )
+    # the index is created by its owner (security definer), so that a ragsql_writer may ingest
+    conn.execute("select ragsql._create_hnsw_index(%s, %s)", (int(version_id), int(dimensions)))
 
 
 def analyze(conn: psycopg.Connection) -> None:

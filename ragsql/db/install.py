@@ -1,18 +1,36 @@
-"""Apply sql/ to a database: the files install.sql names with \\ir, in order, in one transaction."""
+"""Apply sql/ to a database: the files install.sql names with \\ir, in order, in one transaction.
+
+Functions, views and grants are applied every time; a migration runs once (skipped when
+ragsql.schema_migration records it). The install ends by recording ragsql's version and the fingerprint
+of the files, so ensure_schema knows with one query whether a database is current.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import re
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
 import psycopg
 
+from ragsql import __version__
 from ragsql.errors import SchemaError
 
-__all__ = ["sql_dir", "install_files", "install", "schema_version", "ensure_schema"]
+__all__ = [
+    "sql_dir",
+    "install_files",
+    "migration_names",
+    "fingerprint",
+    "install",
+    "schema_version",
+    "ensure_schema",
+]
 
 _IR = re.compile(r"^\\ir\s+(\S+)\s*$")
+_LOCK = "select pg_advisory_xact_lock(hashtext('ragsql.install'))"
+_INSTALLED = "select fingerprint from ragsql.schema_install"
 
 
 def sql_dir() -> Path:
@@ -42,14 +60,56 @@ def migration_names() -> list[str]:
     return [p.stem for p in install_files() if p.parent.name == "migrations"]
 
 
-def install(conn: psycopg.Connection) -> str:
-    """Apply every SQL file in one transaction (idempotent) and return the schema version."""
+@cache
+def fingerprint() -> str:
+    """sha256 of ragsql's version and of every file install.sql applies (path and bytes, in order)."""
+    digest = hashlib.sha256(__version__.encode() + b"\0")
+    root = sql_dir()
+    for path in install_files():
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _installed(conn: psycopg.Connection) -> str | None:
+    """The fingerprint recorded in the database, or None (not installed, or installed before fingerprints)."""
+    if conn.execute("select to_regclass('ragsql.schema_install') is null").fetchone()[0]:
+        return None
+    row = conn.execute(_INSTALLED).fetchone()
+    return row[0] if row else None
+
+
+def _applied(conn: psycopg.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("select name from ragsql.schema_migration")}
+
+
+def _apply(conn: psycopg.Connection, path: Path) -> None:
+    try:
+        conn.execute(path.read_text(encoding="utf-8"))
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise SchemaError(f"{path.name}: {str(exc).strip().splitlines()[0]} (the owner of schema ragsql "
+                          "installs and upgrades it: ask them to run `ragsql db init`)") from exc
+    except psycopg.Error as exc:
+        raise SchemaError(f"{path.name}: {str(exc).strip().splitlines()[0]}") from exc
+
+
+def install(conn: psycopg.Connection, *, when_changed: bool = False) -> str:
+    """Apply sql/ in one transaction under the install lock and return the schema version.
+
+    Migrations recorded in ragsql.schema_migration are skipped. With when_changed, nothing is applied when
+    the database already records this fingerprint (another process may have installed it while we waited).
+    """
     with conn.transaction():
-        for path in install_files():
-            try:
-                conn.execute(path.read_text(encoding="utf-8"))
-            except psycopg.Error as exc:
-                raise SchemaError(f"{path.name}: {str(exc).strip().splitlines()[0]}") from exc
+        conn.execute(_LOCK)
+        if not (when_changed and _installed(conn) == fingerprint()):
+            applied: set[str] | None = None
+            for path in install_files():
+                if path.parent.name == "migrations":
+                    applied = _applied(conn) if applied is None else applied
+                    if path.stem in applied:
+                        continue
+                _apply(conn, path)
+            conn.execute("call ragsql._record_install(%s, %s)", (__version__, fingerprint()))
     return schema_version(conn) or ""
 
 
@@ -63,11 +123,21 @@ def schema_version(conn: psycopg.Connection) -> str | None:
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
-    """Install or upgrade the schema when a migration of this version is not applied yet."""
-    applied = set()
-    if schema_version(conn) is not None:
-        applied = {r[0] for r in conn.execute("select name from ragsql.schema_migration")}
-    if not set(migration_names()) <= applied:
-        install(conn)
+    """Install or upgrade sql/ unless the database records this fingerprint (one query when it does).
+
+    Call it first on a fresh connection: when the schema is missing, the failed check is rolled back.
+    """
+    try:
+        row = conn.execute(_INSTALLED).fetchone()
+    except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
         if not conn.autocommit:
-            conn.commit()
+            conn.rollback()
+        row = None
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise SchemaError(f"{conn.info.user} may not read schema ragsql: a DBA grants ragsql_writer (or "
+                          "ragsql_reader) to it, see the README's Roles") from exc
+    if row is not None and row[0] == fingerprint():
+        return
+    install(conn, when_changed=True)
+    if not conn.autocommit:
+        conn.commit()

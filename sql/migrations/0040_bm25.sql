@@ -38,19 +38,7 @@ comment on table ragsql.bm25_posting is
     'where a term''s best postings are a short range, and (term, chunk_id), to look a chunk''s score up. Terms '
     'compare bytewise (collate "C"): faster sorts and index builds, and equality is the same.';
 
-create or replace function ragsql._bm25_stale()
-returns trigger
-language plpgsql
-as $$
-begin
-    update ragsql.corpus_version as cv set bm25_fresh = false
-    where cv.bm25_fresh and cv.id in (select distinct ch.version_id from changed as ch);
-    return null;
-end
-$$;
-comment on function ragsql._bm25_stale() is
-    'Statement trigger: clears bm25_fresh of the versions whose chunks or postings the statement changed.';
-
+-- ragsql._bm25_stale() is in sql/functions/00_triggers.sql (idempotent), so a fix reaches every database.
 create or replace trigger chunk_bm25_stale_ins after insert on ragsql.chunk
     referencing new table as changed for each statement execute function ragsql._bm25_stale();
 create or replace trigger chunk_bm25_stale_upd after update on ragsql.chunk
@@ -63,15 +51,7 @@ create or replace trigger chunk_term_bm25_stale_ins after insert on ragsql.chunk
 create or replace trigger chunk_term_bm25_stale_upd after update on ragsql.chunk_term
     referencing new table as changed for each statement execute function ragsql._bm25_stale();
 
-create or replace function ragsql._bm25_drop_partition()
-returns trigger
-language plpgsql
-as $$
-begin
-    execute format('drop table if exists ragsql.%I', 'bm25_posting_v' || old.id);
-    return null;
-end
-$$;
+-- ragsql._bm25_drop_partition() is in sql/functions/00_triggers.sql.
 create or replace trigger corpus_version_bm25_drop after delete on ragsql.corpus_version
     for each row execute function ragsql._bm25_drop_partition();
 

@@ -61,14 +61,6 @@ begin
 end
 $$;
 
-create or replace function ragsql._bm25_drop_partition()
-returns trigger
-language plpgsql
-as $$
-begin
-    execute format('drop table if exists ragsql.%I', 'bm25_list_v' || old.id);
-    return null;
-end
-$$;
+-- ragsql._bm25_drop_partition() (now dropping bm25_list_v<id>) is in sql/functions/00_triggers.sql.
 
 insert into ragsql.schema_migration (name) values ('0050_bm25_lists') on conflict do nothing;
