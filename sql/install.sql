@@ -52,6 +52,6 @@ select not exists (select from ragsql.schema_migration where name = '0060_upgrad
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 8c6d9b1859aff7ecc447d550a2d7772a1c47cae701d3196e7d514ef58c97c68b
+\set ragsql_fingerprint 39f26a8c1dc8c907513b96bca0906165a74ae4606208126eb29c6ac2d8027d59
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

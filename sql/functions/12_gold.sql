@@ -155,7 +155,7 @@ as $$
         ragsql._dataset_id(dataset_unmatched_gold.dataset), ragsql._corpus_id(dataset_unmatched_gold.corpus), null
     ) as u
     join ragsql.query as q on q.id = u.query_id
-    order by q.qid collate "C", u.kind desc, u.evidence
+    order by q.qid collate "C", u.kind desc, u.evidence, u.reason
 $$;
 comment on function ragsql.dataset_unmatched_gold(text, text) is
     'Gold evidence of a dataset (grade > 0) that matches nothing in a corpus: a span or quote whose document the '
@@ -206,7 +206,7 @@ as $$
            not exists (select from judged as j where j.query_id = u.query_id)
     from unmatched as u
     join ragsql.query as q on q.id = u.query_id
-    order by q.qid collate "C", u.kind desc, u.evidence
+    order by q.qid collate "C", u.kind desc, u.evidence, u.reason
 $$;
 comment on function ragsql.run_unmatched_gold(text) is
     'Gold evidence (grade > 0) of a run''s dataset that matches nothing the run is judged on: for a run of '
