@@ -9,6 +9,7 @@ of the document; its span is verified, never guessed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ragsql.errors import InputError
@@ -64,14 +65,19 @@ class Chunker:
 
     def split(self, text: str) -> list[Chunk]:
         """The chunks of `text`, in order, each with text == text[start:end]."""
-        chunks: list[Chunk] = []
-        previous = -1
+        return list(self.chunks(text))
+
+    def chunks(self, text: str) -> Iterator[Chunk]:
+        """The chunks of `text` one by one, each with text == text[start:end]; pieces that are only whitespace
+        (a chunk size of a few characters makes them) are left out, and positions count the chunks kept."""
+        position, previous = 0, -1
         for doc in self._splitter.create_documents([text]):
             piece = doc.page_content
             start = _locate(text, piece, doc.metadata.get("start_index", -1), previous)
-            chunks.append(Chunk(len(chunks) + 1, start, start + len(piece), piece))
             previous = start
-        return chunks
+            if piece.strip():
+                position += 1
+                yield Chunk(position, start, start + len(piece), piece)
 
 
 def _locate(text: str, piece: str, hint: int, previous: int) -> int:

@@ -110,11 +110,12 @@ def upsert_documents(conn: psycopg.Connection, corpus_id: int, rows: Iterable[tu
     return staged
 
 
-def unchunked_documents(conn: psycopg.Connection, version_id: int) -> list[int]:
-    """Ids of the documents of the version's corpus that have no chunk in the version yet, in id order."""
+def unchunked_documents(conn: psycopg.Connection, version_id: int) -> list[tuple[int, int]]:
+    """(id, bytes of text) of the documents of the version's corpus that have no chunk in the version yet, in id
+    order (octet_length reads a stored text's size without decompressing it)."""
     rows = conn.execute(
         """
-        select d.id
+        select d.id, octet_length(d.text)
         from ragsql.corpus_version as v
         join ragsql.document as d on d.corpus_id = v.corpus_id
         where v.id = %s
@@ -123,7 +124,7 @@ def unchunked_documents(conn: psycopg.Connection, version_id: int) -> list[int]:
         """,
         (version_id,),
     )
-    return [r[0] for r in rows]
+    return [(r[0], r[1]) for r in rows]
 
 
 def fetch_documents(conn: psycopg.Connection, ids: Sequence[int]) -> list[tuple[int, str, str]]:
