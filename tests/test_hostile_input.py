@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragsql.cli import main
+from ragsql.corpus import Chunker
 from ragsql.db import connect
 from ragsql.errors import InputError
 from ragsql.importer import import_records, import_trec
@@ -231,3 +232,19 @@ def test_a_long_document_is_chunked_and_embedded_in_bounded_batches(conn, tmp_pa
     assert max(made[1].calls) == 50 and len(made[1].calls) > 3 and len(made[0].calls) < len(made[1].calls)
     assert fetched == [1, 1, 1]
     assert rows("batched") == rows("whole") != []
+
+
+@pytest.mark.parametrize("splitter", ["character", "recursive", "markdown"])
+def test_a_text_longer_than_a_section_is_chunked_section_by_section_with_exact_spans(monkeypatch, splitter):
+    """Sections are cut at blank lines (else line breaks, spaces, or hard): spans stay exact, positions 1..n,
+    and every non-blank character of the text is in a chunk."""
+    splitting = importlib.import_module("ragsql.corpus.splitting")
+    monkeypatch.setattr(splitting, "SECTION", 300)
+    text = "\n\n".join(f"# Part {i}\n\nSentence {i} about retrieval. Another one, with 中文。" for i in range(40))
+    text += "\n\n" + "x" * 700 + "\n" + " ".join(["word"] * 200)
+    chunks = Chunker(splitter, 120, 30).split(text)
+    assert [c.position for c in chunks] == list(range(1, len(chunks) + 1))
+    assert all(text[c.start:c.end] == c.text and c.text.strip() for c in chunks)
+    covered = set().union(*(range(c.start, c.end) for c in chunks))
+    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
+    assert max(c.end for c in chunks) <= len(text) and all(len(c.text) <= 300 for c in chunks)
