@@ -248,3 +248,13 @@ def test_a_text_longer_than_a_section_is_chunked_section_by_section_with_exact_s
     covered = set().union(*(range(c.start, c.end) for c in chunks))
     assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
     assert max(c.end for c in chunks) <= len(text) and all(len(c.text) <= 300 for c in chunks)
+
+
+def test_a_csv_whose_header_line_is_blank_is_one_input_error(tmp_path):
+    """A blank first line is an InputError at line 1 (found by hypothesis: an IndexError before)."""
+    from ragsql.formats import parse_records
+
+    path = write(tmp_path / "blank.csv", "\nq1,text\n")
+    with pytest.raises(InputError, match="the CSV header, is empty") as caught:
+        list(parse_records(["\n", "q1,text\n"], "csv", path))
+    assert caught.value.line == 1

@@ -113,6 +113,8 @@ def _csv_objects(lines: Iterable[str], path: str) -> Iterator[tuple[int, object]
         header = next(reader, None)
         if header is None:
             return
+        if not header:
+            raise InputError("the first line, the CSV header, is empty", path, 1)
         header = [h.strip() for h in header]
         header[0] = header[0].lstrip("\ufeff")
         if len(set(header)) != len(header) or "" in header:
