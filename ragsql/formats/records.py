@@ -171,7 +171,7 @@ def _record(obj: object, line: int) -> Record:
     for name, value in obj.items():
         try:
             check_storable(name, "a field name")
-            check_storable(value, name if name.isprintable() else repr(name))
+            check_storable(value, name if name.isprintable() and len(name) <= 60 else _short(name))
         except UnstorableValue as exc:
             raise _Invalid(str(exc)) from None
     qid, query = _get(obj, "qid", _id), _get(obj, "query", _text)

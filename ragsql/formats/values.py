@@ -78,10 +78,14 @@ def check_storable(value: object, name: str) -> None:
                 raise UnstorableValue(f"{where} is nested more than {MAX_DEPTH} levels deep")
             if isinstance(item, dict):
                 for key, child in reversed(list(item.items())):
-                    key_where = f"{where}[{key!r}]"
+                    key_where = f"{where}[{_cut(repr(key))}]"
                     problem = text_problem(key)
                     if problem:
                         raise UnstorableValue(f"a key of {where} {problem[1]}")
                     stack.append((key_where, child, depth + 1))
             else:
                 stack.extend((f"{where}[{i}]", child, depth + 1) for i, child in reversed(list(enumerate(item))))
+
+
+def _cut(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
