@@ -210,9 +210,7 @@ async def _chunk(conn: psycopg.Connection, chunker: Chunker, model: Embedder, su
     for ids in _batches(pending):
         documents = store.fetch_documents(conn, ids)
         await _chunk_batch(conn, documents, chunker, model, summary)
-        sql_tokenised = [doc_id for doc_id, _, language in documents if language not in SEGMENTERS]
         del documents
-        summary.tokens += store.add_text_terms(conn, summary.version_id, sql_tokenised)
         summary.chunked += len(ids)
         if on_progress is not None:
             on_progress(summary.chunked, len(pending))
@@ -241,7 +239,7 @@ async def _chunk_batch(conn: psycopg.Connection, documents: Sequence[tuple[int, 
     for doc_id, text, language in documents:
         segment = SEGMENTERS.get(language)
         for chunk in chunker.chunks(text):
-            length = 0
+            length = None  # tokenised in SQL, by ragsql.text_terms, as the chunk is inserted
             if segment is not None:
                 terms = segment(chunk.text)
                 length = sum(terms.values())
@@ -265,7 +263,8 @@ async def _load_chunks(conn: psycopg.Connection, chunks: list[tuple], postings: 
         raise InputError(f"the embedder {model.name} returned vectors of {sorted(dimensions)} dimensions "
                          f"for corpus version {summary.version_id}")
     summary.dimensions = dimensions.pop()
-    summary.chunks += store.add_chunks(conn, summary.version_id, (
+    added, sql_tokens = store.add_chunks(conn, summary.version_id, (
         (*row, vector) for row, vector in zip(chunks, vectors)))
+    summary.chunks += added
     store.add_chunk_terms(conn, summary.version_id, postings)
-    summary.tokens += sum(row[5] for row in chunks)
+    summary.tokens += sql_tokens + sum(row[5] or 0 for row in chunks)
