@@ -180,15 +180,16 @@ def test_ingest_of_only_unsupported_or_bad_files_is_an_error_and_creates_nothing
     assert count(conn, "corpus") == 0
 
 
-def test_tiny_chunk_sizes_work_or_are_one_usage_line(conn, tmp_path, capsys):
+def test_tiny_chunk_sizes_work_or_are_one_usage_line(conn, shared_db_url, tmp_path, capsys, monkeypatch):
     """--chunk-size 1 leaves whitespace-only pieces out (positions stay 1..n); an overlap too big is one line."""
+    monkeypatch.setenv("RAGSQL_DATABASE_URL", shared_db_url)
     path = write(tmp_path / "a.txt", "ab c.\n\nd e\n")
+    assert main(["ingest", path, "--corpus", "c", "--chunk-size", "1"]) != 0  # before conn takes any lock
+    err = capsys.readouterr().err
+    assert err.startswith("ragsql: error: ") and "overlap" in err and len(err.splitlines()) == 1
     summary = ingest(conn, [path], "c", chunk_size=1, overlap=0, settings=OFFLINE)
     rows = conn.execute("select position, text from ragsql.chunk order by position").fetchall()
     assert rows == [(1, "a"), (2, "b"), (3, "c"), (4, "."), (5, "d"), (6, "e")] and summary.chunks == 6
-    assert main(["ingest", path, "--corpus", "c", "--chunk-size", "1"]) != 0
-    err = capsys.readouterr().err
-    assert err.startswith("ragsql: error: ") and "overlap" in err and len(err.splitlines()) == 1
 
 
 class _Counting:
