@@ -47,13 +47,17 @@ def import_trec(
     qrels_path, run_path = str(qrels_path), (str(run_path) if run_path is not None else None)
     _require_name("dataset", dataset)
     judged = list(dict.fromkeys(qid for qid, _, _ in parse_qrels(_lines(qrels_path), qrels_path)))
+    if not judged:
+        raise InputError("the qrels file holds no judgments (it is empty, or only comments and blank lines)",
+                         qrels_path)
     topics: dict[str, None] = {}
     if run_path is not None:
         for qid, _, _, tag in parse_run(_lines(run_path), run_path):
             run_name = run_name or tag
             topics[qid] = None
-        if run_name is None:
-            raise InputError("the run file has no results to take the run name from; pass --run-name", run_path)
+        if not topics:
+            raise InputError("the run file holds no results (it is empty, or only comments and blank lines)",
+                             run_path)
         _require_name("run", run_name)
     summary = ImportSummary(dataset, run_name if run_path is not None else None)
     idle = conn.info.transaction_status == TransactionStatus.IDLE
@@ -102,6 +106,8 @@ def import_records(
     with conn.transaction():
         dataset_id = load.ensure_dataset(conn, dataset)
         summary.queries = load.add_queries(conn, dataset_id, scan.queries(records(first=True)))
+        if not summary.queries:
+            raise InputError(_no_records(fmt, summary.skipped), path)
         if run is None and (scan.results or scan.answers):
             raise InputError("records carry retrieved items or answers: pass --run NAME to store them as a run", path)
         if run is not None and not (scan.results or scan.answers):
@@ -232,6 +238,15 @@ def _add_references(
     count = load.add_reference_answers(conn, dataset_id, new())
     _require_same(dataset, "reference answers", stored, given, path)
     return count
+
+
+def _no_records(fmt: str, skipped: list[tuple[int, str]]) -> str:
+    """Why a records file stored nothing: it holds no record, or every record was bad (skipped)."""
+    if skipped:
+        line, message = skipped[0]
+        return f"no good record: all {len(skipped)} were bad (the first, line {line}: {message})"
+    return "the file holds no records (it is empty" + (", or only a header row)" if fmt == "csv" else
+                                                         ", or only blank lines)")
 
 
 def _require_same(dataset: str, what: str, stored: dict, given: dict, path: str) -> None:

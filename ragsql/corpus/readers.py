@@ -82,7 +82,10 @@ def read_documents(path: str, name: str) -> list[SourceDocument]:
     """Every document of one file (see the module docstring); InputError(path, line) for a bad file."""
     text = _decode(path)
     if path.lower().endswith(".jsonl"):
-        return list(_jsonl(text, path))
+        documents = list(_jsonl(text, path))
+        if not documents:
+            raise InputError("no documents (the file is empty, or only blank lines)", path)
+        return documents
     text = text.replace("\r\n", "\n")
     if not text.strip():
         raise InputError("empty document", path)
@@ -118,6 +121,8 @@ def _jsonl(text: str, path: str) -> Iterator[SourceDocument]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path, number) from None
+        except (RecursionError, ValueError):  # nested too deeply, or an integer of more than 4,300 digits
+            raise InputError("malformed JSON: nested too deeply, or a number too long", path, number) from None
         if not isinstance(record, dict):
             raise InputError("a line must be a JSON object", path, number)
         doc = _document(record, path, number)

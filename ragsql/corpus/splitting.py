@@ -3,12 +3,15 @@
 ``character`` splits at blank lines (CharacterTextSplitter), ``recursive`` at paragraphs, lines, then Chinese
 and English sentence and clause ends, then spaces and characters, ``markdown`` at headings, code fences and
 rules first (RecursiveCharacterTextSplitter.from_language). Separators are kept, so every chunk is a substring
-of the document; its span is verified, never guessed.
+of the document; its span is verified, never guessed. A text longer than SECTION characters is chunked section
+by section (each cut at a blank line, else a line break, else a space), so splitting a document of any size holds
+only one section's pieces in memory; a chunk never spans two sections.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ragsql.errors import InputError
@@ -16,11 +19,13 @@ from ragsql.errors import InputError
 if TYPE_CHECKING:
     from langchain_text_splitters import TextSplitter
 
-__all__ = ["SEPARATORS", "SPLITTERS", "Chunk", "Chunker"]
+__all__ = ["SECTION", "SEPARATORS", "SPLITTERS", "Chunk", "Chunker"]
 
 SPLITTERS = ("character", "recursive", "markdown")
 SEPARATORS = ["\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", ""]
 """Separators of the recursive splitter, coarsest first, for Chinese and English text."""
+SECTION = 1_000_000
+"""Longest piece of text handed to the splitter at once (see the module docstring)."""
 
 # A paragraph longer than the chunk size stays whole with the character splitter, by design: langchain's
 # "Created a chunk of size ..." warning per such chunk is noise.
@@ -64,14 +69,37 @@ class Chunker:
 
     def split(self, text: str) -> list[Chunk]:
         """The chunks of `text`, in order, each with text == text[start:end]."""
-        chunks: list[Chunk] = []
-        previous = -1
-        for doc in self._splitter.create_documents([text]):
-            piece = doc.page_content
-            start = _locate(text, piece, doc.metadata.get("start_index", -1), previous)
-            chunks.append(Chunk(len(chunks) + 1, start, start + len(piece), piece))
-            previous = start
-        return chunks
+        return list(self.chunks(text))
+
+    def chunks(self, text: str) -> Iterator[Chunk]:
+        """The chunks of `text` one by one, each with text == text[start:end]; pieces that are only whitespace
+        (a chunk size of a few characters makes them) are left out, and positions count the chunks kept."""
+        position = 0
+        for offset, section in _sections(text, SECTION):
+            previous = -1
+            for doc in self._splitter.create_documents([section]):
+                piece = doc.page_content
+                start = _locate(section, piece, doc.metadata.get("start_index", -1), previous)
+                previous = start
+                if piece.strip():
+                    position += 1
+                    yield Chunk(position, offset + start, offset + start + len(piece), piece)
+
+
+def _sections(text: str, size: int) -> Iterator[tuple[int, str]]:
+    """(offset, section) of `text` in sections of at most `size` characters, each cut after the last blank line,
+    else line break, else space of its second half (else at `size`)."""
+    start = 0
+    while len(text) - start > size:
+        end = start + size
+        for separator in ("\n\n", "\n", " "):
+            cut = text.rfind(separator, start + size // 2, end)
+            if cut >= 0:
+                end = cut + len(separator)
+                break
+        yield start, text[start:end]
+        start = end
+    yield start, text[start:]
 
 
 def _locate(text: str, piece: str, hint: int, previous: int) -> int:

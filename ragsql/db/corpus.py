@@ -19,7 +19,6 @@ from ragsql.db.load import _copy
 __all__ = [
     "add_chunk_terms",
     "add_chunks",
-    "add_text_terms",
     "analyze",
     "ensure_corpus",
     "ensure_hnsw_index",
@@ -110,11 +109,12 @@ def upsert_documents(conn: psycopg.Connection, corpus_id: int, rows: Iterable[tu
     return staged
 
 
-def unchunked_documents(conn: psycopg.Connection, version_id: int) -> list[int]:
-    """Ids of the documents of the version's corpus that have no chunk in the version yet, in id order."""
+def unchunked_documents(conn: psycopg.Connection, version_id: int) -> list[tuple[int, int]]:
+    """(id, bytes of text) of the documents of the version's corpus that have no chunk in the version yet, in id
+    order (octet_length reads a stored text's size without decompressing it)."""
     rows = conn.execute(
         """
-        select d.id
+        select d.id, octet_length(d.text)
         from ragsql.corpus_version as v
         join ragsql.document as d on d.corpus_id = v.corpus_id
         where v.id = %s
@@ -123,7 +123,7 @@ def unchunked_documents(conn: psycopg.Connection, version_id: int) -> list[int]:
         """,
         (version_id,),
     )
-    return [r[0] for r in rows]
+    return [(r[0], r[1]) for r in rows]
 
 
 def fetch_documents(conn: psycopg.Connection, ids: Sequence[int]) -> list[tuple[int, str, str]]:
@@ -133,8 +133,13 @@ def fetch_documents(conn: psycopg.Connection, ids: Sequence[int]) -> list[tuple[
     ).fetchall()
 
 
-def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> int:
-    """Insert (document_id, position, start_char, end_char, text, length, embedding list or None) chunks."""
+def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> tuple[int, int]:
+    """Insert (document_id, position, start_char, end_char, text, length, embedding list or None) chunks; returns
+    (chunks, tokens counted in SQL).
+
+    A length of None means: tokenise the chunk here, in the same statement, with ragsql.text_terms and the
+    document's language, and insert its BM25 postings too (so no chunk is updated afterwards, which would
+    rewrite it and its trigram index entry)."""
     staged = _copy(
         conn,
         "_stage_chunk",
@@ -142,15 +147,38 @@ def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple])
         ["bigint", "integer", "integer", "integer", "text", "integer", "text"],
         ((*row[:6], None if row[6] is None else "[" + ",".join(map(str, row[6])) + "]") for row in rows),
     )
-    conn.execute(
+    row = conn.execute(
         """
-        insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, text, length, embedding)
-        select %s, s.document_id, s.position, s.start_char, s.end_char, s.text, s.length, s.embedding::vector
-        from _stage_chunk as s
+        with staged as (
+            select s.document_id, s.position, s.start_char, s.end_char, s.text, s.embedding, t.terms, t.tfs,
+                   coalesce(s.length, t.length, 0) as length
+            from _stage_chunk as s
+            left join ragsql.document as d on d.id = s.document_id
+            cross join lateral (
+                select array_agg(x.term) as terms, array_agg(x.tf) as tfs, sum(x.tf)::integer as length
+                from ragsql.text_terms(s.text, d.language) as x
+                where s.length is null
+            ) as t
+        ),
+        inserted as (
+            insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, text, length, embedding)
+            select %s, s.document_id, s.position, s.start_char, s.end_char, s.text, s.length, s.embedding::vector
+            from staged as s
+            returning id, document_id, position, length
+        ),
+        postings as (
+            insert into ragsql.chunk_term (version_id, term, chunk_id, tf, length)
+            select %s, u.term, i.id, u.tf, i.length
+            from inserted as i
+            join staged as s on s.document_id = i.document_id and s.position = i.position
+            cross join lateral unnest(s.terms, s.tfs) as u (term, tf)
+            returning tf
+        )
+        select (select coalesce(sum(tf), 0) from postings)
         """,
-        (version_id,),
-    )
-    return staged
+        (version_id, version_id),
+    ).fetchone()
+    return staged, int(row[0])
 
 
 def add_chunk_terms(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> int:
@@ -172,38 +200,6 @@ def add_chunk_terms(conn: psycopg.Connection, version_id: int, rows: Iterable[tu
         (version_id,),
     )
     return staged
-
-
-def add_text_terms(conn: psycopg.Connection, version_id: int, document_ids: Sequence[int]) -> int:
-    """Compute in SQL (ragsql.text_terms, by each document's language) the BM25 postings of the version's
-    chunks of these documents, set their lengths, and return the number of tokens."""
-    if not document_ids:
-        return 0
-    row = conn.execute(
-        """
-        with terms as (
-            select c.version_id, t.term, c.id as chunk_id, t.tf,
-                   (sum(t.tf) over (partition by c.id))::integer as length
-            from ragsql.chunk as c
-            join ragsql.document as d on d.id = c.document_id
-            cross join lateral ragsql.text_terms(c.text, d.language) as t
-            where c.version_id = %s and c.document_id = any(%s)
-        ),
-        inserted as (
-            insert into ragsql.chunk_term (version_id, term, chunk_id, tf, length)
-            select version_id, term, chunk_id, tf, length from terms
-        ),
-        updated as (
-            update ragsql.chunk as c set length = l.length
-            from (select distinct chunk_id, length from terms) as l
-            where c.id = l.chunk_id
-            returning c.length
-        )
-        select coalesce(sum(length), 0) from updated
-        """,
-        (version_id, list(document_ids)),
-    ).fetchone()
-    return int(row[0])
 
 
 def set_dimensions(conn: psycopg.Connection, version_id: int, dimensions: int | None) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ragsql.errors import InputError
+from ragsql.formats.values import INT_MAX, UnstorableValue, check_storable, id_problem, loads, text_problem
 
 __all__ = ["FORMATS", "Record", "context_docno", "parse_records"]
 
@@ -100,9 +100,9 @@ def _jsonl_objects(lines: Iterable[str]) -> Iterator[tuple[int, object]]:
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield number, _Invalid(f"invalid JSON: {exc.msg} (column {exc.colno})")
+            yield number, loads(text)
+        except ValueError as exc:
+            yield number, _Invalid(str(exc))
 
 
 def _csv_objects(lines: Iterable[str], path: str) -> Iterator[tuple[int, object]]:
@@ -113,10 +113,17 @@ def _csv_objects(lines: Iterable[str], path: str) -> Iterator[tuple[int, object]
         header = next(reader, None)
         if header is None:
             return
+        if not header:
+            raise InputError("the first line, the CSV header, is empty", path, 1)
         header = [h.strip() for h in header]
         header[0] = header[0].lstrip("\ufeff")
         if len(set(header)) != len(header) or "" in header:
             raise InputError("the CSV header has an empty or repeated column name", path, 1)
+        for name in header:
+            if problem := text_problem(name):
+                raise InputError(f"the CSV header's column {name!r} {problem[1]}", path, 1)
+            if not name.isprintable():
+                raise InputError(f"the CSV header's column {name!r} holds a control character", path, 1)
         start = reader.line_num + 1
         for row in reader:
             line, start = start, reader.line_num + 1
@@ -153,14 +160,20 @@ def _csv_value(name: str, cell: str) -> object:
 
 def _json(name: str, text: str) -> object:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _Invalid(f"{name}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        return loads(text)
+    except ValueError as exc:
+        raise _Invalid(f"{name}: {exc}") from None
 
 
 def _record(obj: object, line: int) -> Record:
     if not isinstance(obj, dict):
         raise _Invalid(f"a record must be a JSON object, found {_kind(obj)}")
+    for name, value in obj.items():
+        try:
+            check_storable(name, "a field name")
+            check_storable(value, name if name.isprintable() and len(name) <= 60 else _short(name))
+        except UnstorableValue as exc:
+            raise _Invalid(str(exc)) from None
     qid, query = _get(obj, "qid", _id), _get(obj, "query", _text)
     if qid is None and query is None:
         raise _Invalid("record has no query text (user_input, question or query) and no qid")
@@ -170,7 +183,7 @@ def _record(obj: object, line: int) -> Record:
     metadata = dict(meta or {})
     for name in obj.keys() - _KNOWN:
         if name in metadata:
-            raise _Invalid(f"field {name} is also a key of metadata")
+            raise _Invalid(f"field {name!r} is also a key of metadata")
         metadata[name] = obj[name]
     return Record(
         line=line,
@@ -282,8 +295,9 @@ def _span(key: str, i: int, item: dict) -> Span:
         raise _Invalid(f"{key}[{i}] needs both start and end (character offsets)")
     if start is not None:
         for name, value in (("start", start), ("end", end)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise _Invalid(f"{key}[{i}].{name} must be a character offset (integer >= 0), found {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT_MAX:
+                raise _Invalid(f"{key}[{i}].{name} must be a character offset (integer 0 to {INT_MAX}), "
+                               f"found {_short(value)}")
         if end <= start:
             raise _Invalid(f"{key}[{i}]: end ({end}) must be greater than start ({start})")
     quote = None if item.get("text") is None else _text(f"{key}[{i}].text", item["text"])
@@ -356,26 +370,39 @@ def _text(key: str, value: object, i: int | None = None) -> str:
 
 def _id(key: str, value: object, i: int | None = None) -> str:
     if isinstance(value, str) and value.strip():
+        if problem := id_problem(value):
+            raise _Invalid(f"{_at(key, i)} {problem}")
         return value
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise _Invalid(f"{_at(key, i)} must be a non-empty string or integer id, found {_kind(value)} {value!r}")
+        return _id(key, str(value), i)
+    raise _Invalid(f"{_at(key, i)} must be a non-empty string or integer id, found {_kind(value)} {_short(value)}")
 
 
 def _score(key: str, value: object, i: int | None = None) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _Invalid(f"{_at(key, i)} must be a finite number, found {_kind(value)} {value!r}")
-    return float(value)
+    try:
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:  # an integer beyond float8's range
+        number = math.nan
+    if not math.isfinite(number):
+        raise _Invalid(f"{_at(key, i)} must be a finite number, found {_kind(value)} {_short(value)}")
+    return number
 
 
 def _grade(key: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
-        raise _Invalid(f"{key}: relevance {value!r} is not an integer")
-    if abs(value) > 2**31 - 1:
-        raise _Invalid(f"{key}: relevance {value!r} is out of range")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()):
+        raise _Invalid(f"{key}: relevance {_short(value)} is not an integer")
+    if abs(value) > INT_MAX:
+        raise _Invalid(f"{key}: relevance {_short(value)} is out of range (-{INT_MAX} to {INT_MAX})")
     return int(value)
+
+
+def _short(value: object) -> str:
+    """repr of a value for a message, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _at(key: str, i: int | None) -> str:

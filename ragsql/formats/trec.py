@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ragsql.errors import InputError
+from ragsql.formats.values import INT_MAX, id_problem
 
 __all__ = ["parse_qrels", "parse_run"]
 
@@ -17,6 +18,12 @@ def _fields(lines: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
         yield number, line.split()
 
 
+def _require_ids(path: str, number: int, **ids: str) -> None:
+    for what, value in ids.items():
+        if problem := id_problem(value):
+            raise InputError(f"the {what} {problem}", path, number)
+
+
 def parse_qrels(lines: Iterable[str], path: str = "<qrels>") -> Iterator[tuple[str, str, int]]:
     """Yield (qid, docno, relevance) from `qid iter docno rel` lines; a docno judged twice is an error."""
     seen: set[tuple[str, str]] = set()
@@ -24,10 +31,13 @@ def parse_qrels(lines: Iterable[str], path: str = "<qrels>") -> Iterator[tuple[s
         if len(fields) != 4:
             raise InputError(f"expected 4 fields 'qid iter docno rel', found {len(fields)}", path, number)
         qid, _, docno, rel = fields
+        _require_ids(path, number, qid=qid, docno=docno)
         try:
             relevance = int(rel)
         except ValueError:
-            raise InputError(f"relevance {rel!r} is not an integer", path, number) from None
+            raise InputError(f"relevance {rel[:40]!r} is not an integer", path, number) from None
+        if abs(relevance) > INT_MAX:
+            raise InputError(f"relevance {rel[:40]} is out of range (-{INT_MAX} to {INT_MAX})", path, number)
         if (qid, docno) in seen:
             raise InputError(f"{docno} is judged twice for query {qid}", path, number)
         seen.add((qid, docno))
@@ -46,12 +56,13 @@ def parse_run(lines: Iterable[str], path: str = "<run>") -> Iterator[tuple[str, 
                 f"expected 6 fields 'qid Q0 docno rank score tag', found {len(fields)}", path, number
             )
         qid, _, docno, _, score_text, tag = fields[:6]
+        _require_ids(path, number, qid=qid, docno=docno, tag=tag)
         try:
             score = float(score_text)
         except ValueError:
-            raise InputError(f"score {score_text!r} is not a number", path, number) from None
+            raise InputError(f"score {score_text[:40]!r} is not a number", path, number) from None
         if score != score or score in (float("inf"), float("-inf")):
-            raise InputError(f"score {score_text!r} is not a finite number", path, number)
+            raise InputError(f"score {score_text[:40]!r} is not a finite number", path, number)
         if (qid, docno) in seen:
             raise InputError(f"{docno} is retrieved twice for query {qid}", path, number)
         seen.add((qid, docno))

@@ -4,7 +4,10 @@ no chunks in the chosen version, with BM25 postings and embeddings, and index th
 Re-ingesting the same files changes nothing; a changed document replaces only its own chunks, and the BM25
 statistics and chunk lists of every version it changed are recomputed at the end (their N and average length
 changed). A bad file is
-reported as ``path:line: message`` and skipped whole, or with strict=True stops the ingest (nothing stored).
+reported as ``path:line: message`` and skipped whole, or with strict=True stops the ingest (nothing stored); a
+document PostgreSQL cannot store (a NUL character, which text cannot hold, or a lone surrogate in JSON) makes
+its file bad. Memory stays bounded whatever the corpus and document sizes: documents are upserted and chunked
+in batches of at most BATCH_BYTES of text, and chunks are embedded and loaded BATCH_CHUNKS at a time.
 """
 
 from __future__ import annotations
@@ -12,23 +15,31 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ragsql.corpus import SEGMENTERS, Chunker, SourceDocument, content_hash, find_files, read_documents
+from ragsql.corpus import EXTENSIONS, SEGMENTERS, Chunker, SourceDocument, content_hash, find_files, read_documents
 from ragsql.db import corpus as store
 from ragsql.embed import Embedder, make_embedder
 from ragsql.errors import InputError
+from ragsql.formats.values import UnstorableValue, check_storable, id_problem, text_problem
 from ragsql.judge.language import detect_language
 from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["IngestSummary", "ingest"]
 
 BATCH_DOCUMENTS = 128
-"""Documents chunked, embedded and loaded per round (one embed call, one COPY per table)."""
+"""Most documents upserted, or fetched and chunked, per round."""
+BATCH_BYTES = 8_000_000
+"""Most document text (UTF-8 bytes) upserted, or fetched and chunked, per round (a longer document goes alone)."""
+BATCH_CHUNKS = 1024
+"""Chunks embedded and loaded per round (one embed call, one COPY per table)."""
+DETECT_SAMPLE = 1_000_000
+"""Characters a document's language is detected from: all of a shorter one, 64 evenly spread slices of a longer."""
 
 
 @dataclass
@@ -106,14 +117,23 @@ async def _run(conn: psycopg.Connection, paths: list[str], chunker: Chunker, mod
         conn.commit()
 
 
-def _read(paths, strict: bool, summary: IngestSummary, report: Callable[[str], None]) -> list[SourceDocument]:
-    """Every document of the good files, with its language; a bad file is reported and skipped (or raised)."""
-    documents: list[SourceDocument] = []
+def _read(paths, strict: bool, summary: IngestSummary, report: Callable[[str], None]) -> Iterator[SourceDocument]:
+    """Every document of the good files, with its language; a bad file is reported and skipped (or raised).
+    Finding no file of a supported kind, or no good one, is an InputError."""
     seen: dict[str, str] = {}
-    for path, name in find_files(paths, lambda p, message: report(f"{p}: {message}")):
+    unsupported: Counter[str] = Counter()
+    found = 0
+
+    def skip(path: str, message: str) -> None:
+        unsupported[os.path.splitext(path)[1].lower() or "no extension"] += 1
+        report(f"{path}: {message}")
+
+    for path, name in find_files(paths, skip):
+        found += 1
         try:
             docs = read_documents(path, name)
             for doc in docs:
+                _require_storable(doc, path)
                 if doc.doc_id in seen:
                     raise InputError(f"duplicate id {doc.doc_id!r} (also in {seen[doc.doc_id]})", path, doc.line)
         except InputError as exc:
@@ -124,16 +144,46 @@ def _read(paths, strict: bool, summary: IngestSummary, report: Callable[[str], N
             continue
         for doc in docs:
             seen[doc.doc_id] = f"{path}:{doc.line}" if doc.line else path
-            language = doc.language or detect_language(doc.text)
-            documents.append(SourceDocument(doc.doc_id, doc.text, doc.title, language, doc.metadata, path, doc.line))
-    return documents
+            language = doc.language or _detect(doc.text)
+            yield SourceDocument(doc.doc_id, doc.text, doc.title, language, doc.metadata, path, doc.line)
+        del docs
+    if not found:
+        kinds = ", ".join(f"{n} {ext}" for ext, n in sorted(unsupported.items()))
+        raise InputError(f"nothing to ingest: found {sum(unsupported.values())} files ({kinds or 'none'}), none "
+                         f"of a supported kind ({', '.join(EXTENSIONS)})", ", ".join(map(str, paths)))
+    if not seen:
+        raise InputError(f"nothing to ingest: no good file among the {found} of a supported kind (each bad one "
+                         "is reported as FILE:LINE: message)")
 
 
-def _store_documents(conn: psycopg.Connection, corpus_id: int, documents: list[SourceDocument],
+def _require_storable(doc: SourceDocument, path: str) -> None:
+    """InputError (file and line) for a document PostgreSQL cannot store: a NUL character, a lone surrogate,
+    a control character in the id, NaN or nesting too deep in the metadata."""
+    if problem := id_problem(doc.doc_id):
+        raise InputError(f"the id {doc.doc_id[:60]!r} {problem}", path, doc.line)
+    if found := text_problem(doc.text):
+        raise InputError(f"the text {found[1]}", path, doc.line or doc.text.count("\n", 0, found[0]) + 1)
+    try:
+        check_storable(doc.title, "title")
+        check_storable(doc.metadata, "metadata")
+    except UnstorableValue as exc:
+        raise InputError(str(exc), path, doc.line) from None
+
+
+def _detect(text: str) -> str:
+    """The language of a document, detected from at most DETECT_SAMPLE characters of it."""
+    if len(text) <= DETECT_SAMPLE:
+        return detect_language(text)
+    step, width = len(text) // 64, DETECT_SAMPLE // 64
+    return detect_language(" ".join(text[i * step:i * step + width] for i in range(64)))
+
+
+def _store_documents(conn: psycopg.Connection, corpus_id: int, documents: Iterable[SourceDocument],
                      summary: IngestSummary) -> None:
-    """Upsert the new and changed documents; count them and the unchanged ones."""
+    """Upsert the new and changed documents in batches; count them and the unchanged ones."""
     stored = store.stored_hashes(conn, corpus_id)
-    rows = []
+    rows: list[tuple] = []
+    size = 0
     for doc in documents:
         digest = content_hash(doc.title, doc.text, doc.language, doc.metadata)
         old = stored.get(doc.doc_id)
@@ -145,6 +195,10 @@ def _store_documents(conn: psycopg.Connection, corpus_id: int, documents: list[S
         else:
             summary.changed += 1
         rows.append((doc.doc_id, doc.title, doc.text, doc.language, doc.metadata, digest, doc.source))
+        size += len(doc.text)
+        if size >= BATCH_BYTES or len(rows) >= BATCH_DOCUMENTS:
+            store.upsert_documents(conn, corpus_id, rows)
+            rows, size = [], 0
     if rows:
         store.upsert_documents(conn, corpus_id, rows)
 
@@ -152,33 +206,55 @@ def _store_documents(conn: psycopg.Connection, corpus_id: int, documents: list[S
 async def _chunk(conn: psycopg.Connection, chunker: Chunker, model: Embedder, summary: IngestSummary,
                  on_progress: Callable[[int, int], None] | None) -> None:
     """Chunk, tokenise and embed every document without chunks in the version, in batches."""
-    ids = store.unchunked_documents(conn, summary.version_id)
-    sql_tokenised: list[int] = []
-    for start in range(0, len(ids), BATCH_DOCUMENTS):
-        documents = store.fetch_documents(conn, ids[start:start + BATCH_DOCUMENTS])
-        sql_tokenised += [doc_id for doc_id, _, language in documents if language not in SEGMENTERS]
+    pending = store.unchunked_documents(conn, summary.version_id)
+    for ids in _batches(pending):
+        documents = store.fetch_documents(conn, ids)
         await _chunk_batch(conn, documents, chunker, model, summary)
-        summary.chunked += len(documents)
+        del documents
+        summary.chunked += len(ids)
         if on_progress is not None:
-            on_progress(summary.chunked, len(ids))
-    summary.tokens += store.add_text_terms(conn, summary.version_id, sql_tokenised)
+            on_progress(summary.chunked, len(pending))
+
+
+def _batches(documents: Sequence[tuple[int, int]]) -> Iterator[list[int]]:
+    """Ids of (id, bytes of text) documents in rounds of at most BATCH_DOCUMENTS and BATCH_BYTES (a longer
+    document goes alone)."""
+    ids: list[int] = []
+    size = 0
+    for doc_id, length in documents:
+        if ids and (size + length > BATCH_BYTES or len(ids) >= BATCH_DOCUMENTS):
+            yield ids
+            ids, size = [], 0
+        ids.append(doc_id)
+        size += length
+    if ids:
+        yield ids
 
 
 async def _chunk_batch(conn: psycopg.Connection, documents: Sequence[tuple[int, str, str]], chunker: Chunker,
                        model: Embedder, summary: IngestSummary) -> None:
-    """Split the documents, embed their chunks and load chunks and (for segmented languages) postings."""
-    chunks, postings = [], []
+    """Split the documents and load their chunks BATCH_CHUNKS at a time."""
+    chunks: list[tuple] = []
+    postings: list[tuple] = []
     for doc_id, text, language in documents:
         segment = SEGMENTERS.get(language)
-        for chunk in chunker.split(text):
-            length = 0
+        for chunk in chunker.chunks(text):
+            length = None  # tokenised in SQL, by ragsql.text_terms, as the chunk is inserted
             if segment is not None:
                 terms = segment(chunk.text)
                 length = sum(terms.values())
                 postings += [(doc_id, chunk.position, term, tf) for term, tf in terms.items()]
             chunks.append((doc_id, chunk.position, chunk.start, chunk.end, chunk.text, length))
-    if not chunks:
-        return
+            if len(chunks) >= BATCH_CHUNKS:
+                await _load_chunks(conn, chunks, postings, model, summary)
+                chunks, postings = [], []
+    if chunks:
+        await _load_chunks(conn, chunks, postings, model, summary)
+
+
+async def _load_chunks(conn: psycopg.Connection, chunks: list[tuple], postings: list[tuple], model: Embedder,
+                       summary: IngestSummary) -> None:
+    """Embed the chunks and load them and (for segmented languages) their postings."""
     vectors, _ = await model.embed([row[4] for row in chunks])
     dimensions = {len(v) for v in vectors}
     if summary.dimensions is not None:
@@ -187,7 +263,8 @@ async def _chunk_batch(conn: psycopg.Connection, documents: Sequence[tuple[int, 
         raise InputError(f"the embedder {model.name} returned vectors of {sorted(dimensions)} dimensions "
                          f"for corpus version {summary.version_id}")
     summary.dimensions = dimensions.pop()
-    summary.chunks += store.add_chunks(conn, summary.version_id, (
+    added, sql_tokens = store.add_chunks(conn, summary.version_id, (
         (*row, vector) for row, vector in zip(chunks, vectors)))
+    summary.chunks += added
     store.add_chunk_terms(conn, summary.version_id, postings)
-    summary.tokens += sum(row[5] for row in chunks)
+    summary.tokens += sql_tokens + sum(row[5] or 0 for row in chunks)
