@@ -311,12 +311,13 @@ def test_steps_that_did_nothing_exit_1_with_the_reason_and_store_nothing(contrac
     (folder / "a.pdf").write_bytes(b"%PDF-1.4")
     code, out, err = run_cli(capsys, "ingest", str(folder), "--corpus", "empty", "--embedder", "offline:16")
     assert (code, out) == (1, "") and err.endswith(
-        "ragsql: error: no document to ingest: no .txt, .md, .markdown or .jsonl file among the paths given\n")
+        f"ragsql: error: {folder}: nothing to ingest: found 1 files (1 .pdf), none of a supported kind "
+        "(.txt, .md, .markdown, .jsonl)\n")
     assert _count(contract, "corpus", "empty") == 0
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
     code, out, err = run_cli(capsys, "import", "jsonl", str(empty), "--dataset", "empty")
-    assert (code, out, err) == (1, "", f"ragsql: error: {empty}: no record to import; nothing was stored\n")
+    assert (code, out, err) == (1, "", f"ragsql: error: {empty}: the file holds no records (it is empty, or only blank lines)\n")
     assert _count(contract, "dataset", "empty") == 0
     code, out, err = run_cli(capsys, "generate", "--run", "r00", "--offline")  # TREC results carry no text
     assert (code, out) == (1, "") and err.endswith(

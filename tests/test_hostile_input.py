@@ -184,9 +184,9 @@ def test_tiny_chunk_sizes_work_or_are_one_usage_line(conn, shared_db_url, tmp_pa
     """--chunk-size 1 leaves whitespace-only pieces out (positions stay 1..n); an overlap too big is one line."""
     monkeypatch.setenv("RAGSQL_DATABASE_URL", shared_db_url)
     path = write(tmp_path / "a.txt", "ab c.\n\nd e\n")
-    assert main(["ingest", path, "--corpus", "c", "--chunk-size", "1"]) != 0  # before conn takes any lock
+    assert main(["ingest", path, "--corpus", "c", "--chunk-size", "1"]) == 2  # before conn takes any lock
     err = capsys.readouterr().err
-    assert err.startswith("ragsql: error: ") and "overlap" in err and len(err.splitlines()) == 1
+    assert err.startswith("ragsql: usage: ") and "overlap" in err and len(err.splitlines()) == 1
     summary = ingest(conn, [path], "c", chunk_size=1, overlap=0, settings=OFFLINE)
     rows = conn.execute("select position, text from ragsql.chunk order by position").fetchall()
     assert rows == [(1, "a"), (2, "b"), (3, "c"), (4, "."), (5, "d"), (6, "e")] and summary.chunks == 6
