@@ -35,6 +35,10 @@ select not exists (select from ragsql.schema_migration where name = '0060_upgrad
 \if :migrate
 \ir migrations/0060_upgrade.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0070_call_claim') as migrate \gset
+\if :migrate
+\ir migrations/0070_call_claim.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -52,6 +56,6 @@ select not exists (select from ragsql.schema_migration where name = '0060_upgrad
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 39f26a8c1dc8c907513b96bca0906165a74ae4606208126eb29c6ac2d8027d59
+\set ragsql_fingerprint 8aefec629ea21bf25f721f607bd1f9b73d5a7ae9d269d38d0f6d0f16dc2e27fd
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
