@@ -224,22 +224,24 @@ async def store_embeddings(conn: psycopg.AsyncConnection, embedder: str,
 async def store_extraction(conn: psycopg.AsyncConnection, text: str, model: str, prompt_version: str, call_id: int,
                            statements: Sequence[str]) -> int:
     """The statements of a text, stored once per (text, model, prompt version); returns the extraction id."""
-    h = text_hash(text)
-    cur = await conn.execute(
-        "insert into ragsql.statement_extraction (text_hash, model, prompt_version, call_id) values (%s, %s, %s, %s) "
-        "on conflict (text_hash, model, prompt_version) do nothing returning id",
-        (h, model, prompt_version, call_id))
-    row = await cur.fetchone()
-    if row is None:
+    async with conn.transaction():  # both or neither: a retry after a lost connection finds no half
+        h = text_hash(text)
         cur = await conn.execute(
-            "select id from ragsql.statement_extraction where text_hash = %s and model = %s and prompt_version = %s",
-            (h, model, prompt_version))
-        return (await cur.fetchone())[0]
-    async with conn.cursor() as c:
-        await c.executemany(
-            "insert into ragsql.text_statement (extraction_id, statement_no, statement) values (%s, %s, %s)",
-            [(row[0], i, s) for i, s in enumerate(statements, 1)])
-    return row[0]
+            "insert into ragsql.statement_extraction (text_hash, model, prompt_version, call_id) "
+            "values (%s, %s, %s, %s) on conflict (text_hash, model, prompt_version) do nothing returning id",
+            (h, model, prompt_version, call_id))
+        row = await cur.fetchone()
+        if row is None:
+            cur = await conn.execute(
+                "select id from ragsql.statement_extraction "
+                "where text_hash = %s and model = %s and prompt_version = %s",
+                (h, model, prompt_version))
+            return (await cur.fetchone())[0]
+        async with conn.cursor() as c:
+            await c.executemany(
+                "insert into ragsql.text_statement (extraction_id, statement_no, statement) values (%s, %s, %s)",
+                [(row[0], i, s) for i, s in enumerate(statements, 1)])
+        return row[0]
 
 
 async def _insert(conn: psycopg.AsyncConnection, table: str, columns: Sequence[str], rows: Sequence[Sequence]) -> None:

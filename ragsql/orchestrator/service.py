@@ -79,6 +79,7 @@ class Judging:
         self.tally = Tally()
         self.calls: CallService | None = None  # bound by the runner for the length of a run
         self._planned: dict[str, Answer] = {}  # dry run: a request planned once is shared, as the cache would be
+        self._embedding: dict[str, asyncio.Future] = {}  # text hash -> the embedding in flight in this process
 
     @property
     def model(self) -> str:
@@ -126,11 +127,32 @@ class Judging:
         return Answer(verdict, None)
 
     async def embed(self, texts: Sequence[str], wdb: WorkerDb | None = None) -> None:
-        """Make sure every text has an embedding by the run's embedder (stored once per text, across runs)."""
+        """Make sure every text has an embedding by the run's embedder (stored once per text, across runs); a text
+        another task of this process is embedding is waited for, not sent again."""
         unique = list(dict.fromkeys(t for t in texts if t and t.strip()))
         if not unique:
             return
         hashes = {db.text_hash(t): t for t in unique}
+        shared = {self._embedding[h] for h in hashes if h in self._embedding}
+        mine = [h for h in hashes if h not in self._embedding]
+        if mine:  # registered before any await, so no other task of this process sends these texts meanwhile
+            future = asyncio.get_running_loop().create_future()
+            self._embedding.update(dict.fromkeys(mine, future))
+            try:
+                await self._embed_missing({h: hashes[h] for h in mine})
+            except BaseException as exc:
+                future.set_exception(exc)
+                future.exception()  # retrieved: waiters re-raise it, nobody else must
+                raise
+            else:
+                future.set_result(None)
+            finally:
+                for h in mine:
+                    self._embedding.pop(h, None)
+        for waiting in shared:
+            await asyncio.shield(waiting)
+
+    async def _embed_missing(self, hashes: dict[str, str]) -> None:
         missing = await self.calls.run(db.missing_embeddings, list(hashes), self.embedder.name)
         self.tally.embeddings_cached += len(hashes) - len(missing)
         todo = [hashes[h] for h in hashes if h in missing]
