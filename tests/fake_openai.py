@@ -11,6 +11,33 @@ The default responder reads the ``Task: <name>`` marker on the first line of the
 tagged user message that ``ragsql.judge.prompts`` builds, and answers every one of the 10 judge tasks with
 valid JSON, and ``generate`` with the first sentence of the first context and its citation. ``responder=``
 replaces it: ``(task, messages, request_json) -> content``.
+
+Faults come two ways. Queued ones hit the next requests in order: ``fail_next``, ``timeout_next``,
+``malformed_next``, ``truncate_next``, ``die_after``. A rate-based mix hits a share of all requests::
+
+    fake.fault_mix({"prose": 0.1, "429": 0.05, "500": 0.05, "timeout": 0.02, "non_json_body": 0.01}, seed=7)
+
+Each request to the route (``on=``: 'chat' by default, 'embeddings', 'rerank' or 'any') draws one fault, or
+none, from sha256(seed, route, request body, how many times this same body was received before): the same
+seed gives the same faults to the same requests whatever order concurrent clients send them in, and a retry
+of a request draws again (so a 5% fault is transient, a 100% one is a storm). The kinds (``FAULT_KINDS``):
+
+- ``prose``: 200, a well-formed chat completion whose content is prose, not JSON (a model ignoring
+  ``response_format``);
+- ``wrong_shape``: 200, the content is JSON but not the shape the task asked for;
+- ``truncated``: 200, the content cut in half with finish_reason 'length';
+- ``non_json_body``: 200 with an HTML body that is not JSON at HTTP level (a proxy, a wrong base URL);
+- ``timeout``: the request hangs ``hang`` seconds, then its connection is closed with no answer;
+- ``drop``: the connection is closed at once with no answer;
+- an HTTP status such as ``"429"``, ``"500"``, ``"503"``: that status with an OpenAI-style error body; 429
+  carries ``Retry-After: <retry_after>`` seconds (``fault_mix(..., retry_after=0.05)``).
+
+``fault_mix(None)`` clears the mix. ``stats()`` (and ``GET /admin/stats``) counts the faults given
+(``faults``), the distinct chat request bodies (``unique_chat_requests``) and ``repeated_good_replies``: good
+replies sent for a chat body that had already been given a good reply (a stored reply bought twice).
+``python -m tests.fake_openai --fault-mix 'prose=0.1,429=0.05' --fault-seed 7`` serves with a mix, and
+``POST /admin/fault_mix`` with ``{"mix": {...} | null, "seed": 7, "on": "chat", "retry_after": 0.05}``
+changes it in a running server (e.g. for a clean re-run).
 """
 
 from __future__ import annotations
@@ -31,7 +58,7 @@ from typing import Any
 from ragsql.judge.language import split_sentences
 from ragsql.llm.tokens import count_message_tokens, count_tokens
 
-__all__ = ["FakeOpenAI", "default_responder", "hashed_embedding"]
+__all__ = ["FAULT_KINDS", "FakeOpenAI", "default_responder", "hashed_embedding", "parse_fault_mix"]
 
 Responder = Callable[[str, list[dict[str, Any]], dict[str, Any]], str]
 
@@ -40,6 +67,10 @@ _STOP = {"the", "a", "an", "of", "and", "or", "to", "in", "is", "are", "was", "w
          "with", "as", "by", "that", "this", "be", "at", "from", "what", "how", "which", "does", "do", "lt"}
 _EN_FORMS = ("What is true about {}?", "Can you explain that {}?", "Is it the case that {}?")
 _ZH_FORMS = ("关于“{}”，是什么情况？", "请解释：{}？", "是否{}？")
+FAULT_KINDS = ("prose", "wrong_shape", "truncated", "non_json_body", "timeout", "drop")
+"""Fault kinds of `FakeOpenAI.fault_mix` besides an HTTP status given as its number ("429", "500", ...)."""
+_PROSE = "Sure! Having read the contexts carefully, I think the statements are mostly supported."
+_WRONG_SHAPE = '{"result": "supported", "score": "high"}'
 _NONCOMMITTAL = ("i don't know", "i do not know", "no information", "不知道", "没有相关信息", "无法回答")
 
 
@@ -239,11 +270,33 @@ class FakeOpenAI:
             self._timeouts = self._malformed = self._truncated = 0
             self._alive_for: int | None = None
             self._dead_status: int | None = None
+            self._mix: tuple[dict[str, float], int, str, float] | None = None
+            self._seen: dict[str, int] = {}  # (route, body digest) -> times received, for the mix's draws
+            self._seen_chat: set[str] = set()
+            self._good_chat: set[str] = set()
+            self.repeated_good_replies = 0
+            self.faults: dict[str, int] = {}
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, Any]:
         """The counters, as ``GET /admin/stats`` serves them to a driver in another process."""
         with self._lock:
-            return {name: getattr(self, name) for name in STAT_NAMES}
+            out: dict[str, Any] = {name: getattr(self, name) for name in STAT_NAMES}
+            out["unique_chat_requests"] = len(self._seen_chat)
+            out["repeated_good_replies"] = self.repeated_good_replies
+            out["faults"] = dict(self.faults)
+            return out
+
+    def fault_mix(self, mix: dict[str, float] | None, *, seed: int = 0, on: str = "chat",
+                  retry_after: float = 0.05) -> None:
+        """Give a share of the requests to `on` a fault (see the module docstring); None clears the mix.
+
+        `mix` maps a fault kind (`FAULT_KINDS`) or an HTTP status ("429", "500") to the share of requests that
+        get it; shares are at least 0 and sum to at most 1. Deterministic by `seed` for a given request."""
+        checked = _check_mix(mix) if mix else None
+        if on not in ("chat", "embeddings", "rerank", "any"):
+            raise ValueError(f"on must be chat, embeddings, rerank or any, got {on!r}")
+        with self._lock:
+            self._mix = None if checked is None else (checked, int(seed), on, float(retry_after))
 
     def fail_next(self, status: int, n: int = 1, retry_after: float | str | None = None, body: Any = None,
                   on: str = "chat") -> None:
@@ -287,6 +340,36 @@ class FakeOpenAI:
                     return status, retry_after, body
         return None
 
+    def _draw(self, route: str, body: bytes) -> tuple[str | None, float]:
+        """The mix's fault for this request (or None) and the Retry-After of a 429; counts the body."""
+        digest = hashlib.sha256(body).hexdigest()
+        with self._lock:
+            key = f"{route}:{digest}"
+            n = self._seen.get(key, 0)
+            self._seen[key] = n + 1
+            if route == "chat":
+                self._seen_chat.add(digest)
+            if self._mix is None:
+                return None, 0.0
+            mix, seed, on, retry_after = self._mix
+            if on not in (route, "any"):
+                return None, retry_after
+            point = int.from_bytes(hashlib.sha256(f"{seed}:{key}:{n}".encode()).digest()[:8], "big") / 2 ** 64
+            total = 0.0
+            for kind in sorted(mix):
+                total += mix[kind]
+                if point < total:
+                    self.faults[kind] = self.faults.get(kind, 0) + 1
+                    return kind, retry_after
+            return None, retry_after
+
+    def _good_reply(self, body: bytes) -> None:
+        digest = hashlib.sha256(body).hexdigest()
+        with self._lock:
+            if digest in self._good_chat:
+                self.repeated_good_replies += 1
+            self._good_chat.add(digest)
+
     def _dead(self, route: str) -> bool:
         with self._lock:
             if self._alive_for is None:
@@ -295,6 +378,35 @@ class FakeOpenAI:
                 self._alive_for -= 1
                 return False
             return self._alive_for <= 0
+
+
+def _check_mix(mix: dict[str, float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for kind, share in mix.items():
+        kind = str(kind).strip()
+        if kind not in FAULT_KINDS and not (kind.isdigit() and 400 <= int(kind) <= 599):
+            raise ValueError(f"unknown fault {kind!r}: use an HTTP status 400-599 or one of {', '.join(FAULT_KINDS)}")
+        if not 0 <= float(share) <= 1:
+            raise ValueError(f"the share of {kind!r} must be within 0..1, got {share}")
+        out[kind] = float(share)
+    if sum(out.values()) > 1 + 1e-9:
+        raise ValueError(f"the shares sum to {sum(out.values()):.3f}, more than 1")
+    return out
+
+
+def parse_fault_mix(text: str) -> dict[str, float]:
+    """``prose=0.1,429=0.05`` or the JSON object ``{"prose": 0.1, "429": 0.05}`` as a checked mix."""
+    text = text.strip()
+    if text.startswith("{"):
+        raw = json.loads(text)
+    else:
+        raw = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            kind, sep, share = part.partition("=")
+            if not sep:
+                raise ValueError(f"expected KIND=SHARE, got {part!r}")
+            raw[kind.strip()] = float(share)
+    return _check_mix(raw)
 
 
 def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
@@ -377,6 +489,16 @@ class _Handler(BaseHTTPRequestHandler):
             fake.reset()
             self._send(200, fake.stats())
             return
+        if self.path.rstrip("/") == "/admin/fault_mix":
+            try:
+                spec = json.loads(body or b"{}")
+                fake.fault_mix(spec.get("mix"), seed=int(spec.get("seed", 0)), on=spec.get("on", "chat"),
+                               retry_after=float(spec.get("retry_after", 0.05)))
+            except (ValueError, TypeError, AttributeError) as exc:
+                self._send(400, _error(str(exc), "invalid_request_error"))
+                return
+            self._send(200, fake.stats())
+            return
         route = self._route()
         if route not in ("chat", "embeddings", "rerank"):
             self._send(404, _error(f"no route {self.path}", "invalid_request_error"))
@@ -402,6 +524,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if self._gate(route):
                 return
+            fault, retry_after = fake._draw(route, body)
+            if fault is not None and self._fault(fault, retry_after, route):
+                return
             model = request.get("model")
             if fake.models is not None and model not in fake.models:
                 self._send(404, _error(f"The model '{model}' does not exist", "invalid_request_error",
@@ -414,7 +539,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fake.latency:
                 time.sleep(fake.latency)
             if route == "chat":
-                self._chat(request)
+                self._chat(request, fault, body)
             elif route == "rerank":
                 self._rerank(request)
             else:
@@ -425,15 +550,45 @@ class _Handler(BaseHTTPRequestHandler):
             with fake._lock:
                 fake.in_flight -= 1
 
-    def _chat(self, request: dict[str, Any]) -> None:
+    def _fault(self, fault: str, retry_after: float, route: str) -> bool:
+        """Answer with the drawn fault; False for the faults that shape a chat reply's content instead."""
+        fake = self.server_fake
+        if fault.isdigit():
+            status = int(fault)
+            headers = {"Retry-After": f"{retry_after:g}"} if status == 429 else {}
+            message = "rate limited" if status == 429 else f"fake fault {status}"
+            self._send(status, _error(message, "fake_error"), headers)
+        elif fault == "timeout":
+            time.sleep(fake.hang)
+            self._drop()
+        elif fault == "drop":
+            self._drop()
+        elif fault == "non_json_body":
+            data = b"<html><body><h1>Welcome to nginx!</h1></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif route == "chat":
+            return False  # prose / wrong_shape / truncated: `_chat` spoils the reply's content
+        else:  # the same faults elsewhere: a 200 JSON body of the wrong shape
+            self._send(200, {"object": "list", "message": _PROSE})
+        return True
+
+    def _chat(self, request: dict[str, Any], fault: str | None = None, body: bytes = b"") -> None:
         fake = self.server_fake
         messages = request.get("messages") or []
         content = fake.responder(_task(messages), messages, request)
         finish = "stop"
-        if fake._take("_malformed"):
-            content = "Sure! Here is my verdict: supported (not JSON)"
-        elif fake._take("_truncated"):
+        if fault == "prose" or fake._take("_malformed"):
+            content = _PROSE if fault == "prose" else "Sure! Here is my verdict: supported (not JSON)"
+        elif fault == "wrong_shape":
+            content = _WRONG_SHAPE
+        elif fault == "truncated" or fake._take("_truncated"):
             content, finish = content[: max(1, len(content) // 2)], "length"
+        else:
+            fake._good_reply(body)
         prompt, completion = count_message_tokens(messages), count_tokens(content)
         with fake._lock:
             fake.prompt_tokens += prompt
@@ -479,7 +634,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _serve() -> None:
-    """``python -m tests.fake_openai [--latency S]``: serve in this process, print the base URL, stop on EOF.
+    """``python -m tests.fake_openai [--latency S] [--fault-mix MIX]``: serve here, print the base URL, stop on EOF.
 
     The benchmark runs the server this way so that its work does not share the client's interpreter (RAGAS's
     figures were measured against a server in its own process too).
@@ -490,8 +645,18 @@ def _serve() -> None:
     parser = argparse.ArgumentParser(description=_serve.__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds every chat and embedding call sleeps")
     parser.add_argument("--dim", type=int, default=64, help="embedding dimension")
+    parser.add_argument("--fault-mix", type=parse_fault_mix, default=None, metavar="MIX",
+                        help="share of requests per fault: 'prose=0.1,429=0.05,500=0.05,timeout=0.02' or JSON; "
+                             f"kinds: an HTTP status or {', '.join(FAULT_KINDS)}")
+    parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws")
+    parser.add_argument("--fault-on", default="chat", choices=("chat", "embeddings", "rerank", "any"),
+                        help="which requests the mix hits")
+    parser.add_argument("--retry-after", type=float, default=0.05, help="Retry-After seconds of a 429 fault")
+    parser.add_argument("--hang", type=float, default=5.0, help="seconds a timeout fault hangs")
     args = parser.parse_args()
-    with FakeOpenAI(latency=args.latency, dim=args.dim) as fake:
+    with FakeOpenAI(latency=args.latency, dim=args.dim, hang=args.hang) as fake:
+        if args.fault_mix:
+            fake.fault_mix(args.fault_mix, seed=args.fault_seed, on=args.fault_on, retry_after=args.retry_after)
         print(fake.base_url, flush=True)
         sys.stdin.read()  # until the driver closes our stdin (or exits)
 

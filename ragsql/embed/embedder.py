@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ragsql.errors import JudgeError
-from ragsql.llm.calls import CallRecord
+from ragsql.llm.calls import CallFailed, CallRecord
 
 __all__ = ["Embedder", "EmbeddingFailed", "require_text"]
 
@@ -27,12 +26,8 @@ class Embedder(Protocol):
         ...
 
 
-class EmbeddingFailed(JudgeError):
+class EmbeddingFailed(CallFailed):
     """An embedding call failed for good; `records` holds every call made, the failed ones included."""
-
-    def __init__(self, message: str, records: Sequence[CallRecord] = ()):
-        super().__init__(message)
-        self.records = list(records)
 
 
 def require_text(texts: Sequence[str]) -> None:

@@ -1,9 +1,9 @@
 """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint, through the official client.
 
 Texts go in batches of at most `batch_size` (256) per request, at most ``settings.concurrency`` requests at
-once, within the rpm/tpm limits. Each request is retried by tenacity on transient errors (the client's own
-retries are off, so every attempt is counted) and yields one CallRecord; when one fails for good, `embed`
-raises `EmbeddingFailed` carrying the records of every request made.
+once, within the rpm/tpm limits; each goes through `ragsql.llm.send.Sender` (retries on transient errors, the
+client's own retries off, so every attempt is counted) and yields one CallRecord; when one fails for good,
+`embed` raises `EmbeddingFailed` (a `CallFailed`) carrying the records of every request made.
 """
 
 from __future__ import annotations
@@ -11,30 +11,25 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import openai
 
-from ragsql.llm.retry import describe, retrying
 from ragsql.embed.embedder import EmbeddingFailed, require_text
 from ragsql.errors import JudgeError
 from ragsql.llm.calls import CallRecord, request_hash
 from ragsql.llm.limiter import RateLimiter
+from ragsql.llm.send import SendFailed, Sender
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_tokens
 
 __all__ = ["OpenAIEmbedder"]
 
 
-class _Failed(Exception):
-    """A batch that is over: the message becomes the record's error."""
-
-
 class OpenAIEmbedder:
     """Vectors from ``settings.base_url`` for model `model` (default ``settings.embed_model``)."""
 
     offline = False
-    backoff = (0.5, 30.0)
-    """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
 
     def __init__(self, settings: EndpointSettings, model: str | None = None, *, batch_size: int = 256,
                  limiter: RateLimiter | None = None):
@@ -46,10 +41,18 @@ class OpenAIEmbedder:
         self.model = model or settings.embed_model
         self.name = f"openai:{self.model}"
         self.batch_size = batch_size
-        self._limiter = limiter or RateLimiter(settings.rpm, settings.tpm)
-        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._sender = Sender.for_settings(settings, limiter)
         self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
                                           timeout=settings.timeout, max_retries=0)
+
+    @property
+    def backoff(self) -> tuple[float, float]:
+        """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
+        return self._sender.backoff
+
+    @backoff.setter
+    def backoff(self, value: tuple[float, float]) -> None:
+        self._sender.backoff = value
 
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
         """One vector per text, in order, and one record per request; EmbeddingFailed if a batch fails."""
@@ -70,29 +73,22 @@ class OpenAIEmbedder:
         attempts = tokens = 0
         vectors: list[list[float]] = []
         error: str | None = None
+
+        def check(response: Any) -> None:
+            got = [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
+            if len(got) != len(batch) or len({len(v) for v in got}) != 1:
+                raise ValueError(f"the endpoint returned {len(got)} vectors of sizes "
+                                 f"{sorted({len(v) for v in got})} for {len(batch)} inputs")
+
         try:
-            policy = retrying(self.settings.max_retries + 1, initial=self.backoff[0], maximum=self.backoff[1],
-                              on_rate_limit=self._limiter.pause)
-            async for attempt in policy:
-                with attempt:
-                    await self._limiter.acquire(reserve)
-                    attempts += 1
-                    try:
-                        async with self._slots:
-                            response = await self._client.embeddings.create(model=self.model, input=batch)
-                    except openai.APIStatusError:
-                        self._limiter.settle(reserve, 0)  # refused: nothing was spent
-                        raise
-            tokens = response.usage.prompt_tokens if response.usage else reserve
-            self._limiter.settle(reserve, tokens)
-            vectors = [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
-            if len(vectors) != len(batch) or len({len(v) for v in vectors}) != 1:
-                raise _Failed(f"the endpoint returned {len(vectors)} vectors of sizes "
-                              f"{sorted({len(v) for v in vectors})} for {len(batch)} inputs")
-        except openai.OpenAIError as exc:
-            error = describe(exc, attempts)
-        except _Failed as exc:
-            error = str(exc)
+            sent = await self._sender.send(lambda: self._client.embeddings.create(model=self.model, input=batch),
+                                           reserve=reserve, check=check)
+            attempts = sent.attempts
+            tokens = sent.reply.usage.prompt_tokens if sent.reply.usage else reserve
+            self._sender.limiter.settle(reserve, tokens)
+            vectors = [list(d.embedding) for d in sorted(sent.reply.data, key=lambda d: d.index)]
+        except SendFailed as exc:
+            attempts, error = exc.attempts, exc.reason
         record = CallRecord(
             request_hash=request_hash(self.model, {"input": batch}), kind="embedding", model=self.model,
             prompt_name="embedding", prompt_version=None, status="failed" if error else "ok",

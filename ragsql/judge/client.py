@@ -1,15 +1,14 @@
 """The LLM judge over an OpenAI-compatible endpoint: one typed verdict and one CallRecord per request.
 
-Calls are bounded (a semaphore of ``settings.concurrency``), rate limited (rpm/tpm buckets reserving the
-prompt plus ``max_tokens`` and settled with the reported usage) and retried by tenacity on transient errors
-(the openai client's own retries are off, so every HTTP attempt is counted here). A reply that is not JSON or
+Calls go through `ragsql.llm.send.Sender`: bounded (``settings.concurrency``), rate limited (rpm/tpm
+buckets reserving the prompt plus ``max_tokens`` and settled with the reported usage) and retried on
+transient errors (the openai client's own retries are off, so every HTTP attempt is counted). A reply that is not JSON or
 does not fit the verdict model gets one repair request; a reply cut off at ``max_tokens`` gets one retry with
 twice the room. Endpoint and reply problems never raise from `judge`: they come back as a failed record.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from dataclasses import dataclass
@@ -20,9 +19,10 @@ from pydantic import BaseModel, ValidationError
 
 from ragsql.errors import JudgeError
 from ragsql.judge.prompts import JudgeRequest
-from ragsql.llm.retry import describe, retrying
 from ragsql.llm.calls import CallRecord, request_hash
 from ragsql.llm.limiter import RateLimiter
+from ragsql.llm.retry import describe
+from ragsql.llm.send import SendFailed, Sender
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_message_tokens, count_tokens
 
@@ -59,16 +59,22 @@ class JudgeClient:
     """Judge requests sent to ``settings.base_url`` with temperature 0, a fixed seed and JSON replies."""
 
     offline = False
-    backoff = (0.5, 30.0)
-    """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
 
     def __init__(self, settings: EndpointSettings, *, limiter: RateLimiter | None = None):
         self.settings = settings
         self.model = settings.model
-        self._limiter = limiter or RateLimiter(settings.rpm, settings.tpm)
-        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._sender = Sender.for_settings(settings, limiter)
         self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
                                           timeout=settings.timeout, max_retries=0)
+
+    @property
+    def backoff(self) -> tuple[float, float]:
+        """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
+        return self._sender.backoff
+
+    @backoff.setter
+    def backoff(self, value: tuple[float, float]) -> None:
+        self._sender.backoff = value
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
         """Cache key of a request: model, prompt version, messages and sampling settings (not inputs, items or
@@ -138,39 +144,41 @@ class JudgeClient:
     async def _complete(self, messages: list[dict[str, str]], max_tokens: int, tally: _Tally) -> _Reply:
         """One chat completion with retries; raises _Failed with a one-line reason when it cannot be had."""
         reserve = count_message_tokens(messages) + max_tokens
-        tries = 0
-        policy = retrying(self.settings.max_retries + 1, initial=self.backoff[0], maximum=self.backoff[1],
-                          on_rate_limit=self._limiter.pause)
         try:
-            async for attempt in policy:
-                with attempt:
-                    await self._limiter.acquire(reserve)
-                    tries += 1
-                    tally.attempts += 1
-                    try:
-                        async with self._slots:
-                            response = await self._client.chat.completions.create(
-                                model=self.model, messages=messages, temperature=0, seed=self.settings.seed,
-                                response_format=_RESPONSE_FORMAT, max_tokens=max_tokens)
-                    except openai.APIStatusError:
-                        self._limiter.settle(reserve, 0)  # refused: nothing was spent
-                        raise
-        except openai.OpenAIError as exc:
-            raise _Failed(describe(exc, tries)) from None
-        choice = response.choices[0] if response.choices else None
-        content = (choice.message.content if choice else None) or ""
+            sent = await self._sender.send(
+                lambda: self._client.chat.completions.create(
+                    model=self.model, messages=messages, temperature=0, seed=self.settings.seed,
+                    response_format=_RESPONSE_FORMAT, max_tokens=max_tokens),
+                reserve=reserve, check=_check_completion)
+        except SendFailed as exc:
+            tally.attempts += exc.attempts
+            raise _Failed(exc.reason) from None
+        tally.attempts += sent.attempts
+        response = sent.reply
+        choice = response.choices[0]
+        content = choice.message.content or ""
         usage = response.usage
         prompt = usage.prompt_tokens if usage and usage.prompt_tokens is not None else count_message_tokens(messages)
         completion = (usage.completion_tokens if usage and usage.completion_tokens is not None
                       else count_tokens(content))
         tally.prompt_tokens += prompt
         tally.completion_tokens += completion
-        self._limiter.settle(reserve, prompt + completion)
-        return _Reply(content, choice.finish_reason if choice else None)
+        self._sender.limiter.settle(reserve, prompt + completion)
+        return _Reply(content, choice.finish_reason)
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
         await self._client.close()
+
+
+def _check_completion(response: Any) -> None:
+    """A chat completion with one choice whose content is text (or empty)."""
+    choices = response.choices
+    if not choices:
+        raise ValueError("the reply has no choices")
+    content = choices[0].message.content
+    if content is not None and not isinstance(content, str):
+        raise TypeError(f"the reply's content is {type(content).__name__}, not text")
 
 
 def _unfence(content: str) -> str:

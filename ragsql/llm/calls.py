@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["CallRecord", "request_hash"]
+from ragsql.errors import JudgeError
+
+__all__ = ["CallFailed", "CallRecord", "request_hash"]
 
 
 def request_hash(model: str, payload: Mapping[str, Any]) -> str:
@@ -38,3 +40,20 @@ class CallRecord:
     def ok(self) -> bool:
         """True when the call returned a usable reply."""
         return self.status == "ok"
+
+
+class CallFailed(JudgeError):
+    """A judge, generation, embedding or rerank call failed for good: one line saying why; `records` are the
+    calls made (failed ones included), `record` the last of them. Whatever went wrong (HTTP status, timeout,
+    a body that is not JSON, a reply of the wrong shape) ends as this one exception, never another."""
+
+    def __init__(self, message: str, records: "CallRecord | Sequence[CallRecord] | None" = None):
+        super().__init__(" ".join(message.split()))
+        if isinstance(records, CallRecord):
+            records = [records]
+        self.records: list[CallRecord] = list(records or [])
+
+    @property
+    def record(self) -> "CallRecord | None":
+        """The last call made, if any."""
+        return self.records[-1] if self.records else None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Sequence
@@ -12,8 +11,7 @@ import openai
 
 from ragsql.errors import InputError
 from ragsql.llm.calls import CallRecord, request_hash
-from ragsql.llm.limiter import RateLimiter
-from ragsql.llm.retry import describe, retrying
+from ragsql.llm.send import SendFailed, Sender
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_tokens
 from ragsql.rerank.reranker import RerankFailed
@@ -26,8 +24,6 @@ DEFAULT_RERANK_MODEL = "rerank-v3.5"
 class EndpointReranker:
     """Relevance scores of documents for a query from ``settings.base_url``/rerank."""
 
-    backoff = (0.5, 30.0)
-
     def __init__(self, settings: EndpointSettings, model: str | None = None):
         if not settings.configured:
             raise InputError("the rerank endpoint is not configured: set RAGSQL_RERANK_BASE_URL (or the judge's "
@@ -36,10 +32,18 @@ class EndpointReranker:
         self.model = model or os.environ.get("RAGSQL_RERANK_MODEL") or DEFAULT_RERANK_MODEL
         self.name = f"endpoint:{self.model}"
         self.config = {"reranker": "endpoint", "model": self.model, "base_url": settings.base_url}
-        self._limiter = RateLimiter(settings.rpm, settings.tpm)
-        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._sender = Sender.for_settings(settings)
         self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
                                           timeout=settings.timeout, max_retries=0)
+
+    @property
+    def backoff(self) -> tuple[float, float]:
+        """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
+        return self._sender.backoff
+
+    @backoff.setter
+    def backoff(self, value: tuple[float, float]) -> None:
+        self._sender.backoff = value
 
     def request_hash(self, query: str, documents: Sequence[str]) -> str:
         """Cache key of one rerank request."""
@@ -50,24 +54,15 @@ class EndpointReranker:
         start = time.perf_counter()
         reserve = count_tokens(query) * len(documents) + sum(count_tokens(d) for d in documents)
         attempts, scores, error = 0, [], None
+        body = {"model": self.model, "query": query, "documents": list(documents), "top_n": len(documents)}
         try:
-            policy = retrying(self.settings.max_retries + 1, initial=self.backoff[0], maximum=self.backoff[1],
-                              on_rate_limit=self._limiter.pause)
-            async for attempt in policy:
-                with attempt:
-                    await self._limiter.acquire(reserve)
-                    attempts += 1
-                    async with self._slots:
-                        reply = await self._client.post(
-                            "/rerank", cast_to=object,
-                            body={"model": self.model, "query": query, "documents": list(documents),
-                                  "top_n": len(documents)})
-            self._limiter.settle(reserve, reserve)
-            scores = _scores(reply, len(documents))
-        except openai.OpenAIError as exc:
-            error = describe(exc, attempts)
-        except ValueError as exc:
-            error = f"unusable rerank reply: {exc}"
+            sent = await self._sender.send(lambda: self._client.post("/rerank", cast_to=object, body=body),
+                                           reserve=reserve, check=lambda reply: _scores(reply, len(documents)))
+            attempts = sent.attempts
+            self._sender.limiter.settle(reserve, reserve)
+            scores = _scores(sent.reply, len(documents))
+        except SendFailed as exc:
+            attempts, error = exc.attempts, exc.reason
         record = CallRecord(
             request_hash=self.request_hash(query, documents), kind="rerank", model=self.model, prompt_name="rerank",
             prompt_version=None, status="failed" if error else "ok", response=None if error else {"scores": scores},

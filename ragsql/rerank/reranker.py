@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ragsql.errors import JudgeError
-from ragsql.llm.calls import CallRecord
+from ragsql.llm.calls import CallFailed, CallRecord
 
 __all__ = ["RerankFailed", "Reranker"]
 
@@ -31,9 +30,5 @@ class Reranker(Protocol):
         ...
 
 
-class RerankFailed(JudgeError):
+class RerankFailed(CallFailed):
     """A reranker failed for good; `record` is the failed call, if one was made."""
-
-    def __init__(self, message: str, record: CallRecord | None = None):
-        super().__init__(message)
-        self.record = record
