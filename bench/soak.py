@@ -51,6 +51,7 @@ if str(ROOT) not in sys.path:
 
 from ragsql.llm.calls import request_hash  # noqa: E402
 from ragsql.llm.settings import EndpointSettings  # noqa: E402
+from tests.fake_openai import parse_fault_mix  # noqa: E402
 
 __all__ = ["Config", "Report", "print_report", "run_soak"]
 
@@ -100,84 +101,50 @@ def make_records(samples: int, seed: int = 11) -> list[dict[str, Any]]:
 
 # -- the fake endpoint, recorded ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Faults:
-    """Share of requests (chat and embeddings) answered 429 / 5xx / hung up on, and of chat replies in prose."""
-
-    rate_limit: float = 0.03
-    server_error: float = 0.03
-    timeout: float = 0.01
-    prose: float = 0.03
-
-    @classmethod
-    def none(cls) -> Faults:
-        return cls(0.0, 0.0, 0.0, 0.0)
+FAULT_MIX = {"429": 0.03, "500": 0.02, "503": 0.01, "timeout": 0.01, "prose": 0.03}
+"""Share of requests (chat and embeddings) given each fault by the fake's `fault_mix`: 10% in all."""
 
 
-def _fake_classes():
-    """FakeOpenAI with a handler that applies `Faults` and records every request and its outcome."""
+def _fake_class():
+    """The test fake with a handler that records every POST: arrival time, route, body and outcome."""
     from tests import fake_openai as fo
 
     class Recorder(fo._Handler):
-        """Records (time, route, outcome, request) per POST; outcome = HTTP status, 'timeout' or 'prose'."""
+        """Outcome = 200 (a valid JSON reply), 'prose' / 'wrong shape' / 'cut off' (a chat reply that is not
+        usable), 'not JSON' (a 200 whose body is not JSON), another HTTP status, or 'no answer' (hung up)."""
 
         def do_POST(self) -> None:  # noqa: N802 - http.server naming
-            fake = self.server_fake
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.rfile = io.BytesIO(body)
             arrived = time.time()
-            route = self._route()
+            self._status: int | None = None
             self._outcome: Any = None
-            fault = fake.draw(route)
-            if fault == "timeout":
-                time.sleep(fake.hang)
-                self._drop()
-                self._outcome = "timeout"
-            elif fault in (429, 503):
-                retry = {"Retry-After": "0.2"} if fault == 429 else {}
-                self._send(fault, fo._error(f"soak fault {fault}", "fake_error"), retry)
-            else:
-                fake.prose.on = fault == "prose"
-                try:
-                    super().do_POST()
-                finally:
-                    fake.prose.on = False
-            fake.record(arrived, route, body, self._outcome)
+            try:
+                super().do_POST()
+            finally:
+                outcome = self._outcome
+                if outcome is None:
+                    outcome = "not JSON" if self._status == 200 else self._status or "no answer"
+                self.server_fake.record(arrived, self._route(), body, outcome)
+
+        def send_response(self, code: int, message: str | None = None) -> None:
+            self._status = code
+            super().send_response(code, message)
 
         def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
             self._outcome = status
-            if status == 200 and isinstance(payload, dict) and payload.get("choices"):
-                choice = payload["choices"][0]
-                self._outcome = 200 if choice.get("finish_reason") == "stop" and _is_json(
-                    choice["message"]["content"]) else "prose"
+            if status == 200 and isinstance(payload, dict) and "choices" in payload:
+                choice = (payload.get("choices") or [{}])[0]
+                content = (choice.get("message") or {}).get("content") or ""
+                self._outcome = ("cut off" if choice.get("finish_reason") != "stop" else
+                                 200 if _is_json(content) and content != fo._WRONG_SHAPE else
+                                 "wrong shape" if _is_json(content) else "prose")
             super()._send(status, payload, headers)
 
     class SoakFake(fo.FakeOpenAI):
-        """The test fake with seeded fault rates and a request log kept in memory."""
+        """The test fake, keeping a log of every POST for the soak's report."""
 
-        def __init__(self, faults: Faults, seed: int, **kw: Any):
-            super().__init__(responder=self._respond, **kw)
-            self.faults = faults
-            self.rng = random.Random(seed)
-            self.prose = threading.local()
-            self.records: list[tuple] = []
-
-        def _respond(self, task: str, messages: list, request: dict) -> str:
-            if getattr(self.prose, "on", False):
-                return "Sure! Having read everything carefully, I would say the statements are mostly supported."
-            return fo.default_responder(task, messages, request)
-
-        def draw(self, route: str) -> Any:
-            if route not in ("chat", "embeddings"):
-                return None
-            with self._lock:
-                x = self.rng.random()
-            f = self.faults
-            for limit, fault in ((f.rate_limit, 429), (f.server_error, 503), (f.timeout, "timeout")):
-                if x < limit:
-                    return fault
-                x -= limit
-            return "prose" if route == "chat" and x < f.prose else None
+        records: list[tuple] = []
 
         def record(self, arrived: float, route: str, body: bytes, outcome: Any) -> None:
             with self._lock:
@@ -185,6 +152,7 @@ def _fake_classes():
 
         def start(self) -> None:
             fake = self
+            self.records = []
 
             class Handler(Recorder):
                 server_fake = fake
@@ -235,9 +203,12 @@ def _summarise(arrived: float, route: str, outcome: Any, body: bytes) -> dict[st
     return row
 
 
-def serve_fake(latency: float, faults: Faults, seed: int, hang: float) -> None:
-    """`--serve-fake`: print the base URL; on 'dump PATH' write the request log as JSON lines; stop on EOF."""
-    with _fake_classes()(faults, seed, latency=latency, hang=hang) as fake:
+def serve_fake(latency: float, mix: dict[str, float] | None, seed: int, hang: float) -> None:
+    """`--serve-fake`: print the base URL; 'dump PATH' writes the request log (JSON lines) and prints the fake's
+    own counters; EOF stops it."""
+    with _fake_class()(latency=latency, hang=hang) as fake:
+        if mix:
+            fake.fault_mix(mix, seed=seed, on="any", retry_after=0.2)
         print(fake.base_url, flush=True)
         for line in sys.stdin:
             command, _, arg = line.strip().partition(" ")
@@ -247,27 +218,28 @@ def serve_fake(latency: float, faults: Faults, seed: int, hang: float) -> None:
                 with open(arg, "w", encoding="utf-8") as out:
                     for rec in records:
                         out.write(json.dumps(_summarise(*rec)) + "\n")
-                print("ok", flush=True)
+                print(json.dumps(fake.stats()), flush=True)
 
 
 class FakeProcess:
     """A recorded fake in its own process (`python bench/soak.py --serve-fake`)."""
 
-    def __init__(self, name: str, latency: float, faults: Faults, seed: int, hang: float):
+    def __init__(self, name: str, latency: float, mix: dict[str, float] | None, seed: int, hang: float):
         self.name = name
+        self.stats: dict[str, Any] = {}
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--serve-fake", "--latency", str(latency),
-             "--faults", json.dumps(asdict(faults)), "--seed", str(seed), "--hang", str(hang)],
+             "--fault-mix", json.dumps(mix or {}), "--seed", str(seed), "--hang", str(hang)],
             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
         self.base_url = (self.proc.stdout.readline() or "").strip()
         if not self.base_url.startswith("http"):
             raise RuntimeError(f"the fake {name} did not start")
 
     def dump(self, path: Path) -> list[dict[str, Any]]:
+        """Every request the fake received, summarised (and its own counters in `stats`)."""
         self.proc.stdin.write(f"dump {path}\n")
         self.proc.stdin.flush()
-        if self.proc.stdout.readline().strip() != "ok":
-            raise RuntimeError(f"the fake {self.name} did not dump its log")
+        self.stats = json.loads(self.proc.stdout.readline() or "{}")
         with open(path, encoding="utf-8") as f:
             return [{**json.loads(line), "fake": self.name} for line in f]
 
@@ -340,7 +312,7 @@ class Config:
     processes: int = 2
     workers: int = 4
     latency: float = 0.02
-    faults: Faults = field(default_factory=Faults)
+    faults: dict[str, float] = field(default_factory=lambda: dict(FAULT_MIX))
     seed: int = 11
     kill_at: float = 0.25  # share of tasks closed when the first process is SIGKILLed (None: no kill)
     restart_at: float = 0.5  # share of tasks closed when PostgreSQL restarts (None: no restart)
@@ -384,6 +356,8 @@ class Report:
     embed: dict[str, int] = field(default_factory=dict)
     calls_table: dict[str, int] = field(default_factory=dict)
     reasons_phase1: dict[str, int] = field(default_factory=dict)
+    fake_stats: dict[str, dict] = field(default_factory=dict)  # each fake's own counters (faults given, ...)
+    running_after_exit: int = 0  # after the faulty phase: running tasks of processes that exited (not killed)
     reasons_final: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -408,6 +382,15 @@ def _reasons(url: str) -> dict[str, int]:
             "select left(t.last_error, 100), count(*) from ragsql.judge_task as t join ragsql.run as r "
             "on r.id = t.run_id where r.name = %s and t.status = 'failed' group by 1 order by 2 desc", (RUN,)).fetchall()
     return {reason: n for reason, n in rows}
+
+
+def _running_by_pid(url: str) -> dict[int, int]:
+    """Running tasks of the run by the pid in their worker's name (host:pid:index)."""
+    with psycopg.connect(url, connect_timeout=5) as conn:
+        rows = conn.execute(
+            "select split_part(t.worker, ':', 2), count(*) from ragsql.judge_task as t join ragsql.run as r "
+            "on r.id = t.run_id where r.name = %s and t.status = 'running' group by 1", (RUN,)).fetchall()
+    return {int(pid) if pid.isdigit() else -1: n for pid, n in rows}
 
 
 def _counts(url: str) -> dict[str, int]:
@@ -487,7 +470,7 @@ def run_soak(cfg: Config) -> Report:
 
         fakes = [FakeProcess(f"fake{i}", cfg.latency, cfg.faults, cfg.seed + i, cfg.hang)
                  for i in range(cfg.processes)]
-        fakes.append(FakeProcess("fake-clean", cfg.latency, Faults.none(), cfg.seed, cfg.hang))
+        fakes.append(FakeProcess("fake-clean", cfg.latency, None, cfg.seed, cfg.hang))
         for fake in fakes:
             stack.callback(fake.close)
 
@@ -520,6 +503,9 @@ def run_soak(cfg: Config) -> Report:
         report.phase1_seconds = time.perf_counter() - start
         report.after_phase1 = _counts(url)
         report.reasons_phase1 = _reasons(url)
+        by_pid = _running_by_pid(url)
+        report.running_after_exit = sum(n for pid, n in by_pid.items()
+                                        if pid not in {p.pid for p, i, _, _ in running if i.killed})
         report.phase1_closed = report.after_phase1.get("done", 0) + report.after_phase1.get("failed", 0)
 
         # phase 2: a clean re-run, one process with every worker
@@ -535,6 +521,7 @@ def run_soak(cfg: Config) -> Report:
         report.lost = report.tasks - sum(report.final.get(s, 0) for s in ("done", "failed", "pending"))
 
         logs = [row for fake in fakes for row in fake.dump(workdir / f"{fake.name}.jsonl")]
+        report.fake_stats = {fake.name: fake.stats for fake in fakes}
         _analyse(url, logs, killed={f"fake{i}" for i, r in enumerate(running) if r[1].killed}, report=report)
         return report
 
@@ -559,6 +546,7 @@ def _analyse(url: str, logs: list[dict[str, Any]], killed: set[str], report: Rep
     chat = [r for r in logs if r["route"] == "chat"]
     sent = Counter(r["hash"] for r in chat)
     outcomes = Counter(str(r["outcome"]) for r in chat)
+    server_errors = sum(n for o, n in outcomes.items() if o.isdigit() and 500 <= int(o) <= 599)
     # a purchase: the first request of a call (not a repair, not the longer retry) answered with valid JSON
     bought: dict[str, list[dict]] = defaultdict(list)
     for r in chat:
@@ -571,9 +559,10 @@ def _analyse(url: str, logs: list[dict[str, Any]], killed: set[str], report: Rep
         "requests sent": len(chat),
         "unique requests": len(sent),
         "answered 429": outcomes.get("429", 0),
-        "answered 5xx": outcomes.get("503", 0),
-        "timed out": outcomes.get("timeout", 0),
+        "answered 5xx": server_errors,
+        "timed out": outcomes.get("no answer", 0),
         "answered in prose": outcomes.get("prose", 0),
+        "other bad replies": sum(outcomes.get(k, 0) for k in ("wrong shape", "cut off", "not JSON")),
         "sent more than once": sum(n > 1 for n in sent.values()),
         "bought twice": len(twice),
         "bought twice, once by the killed process": by_killed,
@@ -608,12 +597,14 @@ def rows(report: Report) -> list[tuple[str, str, str]]:
         ("tasks (samples x 10 kinds)", f"{report.tasks:,} ({report.samples:,} x {len(KINDS)})", ""),
         ("after the faulty phase: done / failed / pending / running",
          f"{p1.get('done', 0):,} / {p1.get('failed', 0):,} / {p1.get('pending', 0):,} / {p1.get('running', 0):,}", ""),
+        ("  of which running under a process that exited (not the killed one)", f"{report.running_after_exit:,}",
+         "0"),
         ("after the clean re-run: done / failed / pending",
          f"{f.get('done', 0):,} / {f.get('failed', 0):,} / {f.get('pending', 0):,}", "all done"),
         ("lost tasks (neither done, failed nor pending)", f"{report.lost:,}", "0"),
         ("tasks left running", f"{report.running:,}", "0"),
         ("chat requests sent / unique requests", f"{c['requests sent']:,} / {c['unique requests']:,}", ""),
-        ("  answered 429 / 5xx / timed out / prose",
+        ("  answered 429 / 5xx / no answer (timeout) / prose",
          f"{c['answered 429']:,} / {c['answered 5xx']:,} / {c['timed out']:,} / {c['answered in prose']:,}", ""),
         ("  requests sent more than once (retries included)", f"{c['sent more than once']:,}", ""),
         ("  requests answered (valid JSON) more than once", f"{c['bought twice']:,}", ""),
@@ -671,13 +662,15 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=0.0, help=argparse.SUPPRESS)
-    parser.add_argument("--faults", default="{}", help=argparse.SUPPRESS)
+    parser.add_argument("--fault-mix", default=json.dumps(FAULT_MIX),
+                        help="faults of the faulty phase, as tests/fake_openai.py's --fault-mix takes them")
     parser.add_argument("--hang", type=float, default=4.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_fake:
-        serve_fake(args.latency, Faults(**json.loads(args.faults)), args.seed, args.hang)
+        serve_fake(args.latency, parse_fault_mix(args.fault_mix), args.seed, args.hang)
         return 0
     cfg = Config(samples=args.samples, processes=args.processes, workers=args.workers,
+                 faults=parse_fault_mix(args.fault_mix),
                  latency=args.latency_ms / 1000, seed=args.seed, restart_mode=args.restart_mode, home=args.home)
     report = run_soak(cfg)
     if args.json:
