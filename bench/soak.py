@@ -375,30 +375,29 @@ class Report:
         return self.final.get("done", 0) / seconds if seconds else 0.0
 
 
-def _reasons(url: str) -> dict[str, int]:
-    """Why the run's failed tasks failed (the first 100 characters of each reason) and how many."""
+def _tasks_by(url: str, column: str, status: str | None = None) -> dict[Any, int]:
+    """The run's tasks (those in `status`, else all) counted by a column expression of ragsql.judge_task t."""
     with psycopg.connect(url, connect_timeout=5) as conn:
         rows = conn.execute(
-            "select left(t.last_error, 100), count(*) from ragsql.judge_task as t join ragsql.run as r "
-            "on r.id = t.run_id where r.name = %s and t.status = 'failed' group by 1 order by 2 desc", (RUN,)).fetchall()
-    return {reason: n for reason, n in rows}
+            f"select {column}, count(*) from ragsql.judge_task as t join ragsql.run as r on r.id = t.run_id "
+            "where r.name = %s and t.status = coalesce(%s, t.status) group by 1 order by 2 desc",
+            (RUN, status)).fetchall()
+    return dict(rows)
+
+
+def _counts(url: str) -> dict[str, int]:
+    return _tasks_by(url, "t.status")
+
+
+def _reasons(url: str) -> dict[str, int]:
+    """Why the run's failed tasks failed (the first 100 characters of each reason) and how many."""
+    return _tasks_by(url, "left(t.last_error, 100)", "failed")
 
 
 def _running_by_pid(url: str) -> dict[int, int]:
     """Running tasks of the run by the pid in their worker's name (host:pid:index)."""
-    with psycopg.connect(url, connect_timeout=5) as conn:
-        rows = conn.execute(
-            "select split_part(t.worker, ':', 2), count(*) from ragsql.judge_task as t join ragsql.run as r "
-            "on r.id = t.run_id where r.name = %s and t.status = 'running' group by 1", (RUN,)).fetchall()
-    return {int(pid) if pid.isdigit() else -1: n for pid, n in rows}
-
-
-def _counts(url: str) -> dict[str, int]:
-    with psycopg.connect(url, connect_timeout=5) as conn:
-        rows = conn.execute(
-            "select t.status, count(*) from ragsql.judge_task as t join ragsql.run as r on r.id = t.run_id "
-            "where r.name = %s group by 1", (RUN,)).fetchall()
-    return {status: n for status, n in rows}
+    rows = _tasks_by(url, "split_part(t.worker, ':', 2)", "running")
+    return {int(pid) if pid.isdigit() else -1: n for pid, n in rows.items()}
 
 
 def _load(url: str, records: list[dict[str, Any]], workdir: Path) -> None:
