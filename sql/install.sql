@@ -12,6 +12,7 @@ begin;
 \ir migrations/0030_corpus.sql
 \ir migrations/0040_bm25.sql
 \ir migrations/0050_bm25_lists.sql
+\ir migrations/0070_call_claim.sql
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/20_generation.sql

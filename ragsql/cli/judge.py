@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 
 import click
 from rich.console import Console
@@ -64,13 +66,19 @@ def judge_command(run: str, metrics: str | None, workers: int, model: str | None
         _say_skipped(console, plan.skipped)
         _print_plan(run, label, plan.tasks, plan.tally, judging)
         return 0
-    result = asyncio.run(_judge(url, run, judging, _metrics(metrics), workers, again, console, label))
+    try:
+        result = asyncio.run(_judge(url, run, judging, _metrics(metrics), workers, again, console, label))
+    except asyncio.CancelledError:  # SIGTERM: the tasks in progress were put back before this point
+        click.echo("ragsql: stopped by SIGTERM; unfinished tasks were put back to pending", err=True)
+        return 143
     _say_skipped(console, result.skipped)
     _print_summary(run, label, result, judging)
     return 3 if result.failed else 0  # 3: some tasks failed; their metrics are NULL with the reason
 
 
 async def _judge(url, run, judging, metrics, workers, again, console, label) -> JudgeResult:
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # SIGTERM stops the run as Ctrl-C does
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
     await judging.judge.check()
     try:
         with Progress(TextColumn("[bold]judging[/] " + run), BarColumn(), MofNCompleteColumn(),

@@ -1,14 +1,13 @@
 """What the judge orchestrator reads and writes: tasks, samples, the call cache, embeddings and verdicts.
 
-Async (psycopg AsyncConnection): one connection per judge worker. Calls are stored the moment they
-return, in their own statement (autocommit), so a worker killed afterwards still leaves the reply
-cached; a task's verdicts and its closing are one transaction (`finish_task` inside `conn.transaction()`).
+Async (psycopg AsyncConnection): one connection per judge worker. Calls are stored by the call service
+(`ragsql.calls`, SQL in `ragsql.db.calls`) on connections of its own the moment they return; a task's
+verdicts and its closing are one transaction (`finish_task` inside `conn.transaction()`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -16,25 +15,23 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ragsql.errors import DatabaseError, InputError
-from ragsql.llm.calls import CallRecord
 
 __all__ = [
     "Context",
     "aspects",
     "Sample",
     "Task",
-    "cached_call",
     "claim_tasks",
     "close_task",
     "connect_async",
     "enqueue_tasks",
     "finish_task",
+    "release_tasks",
     "load_samples",
     "missing_embeddings",
     "run_id",
     "run_shape",
     "store_aspect_verdicts",
-    "store_call",
     "store_citation_verdicts",
     "store_context_verdicts",
     "store_embeddings",
@@ -174,6 +171,17 @@ async def finish_task(conn: psycopg.AsyncConnection, task: Task, worker: str, er
     return (await cur.fetchone())[0]
 
 
+async def release_tasks(conn: psycopg.AsyncConnection, workers_like: str, rid: int | None = None) -> int:
+    """Put back to pending the running tasks of the workers whose name is LIKE `workers_like` (this process's, on
+    its way out or after a lost connection); the claim does not count as an attempt."""
+    cur = await conn.execute(
+        "update ragsql.judge_task set status = 'pending', lease_until = null, worker = null, "
+        "attempts = greatest(attempts - 1, 0), updated_at = clock_timestamp() "
+        "where status = 'running' and worker like %s and (%s::bigint is null or run_id = %s)",
+        (workers_like, rid, rid))
+    return cur.rowcount
+
+
 async def load_samples(conn: psycopg.AsyncConnection, rid: int, query_ids: Iterable[int]) -> dict[int, Sample]:
     """Question, answer, contexts (prompt order) and distinct reference answers of the given queries."""
     ids = sorted(set(query_ids))
@@ -197,32 +205,6 @@ async def load_samples(conn: psycopg.AsyncConnection, rid: int, query_ids: Itera
                               [Context(*c) for c in r["contexts"]], list(r["refs"]))
         for r in rows
     }
-
-
-async def cached_call(conn: psycopg.AsyncConnection, request_hash: str) -> tuple[int, object] | None:
-    """(call id, validated reply) of the successful call for this request, if any."""
-    cur = await conn.execute("select call_id, response from ragsql.cached_response(%s)", (request_hash,))
-    return await cur.fetchone()
-
-
-async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord) -> int:
-    """Insert one call; a successful request stored meanwhile by another worker keeps the first row."""
-    cur = await conn.execute(
-        """
-        insert into ragsql.judge_call (request_hash, kind, model, prompt_name, prompt_version, prompt_tokens,
-                                       completion_tokens, latency_ms, attempts, status, error, response)
-        values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-        on conflict (request_hash) where status = 'ok' do nothing
-        returning id
-        """,
-        (rec.request_hash, rec.kind, rec.model, rec.prompt_name, rec.prompt_version, rec.prompt_tokens,
-         rec.completion_tokens, rec.latency_ms, max(1, rec.attempts), rec.status, rec.error,
-         None if rec.response is None else json.dumps(rec.response, ensure_ascii=False)))
-    row = await cur.fetchone()
-    if row is not None:
-        return row[0]
-    existing = await cached_call(conn, rec.request_hash)
-    return existing[0]
 
 
 async def missing_embeddings(conn: psycopg.AsyncConnection, hashes: Sequence[str], embedder: str) -> set[str]:

@@ -2,8 +2,8 @@
 
 The generator is the judge's own client: `JudgeClient` for an OpenAI-compatible endpoint, or `OfflineJudge`,
 whose ``generate`` task writes an extractive answer. Either way the request is the ``generate`` prompt, and
-its reply is read from and stored in ``ragsql.judge_call`` by request hash, so generating the same contexts
-again makes no call.
+its reply comes through the call service (`ragsql.calls`): read from or stored in ``ragsql.judge_call`` by
+request hash, so generating the same contexts again makes no call.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import psycopg
-
-from ragsql.db import judging as cache
+from ragsql.calls import CallService
 from ragsql.db.answers import NewAnswer, QueryContexts
 from ragsql.judge import prompts as p
 from ragsql.judge.client import JudgeClient
@@ -21,13 +19,13 @@ from ragsql.judge.heuristics import GENERATOR
 from ragsql.judge.language import LANGUAGES
 from ragsql.judge.offline import OfflineJudge
 from ragsql.judge.verdicts import CITATION_ID, GeneratedAnswer
-from ragsql.llm.calls import CallRecord
+from ragsql.llm.calls import CallFailed, CallRecord
 from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["Calls", "GenerationFailed", "answer_query", "generator_name", "make_generator"]
 
 
-class GenerationFailed(Exception):
+class GenerationFailed(CallFailed):
     """No answer could be had for a query; it gets no answer row, and this is the reason."""
 
 
@@ -63,24 +61,26 @@ def citation_id(docno: str, position: int) -> str:
     return docno if CITATION_ID.fullmatch(docno) else str(position)
 
 
-async def ask(client: Any, request: p.JudgeRequest[GeneratedAnswer], conn: psycopg.AsyncConnection,
+async def ask(client: Any, request: p.JudgeRequest[GeneratedAnswer], calls_service: CallService,
               calls: Calls) -> tuple[GeneratedAnswer, int]:
     """The validated answer and its call id: the cached reply of this request, else one call, stored at once."""
-    key = client.request_hash(request)
-    hit = await cache.cached_call(conn, key)
-    if hit is not None:
+    try:
+        stored = await calls_service.get(client.request_hash(request), lambda: _judged(client, request, calls))
+    except CallFailed as exc:
+        raise GenerationFailed(str(exc)) from None
+    if stored.cached:
         calls.cached += 1
-        call_id, response = hit
-        return request.schema.model_validate(response, context=request.context), call_id
+        return request.schema.model_validate(stored.response, context=request.context), stored.call_id
+    return stored.value, stored.call_id
+
+
+async def _judged(client: Any, request: p.JudgeRequest[GeneratedAnswer], calls: Calls):
     verdict, rec = await client.judge(request)
     calls.made.append(rec)
-    call_id = await cache.store_call(conn, rec)
-    if verdict is None:
-        raise GenerationFailed(f"generate call failed: {rec.error}")
-    return verdict, call_id
+    return verdict, rec
 
 
-async def answer_query(client: Any, query: QueryContexts, conn: psycopg.AsyncConnection, calls: Calls,
+async def answer_query(client: Any, query: QueryContexts, service: CallService, calls: Calls,
                        top_n: int) -> NewAnswer:
     """The answer to one query from its contexts (already its top `top_n` results), ready to store."""
     if not query.question.strip():
@@ -89,7 +89,7 @@ async def answer_query(client: Any, query: QueryContexts, conn: psycopg.AsyncCon
     ids = [citation_id(docno, i) for i, (docno, _) in enumerate(query.contexts, 1)]
     request = p.generate(query.question, list(zip(ids, (text for _, text in query.contexts))),
                          language=language if language in LANGUAGES else None)
-    got, call_id = await ask(client, request, conn, calls)
+    got, call_id = await ask(client, request, service, calls)
     metadata = {"generator": generator_name(client), "model": client.model, "prompt_version": request.prompt_version,
                 "top_n": top_n, "language": request.language, "call_id": call_id}
     return NewAnswer(query.query_id, got.answer, metadata, list(query.contexts))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragsql.calls import CallService
 from ragsql.db import answers as store
 from ragsql.db import judging as cache
 from ragsql.db.answers import NewAnswer, QueryContexts
@@ -84,7 +85,9 @@ async def generate_answers(plan: Plan, client: Any, *, workers: int = 8,
     if on_progress:
         on_progress(0, len(plan.todo))
     pending = iter(plan.todo)  # shared: each worker takes the next query when it is free
-    await asyncio.gather(*(_worker(plan, pending, client, progress) for _ in range(min(workers, len(plan.todo)))))
+    async with CallService(plan.url) as service:
+        await asyncio.gather(*(_worker(plan, pending, client, service, progress)
+                               for _ in range(min(workers, len(plan.todo)))))
     plan.result.seconds = time.perf_counter() - started
     return plan.result
 
@@ -96,14 +99,15 @@ async def generate_run(url: str, run: str, client: Any, *, top_n: int = 5, repla
     return await generate_answers(plan, client, workers=workers, on_progress=on_progress)
 
 
-async def _worker(plan: Plan, pending: Iterator[QueryContexts], client: Any, progress: Callable[[], None]) -> None:
+async def _worker(plan: Plan, pending: Iterator[QueryContexts], client: Any, service: CallService,
+                  progress: Callable[[], None]) -> None:
     result = plan.result
     conn = await cache.connect_async(plan.url)
     async with conn:
         batch: list[NewAnswer] = []
         for query in pending:
             try:
-                batch.append(await answer_query(client, query, conn, result.calls, plan.top_n))
+                batch.append(await answer_query(client, query, service, result.calls, plan.top_n))
             except (GenerationFailed, ValueError) as exc:  # ValueError: a cached reply that no longer validates
                 result.failed.append((query.qid, " ".join(str(exc).split())[:300]))
             if len(batch) >= BATCH:

@@ -1,6 +1,10 @@
 """Judge a run: enqueue its tasks, let N async workers claim them (for update skip locked, with leases that
 are renewed while a task is worked on), store each task's verdicts and its closing in one transaction,
-and report what it cost. Any number of processes on any machines can judge the same run at once."""
+and report what it cost. Any number of processes on any machines can judge the same run at once.
+
+A failed call fails the tasks that needed it, nothing more. A worker whose connection drops (a server
+restart) reconnects and puts its unfinished tasks back; a run that stops for any reason (an error, Ctrl-C,
+SIGTERM) first puts back every task this process still holds and drops its request claims."""
 
 from __future__ import annotations
 
@@ -9,9 +13,13 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import psycopg
+
+from ragsql.calls import CallService, alive
 from ragsql.db import judging as db
 from ragsql.errors import DatabaseError, InputError
 from ragsql.orchestrator import tasks as t
@@ -85,25 +93,13 @@ async def release_dead_workers(conn, rid: int) -> int:
     cur = await conn.execute(
         "select distinct worker from ragsql.judge_task where run_id = %s and status = 'running' and worker like %s",
         (rid, socket.gethostname() + ":%"))
-    dead = [w for (w,) in await cur.fetchall() if not _alive(int(w.split(":")[1]))]
+    dead = [w for (w,) in await cur.fetchall() if not alive(w)]
     if not dead:
         return 0
     cur = await conn.execute(
         "update ragsql.judge_task set status = 'pending', lease_until = null, updated_at = clock_timestamp() "
         "where run_id = %s and status = 'running' and worker = any(%s)", (rid, dead))
     return cur.rowcount
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[str] | None = None,
@@ -131,37 +127,97 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
         # first claims take about half the run, leaving work for other processes that join; the client's
         # concurrency bounds the calls in flight
         batch = max(len(kinds), min(MAX_BATCH, -(-total // (2 * max(1, workers)))))
-        await asyncio.gather(*(_worker(url, rid, kinds, batch, judging, result, worker_name(i), total, on_progress)
-                               for i in range(max(1, workers))))
+    async with CallService(url) as calls:
+        judging.bind(calls)
+        try:
+            await _all([_worker(url, rid, kinds, batch, judging, result, worker_name(i), total, on_progress)
+                        for i in range(max(1, workers))])
+        finally:
+            # whatever ended the run: the tasks this process still holds go back to pending
+            with contextlib.suppress(Exception):
+                await asyncio.shield(calls.run(db.release_tasks, _process_workers(), rid, patience=5.0))
     result.seconds = time.perf_counter() - started
     return result
 
 
+def _process_workers() -> str:
+    """LIKE pattern of this process's worker names."""
+    return worker_name(0).rsplit(":", 1)[0].replace("%", r"\%").replace("_", r"\_") + ":%"
+
+
+async def _all(coros: list[Coroutine[Any, Any, None]]) -> None:
+    """Run the workers; the first that fails stops the others (cancelled and awaited) and its error is raised."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()
+
+
+_LOST = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+async def _connect(url: str, patience: float) -> psycopg.AsyncConnection:
+    """A worker connection, retried for `patience` seconds while the server is down (e.g. restarting)."""
+    deadline = time.monotonic() + patience
+    delay = 0.1
+    while True:
+        try:
+            return await db.connect_async(url)
+        except _LOST as exc:
+            if time.monotonic() + delay > deadline:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise DatabaseError(f"lost the database connection: {first}") from None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+def _broken(conn: psycopg.AsyncConnection) -> bool:
+    return conn.closed or conn.broken
+
+
 async def _worker(url, rid, kinds, batch, judging, result, name, total, on_progress) -> None:
-    conn = await db.connect_async(url)
-    async with conn:
-        wdb = WorkerDb(conn)
+    conn: psycopg.AsyncConnection | None = None
+    try:
         while True:
-            async with wdb.lock:
+            if conn is None or _broken(conn):
+                reconnecting = conn is not None
+                if conn is not None:
+                    await conn.close()
+                conn = await _connect(url, judging.calls.db_patience)
+                if reconnecting:  # the tasks this worker held when the connection dropped go back to pending
+                    await db.release_tasks(conn, name, rid)
+            wdb = WorkerDb(conn)
+            try:
                 claimed = await db.claim_tasks(conn, rid, name, batch, kinds, LEASE_SECONDS)
-            if not claimed:
-                return
-            async with wdb.lock:
+                if not claimed:
+                    return
                 samples = await db.load_samples(conn, rid, [c.query_id for c in claimed])
+            except _LOST:
+                continue
             renew = asyncio.create_task(_renew(wdb, claimed, name))
             try:
-                await asyncio.gather(*(_judge_task(t.Job(task, samples[task.query_id], judging, wdb), name, result)
+                await asyncio.gather(*(_judge_task(t.Job(task, samples[task.query_id], judging), wdb, name, result)
                                        for task in claimed))
             finally:
                 renew.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await renew
             if on_progress:
                 on_progress(result.done + result.failed + result.lost, total)
+    finally:
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
 
 
 async def _renew(wdb: WorkerDb, claimed, name: str) -> None:
-    while True:
+    while not _broken(wdb.conn):
         await asyncio.sleep(LEASE_SECONDS / 3)
         async with wdb.lock:
             for task in claimed:
@@ -169,17 +225,21 @@ async def _renew(wdb: WorkerDb, claimed, name: str) -> None:
                                        (task.id, name, LEASE_SECONDS))
 
 
-async def _judge_task(job: t.Job, name: str, result: JudgeResult) -> None:
+async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult) -> None:
     try:
         stores, error = await t.run_task(job), None
     except (t.TaskFailed, CallFailed, ValueError) as exc:  # ValueError: nothing to judge, an invalid cached reply
-        stores, error = [], str(exc)
-    async with job.wdb.lock:
+        stores, error = [], " ".join(str(exc).split())[:500]
+    async with wdb.lock:
+        if _broken(wdb.conn):
+            return  # the connection dropped: the worker reconnects and puts the task back (its calls are stored)
         try:
-            kept = await db.close_task(job.wdb.conn, job.task, name, stores, error, job.judging.identity)
+            kept = await db.close_task(wdb.conn, job.task, name, stores, error, job.judging.identity)
         except DatabaseError as exc:
+            if _broken(wdb.conn):
+                return
             error = str(exc)
-            kept = await db.close_task(job.wdb.conn, job.task, name, [], error, job.judging.identity)
+            kept = await db.close_task(wdb.conn, job.task, name, [], error, job.judging.identity)
     if not kept:
         result.lost += 1  # the lease ran out and another worker took the task over: it stores the verdicts
     elif error is None:
@@ -204,9 +264,10 @@ async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[st
             "order by 1, 2", (kinds, rid, judging.identity, again))
         todo = await cur.fetchall()
         samples = await db.load_samples(conn, rid, [q for q, _ in todo])
-        wdb = WorkerDb(conn)
+    async with CallService(url) as calls:
+        judging.bind(calls)
         for query_id, kind in todo:
-            job = t.Job(db.Task(0, rid, query_id, kind, 0), samples[query_id], judging, wdb)
+            job = t.Job(db.Task(0, rid, query_id, kind, 0), samples[query_id], judging)
             with contextlib.suppress(t.TaskFailed, CallFailed):
                 await t.run_task(job)
     return JudgePlan(kinds=kinds, skipped=skipped, tasks=len(todo), tally=judging.tally)

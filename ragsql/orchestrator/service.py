@@ -1,7 +1,8 @@
-"""The judge as the tasks see it: every request goes through the database cache, identical requests in
-flight are sent once, every call is stored the moment it returns, and the tally of calls, cache hits,
-failures and tokens is kept for the closing summary. A dry run answers with the offline judge instead,
-stores nothing and counts what a real run would send."""
+"""The judge as the tasks see it: every request goes through the call service (`ragsql.calls`: the database
+cache, a claim on the request, identical requests in flight sent once, every call stored the moment it returns
+on the service's own connections), and the tally of calls, cache hits, failures and tokens is kept for the
+closing summary. A dry run answers with the offline judge instead, stores nothing and counts what a real run
+would send."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from typing import Any, Generic, TypeVar
 
 import psycopg
 
+from ragsql.calls import CallService
 from ragsql.db import judging as db
 from ragsql.judge.prompts import JudgeRequest
-from ragsql.llm.calls import CallRecord
+from ragsql.llm.calls import CallFailed, CallRecord
 from ragsql.llm.tokens import count_message_tokens
 
 __all__ = ["Answer", "CallFailed", "Judging", "Tally", "WorkerDb"]
@@ -23,10 +25,6 @@ __all__ = ["Answer", "CallFailed", "Judging", "Tally", "WorkerDb"]
 T = TypeVar("T")
 # A judge writes roughly this many completion tokens per item it judges (dry-run estimate only).
 _COMPLETION_PER_ITEM = 30
-
-
-class CallFailed(Exception):
-    """A judge or embedding call failed for good; the task is closed as failed with this message."""
 
 
 @dataclass
@@ -79,7 +77,7 @@ class Judging:
         self.dry_run = dry_run
         self.stand_in = stand_in  # the offline judge that answers for the real one in a dry run
         self.tally = Tally()
-        self._inflight: dict[str, asyncio.Future] = {}
+        self.calls: CallService | None = None  # bound by the runner for the length of a run
         self._planned: dict[str, Answer] = {}  # dry run: a request planned once is shared, as the cache would be
 
     @property
@@ -92,43 +90,31 @@ class Judging:
         """Judge model and embedder, recorded on every task they close: another pair judges the run again."""
         return f"{self.judge.model} + {self.embedder.name}"
 
-    async def ask(self, request: JudgeRequest[T], wdb: WorkerDb) -> Answer[T]:
-        """The verdict for `request`: from the cache, from an identical request in flight, or from one call."""
-        key = self.judge.request_hash(request)
-        if key in self._inflight:
-            return await asyncio.shield(self._inflight[key])
-        future = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            answer = await self._answer(request, key, wdb)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved: waiters re-raise it, nobody else must
-            raise
-        finally:
-            self._inflight.pop(key, None)
-        future.set_result(answer)
-        return answer
+    def bind(self, calls: CallService) -> None:
+        """Use `calls` (opened by the runner) for every request; its sent calls go into the tally."""
+        calls.on_record = self.tally.add_call
+        self.calls = calls
 
-    async def _answer(self, request: JudgeRequest[T], key: str, wdb: WorkerDb) -> Answer[T]:
-        if key in self._planned:
-            return self._planned[key]
-        async with wdb.lock:
-            hit = await db.cached_call(wdb.conn, key)
-        if hit is not None:
-            self.tally.cached += 1
-            call_id, response = hit
-            return Answer(request.schema.model_validate(response, context=request.context), call_id)
+    async def ask(self, request: JudgeRequest[T], wdb: WorkerDb | None = None) -> Answer[T]:
+        """The verdict for `request`: from the cache, from an identical request in flight, or from one call;
+        CallFailed when it cannot be had."""
+        key = self.judge.request_hash(request)
         if self.dry_run:
+            if key in self._planned:
+                return self._planned[key]
+            hit = await self.calls.lookup(key)
+            if hit is not None:
+                return self._hit(request, hit)
             self._planned[key] = await self._plan(request)
             return self._planned[key]
-        verdict, rec = await self.judge.judge(request)
-        self.tally.add_call(rec)
-        async with wdb.lock:
-            call_id = await db.store_call(wdb.conn, rec)
-        if verdict is None:
-            raise CallFailed(f"{request.kind} call failed: {rec.error}")
-        return Answer(verdict, call_id)
+        stored = await self.calls.get(key, lambda: self.judge.judge(request))
+        if stored.cached:
+            return self._hit(request, stored)
+        return Answer(stored.value, stored.call_id)
+
+    def _hit(self, request: JudgeRequest[T], stored) -> Answer[T]:
+        self.tally.cached += 1
+        return Answer(request.schema.model_validate(stored.response, context=request.context), stored.call_id)
 
     async def _plan(self, request: JudgeRequest[T]) -> Answer[T]:
         verdict, _ = await self.stand_in.judge(request)
@@ -139,14 +125,13 @@ class Judging:
         self.tally.completion_tokens += _COMPLETION_PER_ITEM * items
         return Answer(verdict, None)
 
-    async def embed(self, texts: Sequence[str], wdb: WorkerDb) -> None:
+    async def embed(self, texts: Sequence[str], wdb: WorkerDb | None = None) -> None:
         """Make sure every text has an embedding by the run's embedder (stored once per text, across runs)."""
         unique = list(dict.fromkeys(t for t in texts if t and t.strip()))
         if not unique:
             return
         hashes = {db.text_hash(t): t for t in unique}
-        async with wdb.lock:
-            missing = await db.missing_embeddings(wdb.conn, list(hashes), self.embedder.name)
+        missing = await self.calls.run(db.missing_embeddings, list(hashes), self.embedder.name)
         self.tally.embeddings_cached += len(hashes) - len(missing)
         todo = [hashes[h] for h in hashes if h in missing]
         if not todo:
@@ -157,20 +142,15 @@ class Judging:
             return
         try:
             vectors, records = await self.embedder.embed(todo)
-        except Exception as exc:  # the embedder's own one-line error; its failed calls are still stored
-            records = getattr(exc, "records", [])
-            async with wdb.lock:
-                for rec in records:
-                    self.tally.add_call(rec)
-                    await db.store_call(wdb.conn, rec)
-            raise CallFailed(f"embedding failed: {exc}") from exc
+        except CallFailed as exc:  # the embedder's own one-line error; its failed calls are still stored
+            for rec in exc.records:
+                await self.calls.store(rec)
+            raise CallFailed(f"embedding failed: {exc}") from None
         call_ids: list[int | None] = []
-        async with wdb.lock:
-            for rec in records:
-                self.tally.add_call(rec)
-                rec_id = await db.store_call(wdb.conn, rec)
-                call_ids += [rec_id] * int((rec.response or {}).get("inputs", len(todo)))
-            call_ids += [None] * (len(todo) - len(call_ids))
-            await db.store_embeddings(wdb.conn, self.embedder.name,
-                                      [(db.text_hash(t), v, c) for t, v, c in zip(todo, vectors, call_ids)])
+        for rec in records:
+            rec_id = await self.calls.store(rec)
+            call_ids += [rec_id] * int((rec.response or {}).get("inputs", len(todo)))
+        call_ids += [None] * (len(todo) - len(call_ids))
+        await self.calls.run(db.store_embeddings, self.embedder.name,
+                             [(db.text_hash(t), v, c) for t, v, c in zip(todo, vectors, call_ids)])
         self.tally.texts_embedded += len(todo)

@@ -8,16 +8,18 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ragsql.db import judging as db
 from ragsql.db.judging import Sample, Task
 from ragsql.judge import prompts as p
 from ragsql.judge.language import LANGUAGES, detect_language, split_sentences
-from ragsql.orchestrator.service import Judging, WorkerDb
+from ragsql.orchestrator.service import Judging
 
-__all__ = ["KINDS", "NEEDS_REFERENCE", "TaskFailed", "run_task"]
+__all__ = ["KINDS", "NEEDS_REFERENCE", "TaskFailed", "run_task", "together"]
 
 Store = Callable[[object], Awaitable[None]]  # stores rows on the worker's connection, inside the task's transaction
+T = TypeVar("T")
 
 NEEDS_REFERENCE = {"context_recall", "answer_similarity", "answer_correctness"}
 QUESTIONS_PER_ANSWER = 3
@@ -30,14 +32,23 @@ class TaskFailed(Exception):
     """The task cannot be judged; its metrics are null with this reason."""
 
 
+async def together(*aws: Awaitable[Any]) -> list[Any]:
+    """asyncio.gather that lets every call finish before a failure is raised: a task is never closed while one
+    of its own calls is still in flight (the first failure is raised once all are over)."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
+
+
 @dataclass
 class Job:
-    """A task being judged: the sample, the shared service and the worker's connection."""
+    """A task being judged: the sample and the shared service (calls and reads go through its own connections)."""
 
     task: Task
     sample: Sample
     judging: Judging
-    wdb: WorkerDb
 
     @property
     def language(self) -> str | None:
@@ -49,7 +60,7 @@ class Job:
         return self.judging.model
 
     async def ask(self, request):
-        return await self.judging.ask(request, self.wdb)
+        return await self.judging.ask(request)
 
     def contexts(self) -> list[str]:
         if not self.sample.contexts:
@@ -75,9 +86,8 @@ class Job:
     async def _extraction(self, text: str, prompt_version: str, got) -> int:
         if self.judging.dry_run:
             return 0
-        async with self.wdb.lock:
-            return await db.store_extraction(self.wdb.conn, text, self.model, prompt_version, got.call_id,
-                                             got.verdict.statements)
+        return await self.judging.calls.run(db.store_extraction, text, self.model, prompt_version, got.call_id,
+                                            got.verdict.statements)
 
     async def verify(self, statements: list[str], purpose: str, extraction: int) -> list[Store]:
         """Statements against every context, one call; verdict rows for `purpose`."""
@@ -103,7 +113,7 @@ async def answer_relevancy(job: Job) -> list[Store]:
     questions = list(got.verdict.questions) or ([NONCOMMITTAL_PLACEHOLDER] if got.verdict.noncommittal else [])
     if not questions:
         raise TaskFailed("the judge wrote no question for the answer")
-    await job.judging.embed([job.sample.question, job.sample.answer, *got.verdict.questions], job.wdb)
+    await job.judging.embed([job.sample.question, job.sample.answer, *got.verdict.questions])
     return [lambda c: db.store_questions(c, job.task, job.model, request.prompt_version, questions,
                                          got.verdict.noncommittal, got.call_id)]
 
@@ -141,21 +151,21 @@ async def context_relevance(job: Job) -> list[Store]:
 
 async def context_recall(job: Job) -> list[Store]:
     job.contexts()
-    refs = await asyncio.gather(*(job.reference_statements(r) for r in job.references()))
-    verified = await asyncio.gather(*(job.verify(statements, "context_recall", extraction)
+    refs = await together(*(job.reference_statements(r) for r in job.references()))
+    verified = await together(*(job.verify(statements, "context_recall", extraction)
                                       for statements, extraction in refs))
     return [store for stores in verified for store in stores]
 
 
 async def answer_similarity(job: Job) -> list[Store]:
-    await job.judging.embed([job.sample.answer, *job.references()], job.wdb)
+    await job.judging.embed([job.sample.answer, *job.references()])
     return []
 
 
 async def answer_correctness(job: Job) -> list[Store]:
     # independent calls at once: the critical path is one extraction then one classification
-    (_, analysis, answer_extraction), _, *refs = await asyncio.gather(
-        job.answer_analysis(), job.judging.embed([job.sample.answer, *job.references()], job.wdb),
+    (_, analysis, answer_extraction), _, *refs = await together(
+        job.answer_analysis(), job.judging.embed([job.sample.answer, *job.references()]),
         *(job.reference_statements(r) for r in job.references()))
     answer_statements = list(analysis.verdict.statements)
     reference_statements = [s for statements, _ in refs for s in statements]
@@ -177,8 +187,7 @@ async def answer_correctness(job: Job) -> list[Store]:
 
 
 async def aspect_critique(job: Job) -> list[Store]:
-    async with job.wdb.lock:
-        aspects = await db.aspects(job.wdb.conn)
+    aspects = await job.judging.calls.run(db.aspects)
     contexts = [c.text for c in job.sample.contexts] or None  # as RAGAS's AspectCritic: contexts when present
     request = p.critique(job.sample.question, job.sample.answer, aspects, contexts=contexts, language=job.language)
     got = await job.ask(request)

@@ -10,16 +10,17 @@ from dataclasses import asdict, dataclass, field
 import psycopg
 
 from ragsql import db as database
+from ragsql.calls import CallService
 from ragsql.corpus import SEGMENTERS
 from ragsql.db import corpus as corpus_db
-from ragsql.db import judging as calls_db
 from ragsql.db import retrieval as db
 from ragsql.db.retrieval import RunSpec, Version
 from ragsql.embed import make_embedder
 from ragsql.errors import InputError
 from ragsql.judge.language import detect_language
+from ragsql.llm.calls import CallFailed
 from ragsql.llm.settings import EndpointSettings
-from ragsql.rerank import Reranker, make_reranker
+from ragsql.rerank import RerankFailed, Reranker, make_reranker
 
 __all__ = ["MODES", "RetrievalSummary", "RunSpec", "retrieve_run"]
 
@@ -81,48 +82,54 @@ def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: st
 def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker: Reranker, summary: RetrievalSummary) -> int:
     """Reorder each query's candidates by the reranker's scores (ties: retrieval rank), keep the top k.
 
-    An endpoint's replies are cached in ragsql.judge_call like the judge's (stored on their own connection, so
-    they survive a failure; a local model's are not); a failure raises and the run's transaction stores nothing."""
+    An endpoint's replies go through the call service like the judge's (cached in ragsql.judge_call, stored on
+    its own connections, so they survive a failure; a local model's are not); a failure raises and the run's
+    transaction stores nothing."""
     pending = db.candidates(conn, run_id)
 
     async def go() -> list[tuple]:
-        aconn = await calls_db.connect_async(database.database_url())
-        lock = asyncio.Lock()
         try:
-            async with aconn:
-                rows = await asyncio.gather(*(_rerank_one(aconn, lock, reranker, qid, query, items, k, summary)
-                                              for qid, (query, items) in pending.items()))
+            async with CallService(database.database_url()) as service:
+                results = await asyncio.gather(*(_rerank_one(service, reranker, qid, query, items, k, summary)
+                                                 for qid, (query, items) in pending.items()),
+                                               return_exceptions=True)
         finally:
             await reranker.aclose()
-        return [row for query_rows in rows for row in query_rows]
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if failed is not None:
+            raise failed
+        return [row for query_rows in results for row in query_rows]
 
     return db.replace_results(conn, run_id, k, asyncio.run(go()))
 
 
-async def _rerank_one(aconn, lock, reranker: Reranker, query_id: int, query: str, items: list[tuple], k: int,
-                      summary: RetrievalSummary) -> list[tuple]:
+async def _rerank_one(service: CallService, reranker: Reranker, query_id: int, query: str, items: list[tuple],
+                      k: int, summary: RetrievalSummary) -> list[tuple]:
     texts = [text or "" for _, _, _, text in items]
-    key, hit = reranker.request_hash(query, texts), None
-    if key is not None:
-        async with lock:
-            hit = await calls_db.cached_call(aconn, key)
-    if hit is not None:
-        summary.rerank_cached += 1
-        scores = hit[1]["scores"]
+    key = reranker.request_hash(query, texts)
+    if key is None:  # a local model: nothing to cache
+        scores, _ = await reranker.rerank(query, texts)
+        summary.rerank_calls += 1
     else:
         try:
-            scores, record = await reranker.rerank(query, texts)
-        except Exception as exc:
-            if getattr(exc, "record", None) is not None:
-                async with lock:
-                    await calls_db.store_call(aconn, exc.record)
-            raise
-        summary.rerank_calls += 1
-        if record is not None:
-            async with lock:
-                await calls_db.store_call(aconn, record)
+            stored = await service.get(key, lambda: _reranked(reranker, query, texts))
+        except CallFailed as exc:
+            raise RerankFailed(f"the rerank endpoint failed ({reranker.name}): {exc}") from None
+        summary.rerank_cached += stored.cached
+        summary.rerank_calls += not stored.cached
+        scores = stored.response["scores"]
     order = sorted(range(len(items)), key=lambda i: (-scores[i], items[i][0]))[:k]
     return [(query_id, rank, items[i][1], scores[i], items[i][3]) for rank, i in enumerate(order, 1)]
+
+
+async def _reranked(reranker: Reranker, query: str, texts: list[str]):
+    """(scores, record) of one endpoint call; a failed call comes back as its failed record."""
+    try:
+        return await reranker.rerank(query, texts)
+    except CallFailed as exc:
+        if exc.record is None:
+            raise
+        return None, exc.record
 
 
 def _check(spec: RunSpec) -> None:

@@ -26,6 +26,95 @@ comment on function ragsql.cached_responses(text[]) is
     'ragsql.cached_response for many request hashes at once (e.g. a dry run counting what the cache holds).';
 
 -- ---------------------------------------------------------------------------------------------------
+-- Claims on requests in flight (table in sql/migrations/0070_call_claim.sql)
+
+create or replace function ragsql._claim_call(
+    request_hash text, owner text, lease interval default '1 minute', since timestamptz default null,
+    take_from text default null)
+returns table (state text, call_id bigint, response jsonb, holder text, error text)
+language plpgsql volatile
+as $$
+#variable_conflict use_column
+declare
+    got boolean;
+    held_by text;
+begin
+    if owner is null or btrim(owner) = '' then
+        raise exception 'an owner is required' using errcode = 'invalid_parameter_value';
+    end if;
+    return query
+    select 'cached'::text, c.id, c.response, null::text, null::text
+    from ragsql.judge_call as c
+    where c.request_hash = _claim_call.request_hash and c.status = 'ok';
+    if found then
+        return;
+    end if;
+    insert into ragsql.judge_call_claim as k (request_hash, owner, lease_until)
+    values (_claim_call.request_hash, _claim_call.owner, clock_timestamp() + _claim_call.lease)
+    on conflict (request_hash) do update
+    set owner = excluded.owner, lease_until = excluded.lease_until, claimed_at = clock_timestamp()
+    where k.lease_until < clock_timestamp() or k.owner = excluded.owner or k.owner = _claim_call.take_from
+    returning true into got;
+    if got is null then
+        select k.owner into held_by from ragsql.judge_call_claim as k where k.request_hash = _claim_call.request_hash;
+        return query select 'wait'::text, null::bigint, null::jsonb, held_by, null::text;
+        return;
+    end if;
+    -- a new snapshot: a reply stored (and its claim released) since the first look is seen now
+    return query
+    select 'cached'::text, c.id, c.response, null::text, null::text
+    from ragsql.judge_call as c
+    where c.request_hash = _claim_call.request_hash and c.status = 'ok';
+    if not found and _claim_call.since is not null then
+        return query
+        select 'failed'::text, c.id, null::jsonb, null::text, c.error
+        from ragsql.judge_call as c
+        where c.request_hash = _claim_call.request_hash and c.status = 'failed' and c.created_at >= _claim_call.since
+        order by c.id desc
+        limit 1;
+    end if;
+    if found then
+        delete from ragsql.judge_call_claim as k
+        where k.request_hash = _claim_call.request_hash and k.owner = _claim_call.owner;
+        return;
+    end if;
+    return query select 'claimed'::text, null::bigint, null::jsonb, _claim_call.owner, null::text;
+end
+$$;
+comment on function ragsql._claim_call(text, text, interval, timestamptz, text) is
+    'Before sending a request: state cached (its stored reply: send nothing), claimed (the caller sends it and '
+    'stores the call, which releases the claim), wait (holder is sending it: ask again later, passing since = '
+    'when the wait began) or failed (the holder''s call failed since then: error says why). A claim whose lease '
+    'ran out, or held by take_from (an owner known to be dead), is taken over.';
+
+create or replace function ragsql._renew_call_claims(owner text, lease interval default '1 minute')
+returns bigint
+language sql volatile
+as $$
+    with renewed as (
+        update ragsql.judge_call_claim as k
+        set lease_until = clock_timestamp() + _renew_call_claims.lease
+        where k.owner = _renew_call_claims.owner
+        returning 1
+    )
+    select count(*) from renewed
+$$;
+comment on function ragsql._renew_call_claims(text, interval) is
+    'Extends the lease of every request claim the owner holds; returns how many.';
+
+create or replace function ragsql._release_call_claims(owner text)
+returns bigint
+language sql volatile
+as $$
+    with released as (
+        delete from ragsql.judge_call_claim as k where k.owner = _release_call_claims.owner returning 1
+    )
+    select count(*) from released
+$$;
+comment on function ragsql._release_call_claims(text) is
+    'Drops every request claim of an owner (a process that stops, or one found dead): others may send them.';
+
+-- ---------------------------------------------------------------------------------------------------
 -- Judge work queue
 
 -- earlier signatures (before the judge argument); dropping them keeps calls unambiguous

@@ -1,0 +1,178 @@
+"""Cache-or-claim-call-and-store, the one way ragsql gets a reply from an endpoint (judge, generator, reranker).
+
+`CallService.get(key, call)` returns the stored reply of the request `key` if there is one; otherwise it claims
+the request in the database (ragsql._claim_call), so that no other process sends it meanwhile, sends it with
+`call()` and stores the call, which releases the claim, in one transaction. A request another process holds
+is waited for (its reply is then read from the cache); a claim whose lease ran out, or whose holder on this
+host is dead, is taken over. Identical requests in flight in this process are sent once. Calls are stored on
+the service's own pooled connections, never on a caller's: a task that stops early cannot strand a sibling's
+reply, and a dropped connection is replaced by the pool (statements are retried for `db_patience` seconds).
+Every failure of a call ends as `CallFailed` with a one-line reason; a lost database as `DatabaseError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ragsql.calls.owner import alive, process_owner
+from ragsql.db import calls as db
+from ragsql.errors import DatabaseError
+from ragsql.llm.calls import CallFailed, CallRecord
+from ragsql.llm.retry import describe
+
+__all__ = ["CallService", "Stored"]
+
+T = TypeVar("T")
+Call = Callable[[], Awaitable[tuple[Any, CallRecord]]]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A reply: its JSON (`response`), the judge_call id, whether it came from the cache, and the value the call
+    returned when it was sent here (None when cached)."""
+
+    response: Any
+    call_id: int
+    cached: bool
+    value: Any = None
+
+
+class CallService:
+    """One per process and database; an async context manager (opens the pool, releases claims on the way out)."""
+
+    def __init__(self, url: str, *, lease: float = 60.0, poll: float = 0.05, db_patience: float = 20.0,
+                 on_record: Callable[[CallRecord], None] | None = None, max_connections: int = 4):
+        self.owner = process_owner()
+        self.lease = lease
+        self.poll = poll
+        self.db_patience = db_patience
+        self.on_record = on_record
+        self.sent = self.cached = self.waits = 0
+        self._inflight: dict[str, asyncio.Future] = {}
+        self._pool = AsyncConnectionPool(
+            url, min_size=1, max_size=max_connections, open=False, check=AsyncConnectionPool.check_connection,
+            kwargs={"autocommit": True, "application_name": "ragsql calls"}, reconnect_timeout=db_patience)
+        self._renewer: asyncio.Task | None = None
+
+    async def __aenter__(self) -> CallService:
+        try:
+            await self._pool.open(wait=True, timeout=self.db_patience)
+        except PoolTimeout:
+            await self._pool.close()
+            raise DatabaseError("cannot connect to the database for the call cache") from None
+        self._renewer = asyncio.create_task(self._renew())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop renewing, drop this process's claims (best effort) and close the pool."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._renewer
+            self._renewer = None
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.run(db.release_claims, self.owner, patience=2.0), 5.0)
+        await self._pool.close()
+
+    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any, patience: float | None = None) -> T:
+        """`fn(conn, *args)` on a pooled connection; retried while the database is unreachable, for at most
+        `patience` seconds (default `db_patience`), then DatabaseError with one line."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.db_patience if patience is None else patience)
+        delay = 0.1
+        while True:
+            try:
+                async with self._pool.connection(timeout=max(0.1, deadline - loop.time())) as conn:
+                    return await fn(conn, *args)
+            except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
+                if loop.time() + delay > deadline:
+                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    raise DatabaseError(f"lost the database connection: {first}") from None
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    async def lookup(self, key: str) -> Stored | None:
+        """The stored reply of `key`, if any (no claim; a dry run asks this)."""
+        hit = await self.run(db.cached_call, key)
+        return None if hit is None else Stored(hit[1], hit[0], True)
+
+    async def store(self, rec: CallRecord) -> int:
+        """Store a call made outside `get` (an embedding batch); returns its id."""
+        call_id = await self.run(db.store_call, rec, None)
+        self._count(rec)
+        return call_id
+
+    async def get(self, key: str, call: Call) -> Stored:
+        """The reply of request `key`: stored, waited for, or got by `call()` (which returns (value, record)
+        and does not raise) and stored; CallFailed with the reason when the call failed."""
+        if key in self._inflight:
+            return await asyncio.shield(self._inflight[key])
+        future = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            stored = await self._get(key, call)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters re-raise it, nobody else must
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(stored)
+        return stored
+
+    async def _get(self, key: str, call: Call) -> Stored:
+        since: dt.datetime | None = None
+        take_from: str | None = None
+        delay = self.poll
+        while True:
+            claim = await self.run(db.claim_call, key, self.owner, self.lease, since, take_from)
+            if claim.state == "cached":
+                self.cached += 1
+                return Stored(claim.response, claim.call_id, True)
+            if claim.state == "failed":
+                raise CallFailed(f"the call failed in another process: {claim.error}")
+            if claim.state == "claimed":
+                break
+            if since is None:
+                self.waits += 1
+                since = await self.run(db.db_now)
+            take_from = claim.holder if claim.holder and not alive(claim.holder) else None
+            if take_from is None:
+                await asyncio.sleep(delay)
+                delay = min(delay * 1.5, 1.0)
+        try:
+            value, rec = await call()
+        except (Exception, asyncio.CancelledError) as exc:
+            # the call was abandoned (cancelled, or a caller's bug): let others send it
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.run(db.release_claim, key, self.owner, patience=2.0))
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise CallFailed(f"the call failed: {describe(exc)}") from None
+        call_id = await self.run(db.store_call, rec, self.owner)
+        self._count(rec)
+        if not rec.ok:
+            raise CallFailed(f"{rec.prompt_name} call failed: {rec.error}", rec)
+        return Stored(rec.response, call_id, False, value)
+
+    def _count(self, rec: CallRecord) -> None:
+        self.sent += 1
+        if self.on_record is not None:
+            self.on_record(rec)
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            with contextlib.suppress(DatabaseError):
+                await self.run(db.renew_claims, self.owner, self.lease)

@@ -1,0 +1,91 @@
+"""The SQL of the call cache (ragsql.judge_call) and of the claims on requests in flight (judge_call_claim)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from ragsql.llm.calls import CallRecord
+
+__all__ = ["Claim", "cached_call", "claim_call", "db_now", "release_claim", "release_claims", "renew_claims",
+           "store_call"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What `claim_call` found: cached (call_id, response), claimed, wait (holder), or failed (error)."""
+
+    state: str
+    call_id: int | None = None
+    response: Any = None
+    holder: str | None = None
+    error: str | None = None
+
+
+async def cached_call(conn: psycopg.AsyncConnection, request_hash: str) -> tuple[int, Any] | None:
+    """(call id, validated reply) of the successful call for this request, if any."""
+    cur = await conn.execute("select call_id, response from ragsql.cached_response(%s)", (request_hash,))
+    return await cur.fetchone()
+
+
+async def claim_call(conn: psycopg.AsyncConnection, request_hash: str, owner: str, lease_seconds: float,
+                     since: dt.datetime | None = None, take_from: str | None = None) -> Claim:
+    """ragsql._claim_call: the stored reply, or the right to send the request, or whom to wait for."""
+    cur = await conn.execute(
+        "select state, call_id, response, holder, error "
+        "from ragsql._claim_call(%s, %s, make_interval(secs => %s), %s, %s)",
+        (request_hash, owner, lease_seconds, since, take_from))
+    row = await cur.fetchone()
+    return Claim(*row) if row else Claim("wait")
+
+
+async def db_now(conn: psycopg.AsyncConnection) -> dt.datetime:
+    """The database server's clock (waits are measured on it, not on this machine's)."""
+    return (await (await conn.execute("select clock_timestamp()")).fetchone())[0]
+
+
+async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord, owner: str | None = None) -> int:
+    """Insert one call and release its claim by `owner`, in one transaction; a successful request stored meanwhile
+    keeps the first row (whose id is returned)."""
+    async with conn.transaction():
+        cur = await conn.execute(
+            """
+            insert into ragsql.judge_call (request_hash, kind, model, prompt_name, prompt_version, prompt_tokens,
+                                           completion_tokens, latency_ms, attempts, status, error, response)
+            values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            on conflict (request_hash) where status = 'ok' do nothing
+            returning id
+            """,
+            (rec.request_hash, rec.kind, rec.model, rec.prompt_name, rec.prompt_version, rec.prompt_tokens,
+             rec.completion_tokens, rec.latency_ms, max(1, rec.attempts), rec.status, rec.error,
+             None if rec.response is None else json.dumps(rec.response, ensure_ascii=False)))
+        row = await cur.fetchone()
+        if owner is not None:
+            await conn.execute("delete from ragsql.judge_call_claim where request_hash = %s and owner = %s",
+                               (rec.request_hash, owner))
+        if row is not None:
+            return row[0]
+        existing = await cached_call(conn, rec.request_hash)
+        return existing[0]
+
+
+async def release_claim(conn: psycopg.AsyncConnection, request_hash: str, owner: str) -> None:
+    """Drop one claim (its call was abandoned: nothing stored)."""
+    await conn.execute("delete from ragsql.judge_call_claim where request_hash = %s and owner = %s",
+                       (request_hash, owner))
+
+
+async def renew_claims(conn: psycopg.AsyncConnection, owner: str, lease_seconds: float) -> int:
+    """Extend the lease of every claim `owner` holds."""
+    cur = await conn.execute("select ragsql._renew_call_claims(%s, make_interval(secs => %s))",
+                             (owner, lease_seconds))
+    return (await cur.fetchone())[0]
+
+
+async def release_claims(conn: psycopg.AsyncConnection, owner: str) -> int:
+    """Drop every claim `owner` holds."""
+    return (await (await conn.execute("select ragsql._release_call_claims(%s)", (owner,))).fetchone())[0]
