@@ -17,7 +17,7 @@ request the fakes received (their bodies hashed the way ragsql keys its cache):
   requests answered with a valid reply more than once ("bought twice", split by whether one of the purchases
   went to the killed process, which died before storing it), and requests sent after their reply was stored
   in ragsql.judge_call (a stored reply bought again: the goal is 0); the same for embedded texts;
-- each process's exit status and whether it printed a traceback; throughput (tasks/s).
+- each process's exit status, whether it printed a traceback and how many error lines; throughput (tasks/s).
 
 The goals: 0 lost, 0 left running, 0 stored replies bought again. `tests/test_soak.py` runs 500 tasks in CI.
 """
@@ -31,6 +31,7 @@ import io
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -321,6 +322,7 @@ class Config:
     hang: float = 4.0  # how long the fake holds a timed-out request before dropping it
     wait: float = 1800.0  # longest wait for a phase's processes before they are killed (and reported hung)
     home: Path | None = None
+    keep: Path | None = None  # a directory to copy the fakes' request logs and the judges' output into
 
 
 @dataclass
@@ -333,6 +335,7 @@ class Proc:
     killed: bool = False
     hung: bool = False
     traceback: bool = False
+    error_lines: int = 0  # lines starting "ragsql: error"
     stderr_tail: str = ""
     seconds: float = 0.0
 
@@ -438,6 +441,7 @@ def _finish(proc, info: Proc, err, started: float, deadline: float) -> None:
     text = err.read()
     err.close()
     info.traceback = "Traceback (most recent call last)" in text
+    info.error_lines = sum(line.startswith("ragsql: error") for line in text.splitlines())
     info.stderr_tail = "\n".join(text.strip().splitlines()[-3:])
 
 
@@ -516,11 +520,18 @@ def run_soak(cfg: Config) -> Report:
         report.rerun_seconds = time.perf_counter() - start
         report.final = _counts(url)
         report.reasons_final = _reasons(url)
-        report.rerun_closed = sum(report.final.get(s, 0) for s in ("done", "failed")) - report.phase1_closed
+        # the re-run closes what the faulty phase left: its failed, pending and running tasks
+        report.rerun_closed = sum(report.final.get(s, 0) for s in ("done", "failed")) - report.after_phase1.get("done", 0)
         report.lost = report.tasks - sum(report.final.get(s, 0) for s in ("done", "failed", "pending"))
 
         logs = [row for fake in fakes for row in fake.dump(workdir / f"{fake.name}.jsonl")]
         report.fake_stats = {fake.name: fake.stats for fake in fakes}
+        if cfg.keep is not None:
+            cfg.keep.mkdir(parents=True, exist_ok=True)
+            for path in workdir.glob("*.std*"):
+                shutil.copy(path, cfg.keep)
+            for fake in fakes:
+                shutil.copy(workdir / f"{fake.name}.jsonl", cfg.keep)
         _analyse(url, logs, killed={f"fake{i}" for i, r in enumerate(running) if r[1].killed}, report=report)
         return report
 
@@ -636,11 +647,13 @@ def print_report(report: Report, out=sys.stdout) -> None:
     print("|---|---:|---:|", file=out)
     for measure, value, goal in rows(report):
         print(f"| {measure} | {value} | {goal} |", file=out)
-    print("\n| process | phase | exit | killed | hung | traceback | seconds | last stderr line |", file=out)
-    print("|---|---|---:|---|---|---|---:|---|", file=out)
+    print("\n| process | phase | exit | killed | hung | traceback | error lines | seconds | last stderr line |",
+          file=out)
+    print("|---|---|---:|---|---|---|---:|---:|---|", file=out)
     for p in report.procs:
         last = p.stderr_tail.splitlines()[-1] if p.stderr_tail else ""
-        print(f"| {p.name} | {p.phase} | {p.exit} | {p.killed} | {p.hung} | {p.traceback} | {p.seconds:.0f} | "
+        print(f"| {p.name} | {p.phase} | {p.exit} | {p.killed} | {p.hung} | {p.traceback} | {p.error_lines} | "
+              f"{p.seconds:.0f} | "
               f"{last[:120]} |", file=out)
     print("\n" + "\n".join(report.events), file=out)
     for title, reasons in (("failed after the faulty phase", report.reasons_phase1),
@@ -658,6 +671,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--restart-mode", choices=("fast", "immediate"), default="fast")
     parser.add_argument("--home", type=Path, default=None, help="RAGSQL_HOME of the scratch server (default: a temp dir)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="copy the fakes' request logs (JSON lines) and the judges' stdout/stderr here")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -670,7 +685,8 @@ def main() -> int:
         return 0
     cfg = Config(samples=args.samples, processes=args.processes, workers=args.workers,
                  faults=parse_fault_mix(args.fault_mix),
-                 latency=args.latency_ms / 1000, seed=args.seed, restart_mode=args.restart_mode, home=args.home)
+                 latency=args.latency_ms / 1000, seed=args.seed, restart_mode=args.restart_mode, home=args.home,
+                 keep=args.keep)
     report = run_soak(cfg)
     if args.json:
         print(json.dumps({**asdict(report), "rows": rows(report)}, indent=2, default=str))
