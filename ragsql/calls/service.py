@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -29,6 +30,9 @@ from ragsql.llm.calls import CallFailed, CallRecord
 from ragsql.llm.retry import describe
 
 __all__ = ["CallService", "Stored"]
+
+# the pool logs every failed reconnection attempt; a restart is handled here and must not print a line
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 T = TypeVar("T")
 Call = Callable[[], Awaitable[tuple[Any, CallRecord]]]
@@ -58,7 +62,7 @@ class CallService:
         self.sent = self.cached = self.waits = 0
         self._inflight: dict[str, asyncio.Future] = {}
         self._pool = AsyncConnectionPool(
-            url, min_size=1, max_size=max_connections, open=False, check=AsyncConnectionPool.check_connection,
+            url, min_size=1, max_size=max_connections, open=False,
             kwargs={"autocommit": True, "application_name": "ragsql calls"}, reconnect_timeout=db_patience)
         self._renewer: asyncio.Task | None = None
 

@@ -49,28 +49,33 @@ async def db_now(conn: psycopg.AsyncConnection) -> dt.datetime:
 
 
 async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord, owner: str | None = None) -> int:
-    """Insert one call and release its claim by `owner`, in one transaction; a successful request stored meanwhile
+    """Insert one call and release its claim by `owner`, in one statement; a successful request stored meanwhile
     keeps the first row (whose id is returned)."""
-    async with conn.transaction():
-        cur = await conn.execute(
-            """
+    cur = await conn.execute(
+        """
+        with released as (
+            delete from ragsql.judge_call_claim where request_hash = %(hash)s and owner = %(owner)s
+        ),
+        added as (
             insert into ragsql.judge_call (request_hash, kind, model, prompt_name, prompt_version, prompt_tokens,
                                            completion_tokens, latency_ms, attempts, status, error, response)
-            values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            values (%(hash)s, %(kind)s, %(model)s, %(prompt_name)s, %(prompt_version)s, %(prompt_tokens)s,
+                    %(completion_tokens)s, %(latency_ms)s, %(attempts)s, %(status)s, %(error)s, %(response)s)
             on conflict (request_hash) where status = 'ok' do nothing
             returning id
-            """,
-            (rec.request_hash, rec.kind, rec.model, rec.prompt_name, rec.prompt_version, rec.prompt_tokens,
-             rec.completion_tokens, rec.latency_ms, max(1, rec.attempts), rec.status, rec.error,
-             None if rec.response is None else json.dumps(rec.response, ensure_ascii=False)))
-        row = await cur.fetchone()
-        if owner is not None:
-            await conn.execute("delete from ragsql.judge_call_claim where request_hash = %s and owner = %s",
-                               (rec.request_hash, owner))
-        if row is not None:
-            return row[0]
-        existing = await cached_call(conn, rec.request_hash)
-        return existing[0]
+        )
+        select id from added
+        """,
+        {"hash": rec.request_hash, "owner": owner, "kind": rec.kind, "model": rec.model,
+         "prompt_name": rec.prompt_name, "prompt_version": rec.prompt_version, "prompt_tokens": rec.prompt_tokens,
+         "completion_tokens": rec.completion_tokens, "latency_ms": rec.latency_ms, "attempts": max(1, rec.attempts),
+         "status": rec.status, "error": rec.error,
+         "response": None if rec.response is None else json.dumps(rec.response, ensure_ascii=False)})
+    row = await cur.fetchone()
+    if row is not None:
+        return row[0]
+    existing = await cached_call(conn, rec.request_hash)  # the successful call stored first
+    return existing[0]
 
 
 async def release_claim(conn: psycopg.AsyncConnection, request_hash: str, owner: str) -> None:

@@ -1,0 +1,168 @@
+"""The judge under endpoint and database faults: {prose, wrong JSON shape, non-JSON HTTP body, 5xx storm, 429 with
+Retry-After, timeouts, endpoint dying mid-run, database restarted mid-run} × {1, 8, 32 workers} × {10%, 100% of
+calls}, through the real openai client against tests/fake_openai.py. Each cell: the exit code, no traceback,
+no task left running, a reason on every failed task, then a clean re-run that completes without sending a
+request whose reply is stored."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ragsql.cli import main
+from ragsql.llm import send
+from tests.fake_openai import FakeOpenAI
+
+from tests.test_judge_run import EXAMPLE
+
+METRICS = "faithfulness context_precision"  # 8 tasks, 12 distinct chat requests on 4 example answers
+TASKS = 8
+SAMPLES = (0, 1, 6, 7)  # two Chinese and two English answers of the example eval set
+MIX_FAULTS = ("prose", "wrong_shape", "non_json_body", "500", "429", "timeout")
+FAULTS = (*MIX_FAULTS, "endpoint_dies", "database_restarts")
+
+
+def _db(url: str, name: str) -> str:
+    params = conninfo_to_dict(url)
+    params["dbname"] = name
+    return make_conninfo(**params)
+
+
+@pytest.fixture(scope="module")
+def example_template(server_url, template_url, tmp_path_factory) -> Iterator[str]:
+    """A database holding 4 answers of the example eval set as run 'ex', cloned by every cell."""
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines()
+    small = tmp_path_factory.mktemp("faults") / "four.jsonl"
+    small.write_text("\n".join(lines[i] for i in SAMPLES) + "\n", encoding="utf-8")
+    name = f"ragsql_faults_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f'create database "{name}" template "{conninfo_to_dict(template_url)["dbname"]}"')
+    url = _db(server_url, name)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAGSQL_DATABASE_URL", url)
+    try:
+        assert main(["import", "jsonl", str(small), "--dataset", "ex", "--run", "ex"]) == 0
+    finally:
+        mp.undo()
+    yield name
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f'drop database if exists "{name}" with (force)')
+
+
+@pytest.fixture
+def cell_db(server_url, example_template, monkeypatch) -> Iterator[str]:
+    name = f"ragsql_cell_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f'create database "{name}" template "{example_template}"')
+    url = _db(server_url, name)
+    monkeypatch.setenv("RAGSQL_DATABASE_URL", url)
+    yield url
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f'drop database if exists "{name}" with (force)')
+
+
+@pytest.fixture
+def fake(monkeypatch) -> Iterator[FakeOpenAI]:
+    """The fake endpoint as the judge, with short timeouts and backoff so that a cell takes a second or two."""
+    with FakeOpenAI(hang=0.2) as server:
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", server.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        monkeypatch.setenv("RAGSQL_JUDGE_TIMEOUT", "5")
+        monkeypatch.setattr(send, "DEFAULT_BACKOFF", (0.01, 0.05))
+        yield server
+
+
+def _restart_database_after(fake: FakeOpenAI, calls: int) -> threading.Thread:
+    """Stop and start the embedded server once the endpoint has seen `calls` chat calls."""
+    from ragsql.db import server
+
+    def restart() -> None:
+        deadline = time.monotonic() + 30
+        while fake.chat_calls < calls and time.monotonic() < deadline:
+            time.sleep(0.005)
+        server.stop_embedded()
+        server.ensure_embedded()
+
+    thread = threading.Thread(target=restart, daemon=True)
+    thread.start()
+    return thread
+
+
+def _judge(capsys, caplog, workers: int) -> tuple[int, str]:
+    caplog.clear()
+    code = main(["judge", "--run", "ex", "--metrics", METRICS, "--workers", str(workers)])
+    _, err = capsys.readouterr()
+    logged = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records if r.levelno >= logging.ERROR)
+    return code, err + logged
+
+
+def _state(url: str) -> dict:
+    with psycopg.connect(url) as conn:
+        tasks = dict(conn.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall())
+        unexplained = conn.execute("select count(*) from ragsql.judge_task where status = 'failed' "
+                                   "and btrim(coalesce(last_error, '')) = ''").fetchone()[0]
+        claims = conn.execute("select count(*) from ragsql.judge_call_claim").fetchone()[0]
+        nulls = conn.execute("select count(*) filter (where value is null and reason is null) "
+                             "from ragsql.generation_measure('ex', 'faithfulness')").fetchone()[0]
+    return {"tasks": tasks, "unexplained": unexplained, "claims": claims, "nulls_without_reason": nulls}
+
+
+@pytest.mark.parametrize("share", [0.1, 1.0], ids=["10pct", "100pct"])
+@pytest.mark.parametrize("workers", [1, 8, 32])
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_fault_fails_only_the_tasks_it_touches_and_a_rerun_completes(fault, workers, share, cell_db, fake,
+                                                                       capsys, caplog, monkeypatch):
+    """Any share of failing calls: exit 0 or 3 (1 with one line for a lost database), no traceback, nothing left
+    running or claimed, a reason on every failure; the clean re-run completes and buys no stored reply again."""
+    if fault == "database_restarts" and os.environ.get("RAGSQL_DATABASE_URL", "").find("ragsql_cell_") < 0:
+        pytest.skip("needs the embedded server")
+    restart = None
+    if fault == "timeout":  # the fake hangs 0.2 s; elsewhere a slow reply on a busy machine must not time out
+        monkeypatch.setenv("RAGSQL_JUDGE_TIMEOUT", "0.1")
+    if fault in MIX_FAULTS:
+        fake.fault_mix({fault: share}, seed=workers, retry_after=0.02)
+    elif fault == "endpoint_dies":
+        fake.die_after(1 if share == 1.0 else 11)  # after the first call, or with about 10% of them left
+    else:
+        fake.latency = 0.02
+        restart = _restart_database_after(fake, 1 if share == 1.0 else 10)
+    code, err = _judge(capsys, caplog, workers)
+    if restart is not None:
+        restart.join(timeout=60)
+    state = _state(cell_db)
+    first = (code, err, state, fake.stats())
+    assert "Traceback" not in err, err
+    if fault == "database_restarts":
+        assert code == 0 or (code == 1 and len(err.strip().splitlines()) == 1
+                             and err.startswith("ragsql: error:")), (code, err)
+    elif share == 1.0:
+        assert code == 3, (code, err)
+        assert state["tasks"].get("failed", 0) >= TASKS // 2, state
+    else:
+        assert code in (0, 3), (code, err)
+        assert (code == 3) == (state["tasks"].get("failed", 0) > 0), (code, state)
+    assert state["tasks"].get("running", 0) == 0 and state["tasks"].get("pending", 0) == 0 or code == 1, state
+    assert state["tasks"].get("running", 0) == 0, state
+    assert state["claims"] == 0, state
+    assert state["unexplained"] == 0 and state["nulls_without_reason"] == 0, state
+
+    fake.fault_mix(None)
+    fake.die_after(None)
+    fake.latency = 0
+    good_before = fake.stats()["repeated_good_replies"]
+    code, err = _judge(capsys, caplog, workers)
+    assert code == 0, err
+    assert _state(cell_db)["tasks"] == {"done": TASKS}
+    # no stored reply bought again by the re-run; and, where no call timed out on the client while the server
+    # answered it, no good reply sent twice at all
+    assert fake.stats()["repeated_good_replies"] == good_before, (first, fake.stats())
+    assert good_before == 0 or fault == "timeout", first
