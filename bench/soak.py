@@ -140,6 +140,8 @@ def _fake_class():
                 self._outcome = ("cut off" if choice.get("finish_reason") != "stop" else
                                  200 if _is_json(content) and content != fo._WRONG_SHAPE else
                                  "wrong shape" if _is_json(content) else "prose")
+            elif status == 200 and self._route() == "embeddings" and not isinstance(payload.get("data"), list):
+                self._outcome = "wrong shape"  # the mix's prose fault on an embedding request
             super()._send(status, payload, headers)
 
     class SoakFake(fo.FakeOpenAI):
@@ -587,8 +589,13 @@ def _analyse(url: str, logs: list[dict[str, Any]], killed: set[str], report: Rep
     texts_bought = Counter(h for r in emb if r["outcome"] == 200 for h in r["texts"])
     twice_t = {h for h, n in texts_bought.items() if n > 1}
     killed_t = {h for r in emb if r["outcome"] == 200 and r["fake"] in killed for h in r["texts"]}
+    emb_outcomes = Counter(str(r["outcome"]) for r in emb)
     report.embed = {
         "requests sent": len(emb),
+        "answered 429": emb_outcomes.get("429", 0),
+        "answered 5xx": sum(n for o, n in emb_outcomes.items() if o.isdigit() and 500 <= int(o) <= 599),
+        "timed out": emb_outcomes.get("no answer", 0),
+        "answered with the wrong shape": emb_outcomes.get("wrong shape", 0),
         "texts sent": sum(texts_sent.values()),
         "unique texts": len(texts_sent),
         "texts bought twice": len(twice_t),
@@ -628,7 +635,10 @@ def rows(report: Report) -> list[tuple[str, str, str]]:
         ("  unique requests whose reply is stored", f"{c['unique requests stored ok']:,}", ""),
         ("embedding requests / texts sent / unique texts",
          f"{e['requests sent']:,} / {e['texts sent']:,} / {e['unique texts']:,}", ""),
-        ("  texts embedded more than once (once by the killed process)",
+        ("  answered 429 / 5xx / no answer (timeout) / wrong shape",
+         f"{e['answered 429']:,} / {e['answered 5xx']:,} / {e['timed out']:,} / {e['answered with the wrong shape']:,}",
+         ""),
+        ("  texts embedded (valid reply) more than once (once by the killed process)",
          f"{e['texts bought twice']:,} ({e['texts bought twice, once by the killed process']:,})", ""),
         ("  texts sent after their embedding was stored", f"{e['sent after stored']:,}", "0"),
         ("throughput, faulty phase (tasks closed / s)",
