@@ -81,7 +81,7 @@ def _fact(rng: random.Random, name: str) -> str:
 
 
 def make_records(samples: int, seed: int = 11) -> list[dict[str, Any]]:
-    """`samples` eval records, each unique: question, three contexts with ids, an answer citing the first, a reference."""
+    """`samples` unique eval records: question, three contexts with ids, an answer citing the first, a reference."""
     rng = random.Random(seed)
     out = []
     for i in range(samples):
@@ -523,7 +523,8 @@ def run_soak(cfg: Config) -> Report:
         report.final = _counts(url)
         report.reasons_final = _reasons(url)
         # the re-run closes what the faulty phase left: its failed, pending and running tasks
-        report.rerun_closed = sum(report.final.get(s, 0) for s in ("done", "failed")) - report.after_phase1.get("done", 0)
+        closed = sum(report.final.get(s, 0) for s in ("done", "failed"))
+        report.rerun_closed = closed - report.after_phase1.get("done", 0)
         report.lost = report.tasks - sum(report.final.get(s, 0) for s in ("done", "failed", "pending"))
 
         logs = [row for fake in fakes for row in fake.dump(workdir / f"{fake.name}.jsonl")]
@@ -680,7 +681,8 @@ def main() -> int:
     parser.add_argument("--latency-ms", type=float, default=20)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--restart-mode", choices=("fast", "immediate"), default="fast")
-    parser.add_argument("--home", type=Path, default=None, help="RAGSQL_HOME of the scratch server (default: a temp dir)")
+    parser.add_argument("--home", type=Path, default=None,
+                        help="RAGSQL_HOME of the scratch server (default: a temporary directory)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="copy the fakes' request logs (JSON lines) and the judges' stdout/stderr here")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
