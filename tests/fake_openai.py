@@ -35,7 +35,8 @@ of a request draws again (so a 5% fault is transient, a 100% one is a storm). Th
 ``fault_mix(None)`` clears the mix. ``stats()`` (and ``GET /admin/stats``) counts the faults given
 (``faults``), the distinct chat request bodies (``unique_chat_requests``) and ``repeated_good_replies``: good
 replies sent for a chat body that had already been given a good reply (a stored reply bought twice).
-``python -m tests.fake_openai --fault-mix 'prose=0.1,429=0.05' --fault-seed 7`` serves with a mix, and
+``python -m tests.fake_openai --fault-mix 'prose=0.1,429=0.05' --fault-seed 7`` serves with a mix (and
+``--die-after N`` dies after N chat calls), and
 ``POST /admin/fault_mix`` with ``{"mix": {...} | null, "seed": 7, "on": "chat", "retry_after": 0.05}``
 changes it in a running server (e.g. for a clean re-run).
 """
@@ -653,10 +654,14 @@ def _serve() -> None:
                         help="which requests the mix hits")
     parser.add_argument("--retry-after", type=float, default=0.05, help="Retry-After seconds of a 429 fault")
     parser.add_argument("--hang", type=float, default=5.0, help="seconds a timeout fault hangs")
+    parser.add_argument("--die-after", type=int, default=None, metavar="N",
+                        help="after N chat calls every request has its connection closed")
     args = parser.parse_args()
     with FakeOpenAI(latency=args.latency, dim=args.dim, hang=args.hang) as fake:
         if args.fault_mix:
             fake.fault_mix(args.fault_mix, seed=args.fault_seed, on=args.fault_on, retry_after=args.retry_after)
+        if args.die_after is not None:
+            fake.die_after(args.die_after)
         print(fake.base_url, flush=True)
         sys.stdin.read()  # until the driver closes our stdin (or exits)
 

@@ -6,6 +6,7 @@ request whose reply is stored."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -19,7 +20,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragsql.cli import main
 from ragsql.llm import send
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, default_responder
 
 from tests.test_judge_run import EXAMPLE
 
@@ -166,3 +167,36 @@ def test_a_fault_fails_only_the_tasks_it_touches_and_a_rerun_completes(fault, wo
     # answered it, no good reply sent twice at all
     assert fake.stats()["repeated_good_replies"] == good_before, (first, fake.stats())
     assert good_before == 0 or fault == "timeout", first
+
+
+def _slow_analysis_failing_references(task, messages, request):
+    """The answer's analysis takes 0.5 s; a reference marked FAIL gets prose (its task fails at once)."""
+    user = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
+    if task == "answer_analysis":
+        time.sleep(0.5)
+    if task == "statements" and "FAIL" in user:
+        return "I would rather not answer in JSON."
+    return default_responder(task, messages, request)
+
+
+def test_a_task_that_fails_early_does_not_strand_a_shared_call(fresh_db, fake, capsys, caplog, tmp_path):
+    """Four answers share one slow request; three tasks fail at once on their reference: the one that waits for
+    the shared request still gets it (it was stored on the call service's connection, not on the worker's of a
+    task that had closed), so the run ends with exit 3 and one done task — not 'the connection is closed'."""
+    record = {"language": "en", "query": "What does the engine store?", "response": "The engine stores vectors.",
+              "retrieved_ids": ["d1"], "retrieved_contexts": ["The engine stores vectors and text."]}
+    lines = [json.dumps({**record, "qid": f"q{i}", "reference": f"{'FAIL' if i < 3 else 'OK'} reference {i}."})
+             for i in range(4)]
+    path = tmp_path / "shared.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["import", "jsonl", str(path), "--dataset", "s", "--run", "s"]) == 0
+    fake.responder = _slow_analysis_failing_references
+    code = main(["judge", "--run", "s", "--metrics", "answer_correctness", "--workers", "4"])
+    _, err = capsys.readouterr()
+    assert code == 3 and "Traceback" not in err, err
+    with psycopg.connect(fresh_db) as conn:
+        tasks = dict(conn.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall())
+        analyses = conn.execute("select count(*) from ragsql.judge_call where prompt_name = 'answer_analysis' "
+                                "and status = 'ok'").fetchone()[0]
+    assert tasks == {"done": 1, "failed": 3}
+    assert analyses == 1 and sum(e["task"] == "answer_analysis" for e in fake.log) == 1

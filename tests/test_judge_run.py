@@ -241,3 +241,46 @@ def test_prompt_injection_in_the_answer_does_not_score_it(example_run, capsys):
         value = conn.execute("select value from ragsql.generation_measure('ex', 'faithfulness') "
                              "order by value nulls first limit 1").fetchone()[0]
     assert value is not None and value < 0.5
+
+
+def test_two_processes_never_send_the_same_request_twice(example_run, endpoint):
+    """Two processes judging different metrics that share every answer's analysis request: each request reaches the
+    endpoint once — the first claims it in the database, the other waits for its stored reply."""
+    endpoint.latency = 0.1
+    procs = [_judge_process(example_run, endpoint.base_url, "--metrics", metric, "--workers", "4")
+             for metric in ("faithfulness", "answer_correctness")]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    bodies = [json.dumps(entry["messages"], sort_keys=True) for entry in endpoint.log]
+    assert sum(entry["task"] == "answer_analysis" for entry in endpoint.log) == 12
+    assert len(bodies) == len(set(bodies)), len(bodies) - len(set(bodies))
+    assert endpoint.stats()["repeated_good_replies"] == 0
+    with psycopg.connect(example_run) as conn:
+        assert conn.execute("select count(*) from ragsql.judge_call_claim").fetchone()[0] == 0
+        assert conn.execute("select count(*) from ragsql.judge_task where status <> 'done'").fetchone()[0] == 0
+
+
+def test_sigterm_puts_the_tasks_back_and_a_rerun_finishes(example_run, endpoint):
+    """SIGTERM mid-run: the process exits at once with one line, leaves no task running and no request claimed;
+    the next run finishes and sends no request whose reply was stored."""
+    endpoint.latency = 0.3
+    proc = _judge_process(example_run, endpoint.base_url, "--metrics", FIVE, "--workers", "4")
+    deadline = time.monotonic() + 60
+    while endpoint.chat_calls < 8 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("ragsql: stopped by SIGTERM")
+    assert _one(example_run, "select count(*) from ragsql.judge_task where status = 'running'")[0] == 0
+    assert _one(example_run, "select count(*) from ragsql.judge_call_claim")[0] == 0
+    endpoint.latency = 0
+    sent, stored = endpoint.chat_calls, _one(example_run, "select count(*) from ragsql.judge_call where kind = 'chat'")[0]
+    resumed = _judge_process(example_run, endpoint.base_url, "--metrics", FIVE)
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    _no_duplicates(example_run)
+    # every request the re-run sent was one with no stored reply (replies cut off by SIGTERM were never stored)
+    assert endpoint.chat_calls - sent == _one(example_run, "select count(*) from ragsql.judge_call "
+                                                           "where kind = 'chat'")[0] - stored
