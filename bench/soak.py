@@ -6,11 +6,12 @@ Builds a run of `samples` judgeable samples (question, three contexts, an answer
 scratch embedded PostgreSQL of its own (`--home`, default a temporary directory) and judges it with the ten task
 kinds (tasks = samples x 10) by `processes` real `python -m ragsql judge --workers W` processes, each against
 its own instance of the test fake (tests/fake_openai.py) in its own process, `latency-ms` per call, with 429s
-(Retry-After), 5xx, timeouts and prose replies mixed in at seeded rates. When a quarter of the tasks are closed
-the first judge process is SIGKILLed; at half the PostgreSQL server is restarted (pg_ctl restart); the survivors
-are waited for, then one clean re-run (a fake with no fault, one process) judges what is left. The report
-counts, from the database (ragsql.judge_task, ragsql.judge_call, ragsql.text_embedding) and from every
-request the fakes received (their bodies hashed the way ragsql keys its cache):
+(Retry-After), 5xx, timeouts and prose replies mixed in at seeded rates (the fake's `fault_mix`, on chat and
+embedding requests; a prose fault on an embedding request is a 200 of the wrong shape). When a quarter of the
+tasks are closed the first judge process is SIGKILLed; at half the PostgreSQL server is restarted (pg_ctl
+restart); the survivors are waited for, then one clean re-run (a fake with no fault, one process) judges what
+is left. The report counts, from the database (ragsql.judge_task, ragsql.judge_call, ragsql.text_embedding) and
+from every request the fakes received (their bodies hashed the way ragsql keys its cache):
 
 - tasks done / failed / pending / running, and lost ones (expected tasks neither done, failed nor pending);
 - chat requests sent vs unique requests, requests sent more than once (retries after a fault included),
@@ -147,7 +148,7 @@ def _fake_class():
     class SoakFake(fo.FakeOpenAI):
         """The test fake, keeping a log of every POST for the soak's report."""
 
-        records: list[tuple] = []
+        records: list[tuple]  # (arrival time, route, outcome, body), from start() on
 
         def record(self, arrived: float, route: str, body: bytes, outcome: Any) -> None:
             with self._lock:
