@@ -261,18 +261,20 @@ def test_two_processes_never_send_the_same_request_twice(example_run, endpoint):
         assert conn.execute("select count(*) from ragsql.judge_task where status <> 'done'").fetchone()[0] == 0
 
 
-def test_sigterm_puts_the_tasks_back_and_a_rerun_finishes(example_run, endpoint):
-    """SIGTERM mid-run: the process exits at once with one line, leaves no task running and no request claimed;
+@pytest.mark.parametrize(("signum", "code", "line"), [(signal.SIGTERM, 143, "ragsql: stopped by SIGTERM"),
+                                                      (signal.SIGINT, 130, "ragsql: aborted")])
+def test_a_stopped_run_puts_the_tasks_back_and_a_rerun_finishes(example_run, endpoint, signum, code, line):
+    """SIGTERM or Ctrl-C mid-run: the process exits with one line, leaves no task running and no request claimed;
     the next run finishes and sends no request whose reply was stored."""
     endpoint.latency = 0.3
     proc = _judge_process(example_run, endpoint.base_url, "--metrics", FIVE, "--workers", "4")
     deadline = time.monotonic() + 60
     while endpoint.chat_calls < 8 and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143, err
-    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("ragsql: stopped by SIGTERM")
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(line), err
     assert _one(example_run, "select count(*) from ragsql.judge_task where status = 'running'")[0] == 0
     assert _one(example_run, "select count(*) from ragsql.judge_call_claim")[0] == 0
     endpoint.latency = 0
