@@ -20,6 +20,8 @@ EXIT_CODES = {
     2: "usage: a missing or unknown option, an invalid option value",
     3: "some judge tasks (or generated answers) failed; their values are NULL with the reason",
     4: "a gate failed (reserved for quality gates)",
+    130: "interrupted (Ctrl-C): a judge run puts its unfinished tasks back to pending",
+    143: "stopped by SIGTERM: the same",
 }
 
 

@@ -71,14 +71,14 @@ def no_database(monkeypatch):
 
 
 def test_exit_code_table_is_in_help_and_readme(capsys):
-    """`ragsql --help` and the README list the same exit codes 0-4."""
+    """`ragsql --help` and the README list the same exit codes: 0-4, and 130/143 for a signal."""
     code, out, _ = run_cli(capsys, "--help")
     assert code == 0
     for number, meaning in EXIT_CODES.items():
         assert f"  {number}  {meaning}" in out
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = dict(re.findall(r"^\| ([0-4]) \| (\S[^|]*?) \|$", readme, flags=re.M))
-    assert sorted(table) == ["0", "1", "2", "3", "4"]
+    table = dict(re.findall(r"^\| (\d+) \| (\S[^|]*?) \|$", readme, flags=re.M))
+    assert sorted(table, key=int) == ["0", "1", "2", "3", "4", "130", "143"]
     for number, meaning in EXIT_CODES.items():
         assert re.split("[:;]", table[str(number)])[0] == re.split("[:;]", meaning)[0]
 

@@ -23,7 +23,7 @@ from ragsql.errors import EXIT_CODES, RagsqlError, UsageError
 
 __all__ = ["cli", "main"]
 
-EPILOG = "\b\nExit status:\n" + "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES.items())
+EPILOG = "\b\nExit status:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())
 
 
 class _Workflow(click.Group):
