@@ -174,7 +174,9 @@ def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_ur
         with psycopg.connect(url) as conn:
             assert conn.execute("select pg_get_functiondef('ragsql.bm25'::regproc)").fetchone()[0] != old_bm25
             assert conn.execute("select fingerprint from ragsql.schema_install").fetchone()[0] == fingerprint()
-        assert data(url) == rows
+        after_rows = data(url)
+        assert {t: after_rows[t] for t in rows} == rows  # tables a later migration adds start empty
+        assert all(after_rows[t].split()[0] == "0" for t in set(after_rows) - set(rows)), after_rows
         # retrieval measures as the old release computed them; every metric as a fresh install computes it on
         # the same rows (a release may change a formula: the upgraded database then follows it)
         after = metrics(url)
