@@ -13,20 +13,19 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import openai
 
 from ragsql.embed.embedder import EmbeddingFailed, require_text
 from ragsql.errors import JudgeError
 from ragsql.llm.calls import CallRecord, request_hash
 from ragsql.llm.limiter import RateLimiter
-from ragsql.llm.send import SendFailed, Sender
+from ragsql.llm.send import EndpointClient, SendFailed
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_tokens
 
 __all__ = ["OpenAIEmbedder"]
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(EndpointClient):
     """Vectors from ``settings.base_url`` for model `model` (default ``settings.embed_model``)."""
 
     offline = False
@@ -41,18 +40,7 @@ class OpenAIEmbedder:
         self.model = model or settings.embed_model
         self.name = f"openai:{self.model}"
         self.batch_size = batch_size
-        self._sender = Sender.for_settings(settings, limiter)
-        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
-                                          timeout=settings.timeout, max_retries=0)
-
-    @property
-    def backoff(self) -> tuple[float, float]:
-        """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
-        return self._sender.backoff
-
-    @backoff.setter
-    def backoff(self, value: tuple[float, float]) -> None:
-        self._sender.backoff = value
+        super().__init__(settings, limiter)
 
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
         """One vector per text, in order, and one record per request; EmbeddingFailed if a batch fails."""

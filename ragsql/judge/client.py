@@ -22,7 +22,7 @@ from ragsql.judge.prompts import JudgeRequest
 from ragsql.llm.calls import CallRecord, request_hash
 from ragsql.llm.limiter import RateLimiter
 from ragsql.llm.retry import describe
-from ragsql.llm.send import SendFailed, Sender
+from ragsql.llm.send import EndpointClient, SendFailed
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_message_tokens, count_tokens
 
@@ -55,7 +55,7 @@ class _Reply:
     finish_reason: str | None
 
 
-class JudgeClient:
+class JudgeClient(EndpointClient):
     """Judge requests sent to ``settings.base_url`` with temperature 0, a fixed seed and JSON replies."""
 
     offline = False
@@ -63,18 +63,7 @@ class JudgeClient:
     def __init__(self, settings: EndpointSettings, *, limiter: RateLimiter | None = None):
         self.settings = settings
         self.model = settings.model
-        self._sender = Sender.for_settings(settings, limiter)
-        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
-                                          timeout=settings.timeout, max_retries=0)
-
-    @property
-    def backoff(self) -> tuple[float, float]:
-        """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
-        return self._sender.backoff
-
-    @backoff.setter
-    def backoff(self, value: tuple[float, float]) -> None:
-        self._sender.backoff = value
+        super().__init__(settings, limiter)
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
         """Cache key of a request: model, prompt version, messages and sampling settings (not inputs, items or

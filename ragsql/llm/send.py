@@ -18,7 +18,7 @@ import openai
 from ragsql.llm.limiter import RateLimiter
 from ragsql.llm.retry import describe, retrying
 
-__all__ = ["DEFAULT_BACKOFF", "SendFailed", "Sender", "Sent"]
+__all__ = ["DEFAULT_BACKOFF", "EndpointClient", "SendFailed", "Sender", "Sent"]
 
 R = TypeVar("R")
 
@@ -93,3 +93,22 @@ class Sender:
             except Exception as exc:  # noqa: BLE001 - a reply of the wrong shape, whatever the check raised
                 raise SendFailed(f"unusable reply: {describe(exc)}", attempts) from None
         return Sent(reply, attempts)
+
+
+class EndpointClient:
+    """Base of the judge, embedding and rerank clients: one openai client (its own retries off, so every
+    attempt is counted by the sender) and one `Sender` per endpoint."""
+
+    def __init__(self, settings, limiter: RateLimiter | None = None):
+        self._sender = Sender.for_settings(settings, limiter)
+        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
+                                          timeout=settings.timeout, max_retries=0)
+
+    @property
+    def backoff(self) -> tuple[float, float]:
+        """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
+        return self._sender.backoff
+
+    @backoff.setter
+    def backoff(self, value: tuple[float, float]) -> None:
+        self._sender.backoff = value

@@ -7,11 +7,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-import openai
 
 from ragsql.errors import InputError
 from ragsql.llm.calls import CallRecord, request_hash
-from ragsql.llm.send import SendFailed, Sender
+from ragsql.llm.send import EndpointClient, SendFailed
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_tokens
 from ragsql.rerank.reranker import RerankFailed
@@ -21,7 +20,7 @@ __all__ = ["DEFAULT_RERANK_MODEL", "EndpointReranker", "endpoint_reranker"]
 DEFAULT_RERANK_MODEL = "rerank-v3.5"
 
 
-class EndpointReranker:
+class EndpointReranker(EndpointClient):
     """Relevance scores of documents for a query from ``settings.base_url``/rerank."""
 
     def __init__(self, settings: EndpointSettings, model: str | None = None):
@@ -32,18 +31,7 @@ class EndpointReranker:
         self.model = model or os.environ.get("RAGSQL_RERANK_MODEL") or DEFAULT_RERANK_MODEL
         self.name = f"endpoint:{self.model}"
         self.config = {"reranker": "endpoint", "model": self.model, "base_url": settings.base_url}
-        self._sender = Sender.for_settings(settings)
-        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
-                                          timeout=settings.timeout, max_retries=0)
-
-    @property
-    def backoff(self) -> tuple[float, float]:
-        """Initial and longest backoff between attempts, in seconds (before jitter; Retry-After wins)."""
-        return self._sender.backoff
-
-    @backoff.setter
-    def backoff(self, value: tuple[float, float]) -> None:
-        self._sender.backoff = value
+        super().__init__(settings)
 
     def request_hash(self, query: str, documents: Sequence[str]) -> str:
         """Cache key of one rerank request."""
