@@ -39,6 +39,10 @@ select not exists (select from ragsql.schema_migration where name = '0070_call_c
 \if :migrate
 \ir migrations/0070_call_claim.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0080_direction') as migrate \gset
+\if :migrate
+\ir migrations/0080_direction.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -51,11 +55,13 @@ select not exists (select from ragsql.schema_migration where name = '0070_call_c
 \ir functions/30_retrieval.sql
 \ir functions/35_maintenance.sql
 \ir functions/40_diagnostics.sql
+\ir functions/50_compare.sql
 \ir views/10_retrieval.sql
 \ir views/20_generation.sql
+\ir views/30_decisions.sql
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 8aefec629ea21bf25f721f607bd1f9b73d5a7ae9d269d38d0f6d0f16dc2e27fd
+\set ragsql_fingerprint 34e8367e3054ebc65e3ca7b08fbeb3063269e58589709e58ae8a43dddf3ee070
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -23,12 +23,14 @@ declare
         'faithfulness', 'contradiction_rate', 'context_recall', 'answer_correctness_f1', 'answer_similarity',
         'answer_relevancy_cosine', 'answer_relevancy', 'answer_relevancy_rating', 'context_precision',
         'context_relevance', 'answer_correctness', 'aspect_critique', 'citation_coverage', 'citation_validity',
-        'diagnose_queries', 'diagnose_run'];
+        'diagnose_queries', 'diagnose_run',
+        'compare', 'compare_queries', 'measure_ci', 'bootstrap_mean_ci', 'sign_flip_p', 'paired_t_p', 'holm',
+        'higher_is_better'];
     -- pgvector's operators, which cosine_similarity uses unqualified, wherever the DBA put the extension
     path text := concat_ws(', ', 'pg_catalog', (select quote_ident(n.nspname) from pg_extension as e
                                                 join pg_namespace as n on n.oid = e.extnamespace
                                                 where e.extname = 'vector'), 'pg_temp');
-    mirrored text[] := array['query_measure', 'run_measure', 'query_generation', 'run_generation'];
+    mirrored text[] := array['query_measure', 'run_measure', 'query_generation', 'run_generation', 'run_measure_ci'];
     f record;
     v text;
     def text;
@@ -46,7 +48,7 @@ begin
                         and pg_get_function_result(p.oid) = pg_get_function_result(w.oid));
     if cardinality(stale) > 0 then
         drop view if exists ragsql_report.query_measure, ragsql_report.run_measure,
-            ragsql_report.query_generation, ragsql_report.run_generation;
+            ragsql_report.query_generation, ragsql_report.run_generation, ragsql_report.run_measure_ci;
         foreach proc in array stale loop
             execute format('drop function %s', proc);
         end loop;

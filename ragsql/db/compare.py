@@ -1,0 +1,114 @@
+"""Queries that compare runs and put intervals on run values; the statistics live in SQL
+(sql/functions/50_compare.sql)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.rows import class_row
+
+__all__ = ["Comparison", "QueryPair", "IntervalValue", "Resampling", "compare", "compare_queries", "measure_ci"]
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """How intervals and p-values are resampled: the same settings give the same numbers."""
+
+    resamples: int = 10000
+    seed: float = 0.42
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One measure of run against baseline (a row of ragsql.compare)."""
+
+    baseline: str
+    run: str
+    measure: str
+    kind: str
+    baseline_value: float | None
+    value: float | None
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    p_t: float | None
+    significant: bool | None
+    queries: int
+    improved: int
+    regressed: int
+    tied: int
+    left_out: int
+    judge_model: str | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class QueryPair:
+    """One query's value in both runs (a row of ragsql.compare_queries)."""
+
+    measure: str
+    qid: str
+    question: str | None
+    baseline_value: float
+    value: float
+    diff: float
+
+
+@dataclass(frozen=True)
+class IntervalValue:
+    """A run value with its bootstrap interval (a row of ragsql.measure_ci)."""
+
+    run: str
+    measure: str
+    kind: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    queries: int
+    left_out: int
+    judge_model: str | None
+
+
+def compare(conn: psycopg.Connection, baseline: str, run: str, measures: list[str] | None,
+            resampling: Resampling = Resampling(), rel_level: int = 1) -> list[Comparison]:
+    """Run against baseline, one row per measure in the order asked (ragsql.compare)."""
+    with conn.cursor(row_factory=class_row(Comparison)) as cur:
+        cur.execute(
+            """
+            select %(baseline)s as baseline, %(run)s as run, c.*
+            from ragsql.compare(%(baseline)s, %(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s) as c
+            """,
+            {"baseline": baseline, "run": run, "measures": measures, "resamples": resampling.resamples,
+             "seed": resampling.seed, "alpha": resampling.alpha, "level": rel_level},
+        )
+        return cur.fetchall()
+
+
+def compare_queries(conn: psycopg.Connection, baseline: str, run: str, measures: list[str] | None,
+                    rel_level: int = 1) -> list[QueryPair]:
+    """Every query both runs have a value for, per measure (ragsql.compare_queries)."""
+    with conn.cursor(row_factory=class_row(QueryPair)) as cur:
+        cur.execute(
+            "select * from ragsql.compare_queries(%(baseline)s, %(run)s, %(measures)s, %(level)s)",
+            {"baseline": baseline, "run": run, "measures": measures, "level": rel_level},
+        )
+        return cur.fetchall()
+
+
+def measure_ci(conn: psycopg.Connection, run: str, measures: list[str] | None,
+               resampling: Resampling = Resampling(), rel_level: int = 1) -> list[IntervalValue]:
+    """Run values with their percentile bootstrap intervals (ragsql.measure_ci)."""
+    with conn.cursor(row_factory=class_row(IntervalValue)) as cur:
+        cur.execute(
+            """
+            select %(run)s as run, c.*
+            from ragsql.measure_ci(%(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s) as c
+            """,
+            {"run": run, "measures": measures, "resamples": resampling.resamples, "seed": resampling.seed,
+             "alpha": resampling.alpha, "level": rel_level},
+        )
+        return cur.fetchall()
