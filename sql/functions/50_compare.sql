@@ -29,7 +29,10 @@ create or replace function ragsql._uniform(stream bigint, i bigint, seed float8)
 returns float8
 language sql immutable parallel safe
 as $$
-    select ((hashint8extended(_uniform.i, hashfloat8extended(_uniform.seed, _uniform.stream)) >> 11)
+    -- two rounds of PostgreSQL's 64-bit hash: one round leaves consecutive counters correlated
+    -- (the variance of a sum of 15 draws was 20% low); two rounds measure as independent
+    select ((hashint8extended(hashint8extended(_uniform.i, hashfloat8extended(_uniform.seed, _uniform.stream)),
+                              hashfloat8extended(_uniform.seed, -_uniform.stream - 1)) >> 11)
             & 9007199254740991)::float8 / 9007199254740992.0
 $$;
 comment on function ragsql._uniform(bigint, bigint, float8) is
