@@ -62,6 +62,6 @@ select not exists (select from ragsql.schema_migration where name = '0080_direct
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 42aa516fdc26b2318ea7d03d348361043dfebcc0245db5d2a61b1fdefab5730f
+\set ragsql_fingerprint 64d77e2dc614f0464f72cab09cc09a5be35301c50764b0593e9d8ffd1a005e37
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -109,13 +109,13 @@ as $$
         group by 1, 2, 3
     ),
     pool as materialized (
-        -- count vector a: how often each position 0 .. n - 1 was drawn, by chunk
-        select sh.n, a.a, p.i / ragsql._resample_chunk() as chunk,
-               array_agg(coalesce(d.times, 0) order by p.i)::vector as counts
-        from shape as sh
-        cross join generate_series(1, sh.pool) as a(a)
-        cross join generate_series(0, sh.n - 1) as p(i)
-        left join drawn as d on d.n = sh.n and d.a = a.a and d.i = p.i
+        -- count vector a: how often each position 0 .. n - 1 was drawn, by chunk (written sparse, stored dense;
+        -- a chunk nothing was drawn from has no row and adds nothing)
+        select d.n, d.a, d.i / ragsql._resample_chunk() as chunk,
+               ('{' || string_agg((d.i % ragsql._resample_chunk() + 1) || ':' || d.times, ',' order by d.i) || '}/'
+                || least(ragsql._resample_chunk(), d.n - d.i / ragsql._resample_chunk() * ragsql._resample_chunk())
+               )::sparsevec::vector as counts
+        from drawn as d
         group by 1, 2, 3
     ),
     shuffled as materialized (
@@ -136,14 +136,18 @@ as $$
         ) as rot
         cross join lateral ragsql._chunks(rot.r, 0, sf.n) as ch
     ),
-    resample as (
-        select ro.ord, ro.n, (po.a - 1) * sh.rotations + ro.t + 1 as r,
-               sum(inner_product(po.counts, ro.v)) / ro.n as mean
+    product as materialized (
+        -- one inner product per resample and chunk; only numbers leave this step (no vector is sorted)
+        select ro.ord, ro.n, (po.a - 1) * sh.rotations + ro.t + 1 as r, inner_product(po.counts, ro.v) as total
         from rotated as ro
         join shape as sh on sh.n = ro.n
         join pool as po on po.n = ro.n and po.chunk = ro.chunk
         where (po.a - 1) * sh.rotations + ro.t + 1 <= bootstrap_mean_ci.resamples
-        group by ro.ord, ro.n, po.a, sh.rotations, ro.t
+    ),
+    resample as (
+        select p.ord, p.r, sum(p.total) / min(p.n) as mean
+        from product as p
+        group by p.ord, p.r
     )
     select o.ord::integer,
            percentile_cont(bootstrap_mean_ci.alpha / 2) within group (order by rs.mean),
@@ -238,12 +242,17 @@ as $$
         order by b.b, a.a
         limit sign_flip_p.resamples
     ),
-    statistic as (
-        select f.ord, pr.a, pr.b, abs(sum(inner_product(f.u, subvector(pb.signs, 1, f.width)))) as total
+    product as materialized (
+        -- one inner product per resample and chunk; only numbers leave this step (no vector is sorted)
+        select f.ord, pr.a, pr.b, inner_product(f.u, subvector(pb.signs, 1, f.width)) as total
         from pair as pr
         join flipped as f on f.a = pr.a
         join pool as pb on pb.a = pr.b and pb.chunk = f.chunk
-        group by f.ord, pr.a, pr.b
+    ),
+    statistic as (
+        select p.ord, abs(sum(p.total)) as total
+        from product as p
+        group by p.ord, p.a, p.b
     ),
     sampled_p as (
         select o.ord,
