@@ -62,6 +62,6 @@ select not exists (select from ragsql.schema_migration where name = '0080_direct
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 64d77e2dc614f0464f72cab09cc09a5be35301c50764b0593e9d8ffd1a005e37
+\set ragsql_fingerprint 105c6b2958ce5085ffd911aee4293638b2d9751a03b2d4e3cd7014165863095c
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

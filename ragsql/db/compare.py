@@ -74,41 +74,43 @@ class IntervalValue:
 
 
 def compare(conn: psycopg.Connection, baseline: str, run: str, measures: list[str] | None,
-            resampling: Resampling = Resampling(), rel_level: int = 1) -> list[Comparison]:
+            resampling: Resampling = Resampling(), rel_level: int = 1, judge: str | None = None) -> list[Comparison]:
     """Run against baseline, one row per measure in the order asked (ragsql.compare)."""
     with conn.cursor(row_factory=class_row(Comparison)) as cur:
         cur.execute(
             """
             select %(baseline)s as baseline, %(run)s as run, c.*
-            from ragsql.compare(%(baseline)s, %(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s) as c
+            from ragsql.compare(%(baseline)s, %(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s,
+                                %(judge)s) as c
             """,
             {"baseline": baseline, "run": run, "measures": measures, "resamples": resampling.resamples,
-             "seed": resampling.seed, "alpha": resampling.alpha, "level": rel_level},
+             "seed": resampling.seed, "alpha": resampling.alpha, "level": rel_level, "judge": judge},
         )
         return cur.fetchall()
 
 
 def compare_queries(conn: psycopg.Connection, baseline: str, run: str, measures: list[str] | None,
-                    rel_level: int = 1) -> list[QueryPair]:
+                    rel_level: int = 1, judge: str | None = None) -> list[QueryPair]:
     """Every query both runs have a value for, per measure (ragsql.compare_queries)."""
     with conn.cursor(row_factory=class_row(QueryPair)) as cur:
         cur.execute(
-            "select * from ragsql.compare_queries(%(baseline)s, %(run)s, %(measures)s, %(level)s)",
-            {"baseline": baseline, "run": run, "measures": measures, "level": rel_level},
+            "select * from ragsql.compare_queries(%(baseline)s, %(run)s, %(measures)s, %(level)s, %(judge)s)",
+            {"baseline": baseline, "run": run, "measures": measures, "level": rel_level, "judge": judge},
         )
         return cur.fetchall()
 
 
 def measure_ci(conn: psycopg.Connection, run: str, measures: list[str] | None,
-               resampling: Resampling = Resampling(), rel_level: int = 1) -> list[IntervalValue]:
+               resampling: Resampling = Resampling(), rel_level: int = 1, judge: str | None = None) -> list[IntervalValue]:
     """Run values with their percentile bootstrap intervals (ragsql.measure_ci)."""
     with conn.cursor(row_factory=class_row(IntervalValue)) as cur:
         cur.execute(
             """
             select %(run)s as run, c.*
-            from ragsql.measure_ci(%(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s) as c
+            from ragsql.measure_ci(%(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s,
+                                   %(judge)s) as c
             """,
             {"run": run, "measures": measures, "resamples": resampling.resamples, "seed": resampling.seed,
-             "alpha": resampling.alpha, "level": rel_level},
+             "alpha": resampling.alpha, "level": rel_level, "judge": judge},
         )
         return cur.fetchall()

@@ -6,7 +6,9 @@
 --     pair. With model and prompt_version left null, the pair is that of the newest verdict of the
 --     metric's kind in the run (ties: smallest model, then prompt_version), so a run value never mixes
 --     prompts or models: queries judged only under another pair are missing, and their reason names
---     the pair in use. Give model and/or prompt_version to read another verdict set.
+--     the pair in use. An LLM judge's verdicts win over the offline judge's, whatever their age: the
+--     offline heuristics are read only when no LLM judged the metric (ragsql._judge_preference). Give
+--     model (a model name, or 'offline' for the offline judge) and/or prompt_version to read another set.
 --   * Embedding metrics use one embedder per run in the same way: the one given, else the embedder of
 --     the newest embedding of the run's questions or answers.
 --   * Every query of the run's dataset gets a row. A query whose verdicts are missing, incomplete or
@@ -15,6 +17,31 @@
 
 -- ---------------------------------------------------------------------------------------------------
 -- Building blocks
+
+create or replace function ragsql.is_offline_judge(model text)
+returns boolean
+language sql immutable parallel safe
+as $$ select is_offline_judge.model like 'offline%' $$;
+comment on function ragsql.is_offline_judge(text) is
+    'True for the offline heuristic judge and embedder (model names starting with offline): their values are labelled OFFLINE.';
+
+create or replace function ragsql._judge_matches(chosen text, model text)
+returns boolean
+language sql immutable parallel safe
+as $$
+    select _judge_matches.chosen is null
+        or _judge_matches.model = _judge_matches.chosen
+        or (lower(_judge_matches.chosen) = 'offline' and ragsql.is_offline_judge(_judge_matches.model))
+$$;
+comment on function ragsql._judge_matches(text, text) is
+    'Whether verdicts of model belong to the judge chosen: any when null, the offline judge for ''offline'', else that model.';
+
+create or replace function ragsql._judge_preference(model text)
+returns integer
+language sql immutable parallel safe
+as $$ select case when ragsql.is_offline_judge(_judge_preference.model) then 1 else 0 end $$;
+comment on function ragsql._judge_preference(text) is
+    'Sort key of verdict sets: an LLM judge (0) before the offline judge (1), then the newest.';
 
 create or replace function ragsql.text_hash(content text)
 returns text

@@ -14,14 +14,14 @@ as $$
         from ragsql.statement_verdict as v
         where v.run_id = _statement_judge.run_id
           and v.purpose = any (_statement_judge.purposes)
-          and (_statement_judge.model is null or v.model = _statement_judge.model)
+          and ragsql._judge_matches(_statement_judge.model, v.model)
           and (_statement_judge.prompt_version is null or v.prompt_version = _statement_judge.prompt_version)
-        order by v.created_at desc, v.model, v.prompt_version
+        order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
         limit 1
     ) as p on true
 $$;
 comment on function ragsql._statement_judge(bigint, text[], text, text) is
-    'The (model, prompt_version) of the statement verdicts a run''s metric reads: the filters, completed by the newest verdict.';
+    'The (model, prompt_version) of the statement verdicts a run''s metric reads: the filters, completed by the newest LLM verdict, else the newest offline one.';
 
 create or replace function ragsql._statement_tally(
     run_id bigint, purpose text, model text, prompt_version text)
@@ -158,7 +158,7 @@ comment on function ragsql.faithfulness(text, text, text, float8) is
     'Faithfulness per query = (supported + partial_weight * partial) / answer statements, verdicts of the answer''s '
     'statements against the contexts (RAGAS faithfulness; seed rag-eval-core-dimensions 4.2: Einstein example 2/3). '
     'partial_weight defaults to 0 (RAGAS parity). Null with a reason when the answer has no statements or a '
-    'statement lacks a verdict. model/prompt_version select the verdict set (default: the run''s newest).';
+    'statement lacks a verdict. model (a name or ''offline'')/prompt_version select the verdict set (default: the newest LLM judge''s, else the offline judge''s).';
 
 create or replace function ragsql.contradiction_rate(
     run text, model text default null, prompt_version text default null)

@@ -126,9 +126,9 @@ as $$
             select g.model, g.prompt_version
             from ragsql.generated_question as g
             where g.run_id = ru.id
-              and (answer_relevancy.model is null or g.model = answer_relevancy.model)
+              and ragsql._judge_matches(answer_relevancy.model, g.model)
               and (answer_relevancy.prompt_version is null or g.prompt_version = answer_relevancy.prompt_version)
-            order by g.created_at desc, g.model, g.prompt_version
+            order by ragsql._judge_preference(g.model), g.created_at desc, g.model, g.prompt_version
             limit 1
         ) as p on true
     ),
@@ -201,10 +201,10 @@ as $$
             from ragsql.rating as r
             where r.run_id = ru.id
               and r.criterion = 'answer_relevancy'
-              and (answer_relevancy_rating.model is null or r.model = answer_relevancy_rating.model)
+              and ragsql._judge_matches(answer_relevancy_rating.model, r.model)
               and (answer_relevancy_rating.prompt_version is null
                    or r.prompt_version = answer_relevancy_rating.prompt_version)
-            order by r.created_at desc, r.model, r.prompt_version
+            order by ragsql._judge_preference(r.model), r.created_at desc, r.model, r.prompt_version
             limit 1
         ) as p on true
     )

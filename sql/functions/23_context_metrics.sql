@@ -17,9 +17,9 @@ as $$
             select v.model, v.prompt_version
             from ragsql.context_verdict as v
             where v.run_id = ru.id
-              and (context_precision.model is null or v.model = context_precision.model)
+              and ragsql._judge_matches(context_precision.model, v.model)
               and (context_precision.prompt_version is null or v.prompt_version = context_precision.prompt_version)
-            order by v.created_at desc, v.model, v.prompt_version
+            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
             limit 1
         ) as p on true
     ),
@@ -74,9 +74,9 @@ as $$
             select v.model, v.prompt_version
             from ragsql.context_sentence_verdict as v
             where v.run_id = ru.id
-              and (context_relevance.model is null or v.model = context_relevance.model)
+              and ragsql._judge_matches(context_relevance.model, v.model)
               and (context_relevance.prompt_version is null or v.prompt_version = context_relevance.prompt_version)
-            order by v.created_at desc, v.model, v.prompt_version
+            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
             limit 1
         ) as p on true
     ),
@@ -215,9 +215,9 @@ as $$
             where v.run_id = ru.id
               and v.aspect = aspect_critique.aspect
               and v.definition_hash = d.definition_hash
-              and (aspect_critique.model is null or v.model = aspect_critique.model)
+              and ragsql._judge_matches(aspect_critique.model, v.model)
               and (aspect_critique.prompt_version is null or v.prompt_version = aspect_critique.prompt_version)
-            order by v.created_at desc, v.model, v.prompt_version
+            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
             limit 1
         ) as p on true
     )
@@ -264,9 +264,9 @@ as $$
             select v.model, v.prompt_version
             from ragsql.citation_verdict as v
             where v.run_id = ru.id
-              and (_citation_tally.model is null or v.model = _citation_tally.model)
+              and ragsql._judge_matches(_citation_tally.model, v.model)
               and (_citation_tally.prompt_version is null or v.prompt_version = _citation_tally.prompt_version)
-            order by v.created_at desc, v.model, v.prompt_version
+            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
             limit 1
         ) as p on true
     ),

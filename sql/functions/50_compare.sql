@@ -410,7 +410,7 @@ $$;
 comment on function ragsql.higher_is_better(text) is
     'False for metrics where lower is better (contradiction_rate, aspect:harmfulness, aspect:maliciousness), else true.';
 
-create or replace function ragsql._metric_spec(runs text[], measures text[])
+create or replace function ragsql._metric_spec(runs text[], measures text[], judge text default null)
 returns table (ord integer, measure text, kind text)
 language plpgsql stable parallel safe
 as $$
@@ -440,7 +440,7 @@ begin
         for measure in
             select g.metric
             from (select distinct e.metric from unnest(_metric_spec.runs) as r(name)
-                  cross join lateral ragsql.evaluate_generation(r.name) as e) as g
+                  cross join lateral ragsql.evaluate_generation(r.name, model => _metric_spec.judge) as e) as g
             left join ragsql.generation_metric as m on m.metric = g.metric
             order by coalesce(m.position, 1000), g.metric collate "C"
         loop
@@ -471,10 +471,10 @@ begin
     end loop;
 end
 $$;
-comment on function ragsql._metric_spec(text[], text[]) is
+comment on function ragsql._metric_spec(text[], text[], text) is
     'Canonical names and kinds (retrieval | generation) of the measures named, or the defaults for the runs.';
 
-create or replace function ragsql._metric_values(run text, measures text[], rel_level integer)
+create or replace function ragsql._metric_values(run text, measures text[], rel_level integer, judge text)
 returns table (ord integer, measure text, kind text, qid text, value float8, judge_model text)
 language plpgsql stable parallel safe
 as $$
@@ -492,7 +492,7 @@ begin
            array_agg(s.measure order by s.ord) filter (where s.kind = 'generation'),
            array_agg(s.ord order by s.ord) filter (where s.kind = 'generation')
       into retrieval_names, retrieval_ords, generation_names, generation_ords
-    from ragsql._metric_spec(array[run], measures) as s;
+    from ragsql._metric_spec(array[run], measures, judge) as s;
     if retrieval_names is not null then
         return query
         select retrieval_ords[e.ord], e.measure, 'retrieval'::text, e.qid, e.value, null::text
@@ -501,11 +501,11 @@ begin
     if generation_names is not null then
         return query
         select generation_ords[g.ord], g.metric, 'generation'::text, g.qid, g.value, g.judge_model
-        from ragsql._evaluate_generation(run, generation_names, null, null, null, 0, 0.75, 0.25) as g;
+        from ragsql._evaluate_generation(run, generation_names, judge, null, null, 0, 0.75, 0.25) as g;
     end if;
 end
 $$;
-comment on function ragsql._metric_values(text, text[], integer) is
+comment on function ragsql._metric_values(text, text[], integer, text) is
     'Per-query values of retrieval measures and generation metrics of a run, with the judge model of each.';
 
 create or replace function ragsql._comparable_runs(run_a text, run_b text)
@@ -530,7 +530,7 @@ $$;
 comment on function ragsql._comparable_runs(text, text) is
     'The dataset of two runs; raises no_data_found for an unknown run, invalid_parameter_value for two datasets.';
 
-create or replace function ragsql._paired_values(run_a text, run_b text, measures text[], rel_level integer)
+create or replace function ragsql._paired_values(run_a text, run_b text, measures text[], rel_level integer, judge text)
 returns table (ord integer, measure text, kind text, qid text, a float8, b float8, judge_a text, judge_b text)
 language plpgsql stable parallel safe
 as $$
@@ -539,7 +539,7 @@ declare
 begin
     perform ragsql._comparable_runs(run_a, run_b);
     select array_agg(s.measure order by s.ord) into names
-    from ragsql._metric_spec(array[run_a, run_b], measures) as s;
+    from ragsql._metric_spec(array[run_a, run_b], measures, judge) as s;
     if names is null then
         raise exception 'runs "%" and "%" have no measure to compare: no ranked results and no judged answers', run_a, run_b
             using errcode = 'invalid_parameter_value';
@@ -547,16 +547,16 @@ begin
     return query
     select coalesce(x.ord, y.ord), coalesce(x.measure, y.measure), coalesce(x.kind, y.kind), coalesce(x.qid, y.qid),
            x.value, y.value, x.judge_model, y.judge_model
-    from ragsql._metric_values(run_a, names, rel_level) as x
-    full join ragsql._metric_values(run_b, names, rel_level) as y on y.ord = x.ord and y.qid = x.qid;
+    from ragsql._metric_values(run_a, names, rel_level, judge) as x
+    full join ragsql._metric_values(run_b, names, rel_level, judge) as y on y.ord = x.ord and y.qid = x.qid;
 end
 $$;
-comment on function ragsql._paired_values(text, text, text[], integer) is
+comment on function ragsql._paired_values(text, text, text[], integer, text) is
     'Per-query values of two runs of one dataset side by side, measure by measure (null where a run has none).';
 
 create or replace function ragsql.compare(
     run_a text, run_b text, measures text[] default null, resamples integer default 10000,
-    seed float8 default 0.42, alpha float8 default 0.05, rel_level integer default 1)
+    seed float8 default 0.42, alpha float8 default 0.05, rel_level integer default 1, judge text default null)
 returns table (
     measure text, kind text, baseline_value float8, value float8, diff float8, ci_low float8, ci_high float8,
     p_value float8, p_adjusted float8, p_t float8, significant boolean, queries bigint, improved bigint,
@@ -565,7 +565,7 @@ language sql stable parallel safe
 as $$
     with paired as materialized (
         select p.*, p.b - p.a as d, ragsql.higher_is_better(p.measure) as up
-        from ragsql._paired_values(compare.run_a, compare.run_b, compare.measures, compare.rel_level) as p
+        from ragsql._paired_values(compare.run_a, compare.run_b, compare.measures, compare.rel_level, compare.judge) as p
         where ragsql._check_resampling(compare.resamples, compare.alpha)
     ),
     per_measure as materialized (
@@ -628,7 +628,7 @@ as $$
     left join adjusted as ad on ad.ord = pm.ord
     order by pm.ord
 $$;
-comment on function ragsql.compare(text, text, text[], integer, float8, float8, integer) is
+comment on function ragsql.compare(text, text, text[], integer, float8, float8, integer, text) is
     'Run b against baseline run a, per measure: the means over the queries both runs have a value for (every '
     'judged query for retrieval measures, as trec_eval -c), diff = mean of b - a, a percentile bootstrap '
     'interval of diff, the two-sided paired randomization test p (sign flips; exact for few queries), p '
@@ -636,27 +636,28 @@ comment on function ragsql.compare(text, text, text[], integer, float8, float8, 
     'improved / regressed / tied query counts (by the metric''s direction), left_out = queries without a '
     'value in one run (generation metrics), the judge model(s) and a note when something is missing. '
     'measures: retrieval measures and generation metrics (default: the default measures and every judged '
-    'metric). The same seed gives the same intervals and p-values.';
+    'metric). judge: a model name or ''offline'' (default: the newest LLM judge''s verdicts, else the offline '
+    'judge''s). The same seed gives the same intervals and p-values.';
 
 create or replace function ragsql.compare_queries(
-    run_a text, run_b text, measures text[] default null, rel_level integer default 1)
+    run_a text, run_b text, measures text[] default null, rel_level integer default 1, judge text default null)
 returns table (measure text, qid text, question text, baseline_value float8, value float8, diff float8)
 language sql stable parallel safe
 as $$
     select p.measure, p.qid, q.text, p.a, p.b, p.b - p.a
     from ragsql._paired_values(compare_queries.run_a, compare_queries.run_b, compare_queries.measures,
-                               compare_queries.rel_level) as p
+                               compare_queries.rel_level, compare_queries.judge) as p
     join ragsql.run as ru on ru.name = compare_queries.run_a
     left join ragsql.query as q on q.dataset_id = ru.dataset_id and q.qid = p.qid
     where p.a is not null and p.b is not null
     order by p.ord, p.qid collate "C"
 $$;
-comment on function ragsql.compare_queries(text, text, text[], integer) is
+comment on function ragsql.compare_queries(text, text, text[], integer, text) is
     'Every query both runs have a value for, per measure: the question, both values and b - a.';
 
 create or replace function ragsql.measure_ci(
     run text, measures text[] default null, resamples integer default 10000, seed float8 default 0.42,
-    alpha float8 default 0.05, rel_level integer default 1)
+    alpha float8 default 0.05, rel_level integer default 1, judge text default null)
 returns table (
     measure text, kind text, value float8, ci_low float8, ci_high float8, queries bigint, left_out bigint,
     judge_model text)
@@ -664,7 +665,7 @@ language sql stable parallel safe
 as $$
     with per_query as materialized (
         select v.*
-        from ragsql._metric_values(measure_ci.run, measure_ci.measures, measure_ci.rel_level) as v
+        from ragsql._metric_values(measure_ci.run, measure_ci.measures, measure_ci.rel_level, measure_ci.judge) as v
         where ragsql._check_resampling(measure_ci.resamples, measure_ci.alpha)
     ),
     per_measure as materialized (
@@ -692,7 +693,8 @@ as $$
     left join interval_of as i on i.ord = pm.ord
     order by pm.ord
 $$;
-comment on function ragsql.measure_ci(text, text[], integer, float8, float8, integer) is
+comment on function ragsql.measure_ci(text, text[], integer, float8, float8, integer, text) is
     'Run value of each measure (retrieval and generation; default: the default measures and every judged '
     'metric) with its percentile bootstrap interval: value = mean over the queries with a value (every judged '
-    'query for retrieval, as ragsql.summarize), left_out = queries without a value. Same seed, same interval.';
+    'query for retrieval, as ragsql.summarize), left_out = queries without a value. judge: a model name or ''offline'' '
+    '(default: the newest LLM judge''s, else the offline judge''s). Same seed, same interval.';

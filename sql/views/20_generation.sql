@@ -16,7 +16,7 @@ cross join lateral ragsql.evaluate_generation(ru.name) as e
 where exists (select from ragsql.answer as a where a.run_id = ru.id);
 comment on view ragsql.query_generation is
     'Per-query value of every generation metric a run has verdicts or judge tasks for, with default parameters '
-    '(newest verdict set, partial weight 0, correctness weights 0.75/0.25). reason says why value is null. '
+    '(the newest LLM judge''s verdicts, else the offline judge''s; partial weight 0, correctness weights 0.75/0.25). reason says why value is null. '
     'ragsql.evaluate_generation(run, metrics, ...) for other parameters.';
 
 create or replace view ragsql.run_generation as

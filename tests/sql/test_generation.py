@@ -312,6 +312,26 @@ def test_verdicts_of_two_prompt_versions_or_models_never_mix(db):
     assert used == ("judge", "v2", 1)
 
 
+def test_an_llm_judge_wins_over_a_newer_offline_judge_and_offline_is_chosen_by_name(db):
+    """`ragsql judge` with an LLM, then `ragsql judge --offline`: by default every metric still reads the LLM's
+    verdicts (offline only when no LLM judged); judge 'offline' reads the offline set; the two never mix."""
+    run_id, q1 = sample(db, qid="q1", answer="x y", contexts=("c",))
+    ex = extract(db, "x y", ["x", "y"])
+    judge_statements(db, run_id, q1, "faithfulness", ex, ["supported", "unsupported"], model="gpt-test", at="2026-01-01")
+    judge_statements(db, run_id, q1, "faithfulness", ex, ["supported", "supported"], model="offline-heuristic-v1",
+                     at="2026-03-01")
+    assert measure(db, "r", "faithfulness") == {"q1": (0.5, None)}
+    assert measure(db, "r", "faithfulness", model="offline") == {"q1": (1.0, None)}
+    assert measure(db, "r", "faithfulness", model="gpt-test") == {"q1": (0.5, None)}
+    used = db.execute("select metric, judge_model from ragsql.summarize_generation('r', array['faithfulness'])").fetchall()
+    assert used == [("faithfulness", "gpt-test")]
+    chosen = db.execute("select measure, value, judge_model from ragsql.measure_ci('r', array['faithfulness'], 100, "
+                        "judge => 'offline')").fetchall()
+    assert chosen == [("faithfulness", 1.0, "offline-heuristic-v1")]
+    assert db.execute("select ragsql.is_offline_judge('offline-heuristic-v1'), ragsql.is_offline_judge('gpt-test')"
+                      ).fetchone() == (True, False)
+
+
 def test_a_replaced_answer_does_not_reuse_old_verdicts(db):
     """Verdicts on statements of an earlier answer text no longer count once the answer text changes."""
     run_id, q = sample(db, answer="old text", contexts=("c",))
