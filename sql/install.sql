@@ -62,6 +62,6 @@ select not exists (select from ragsql.schema_migration where name = '0080_direct
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 105c6b2958ce5085ffd911aee4293638b2d9751a03b2d4e3cd7014165863095c
+\set ragsql_fingerprint a5187d0fd3071614ae14fcf7a5796487a0cede573d18e2c4fe1e72e87e4d3b1d
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -9,6 +9,7 @@ import click
 import psycopg
 
 from ragsql import __version__
+from ragsql.cli.compare import compare_command
 from ragsql.cli.db import db_group
 from ragsql.cli.demo import demo_command
 from ragsql.cli.diagnose import diagnose_command
@@ -56,6 +57,7 @@ for command, summary in (
     (judge_command, "Judge a run's answers with an LLM (or offline); store verdicts."),
     (metrics_command, "Retrieval measures of a run (trec_eval semantics)."),
     (scores_command, "Retrieval and generation metrics of a run together."),
+    (compare_command, "Is a run really better? Differences, intervals, p-values."),
     (diagnose_command, "What is wrong with a run, by the seeds' rules."),
 ):
     command.short_help = summary

@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-__all__ = ["FORMATS", "REPORT_FORMATS", "format_option", "progress", "render", "report", "stderr_console", "warn"]
+__all__ = ["FORMATS", "REPORT_FORMATS", "format_option", "print_table", "progress", "render", "report",
+           "stderr_console", "warn"]
 
 FORMATS = ("table", "json", "csv")
 REPORT_FORMATS = ("table", "json")  # a batch step's summary: a table for people, one JSON object for scripts
@@ -77,8 +78,13 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str, title: str | 
             table.add_column(c, justify="right" if rows and isinstance(rows[0][c], (int, float)) else "left")
         for r in rows:
             table.add_row(*(_cell(r[c]) for c in columns))
-        console = Console(soft_wrap=True)
-        if not console.is_terminal:  # a pipe or file: as wide as the table needs, never cut a name
-            natural = console.measure(table, options=console.options.update_width(1000)).maximum
-            console.width = max(console.width, natural, len(title or ""))
-        console.print(table)
+        print_table(table)
+
+
+def print_table(table: Table) -> None:
+    """Print a rich table on stdout; to a pipe or file as wide as the table needs, never cutting a name."""
+    console = Console(soft_wrap=True)
+    if not console.is_terminal:
+        natural = console.measure(table, options=console.options.update_width(1000)).maximum
+        console.width = max(console.width, natural, len(str(table.title or "")))
+    console.print(table)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import class_row
 
-__all__ = ["Comparison", "QueryPair", "IntervalValue", "Resampling", "compare", "compare_queries", "measure_ci"]
+__all__ = ["Comparison", "QueryPair", "IntervalValue", "Resampling", "compare", "compare_queries", "config_diff",
+           "higher_is_better", "measure_ci"]
 
 
 @dataclass(frozen=True)
@@ -114,3 +115,13 @@ def measure_ci(conn: psycopg.Connection, run: str, measures: list[str] | None,
              "alpha": resampling.alpha, "level": rel_level, "judge": judge},
         )
         return cur.fetchall()
+
+
+def config_diff(conn: psycopg.Connection, baseline: str, run: str) -> list[tuple[str, str | None, str | None]]:
+    """(key, baseline value, run value) for each configuration key that differs (ragsql.run_config_diff)."""
+    return conn.execute("select key, baseline, value from ragsql.run_config_diff(%s, %s)", (baseline, run)).fetchall()
+
+
+def higher_is_better(conn: psycopg.Connection, measures: list[str]) -> dict[str, bool]:
+    """Each measure's direction (ragsql.higher_is_better): false where lower is better."""
+    return dict(conn.execute("select m, ragsql.higher_is_better(m) from unnest(%s::text[]) as m", (measures,)).fetchall())

@@ -116,6 +116,36 @@ comment on function ragsql.relevance_profile(boolean[]) is
     'Ranking profile (rel_ranks, prec_cum) of a ranked list of yes/no relevance verdicts, for '
     'ragsql.context_precision_at and the other rank formulas: e.g. LLM verdicts on a sample''s contexts.';
 
+create or replace function ragsql.measure_alias(name text)
+returns text
+language sql immutable parallel safe
+as $$
+    -- trec_eval (P_5, recall_10, ndcg_cut_10, map_cut_10, success_5, recip_rank, map, ndcg) and ranx
+    -- (precision@5, recall@10, hit_rate@5, mrr@10, map@10, ndcg@10, r-precision) spellings, and MRR / MAP
+    select case
+        when t ~ '^(p|recall|success|ndcg_cut|map_cut)[_.][0-9]+$' then
+            (case split_part(translate(t, '.', '_'), '_', 1)
+                 when 'p' then 'P' when 'recall' then 'R' when 'success' then 'Success'
+                 when 'ndcg' then 'nDCG' when 'map' then 'AP' end)
+            || '@' || substring(t from '([0-9]+)$')
+        when t ~ '^(hit_rate|precision|recall|mrr|map|ndcg|ndcg_burges)@[0-9]+$' then
+            (case split_part(t, '@', 1)
+                 when 'hit_rate' then 'Success' when 'precision' then 'P' when 'recall' then 'R' when 'mrr' then 'RR'
+                 when 'map' then 'AP' when 'ndcg' then 'nDCG' when 'ndcg_burges' then 'nDCG_burges' end)
+            || '@' || split_part(t, '@', 2)
+        when t in ('mrr', 'recip_rank') then 'RR'
+        when t = 'map' then 'AP'
+        when t in ('r-precision', 'r_precision') then 'Rprec'
+        when t = 'ndcg' then 'nDCG'
+        when t = 'hit_rate' then 'Success'
+        else measure_alias.name
+    end
+    from (select lower(btrim(coalesce(measure_alias.name, ''))) as t) as spelled
+$$;
+comment on function ragsql.measure_alias(text) is
+    'The ragsql spelling of a measure named as trec_eval (P_5, ndcg_cut_10, recall_10, map, recip_rank) or ranx '
+    '(precision@5, hit_rate@5, mrr@10, map@10, ndcg@10, r-precision) users type it, or MRR / MAP; other names unchanged.';
+
 create or replace function ragsql._measure_spec(measures text[])
 returns table (ord integer, measure text, family text, k integer)
 language plpgsql immutable parallel safe
@@ -133,14 +163,15 @@ begin
     ord := 0;
     foreach name in array measures loop
         ord := ord + 1;
-        m := regexp_match(coalesce(name, ''),
+        m := regexp_match(ragsql.measure_alias(name),
             '^\s*(p|r|success|rr|ndcg|ndcg_burges|ap|contextprecision|rprec)(?:@([0-9]{1,9}))?\s*$', 'i');
         if m is null then
             raise exception 'unknown measure "%"', name
                 using errcode = 'invalid_parameter_value',
                       hint = 'measures: Success@k, R@k, P@k, RR@k, nDCG@k, nDCG_burges@k, AP, AP@k, '
                              'ContextPrecision@k, Rprec (RR, R, nDCG, AP, Success, ContextPrecision '
-                             'without @k cover the whole ranking)';
+                             'without @k cover the whole ranking); trec_eval and ranx names (ndcg_cut_10, '
+                             'P_5, recall_10, map, MRR, hit_rate@5, mrr@10, map@10) are accepted';
         end if;
         fam := case lower(m[1])
             when 'p' then 'P' when 'r' then 'R' when 'success' then 'Success' when 'rr' then 'RR'

@@ -698,3 +698,47 @@ comment on function ragsql.measure_ci(text, text[], integer, float8, float8, int
     'metric) with its percentile bootstrap interval: value = mean over the queries with a value (every judged '
     'query for retrieval, as ragsql.summarize), left_out = queries without a value. judge: a model name or ''offline'' '
     '(default: the newest LLM judge''s, else the offline judge''s). Same seed, same interval.';
+
+create or replace function ragsql.run_config(run text)
+returns table (key text, value text)
+language sql stable parallel safe
+as $$
+    -- the run's configuration as dotted keys (retriever, chunking, embedder, ...), and the judges that
+    -- closed its judge tasks
+    with recursive flat (key, value) as (
+        select e.key, e.value
+        from ragsql.run as ru
+        cross join lateral jsonb_each(ru.config) as e
+        where ru.id = ragsql._run_id(run_config.run)
+        union all
+        select f.key || '.' || e.key, e.value
+        from flat as f
+        cross join lateral jsonb_each(f.value) as e
+        where jsonb_typeof(f.value) = 'object'
+    )
+    select f.key, f.value #>> '{}'
+    from flat as f
+    where jsonb_typeof(f.value) <> 'object'
+    union all
+    select 'judge', string_agg(distinct t.judge, ', ' order by t.judge)
+    from ragsql.judge_task as t
+    where t.run_id = ragsql._run_id(run_config.run)
+    having count(t.judge) > 0
+    order by 1
+$$;
+comment on function ragsql.run_config(text) is
+    'A run''s configuration as (key, value) rows: its config flattened to dotted keys, and judge = the judge '
+    'models (and embedders) that closed its judge tasks.';
+
+create or replace function ragsql.run_config_diff(run_a text, run_b text)
+returns table (key text, baseline text, value text)
+language sql stable parallel safe
+as $$
+    select coalesce(a.key, b.key), a.value, b.value
+    from ragsql.run_config(run_config_diff.run_a) as a
+    full join ragsql.run_config(run_config_diff.run_b) as b on b.key = a.key
+    where a.value is distinct from b.value
+    order by 1
+$$;
+comment on function ragsql.run_config_diff(text, text) is
+    'What changed between two runs: the configuration keys (ragsql.run_config) whose values differ.';

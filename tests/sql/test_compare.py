@@ -246,7 +246,7 @@ def test_compare_bad_input(db):
 
 
 @pytest.fixture(scope="module")
-def demo_runs(server_url):
+def demo_runs(server_url, template_url):
     """The demo's three runs on 16 questions: retrieval measures and offline generation metrics."""
     with cli_database(server_url, ["demo", "--queries", "16"]) as url:
         yield url

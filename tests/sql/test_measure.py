@@ -177,3 +177,25 @@ def test_views_list_default_measures_for_every_run(db):
     assert rows == [("r1", 14, 2, 1), ("r2", 14, 1, 0)]
     per_query = db.execute("select count(*) from ragsql.query_measure where run = 'r1'").fetchone()[0]
     assert per_query == 28
+
+
+ALIASES = {  # as trec_eval and ranx users type them -> ragsql's spelling
+    "MRR": "RR", "mrr": "RR", "recip_rank": "RR", "MAP": "AP", "map": "AP", "ndcg": "nDCG",
+    "ndcg_cut_10": "nDCG@10", "ndcg_cut.10": "nDCG@10", "recall_10": "R@10", "P_5": "P@5", "P.5": "P@5",
+    "success_1": "Success@1", "map_cut_10": "AP@10", "hit_rate@5": "Success@5", "precision@5": "P@5",
+    "recall@100": "R@100", "mrr@10": "RR@10", "map@10": "AP@10", "ndcg@10": "nDCG@10",
+    "ndcg_burges@10": "nDCG_burges@10", "r-precision": "Rprec", "Rprec": "Rprec", "nDCG@10": "nDCG@10",
+}
+
+
+def test_trec_eval_and_ranx_names_are_aliases_everywhere_a_measure_is_named(db):
+    """Each alias parses to ragsql's spelling, and a run summarised under aliases equals the canonical names."""
+    spelled = dict(db.execute("select n, s.measure from unnest(%s::text[]) as n, "
+                              "lateral ragsql._measure_spec(array[n]) as s", (list(ALIASES),)).fetchall())
+    assert spelled == ALIASES
+    load_trec(db, "q1 0 d1 2\nq1 0 d3 1\nq2 0 d2 1", "q1 Q0 d1 0 3 r\nq1 Q0 d2 0 2 r\nq1 Q0 d3 0 1 r\nq2 Q0 d9 0 1 r")
+    aliased = db.execute("select measure, value from ragsql.summarize('r', array['MAP', 'ndcg_cut_10', 'P_5', "
+                         "'hit_rate@1'])").fetchall()
+    canonical = db.execute("select measure, value from ragsql.summarize('r', array['AP', 'nDCG@10', 'P@5', "
+                           "'Success@1'])").fetchall()
+    assert aliased == canonical and [m for m, _ in aliased] == ["AP", "nDCG@10", "P@5", "Success@1"]

@@ -1,0 +1,121 @@
+"""`ragsql compare`: the comparison of the demo's runs in every format, per query, and one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import psycopg
+import pytest
+
+from ragsql.cli import main
+from ragsql.cli.compare import COLUMNS
+from tests.conftest import cli_database
+
+
+@pytest.fixture(scope="module")
+def demo_url(server_url, template_url):
+    """The demo's three runs (bm25, vector, hybrid) on 16 questions, judged offline."""
+    with cli_database(server_url, ["demo", "--queries", "16"]) as url:
+        yield url
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_rows_equal_sql_and_the_mean_of_per_query_differences(demo, capsys):
+    """JSON: one object per measure with every ragsql.compare field plus baseline and run; diff equals the mean
+    per-query difference computed here from ragsql.measure / generation_measure of each run."""
+    code, out, err = run_cli(capsys, "compare", "demo-bm25", "demo-vector", "--measures", "ndcg_cut_10 MAP faithfulness",
+                             "--resamples", "2000", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [set(r) for r in rows] == [set(COLUMNS)] * 3
+    assert [(r["baseline"], r["run"], r["measure"]) for r in rows] == [
+        ("demo-bm25", "demo-vector", "nDCG@10"), ("demo-bm25", "demo-vector", "AP"),
+        ("demo-bm25", "demo-vector", "faithfulness")]
+    assert "configuration of demo-vector differs from demo-bm25: mode bm25 → vector" in err
+    with psycopg.connect(demo) as conn:
+        sql = conn.execute("select * from ragsql.compare('demo-bm25', 'demo-vector', array['nDCG@10', 'AP', "
+                           "'faithfulness'], 2000)").fetchall()
+        per_query = {}
+        for run in ("demo-bm25", "demo-vector"):
+            per_query[run] = {
+                "nDCG@10": dict(conn.execute("select qid, value from ragsql.measure(%s, 'nDCG@10')", (run,)).fetchall()),
+                "faithfulness": dict(conn.execute("select qid, value from ragsql.generation_measure(%s, 'faithfulness')",
+                                                  (run,)).fetchall())}
+    assert [tuple(r[c] for c in COLUMNS[2:]) for r in rows] == [tuple(s) for s in sql]
+    for measure, row in (("nDCG@10", rows[0]), ("faithfulness", rows[2])):
+        a, b = per_query["demo-bm25"][measure], per_query["demo-vector"][measure]
+        both = [q for q in a if a[q] is not None and b.get(q) is not None]
+        assert row["queries"] == len(both) and row["left_out"] == len(a) - len(both)
+        assert row["diff"] == pytest.approx(sum(b[q] - a[q] for q in both) / len(both), abs=1e-12)
+        assert row["ci_low"] <= row["diff"] <= row["ci_high"]
+
+
+def test_several_runs_table_marks_significance_and_shows_what_changed(demo, capsys):
+    code, out, err = run_cli(capsys, "compare", "demo-bm25", "demo-hybrid", "demo-vector", "--measures", "nDCG@10 P@5",
+                             "--resamples", "1000")
+    assert code == 0, err
+    assert "demo-hybrid against demo-bm25" in out and "demo-vector against demo-bm25" in out
+    assert "each run against demo-bm25" in out and "▲ / ▼" in out
+    assert "what changed from demo-bm25 to demo-hybrid: mode bm25 → hybrid" in out
+
+
+def test_per_query_lists_the_queries_that_moved_most_by_direction(demo, capsys):
+    """--per-query JSON adds top_improved / top_regressed; contradiction_rate improves when it falls."""
+    code, out, err = run_cli(capsys, "compare", "demo-bm25", "demo-vector", "--measures", "nDCG@10 contradiction_rate",
+                             "--per-query", "--top", "3", "--resamples", "500", "--format", "json")
+    assert code == 0, err
+    rows = {r["measure"]: r for r in json.loads(out)}
+    ndcg = rows["nDCG@10"]
+    assert 0 < len(ndcg["top_regressed"]) <= 3 and all(q["diff"] < 0 for q in ndcg["top_regressed"])
+    assert all(q["diff"] > 0 for q in ndcg["top_improved"]) and all(q["question"] for q in ndcg["top_regressed"])
+    diffs = [q["diff"] for q in ndcg["top_regressed"]]
+    assert diffs == sorted(diffs)  # the worst first
+    assert all(q["diff"] < 0 for q in rows["contradiction_rate"]["top_improved"])
+    assert all(q["diff"] > 0 for q in rows["contradiction_rate"]["top_regressed"])
+
+
+def test_csv_has_the_json_columns(demo, capsys):
+    code, out, _ = run_cli(capsys, "compare", "demo-bm25", "demo-hybrid", "--measures", "RR@10", "--resamples", "200",
+                           "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert list(rows[0]) == COLUMNS and rows[0]["measure"] == "RR@10" and rows[0]["run"] == "demo-hybrid"
+
+
+@pytest.mark.parametrize("args, code, text", [
+    (["demo-bm25", "nope"], 1, 'unknown run "nope"'),
+    (["demo-bm25"], 2, "at least two runs"),
+    (["demo-bm25", "demo-vector", "--resamples", "0"], 2, "--resamples"),
+    (["demo-bm25", "demo-vector", "--alpha", "1"], 2, "--alpha"),
+    (["demo-bm25", "demo-vector", "--measures", "nDCG@x"], 2, '--measures: unknown measure "nDCG@x"'),
+    (["demo-bm25", "demo-vector", "--measures", "flatness"], 2, "generation metrics"),
+])
+def test_bad_input_is_one_line_with_the_contract_exit_code(demo, capsys, args, code, text):
+    got, out, err = run_cli(capsys, "compare", *args)
+    assert got == code and text in err and len(err.strip().splitlines()) == 1 and out == ""
+
+
+def test_runs_of_two_datasets_or_with_no_query_in_both_are_refused(demo, capsys):
+    """Nothing is stored by compare; a run of another dataset and a run with no judged answers are data errors."""
+    with psycopg.connect(demo) as conn:
+        conn.execute("insert into ragsql.dataset (name) values ('elsewhere')")
+        conn.execute("insert into ragsql.run (name, dataset_id) select 'far', id from ragsql.dataset "
+                     "where name = 'elsewhere'")
+        conn.execute("insert into ragsql.run (name, dataset_id) select 'unjudged', dataset_id from ragsql.run "
+                     "where name = 'demo-bm25'")
+        before = conn.execute("select count(*) from ragsql.judge_call").fetchone()[0]
+    code, _, err = run_cli(capsys, "compare", "demo-bm25", "far")
+    assert code == 1 and "different datasets" in err
+    code, _, err = run_cli(capsys, "compare", "demo-bm25", "unjudged", "--measures", "faithfulness")
+    assert code == 1 and 'no query measured in both' in err
+    with psycopg.connect(demo) as conn:
+        assert conn.execute("select count(*) from ragsql.judge_call").fetchone()[0] == before
+        conn.execute("delete from ragsql.run where name in ('far', 'unjudged')")
+        conn.execute("delete from ragsql.dataset where name = 'elsewhere'")
