@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "EXIT_CODES",
     "DatabaseError",
+    "GateFailed",
     "InputError",
     "JudgeError",
     "NothingDone",
@@ -19,7 +20,7 @@ EXIT_CODES = {
     1: "error: bad data, an unknown run/dataset/corpus, a database or endpoint failure, nothing to do",
     2: "usage: a missing or unknown option, an invalid option value",
     3: "some judge tasks (or generated answers) failed; their values are NULL with the reason",
-    4: "a gate failed (reserved for quality gates)",
+    4: "a quality gate of `ragsql check` failed",
     130: "interrupted (Ctrl-C): a judge run puts its unfinished tasks back to pending",
     143: "stopped by SIGTERM: the same",
 }
@@ -45,6 +46,12 @@ class UsageError(RagsqlError):
     """The command line is wrong: an option value that cannot be used (exit status 2)."""
 
     exit_code = 2
+
+
+class GateFailed(RagsqlError):
+    """A quality gate of `ragsql check` failed (exit status 4); each failed gate was reported on its own line."""
+
+    exit_code = 4
 
 
 class NothingDone(RagsqlError):

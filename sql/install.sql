@@ -56,12 +56,13 @@ select not exists (select from ragsql.schema_migration where name = '0080_direct
 \ir functions/35_maintenance.sql
 \ir functions/40_diagnostics.sql
 \ir functions/50_compare.sql
+\ir functions/55_check.sql
 \ir views/10_retrieval.sql
 \ir views/20_generation.sql
 \ir views/30_decisions.sql
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint a5187d0fd3071614ae14fcf7a5796487a0cede573d18e2c4fe1e72e87e4d3b1d
+\set ragsql_fingerprint 45a645fe29277d6b98fdc2be3f1cf62161f97c9c29ebcae7de7a6141f9f0dba7
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

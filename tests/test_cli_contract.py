@@ -176,7 +176,7 @@ def _documented_keys() -> dict[str, list[str]]:
 
 
 def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tmp_path):
-    """ingest, import (jsonl, csv, trec), retrieve, generate, judge (and its dry run) and db status print one JSON
+    """ingest, import (jsonl, csv, trec), retrieve, generate, judge (and its dry run), check and db status print one JSON
     object on stdout whose keys are exactly those the README lists."""
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -191,6 +191,7 @@ def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tm
         "generate": _json(capsys, "generate", "--run", "j", "--offline"),
         "judge": _json(capsys, "judge", "--run", "j", "--offline", "--metrics", "faithfulness"),
         "db status": _json(capsys, "db", "status"),
+        "check": _json(capsys, "check", "--run", "j", "--min", "AP=0", "--max", "faithfulness=1"),
     }
     trec = _json(capsys, "import", "trec", "--dataset", "jt", "--qrels", str(qrels))
     documented = _documented_keys()

@@ -9,6 +9,7 @@ import click
 import psycopg
 
 from ragsql import __version__
+from ragsql.cli.check import check_command
 from ragsql.cli.compare import compare_command
 from ragsql.cli.db import db_group
 from ragsql.cli.demo import demo_command
@@ -58,6 +59,7 @@ for command, summary in (
     (metrics_command, "Retrieval measures of a run (trec_eval semantics)."),
     (scores_command, "Retrieval and generation metrics of a run together."),
     (compare_command, "Is a run really better? Differences, intervals, p-values."),
+    (check_command, "Quality gates for nightly jobs and CI: exit 4 when one fails."),
     (diagnose_command, "What is wrong with a run, by the seeds' rules."),
 ):
     command.short_help = summary
