@@ -63,6 +63,6 @@ select not exists (select from ragsql.schema_migration where name = '0080_direct
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 45a645fe29277d6b98fdc2be3f1cf62161f97c9c29ebcae7de7a6141f9f0dba7
+\set ragsql_fingerprint 647faccad1bcb42993aac46ef51edc312680055dcf6382fea6dfcb6651e0fa73
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -119,3 +119,35 @@ def test_runs_of_two_datasets_or_with_no_query_in_both_are_refused(demo, capsys)
         assert conn.execute("select count(*) from ragsql.judge_call").fetchone()[0] == before
         conn.execute("delete from ragsql.run where name in ('far', 'unjudged')")
         conn.execute("delete from ragsql.dataset where name = 'elsewhere'")
+
+
+def test_ci_adds_bootstrap_intervals_to_metrics_and_scores(demo, capsys):
+    """--ci: every run value gets the interval ragsql.measure_ci gives for the same settings, around the value."""
+    code, out, err = run_cli(capsys, "scores", "--run", "demo-vector", "--ci", "--resamples", "1000", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    with psycopg.connect(demo) as conn:
+        sql = {m: (lo, hi) for m, lo, hi in conn.execute(
+            "select measure, ci_low, ci_high from ragsql.measure_ci('demo-vector', %s, 1000)",
+            ([r["measure"] for r in rows],)).fetchall()}
+    assert {r["kind"] for r in rows} == {"retrieval", "generation"}
+    for r in rows:
+        assert (r["ci_low"], r["ci_high"]) == sql[r["measure"]]
+        if r["value"] is not None:
+            assert r["ci_low"] <= r["value"] <= r["ci_high"], r
+        else:
+            assert r["ci_low"] is None
+    code, out, _ = run_cli(capsys, "metrics", "--run", "demo-vector", "--ci", "--measures", "MAP", "--resamples", "1000",
+                           "--format", "json")
+    assert code == 0 and [(r["measure"], r["ci_low"], r["ci_high"]) for r in json.loads(out)] == [("AP", *sql["AP"])]
+    code, _, err = run_cli(capsys, "metrics", "--run", "demo-vector", "--ci", "--answerable-only")
+    assert code == 2 and "--answerable-only" in err
+
+
+def test_scores_judge_option_names_the_judge(demo, capsys):
+    code, out, _ = run_cli(capsys, "scores", "--run", "demo-bm25", "--judge", "offline", "--format", "json")
+    generation = [r for r in json.loads(out) if r["kind"] == "generation" and r["value"] is not None]
+    assert code == 0 and generation and all(r["source"].startswith("OFFLINE") for r in generation)
+    code, out, _ = run_cli(capsys, "scores", "--run", "demo-bm25", "--judge", "gpt-none", "--format", "json")
+    judged = [r for r in json.loads(out) if "gpt-none" in r["source"]]
+    assert code == 0 and judged and all(r["value"] is None for r in judged)

@@ -8,8 +8,10 @@ import click
 import psycopg
 
 from ragsql import db
+from ragsql.cli.compare import resampling_options
 from ragsql.cli.output import FORMATS, render, warn
-from ragsql.db import gold, metrics, names
+from ragsql.db import compare, gold, metrics, names
+from ragsql.db.compare import Resampling
 from ragsql.errors import UsageError
 
 __all__ = ["metrics_command"]
@@ -25,14 +27,18 @@ __all__ = ["metrics_command"]
 @click.option("--answerable-only", is_flag=True,
               help="Average over queries with at least one relevant item only.")
 @click.option("--per-query", is_flag=True, help="One row per query and measure.")
+@click.option("--ci", is_flag=True, help="Add a percentile bootstrap interval to every run value (ci_low, ci_high).")
+@resampling_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def metrics_command(run: str, measures: str | None, rel_level: int, answerable_only: bool,
-                    per_query: bool, fmt: str) -> None:
+                    per_query: bool, ci: bool, resamples: int, seed: float, alpha: float, fmt: str) -> None:
     """Retrieval measures of a run, computed in SQL with trec_eval -c semantics.
 
     The run value is the mean over every judged query of the dataset: a judged
     query missing from the run scores 0; queries without judgments are ignored.
     """
+    if ci and answerable_only:
+        raise UsageError("--ci covers every judged query: it cannot be combined with --answerable-only")
     asked = measures.replace(",", " ").split() if measures else None
     with db.connect() as conn:
         db.ensure_schema(conn)
@@ -48,6 +54,9 @@ def metrics_command(run: str, measures: str | None, rel_level: int, answerable_o
                 render(rows, ["run", "qid", "measure", "value"], fmt, title=f"run {run}")
                 return
             values = metrics.run_values(conn, run, asked, rel_level)
+            intervals = ({i.measure: i for i in compare.measure_ci(
+                conn, run, [v.measure for v in values], Resampling(resamples, seed, alpha), rel_level)}
+                if ci and values else {})
         except psycopg.errors.InvalidParameterValue as exc:  # the measures named are the only parameter checked
             hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
             raise UsageError(f"--measures: {exc.diag.message_primary}{hint}") from None
@@ -56,8 +65,10 @@ def metrics_command(run: str, measures: str | None, rel_level: int, answerable_o
         row = dataclasses.asdict(v)
         if answerable_only:
             row["value"], row["queries"] = v.value_answerable, v.answerable
+        if ci:
+            row["ci_low"], row["ci_high"] = intervals[v.measure].ci_low, intervals[v.measure].ci_high
         rows.append(row)
-    columns = ["run", "measure", "value", "queries"]
+    columns = ["run", "measure", "value"] + (["ci_low", "ci_high"] if ci else []) + ["queries"]
     if fmt == "table":
         columns += ["answerable", "missing"]
     render(rows, columns, fmt, title=None if fmt != "table" else _title(run, values, rel_level, answerable_only))

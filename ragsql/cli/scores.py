@@ -7,8 +7,10 @@ import dataclasses
 import click
 
 from ragsql import db
+from ragsql.cli.compare import resampling_options
 from ragsql.cli.output import FORMATS, render
-from ragsql.db import generation, metrics, names
+from ragsql.db import compare, generation, metrics, names
+from ragsql.db.compare import Resampling
 
 __all__ = ["scores_command"]
 
@@ -23,11 +25,18 @@ def _source(row: dict) -> str:
 @click.command("scores")
 @click.option("--run", "run", required=True, help="Name of the run.")
 @click.option("--per-query", is_flag=True, help="One row per query and metric, with the reason a value is NULL.")
+@click.option("--judge", default=None, metavar="MODEL|offline",
+              help="Whose verdicts generation metrics read: a judge model, or offline (default: the newest LLM "
+                   "judge's, else the offline judge's).")
+@click.option("--ci", is_flag=True, help="Add a percentile bootstrap interval to every run value (ci_low, ci_high).")
+@resampling_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def scores_command(run: str, per_query: bool, fmt: str) -> None:
+def scores_command(run: str, per_query: bool, judge: str | None, ci: bool, resamples: int, seed: float, alpha: float,
+                   fmt: str) -> None:
     """Retrieval measures (from gold labels) and generation metrics (from stored verdicts) of a run.
 
-    Generation values come from one judge model and prompt version per metric (the newest);
+    Generation values come from one judge model and prompt version per metric (the newest
+    LLM judge's; the offline judge's only when no LLM judged, or with --judge offline);
     "OFFLINE" marks values of the offline heuristic judge or embedder. NULL values have a
     reason (see --per-query); they never count as 0.
     """
@@ -38,7 +47,7 @@ def scores_command(run: str, per_query: bool, fmt: str) -> None:
             rows = [{**dataclasses.asdict(v), "kind": "retrieval", "reason": None, "source": "gold labels"}
                     for v in metrics.query_values(conn, run, None, 1)]
             rows += [{**r, "measure": r["metric"], "kind": "generation", "source": _source(r)}
-                     for r in generation.query_generation(conn, run)]
+                     for r in generation.query_generation(conn, run, judge=judge)]
             render(rows, ["qid", "kind", "measure", "value", "reason", "source"], fmt, title=f"run {run}")
             return
         rows = [{"kind": "retrieval", "measure": v.measure, "value": v.value, "queries": v.queries,
@@ -46,6 +55,12 @@ def scores_command(run: str, per_query: bool, fmt: str) -> None:
                 for v in metrics.run_values(conn, run, None, 1) if v.queries]
         rows += [{"kind": "generation", "measure": r["metric"], "value": r["value"], "queries": r["queries"],
                   "covered": r["covered"], "missing": r["missing"], "source": _source(r)}
-                 for r in generation.run_generation(conn, run)]
-    render(rows, ["kind", "measure", "value", "queries", "covered", "missing", "source"], fmt,
+                 for r in generation.run_generation(conn, run, judge=judge)]
+        if ci and rows:
+            intervals = {i.measure: i for i in compare.measure_ci(conn, run, [r["measure"] for r in rows],
+                                                                  Resampling(resamples, seed, alpha), judge=judge)}
+            for r in rows:
+                r["ci_low"], r["ci_high"] = intervals[r["measure"]].ci_low, intervals[r["measure"]].ci_high
+    render(rows, ["kind", "measure", "value"] + (["ci_low", "ci_high"] if ci else [])
+           + ["queries", "covered", "missing", "source"], fmt,
            title=f"run {run} — retrieval from gold labels, generation from judge verdicts (NULLs are not averaged)")

@@ -8,15 +8,20 @@ from psycopg.rows import dict_row
 __all__ = ["query_generation", "run_generation"]
 
 
-def run_generation(conn: psycopg.Connection, run: str, metrics: list[str] | None = None) -> list[dict]:
-    """Run value of each generation metric with coverage and the judge it comes from (summarize_generation)."""
+def run_generation(conn: psycopg.Connection, run: str, metrics: list[str] | None = None,
+                   judge: str | None = None) -> list[dict]:
+    """Run value of each generation metric with coverage and the judge it comes from (summarize_generation);
+    judge: a model name or 'offline' (default: the newest LLM judge's verdicts, else the offline judge's)."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select %s as run, s.* from ragsql.summarize_generation(%s, %s) as s", (run, run, metrics))
+        cur.execute("select %s as run, s.* from ragsql.summarize_generation(%s, %s, %s) as s",
+                    (run, run, metrics, judge))
         return cur.fetchall()
 
 
-def query_generation(conn: psycopg.Connection, run: str, metrics: list[str] | None = None) -> list[dict]:
+def query_generation(conn: psycopg.Connection, run: str, metrics: list[str] | None = None,
+                     judge: str | None = None) -> list[dict]:
     """Per-query value (or reason it is null) of each generation metric (evaluate_generation)."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select %s as run, e.* from ragsql.evaluate_generation(%s, %s) as e", (run, run, metrics))
+        cur.execute("select %s as run, e.* from ragsql.evaluate_generation(%s, %s, %s) as e",
+                    (run, run, metrics, judge))
         return cur.fetchall()

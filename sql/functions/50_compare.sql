@@ -119,10 +119,11 @@ as $$
         group by 1, 2, 3
     ),
     shuffled as materialized (
-        -- the sample in a seeded random order, so that rotations pair unrelated queries
+        -- the sample in a seeded random order, so that rotations pair unrelated queries (the order depends on
+        -- the seed and the sample's length only: a sample's interval does not depend on the others asked with it)
         select sl.ord, sl.n, sl.rotations,
                array_agg(bootstrap_mean_ci.vals[sl.start + k.k]
-                         order by ragsql._uniform(-sl.ord, k.k, bootstrap_mean_ci.seed), k.k) as x
+                         order by ragsql._uniform(-1, k.k, bootstrap_mean_ci.seed), k.k) as x
         from slice as sl
         cross join generate_series(1, sl.n) as k(k)
         group by 1, 2, 3

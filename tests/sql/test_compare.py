@@ -107,6 +107,7 @@ def test_bootstrap_of_several_samples_at_once_keeps_each_apart(db):
     together = bootstrap_ci(db, [a, [0.5] * 20, b, []], 2000)
     assert together[0] == bootstrap_ci(db, [a], 2000)[0]
     assert together[1] == (0.5, 0.5) and together[3] == (None, None)
+    assert together[2] == bootstrap_ci(db, [b], 2000)[0]  # an interval does not depend on the samples beside it
     for (low, high), sample in ((together[0], a), (together[2], b)):
         assert low < float(np.mean(sample)) < high
 
