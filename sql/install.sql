@@ -63,6 +63,6 @@ select not exists (select from ragsql.schema_migration where name = '0080_direct
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 647faccad1bcb42993aac46ef51edc312680055dcf6382fea6dfcb6651e0fa73
+\set ragsql_fingerprint 2f8ea3d905eb47f45755719d0fb85c495e4da958a43386d4fa4deeda71e55335
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

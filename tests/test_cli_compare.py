@@ -151,3 +151,25 @@ def test_scores_judge_option_names_the_judge(demo, capsys):
     code, out, _ = run_cli(capsys, "scores", "--run", "demo-bm25", "--judge", "gpt-none", "--format", "json")
     judged = [r for r in json.loads(out) if "gpt-none" in r["source"]]
     assert code == 0 and judged and all(r["value"] is None for r in judged)
+
+
+def test_history_marks_the_best_by_direction_and_the_latest_run(demo, capsys):
+    code, out, err = run_cli(capsys, "history", "--dataset", "demo", "--measures", "nDCG@10 contradiction_rate",
+                             "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    with psycopg.connect(demo) as conn:
+        order = [r for (r,) in conn.execute("select name from ragsql.run where dataset_id = (select id from "
+                                            "ragsql.dataset where name = 'demo') order by created_at, id")]
+        ndcg = dict(conn.execute("select r.name, s.value from ragsql.run as r, ragsql.summarize(r.name, "
+                                 "array['nDCG@10']) as s").fetchall())
+    for measure, pick in (("nDCG@10", max), ("contradiction_rate", min)):
+        mine = [r for r in rows if r["measure"] == measure]
+        assert [r["run"] for r in mine] == order  # in the order the runs were made
+        assert [r["run"] for r in mine if r["best"]] == [pick(mine, key=lambda r: r["value"])["run"]]
+        assert [r["run"] for r in mine if r["latest"]] == [order[-1]]
+    assert {r["run"]: r["value"] for r in rows if r["measure"] == "nDCG@10"} == pytest.approx(ndcg)
+    code, out, _ = run_cli(capsys, "history", "--dataset", "demo", "--measures", "MAP", "--ci", "--resamples", "500")
+    assert code == 0 and "★" in out and f"latest run: {order[-1]}" in out and "[" in out
+    code, _, err = run_cli(capsys, "history", "--dataset", "nope")
+    assert code == 1 and 'unknown dataset "nope"' in err

@@ -15,6 +15,7 @@ from ragsql.cli.db import db_group
 from ragsql.cli.demo import demo_command
 from ragsql.cli.diagnose import diagnose_command
 from ragsql.cli.generate import generate_command
+from ragsql.cli.history import history_command
 from ragsql.cli.imports import import_group
 from ragsql.cli.ingest import ingest_command
 from ragsql.cli.judge import judge_command
@@ -60,6 +61,7 @@ for command, summary in (
     (scores_command, "Retrieval and generation metrics of a run together."),
     (compare_command, "Is a run really better? Differences, intervals, p-values."),
     (check_command, "Quality gates for nightly jobs and CI: exit 4 when one fails."),
+    (history_command, "Every run value of a dataset over time: drift across nightly runs."),
     (diagnose_command, "What is wrong with a run, by the seeds' rules."),
 ):
     command.short_help = summary

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import class_row
 
-__all__ = ["Comparison", "QueryPair", "IntervalValue", "Resampling", "compare", "compare_queries", "config_diff",
-           "higher_is_better", "measure_ci"]
+__all__ = ["Comparison", "HistoryValue", "QueryPair", "IntervalValue", "Resampling", "compare", "compare_queries",
+           "config_diff", "higher_is_better", "history", "measure_ci"]
 
 
 @dataclass(frozen=True)
@@ -125,3 +125,34 @@ def config_diff(conn: psycopg.Connection, baseline: str, run: str) -> list[tuple
 def higher_is_better(conn: psycopg.Connection, measures: list[str]) -> dict[str, bool]:
     """Each measure's direction (ragsql.higher_is_better): false where lower is better."""
     return dict(conn.execute("select m, ragsql.higher_is_better(m) from unnest(%s::text[]) as m", (measures,)).fetchall())
+
+
+@dataclass(frozen=True)
+class HistoryValue:
+    """A run value of a dataset's history (a row of ragsql.history)."""
+
+    run: str
+    created_at: object
+    measure: str
+    kind: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    queries: int
+    best: bool
+    latest: bool
+
+
+def history(conn: psycopg.Connection, dataset: str, measures: list[str] | None, ci: bool,
+            resampling: Resampling = Resampling(2000), judge: str | None = None) -> list[HistoryValue]:
+    """Every run value of a dataset, per measure in the order the runs were made (ragsql.history)."""
+    with conn.cursor(row_factory=class_row(HistoryValue)) as cur:
+        cur.execute(
+            """
+            select h.run, h.created_at, h.measure, h.kind, h.value, h.ci_low, h.ci_high, h.queries, h.best, h.latest
+            from ragsql.history(%(dataset)s, %(measures)s, %(ci)s, %(resamples)s, %(seed)s, %(alpha)s, 1, %(judge)s) as h
+            """,
+            {"dataset": dataset, "measures": measures, "ci": ci, "resamples": resampling.resamples,
+             "seed": resampling.seed, "alpha": resampling.alpha, "judge": judge},
+        )
+        return cur.fetchall()

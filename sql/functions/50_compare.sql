@@ -743,3 +743,47 @@ as $$
 $$;
 comment on function ragsql.run_config_diff(text, text) is
     'What changed between two runs: the configuration keys (ragsql.run_config) whose values differ.';
+
+create or replace function ragsql.history(
+    dataset text, measures text[] default null, ci boolean default false, resamples integer default 2000,
+    seed float8 default 0.42, alpha float8 default 0.05, rel_level integer default 1, judge text default null)
+returns table (
+    run text, created_at timestamptz, measure text, kind text, value float8, ci_low float8, ci_high float8,
+    queries bigint, best boolean, latest boolean, config jsonb)
+language sql stable parallel safe
+as $$
+    with runs as (
+        -- in order of creation; runs created in one transaction share created_at, their ids order them
+        select ru.name, ru.created_at, ru.config, row_number() over (order by ru.created_at, ru.id) as position,
+               count(*) over () as runs
+        from ragsql.run as ru
+        where ru.dataset_id = ragsql._dataset_id(history.dataset)
+    ),
+    valued as (
+        select r.name, r.created_at, r.config, r.position, r.runs, v.measure, min(v.kind) as kind,
+               avg(v.value) as value, null::float8 as ci_low, null::float8 as ci_high, count(v.value) as queries
+        from runs as r
+        cross join lateral ragsql._metric_values(r.name, history.measures, history.rel_level, history.judge) as v
+        where not history.ci
+        group by r.name, r.created_at, r.config, r.position, r.runs, v.ord, v.measure
+        union all
+        select r.name, r.created_at, r.config, r.position, r.runs, c.measure, c.kind, c.value, c.ci_low, c.ci_high,
+               c.queries
+        from runs as r
+        cross join lateral ragsql.measure_ci(r.name, history.measures, history.resamples, history.seed, history.alpha,
+                                             history.rel_level, history.judge) as c
+        where history.ci
+    )
+    select v.name, v.created_at, v.measure, v.kind, v.value, v.ci_low, v.ci_high, v.queries,
+           v.value is not null and v.value = case when ragsql.higher_is_better(v.measure)
+                                                  then max(v.value) over (partition by v.measure)
+                                                  else min(v.value) over (partition by v.measure) end,
+           v.position = v.runs,
+           v.config
+    from valued as v
+    order by v.measure, v.position
+$$;
+comment on function ragsql.history(text, text[], boolean, integer, float8, float8, integer, text) is
+    'Every run value of a dataset over time, per measure (default: the default measures and every judged metric '
+    'of each run): run, created_at, value (with a bootstrap interval when ci), best = the best value of the '
+    'measure so far (by its direction), latest = the newest run, and the run''s configuration.';

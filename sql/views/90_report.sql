@@ -25,12 +25,13 @@ declare
         'context_relevance', 'answer_correctness', 'aspect_critique', 'citation_coverage', 'citation_validity',
         'diagnose_queries', 'diagnose_run',
         'compare', 'compare_queries', 'measure_ci', 'bootstrap_mean_ci', 'sign_flip_p', 'paired_t_p', 'holm',
-        'higher_is_better', 'is_offline_judge', 'run_config', 'run_config_diff', 'measure_alias', 'check'];
+        'higher_is_better', 'is_offline_judge', 'run_config', 'run_config_diff', 'measure_alias', 'check', 'history'];
     -- pgvector's operators, which cosine_similarity uses unqualified, wherever the DBA put the extension
     path text := concat_ws(', ', 'pg_catalog', (select quote_ident(n.nspname) from pg_extension as e
                                                 join pg_namespace as n on n.oid = e.extnamespace
                                                 where e.extname = 'vector'), 'pg_temp');
-    mirrored text[] := array['query_measure', 'run_measure', 'query_generation', 'run_generation', 'run_measure_ci'];
+    mirrored text[] := array['query_measure', 'run_measure', 'query_generation', 'run_generation', 'run_measure_ci',
+                              'run_history'];
     f record;
     v text;
     def text;
@@ -48,7 +49,8 @@ begin
                         and pg_get_function_result(p.oid) = pg_get_function_result(w.oid));
     if cardinality(stale) > 0 then
         drop view if exists ragsql_report.query_measure, ragsql_report.run_measure,
-            ragsql_report.query_generation, ragsql_report.run_generation, ragsql_report.run_measure_ci;
+            ragsql_report.query_generation, ragsql_report.run_generation, ragsql_report.run_measure_ci,
+            ragsql_report.run_history;
         foreach proc in array stale loop
             execute format('drop function %s', proc);
         end loop;
