@@ -63,6 +63,6 @@ select not exists (select from ragsql.schema_migration where name = '0080_direct
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 2f8ea3d905eb47f45755719d0fb85c495e4da958a43386d4fa4deeda71e55335
+\set ragsql_fingerprint 57aff4fc22617e377af0d3451cba7c16561262693e215f9b7442579b0ca3a340
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

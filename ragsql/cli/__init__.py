@@ -20,6 +20,7 @@ from ragsql.cli.imports import import_group
 from ragsql.cli.ingest import ingest_command
 from ragsql.cli.judge import judge_command
 from ragsql.cli.metrics import metrics_command
+from ragsql.cli.report import report_command
 from ragsql.cli.retrieve import retrieve_command
 from ragsql.cli.scores import scores_command
 from ragsql.errors import EXIT_CODES, RagsqlError, UsageError
@@ -62,6 +63,7 @@ for command, summary in (
     (compare_command, "Is a run really better? Differences, intervals, p-values."),
     (check_command, "Quality gates for nightly jobs and CI: exit 4 when one fails."),
     (history_command, "Every run value of a dataset over time: drift across nightly runs."),
+    (report_command, "A run's report in the terminal, or one HTML page with charts."),
     (diagnose_command, "What is wrong with a run, by the seeds' rules."),
 ):
     command.short_help = summary

@@ -14,7 +14,7 @@ from ragsql.db import compare, names
 from ragsql.db.compare import Comparison, Resampling
 from ragsql.errors import InputError, UsageError
 
-__all__ = ["compare_command", "measures_option", "resampling_options"]
+__all__ = ["compare_command", "measures_option", "pair_table", "resampling_options", "split_measures"]
 
 COLUMNS = ["baseline", "run", "measure", "kind", "baseline_value", "value", "diff", "ci_low", "ci_high", "p_value",
            "p_adjusted", "p_t", "significant", "queries", "improved", "regressed", "tied", "left_out", "judge_model",
@@ -82,7 +82,7 @@ def _p(value: float | None) -> str:
     return "NULL" if value is None else (f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}")
 
 
-def _pair_table(rows: list[Comparison], alpha: float, higher: dict[str, bool]) -> Table:
+def pair_table(rows: list[Comparison], alpha: float, higher: dict[str, bool]) -> Table:
     baseline, run = rows[0].baseline, rows[0].run
     table = Table(title=f"{run} against {baseline}: diff = {run} − {baseline}, {1 - alpha:.0%} bootstrap interval, "
                         f"randomization p (Holm-adjusted), t-test p",
@@ -200,7 +200,7 @@ def compare_command(runs: tuple[str, ...], measures: str | None, resamples: int,
             render(rows, COLUMNS, fmt)
         return
     for rows in results:
-        print_table(_pair_table(rows, alpha, higher))
+        print_table(pair_table(rows, alpha, higher))
     if len(results) > 1:
         print_table(_runs_table(results, higher))
     click.echo(f"▲ / ▼: significantly better / worse than {runs[0]} (Holm-adjusted randomization p < {alpha}); "

@@ -12,9 +12,11 @@ from rich.console import Console
 
 from ragsql import db
 from ragsql.cli.output import render
+from ragsql.cli.report import write_report
 from ragsql.db import diagnostics
 from ragsql.db import generation as generation_db
 from ragsql.db import metrics as metrics_db
+from ragsql.db.compare import Resampling
 from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["demo_command"]
@@ -36,14 +38,16 @@ def _data() -> Path:
 @click.option("--top-n", default=3, show_default=True, type=click.IntRange(1, 20),
               help="Results given to the generator as contexts.")
 @click.option("--queries", default=None, type=click.IntRange(1), help="Use only the first N questions (quicker).")
-def demo_command(name: str, k: int, top_n: int, queries: int | None) -> None:
+@click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the HTML report of the three runs (default: RAGSQL_HOME/reports/NAME-report.html).")
+def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path: Path | None) -> None:
     """Run the whole pipeline offline on a small bundled bilingual corpus and compare three retrievers.
 
     Ingests ~60 Chinese and English documents (the seeds' examples among them), imports
     56 questions with gold evidence spans and reference answers, runs bm25, vector and
     hybrid retrieval, generates cited answers with the offline extractive generator,
-    judges them with the offline judge, and prints the metrics side by side with a
-    diagnosis of each run. No key and no network are needed; every generation score is
+    judges them with the offline judge, prints the metrics side by side with a
+    diagnosis of each run, and writes the HTML report of the three runs. No key and no network are needed; every generation score is
     offline. The data stays in the database for psql (`ragsql db url`).
     """
     from ragsql.generate import generate_answers, make_generator, prepare_run
@@ -81,6 +85,11 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None) -> None:
     with db.connect() as conn:
         _print_comparison(conn, runs)
         _print_diagnoses(conn, runs)
+        with console.status("writing the report"):
+            page = write_report(conn, runs[0], runs[1:], report_path or db.data_home() / "reports" / f"{name}-report.html",
+                                Resampling(2000), terminal=False)
+    console.print(f"report of the three runs (charts, the comparison, the worst queries with their verdicts): {page}",
+                  soft_wrap=True)
     console.print(f"done in {time.perf_counter() - started:.0f} s. The data stays in place: psql \"$(ragsql db url)\", "
                   f"then e.g. select * from ragsql.run_generation where run like '{name}-%';", soft_wrap=True)
 

@@ -787,3 +787,41 @@ comment on function ragsql.history(text, text[], boolean, integer, float8, float
     'Every run value of a dataset over time, per measure (default: the default measures and every judged metric '
     'of each run): run, created_at, value (with a bootstrap interval when ci), best = the best value of the '
     'measure so far (by its direction), latest = the newest run, and the run''s configuration.';
+
+create or replace function ragsql.query_values(
+    run text, measures text[] default null, rel_level integer default 1, judge text default null)
+returns table (measure text, kind text, qid text, value float8, judge_model text)
+language sql stable parallel safe
+as $$
+    select v.measure, v.kind, v.qid, v.value, v.judge_model
+    from ragsql._metric_values(query_values.run, query_values.measures, query_values.rel_level, query_values.judge) as v
+    order by v.ord, v.qid collate "C"
+$$;
+comment on function ragsql.query_values(text, text[], integer, text) is
+    'Per-query values of retrieval measures and generation metrics together (default: the default measures and '
+    'every judged metric), null where a query has none (see ragsql.evaluate_generation for the reason).';
+
+create or replace function ragsql.statement_verdicts(
+    run text, purposes text[] default array['faithfulness'], judge text default null)
+returns table (
+    qid text, purpose text, model text, prompt_version text, statement_no integer, statement text, verdict text,
+    reason text)
+language sql stable parallel safe
+as $$
+    -- the verdict set each purpose's metric reads (ragsql._statement_judge), statement by statement
+    select q.qid, v.purpose, v.model, v.prompt_version, v.statement_no, s.statement, v.verdict, v.reason
+    from ragsql.run as ru
+    cross join lateral unnest(statement_verdicts.purposes) as p(purpose)
+    cross join lateral ragsql._statement_judge(ru.id, array[p.purpose], statement_verdicts.judge, null) as j
+    join ragsql.statement_verdict as v
+      on v.run_id = ru.id and v.purpose = p.purpose and v.model = j.judge_model
+     and v.prompt_version = j.judge_prompt_version
+    join ragsql.text_statement as s on s.extraction_id = v.extraction_id and s.statement_no = v.statement_no
+    join ragsql.query as q on q.id = v.query_id
+    where ru.name = statement_verdicts.run
+    order by q.qid collate "C", v.purpose, v.statement_no
+$$;
+comment on function ragsql.statement_verdicts(text, text[], text) is
+    'The judge''s statement-by-statement verdicts (supported, partial, unsupported, contradicted) with reasons, '
+    'from the verdict set the metrics read: purposes faithfulness, context_recall, correctness_answer, '
+    'correctness_reference.';

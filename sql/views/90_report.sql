@@ -25,7 +25,7 @@ declare
         'context_relevance', 'answer_correctness', 'aspect_critique', 'citation_coverage', 'citation_validity',
         'diagnose_queries', 'diagnose_run',
         'compare', 'compare_queries', 'measure_ci', 'bootstrap_mean_ci', 'sign_flip_p', 'paired_t_p', 'holm',
-        'higher_is_better', 'is_offline_judge', 'run_config', 'run_config_diff', 'measure_alias', 'check', 'history'];
+        'higher_is_better', 'is_offline_judge', 'run_config', 'run_config_diff', 'measure_alias', 'check', 'history', 'query_values'];
     -- pgvector's operators, which cosine_similarity uses unqualified, wherever the DBA put the extension
     path text := concat_ws(', ', 'pg_catalog', (select quote_ident(n.nspname) from pg_extension as e
                                                 join pg_namespace as n on n.oid = e.extnamespace

@@ -1,0 +1,118 @@
+"""What a run report shows, read in one place: values with intervals, comparisons, per-query values,
+the diagnosis, the worst queries with their answers and verdicts, and the judge's cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ragsql.db import compare
+from ragsql.db.compare import Comparison, IntervalValue, Resampling
+
+__all__ = ["ReportData", "WorstQuery", "read_report"]
+
+WORST = 5
+
+
+@dataclass
+class WorstQuery:
+    """A query the diagnosis flags, with everything needed to see why."""
+
+    qid: str
+    question: str | None
+    cause: str
+    answer_correctness: float | None
+    answer: str | None
+    contexts: list[str]
+    references: list[str]
+    statements: list[dict]
+
+
+@dataclass
+class ReportData:
+    run: str
+    dataset: str
+    compared: list[str]
+    overview: dict[str, list[IntervalValue]]
+    comparisons: dict[str, list[Comparison]]
+    per_query: list[dict]
+    diagnosis: list[dict]
+    worst: list[WorstQuery]
+    judge_usage: list[dict]
+    config: list[tuple[str, str | None]]
+    resampling: Resampling
+    missing: list[str] = field(default_factory=list)
+
+
+def _rows(conn: psycopg.Connection, query: str, params: tuple) -> list[dict]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+def _worst(conn: psycopg.Connection, run: str, judge: str | None) -> list[WorstQuery]:
+    """The queries with the lowest answer correctness (or faithfulness when there is none), with the answer,
+    its contexts and references and the judge's statement verdicts."""
+    flagged = _rows(conn, """
+        select d.qid, q.text as question, d.cause, d.answer_correctness
+        from ragsql.diagnose_queries(%s) as d
+        join ragsql.run as ru on ru.name = %s
+        join ragsql.query as q on q.dataset_id = ru.dataset_id and q.qid = d.qid
+        where d.answer_correctness is not null and d.cause not like 'ok%%'
+        order by d.answer_correctness, d.qid collate "C"
+        limit %s""", (run, run, WORST))
+    if not flagged:
+        flagged = _rows(conn, """
+            select f.qid, q.text as question, 'low faithfulness' as cause, null::float8 as answer_correctness
+            from ragsql.generation_measure(%s, 'faithfulness', %s) as f
+            join ragsql.run as ru on ru.name = %s
+            join ragsql.query as q on q.dataset_id = ru.dataset_id and q.qid = f.qid
+            where f.value is not null
+            order by f.value, f.qid collate "C"
+            limit %s""", (run, judge, run, WORST))
+    worst = []
+    for row in flagged:
+        texts = _rows(conn, """
+            select a.text as answer,
+                   array(select c.text from ragsql.answer_context as c
+                         where c.run_id = a.run_id and c.query_id = a.query_id order by c.position) as contexts,
+                   array(select r.text from ragsql.reference_answer as r
+                         where r.query_id = a.query_id order by r.position) as refs
+            from ragsql.answer as a
+            join ragsql.run as ru on ru.id = a.run_id
+            join ragsql.query as q on q.id = a.query_id
+            where ru.name = %s and q.qid = %s""", (run, row["qid"]))
+        statements = _rows(conn, """
+            select purpose, statement_no, statement, verdict, reason, model
+            from ragsql.statement_verdicts(%s, array['faithfulness', 'correctness_answer'], %s)
+            where qid = %s""", (run, judge, row["qid"]))
+        text = texts[0] if texts else {"answer": None, "contexts": [], "refs": []}
+        worst.append(WorstQuery(row["qid"], row["question"], row["cause"], row["answer_correctness"], text["answer"],
+                                list(text["contexts"]), list(text["refs"]), statements))
+    return worst
+
+
+def read_report(conn: psycopg.Connection, run: str, compared: list[str], resampling: Resampling,
+                judge: str | None = None) -> ReportData:
+    """Everything the report of `run` (and its comparison with each of `compared`) shows."""
+    dataset = conn.execute("select d.name from ragsql.run as r join ragsql.dataset as d on d.id = r.dataset_id "
+                           "where r.name = %s", (run,)).fetchone()[0]
+    overview = {name: compare.measure_ci(conn, name, None, resampling, judge=judge) for name in [run, *compared]}
+    comparisons = {name: compare.compare(conn, run, name, None, resampling, judge=judge) for name in compared}
+    per_query = _rows(conn, "select measure, kind, qid, value, judge_model from ragsql.query_values(%s, null, 1, %s)",
+                      (run, judge))
+    has_generation = any(v.kind == "generation" for v in overview[run])
+    diagnosis = _rows(conn, "select * from ragsql.diagnose_run(%s)", (run,)) if has_generation else []
+    missing = []
+    if not has_generation:
+        missing.append("no generation metrics: the run has no judged answers (ragsql generate, then ragsql judge)")
+    if not any(v.kind == "retrieval" for v in overview[run]):
+        missing.append("no retrieval measures: the run has no ranked results")
+    return ReportData(
+        run=run, dataset=dataset, compared=compared, overview=overview, comparisons=comparisons, per_query=per_query,
+        diagnosis=diagnosis, worst=_worst(conn, run, judge) if has_generation else [],
+        judge_usage=_rows(conn, "select * from ragsql.judge_usage order by kind, model, prompt_name", ()),
+        config=conn.execute("select key, value from ragsql.run_config(%s)", (run,)).fetchall(),
+        resampling=resampling, missing=missing)

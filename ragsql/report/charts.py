@@ -1,0 +1,117 @@
+"""The report's charts as inline SVG drawn by matplotlib: no script, no network, nothing to load."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: draw to files only
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ragsql.db.compare import Comparison, IntervalValue  # noqa: E402
+
+__all__ = ["distributions", "forest", "heat_map", "overview"]
+
+COLORS = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04"]
+plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
+                     "font.family": "sans-serif"})
+
+
+def _svg(figure, name: str) -> str:
+    """The figure as an <svg> element whose ids are unique on the page (salted by the chart's name)."""
+    buffer = io.StringIO()
+    with plt.rc_context({"svg.hashsalt": name}):
+        figure.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(figure)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def overview(values: dict[str, Sequence[IntervalValue]]) -> str:
+    """Each measure's run value with its interval, one colour per run."""
+    measures = list(dict.fromkeys(v.measure for rows in values.values() for v in rows))
+    figure, axis = plt.subplots(figsize=(7.5, 0.32 * len(measures) + 1.2))
+    step = 0.8 / max(len(values), 1)
+    for i, (run, rows) in enumerate(values.items()):
+        by = {v.measure: v for v in rows}
+        ys, xs, lows, highs = [], [], [], []
+        for j, m in enumerate(measures):
+            v = by.get(m)
+            if v is None or v.value is None:
+                continue
+            ys.append(j - 0.4 + step * (i + 0.5))
+            xs.append(v.value)
+            lows.append(v.value - (v.ci_low if v.ci_low is not None else v.value))
+            highs.append((v.ci_high if v.ci_high is not None else v.value) - v.value)
+        axis.errorbar(xs, ys, xerr=[lows, highs], fmt="o", markersize=4, capsize=2, color=COLORS[i % len(COLORS)],
+                      label=run, linewidth=1)
+    axis.set_yticks(range(len(measures)), measures)
+    axis.invert_yaxis()
+    axis.set_xlabel("run value with its 95% bootstrap interval")
+    axis.grid(axis="x", alpha=0.3)
+    axis.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=min(len(values), 4), frameon=False)
+    return _svg(figure, "overview")
+
+
+def forest(comparisons: dict[str, Sequence[Comparison]], higher: dict[str, bool]) -> str:
+    """Each measure's difference from the baseline with its interval; filled when significant."""
+    rows = [(run, c) for run, cs in comparisons.items() for c in cs if c.diff is not None]
+    figure, axis = plt.subplots(figsize=(7.5, 0.3 * len(rows) + 1.2))
+    for y, (run, c) in enumerate(rows):
+        color = COLORS[(list(comparisons).index(run) + 1) % len(COLORS)]
+        better = (c.diff > 0) == higher.get(c.measure, True)
+        axis.plot([c.ci_low, c.ci_high], [y, y], color=color, linewidth=1.5)
+        axis.plot([c.diff], [y], marker="D" if c.significant else "o", markersize=5,
+                  color=color if c.significant else "white", markeredgecolor=color)
+        if c.significant:
+            axis.annotate("better" if better else "worse", (c.ci_high, y), xytext=(4, -3), textcoords="offset points",
+                          fontsize=7, color=color)
+    axis.axvline(0, color="#444", linewidth=0.8)
+    axis.set_yticks(range(len(rows)), [f"{c.measure} ({run})" for run, c in rows])
+    axis.invert_yaxis()
+    axis.set_xlabel("difference from the baseline (mean per query) with its 95% bootstrap interval; "
+                    "◆ significant after Holm")
+    axis.grid(axis="x", alpha=0.3)
+    return _svg(figure, "forest")
+
+
+def heat_map(per_query: Sequence[dict]) -> str:
+    """Queries × measures, each cell the query's value (grey where there is none)."""
+    measures = list(dict.fromkeys(r["measure"] for r in per_query))
+    qids = sorted(dict.fromkeys(r["qid"] for r in per_query))
+    grid = np.full((len(qids), len(measures)), np.nan)
+    index = {q: i for i, q in enumerate(qids)}
+    for r in per_query:
+        if r["value"] is not None:
+            grid[index[r["qid"]], measures.index(r["measure"])] = r["value"]
+    figure, axis = plt.subplots(figsize=(max(6.0, 0.28 * len(measures) + 2), max(3.0, 0.16 * len(qids) + 1.5)))
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#d4d4d4")
+    image = axis.pcolormesh(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1, edgecolors="white", linewidth=0.2)
+    axis.set_xticks(np.arange(len(measures)) + 0.5, measures, rotation=70, ha="right")
+    axis.set_yticks(np.arange(len(qids)) + 0.5, qids, fontsize=6)
+    axis.invert_yaxis()
+    figure.colorbar(image, ax=axis, fraction=0.03, pad=0.02, label="value (grey: none)")
+    return _svg(figure, "heatmap")
+
+
+def distributions(per_query: Sequence[dict], limit: int = 16) -> str:
+    """A histogram of each measure's per-query values (the first `limit` measures)."""
+    measures = list(dict.fromkeys(r["measure"] for r in per_query))[:limit]
+    columns = 4
+    rows = math.ceil(len(measures) / columns) or 1
+    figure, axes = plt.subplots(rows, columns, figsize=(8, 1.7 * rows), squeeze=False)
+    for axis, measure in zip(axes.flat, measures):
+        values = [r["value"] for r in per_query if r["measure"] == measure and r["value"] is not None]
+        axis.hist(values, bins=10, range=(0, 1), color=COLORS[0], alpha=0.85)
+        missing = sum(1 for r in per_query if r["measure"] == measure and r["value"] is None)
+        axis.set_title(measure + (f" ({missing} none)" if missing else ""), fontsize=8)
+        axis.tick_params(labelsize=7)
+    for axis in list(axes.flat)[len(measures):]:
+        axis.set_visible(False)
+    figure.tight_layout()
+    return _svg(figure, "distributions")

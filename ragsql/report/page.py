@@ -1,0 +1,51 @@
+"""The report as one self-contained HTML file: styles inline, charts as inline SVG, no script, no link."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import jinja2
+
+from ragsql import __version__
+from ragsql.db.report import ReportData
+from ragsql.report import charts
+
+__all__ = ["render_html", "write_html"]
+
+_ENV = jinja2.Environment(loader=jinja2.PackageLoader("ragsql.report", "templates"),
+                          autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "NULL" if value is None else f"{value:.{digits}f}"
+
+
+def _signed(value: float | None) -> str:
+    return "NULL" if value is None else f"{value:+.4f}"
+
+
+def render_html(data: ReportData, diffs: dict[str, list[tuple]], higher: dict[str, bool]) -> str:
+    """The page of a report."""
+    measures = list(dict.fromkeys(v.measure for rows in data.overview.values() for v in rows))
+    index = {run: {v.measure: v for v in rows} for run, rows in data.overview.items()}
+    judge_of = {v.measure: v.judge_model for rows in data.overview.values() for v in rows if v.judge_model}
+    judges = sorted({j for value in judge_of.values() for j in value.split(", ")})
+    rendered = {
+        "overview": charts.overview(data.overview),
+        "forest": charts.forest(data.comparisons, higher) if data.comparisons else "",
+        "heat_map": charts.heat_map(data.per_query) if data.per_query else "",
+        "distributions": charts.distributions(data.per_query) if data.per_query else "",
+    }
+    return _ENV.get_template("report.html.j2").render(
+        data=data, charts=rendered, measures=measures, index=index, judge_of=judge_of, judges=judges, diffs=diffs,
+        higher=higher, fmt=_fmt, signed=_signed, version=__version__,
+        generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"))
+
+
+def write_html(path: Path, data: ReportData, diffs: dict[str, list[tuple]], higher: dict[str, bool]) -> Path:
+    """Write the page; returns its absolute path."""
+    path = path.expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(data, diffs, higher), encoding="utf-8")
+    return path

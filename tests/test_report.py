@@ -1,0 +1,120 @@
+"""`ragsql report`: the terminal report, and the HTML page rendered in headless Chromium (Debian's chromium)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ragsql.cli import main
+from tests.conftest import cli_database
+from tests.loading import load_trec
+
+CHARTS = ["chart-overview", "chart-forest", "chart-heatmap", "chart-distributions"]
+NETWORK = re.compile(r"""(?:\bsrc|\bhref|@import)\s*=?\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|<script|<link""",
+                     re.I)
+
+
+@pytest.fixture(scope="module")
+def demo_url(server_url, template_url):
+    """The demo's three runs on 12 questions, judged offline."""
+    with cli_database(server_url, ["demo", "--queries", "12"]) as url:
+        yield url
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.fail("Debian's chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    return found
+
+
+def render(page: Path) -> tuple[str, list[str]]:
+    """The DOM headless Chromium builds from the file (network refused), and its console messages."""
+    done = subprocess.run(
+        [chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+
+
+def test_the_console_check_catches_an_error(tmp_path):
+    """The check below can fail: a page that logs an error is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text('<html><body><script>console.error("broken chart")</script></body></html>', encoding="utf-8")
+    _, console = render(page)
+    assert any("broken chart" in line for line in console)
+
+
+def test_html_report_renders_with_every_chart_no_console_message_and_no_network(demo, tmp_path, capsys):
+    page = tmp_path / "report.html"
+    code = main(["report", "--run", "demo-bm25", "--compare", "demo-vector", "--compare", "demo-hybrid",
+                 "--html", str(page), "--resamples", "500"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"report written to {page.resolve()}" in out and "demo-vector against demo-bm25" in out
+    html = page.read_text(encoding="utf-8")
+    assert NETWORK.search(html) is None, NETWORK.search(html)
+    dom, console = render(page)
+    assert console == []
+    for chart in CHARTS:
+        block = dom[dom.index(f'id="{chart}"'):]
+        assert block.index("<svg") < block.index("</div>"), chart  # the chart's SVG is inside its block
+    assert dom.count("<path") > 200
+    assert "OFFLINE" in dom and "offline-heuristic-v1" in dom
+    with psycopg.connect(demo) as conn:
+        worst = conn.execute("select qid from ragsql.diagnose_queries('demo-bm25') where answer_correctness is not null "
+                             "order by answer_correctness, qid collate \"C\" limit 1").fetchone()[0]
+        question = conn.execute("select q.text from ragsql.query as q join ragsql.dataset as d on d.id = q.dataset_id "
+                                "where d.name = 'demo' and q.qid = %s", (worst,)).fetchone()[0]
+        verdicts = conn.execute("select distinct verdict from ragsql.statement_verdicts('demo-bm25') as v "
+                                "where v.qid = %s", (worst,)).fetchall()
+    assert f"<strong>{worst}</strong>" in dom and question.replace("'", "&#39;").replace('"', "&#34;")[:30] in dom
+    for (verdict,) in verdicts:
+        assert f'class="{verdict}"' in dom
+    assert "what changed" in dom.lower() and "mode</code> bm25 → vector" in dom
+
+
+def test_a_run_without_generation_metrics_still_renders_and_says_so(fresh_db, tmp_path, capsys):
+    with psycopg.connect(fresh_db) as conn:
+        load_trec(conn, "q1 0 d1 1\nq2 0 d2 1\nq3 0 d3 2", "q1 Q0 d1 0 3 r\nq2 Q0 d9 0 2 r\nq3 Q0 d3 0 1 r",
+                  run_name="plain")
+        conn.commit()
+    page = tmp_path / "plain.html"
+    code = main(["report", "--run", "plain", "--html", str(page), "--resamples", "200"])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    assert "no generation metrics" in err
+    dom, console = render(page)
+    assert console == [] and "no generation metrics" in dom and "No diagnosis" in dom
+    assert 'id="chart-overview"' in dom and "nDCG@10" in dom
+
+
+def test_report_refuses_unknown_runs_and_other_datasets(demo, capsys):
+    assert main(["report", "--run", "nope"]) == 1
+    assert 'unknown run "nope"' in capsys.readouterr().err
+    with psycopg.connect(demo) as conn:
+        conn.execute("insert into ragsql.dataset (name) values ('other')")
+        conn.execute("insert into ragsql.run (name, dataset_id) select 'far', id from ragsql.dataset where name = 'other'")
+    try:
+        assert main(["report", "--run", "demo-bm25", "--compare", "far"]) == 1
+        assert "another dataset" in capsys.readouterr().err
+    finally:
+        with psycopg.connect(demo) as conn:
+            conn.execute("delete from ragsql.run where name = 'far'")
+            conn.execute("delete from ragsql.dataset where name = 'other'")
+
+
+def test_demo_writes_its_report(demo, tmp_path, capsys):
+    """`ragsql demo` ends by writing the report of its three runs and printing the path."""
+    page = tmp_path / "demo.html"
+    assert main(["demo", "--queries", "3", "--name", "tiny", "--report", str(page)]) == 0
+    err = capsys.readouterr().err
+    assert str(page.resolve()) in err.replace("\n", "")
+    html = page.read_text(encoding="utf-8")
+    assert "Run tiny-bm25" in html and "tiny-vector" in html and "tiny-hybrid" in html
