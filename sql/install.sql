@@ -43,6 +43,10 @@ select not exists (select from ragsql.schema_migration where name = '0080_direct
 \if :migrate
 \ir migrations/0080_direction.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0090_review') as migrate \gset
+\if :migrate
+\ir migrations/0090_review.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -57,12 +61,13 @@ select not exists (select from ragsql.schema_migration where name = '0080_direct
 \ir functions/40_diagnostics.sql
 \ir functions/50_compare.sql
 \ir functions/55_check.sql
+\ir functions/60_review.sql
 \ir views/10_retrieval.sql
 \ir views/20_generation.sql
 \ir views/30_decisions.sql
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 57aff4fc22617e377af0d3451cba7c16561262693e215f9b7442579b0ca3a340
+\set ragsql_fingerprint 67fd18087694837eb47aa0077e473bfd3da11666a6c71812ac7969f562918bc7
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

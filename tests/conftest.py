@@ -144,3 +144,17 @@ def demo(demo_url, monkeypatch):
     """The requesting module's `demo_url` (a database built once for the module) as RAGSQL_DATABASE_URL."""
     monkeypatch.setenv("RAGSQL_DATABASE_URL", demo_url)
     return demo_url
+
+
+def judged_demo(server_url: str, queries: int = 16) -> contextlib.AbstractContextManager[str]:
+    """`cli_database` after `ragsql demo --queries N`: the demo's three runs (bm25, vector, hybrid), judged offline."""
+    return cli_database(server_url, ["demo", "--queries", str(queries)])
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    """`ragsql ARGS` in this process: exit code, stdout, stderr."""
+    from ragsql.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err

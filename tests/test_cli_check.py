@@ -8,21 +8,14 @@ import xml.etree.ElementTree as ET
 import psycopg
 import pytest
 
-from ragsql.cli import main
-from tests.conftest import cli_database
+from tests.conftest import judged_demo, run_cli
 
 
 @pytest.fixture(scope="module")
 def demo_url(server_url, template_url):
-    """The demo's three runs on 16 questions, judged offline."""
-    with cli_database(server_url, ["demo", "--queries", "16"]) as url:
+    with judged_demo(server_url, 16) as url:
         yield url
 
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def values(url: str, run: str) -> dict[str, float]:

@@ -9,22 +9,15 @@ import json
 import psycopg
 import pytest
 
-from ragsql.cli import main
 from ragsql.cli.compare import COLUMNS
-from tests.conftest import cli_database
+from tests.conftest import judged_demo, run_cli
 
 
 @pytest.fixture(scope="module")
 def demo_url(server_url, template_url):
-    """The demo's three runs (bm25, vector, hybrid) on 16 questions, judged offline."""
-    with cli_database(server_url, ["demo", "--queries", "16"]) as url:
+    with judged_demo(server_url, 16) as url:
         yield url
 
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_json_rows_equal_sql_and_the_mean_of_per_query_differences(demo, capsys):

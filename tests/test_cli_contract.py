@@ -175,8 +175,19 @@ def _documented_keys() -> dict[str, list[str]]:
     return shapes
 
 
+def _labelled_sheet(capsys, tmp_path, run: str) -> Path:
+    """A review sheet of one query of the run with its faithfulness labelled."""
+    assert main(["review", "export", "--run", run, "--sample", "1"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    record["metrics"]["faithfulness"]["label"] = 1
+    path = tmp_path / "sheet.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return path
+
+
 def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tmp_path):
-    """ingest, import (jsonl, csv, trec), retrieve, generate, judge (and its dry run), check and db status print one JSON
+    """ingest, import (jsonl, csv, trec), retrieve, generate, judge (and its dry run), check, review import and db
+    status print one JSON
     object on stdout whose keys are exactly those the README lists."""
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -192,6 +203,8 @@ def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tm
         "judge": _json(capsys, "judge", "--run", "j", "--offline", "--metrics", "faithfulness"),
         "db status": _json(capsys, "db", "status"),
         "check": _json(capsys, "check", "--run", "j", "--min", "AP=0", "--max", "faithfulness=1"),
+        "review import": _json(capsys, "review", "import", str(_labelled_sheet(capsys, tmp_path, "j")),
+                               "--reviewer", "r"),
     }
     trec = _json(capsys, "import", "trec", "--dataset", "jt", "--qrels", str(qrels))
     documented = _documented_keys()

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from ragsql.cli import main
-from tests.conftest import cli_database
+from tests.conftest import judged_demo
 from tests.loading import load_trec
 
 CHARTS = ["chart-overview", "chart-forest", "chart-heatmap", "chart-distributions"]
@@ -21,8 +21,7 @@ NETWORK = re.compile(r"""(?:\bsrc|\bhref|@import)\s*=?\s*["']?\s*(?:https?:)?//|
 
 @pytest.fixture(scope="module")
 def demo_url(server_url, template_url):
-    """The demo's three runs on 12 questions, judged offline."""
-    with cli_database(server_url, ["demo", "--queries", "12"]) as url:
+    with judged_demo(server_url, 12) as url:
         yield url
 
 

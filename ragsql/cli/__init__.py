@@ -22,6 +22,7 @@ from ragsql.cli.judge import judge_command
 from ragsql.cli.metrics import metrics_command
 from ragsql.cli.report import report_command
 from ragsql.cli.retrieve import retrieve_command
+from ragsql.cli.review import review_group
 from ragsql.cli.scores import scores_command
 from ragsql.errors import EXIT_CODES, RagsqlError, UsageError
 
@@ -64,6 +65,7 @@ for command, summary in (
     (check_command, "Quality gates for nightly jobs and CI: exit 4 when one fails."),
     (history_command, "Every run value of a dataset over time: drift across nightly runs."),
     (report_command, "A run's report in the terminal, or one HTML page with charts."),
+    (review_group, "Human review of the judge: export a sheet, import labels."),
     (diagnose_command, "What is wrong with a run, by the seeds' rules."),
 ):
     command.short_help = summary

@@ -11,9 +11,33 @@ from psycopg.rows import dict_row
 from ragsql.db import compare
 from ragsql.db.compare import Comparison, IntervalValue, Resampling
 
-__all__ = ["ReportData", "WorstQuery", "read_report"]
+__all__ = ["AnswerTexts", "ReportData", "WorstQuery", "answer_texts", "read_report"]
 
 WORST = 5
+
+
+@dataclass(frozen=True)
+class AnswerTexts:
+    """A query's answer in a run, the contexts it was given (in prompt order) and the reference answers."""
+
+    answer: str | None
+    contexts: list[str]
+    references: list[str]
+
+
+def answer_texts(conn: psycopg.Connection, run: str, qids: list[str]) -> dict[str, AnswerTexts]:
+    """The answer, contexts and references of each of `qids` that has an answer in the run."""
+    rows = _rows(conn, """
+        select q.qid, a.text as answer,
+               array(select c.text from ragsql.answer_context as c
+                     where c.run_id = a.run_id and c.query_id = a.query_id order by c.position) as contexts,
+               array(select r.text from ragsql.reference_answer as r
+                     where r.query_id = a.query_id order by r.position) as refs
+        from ragsql.answer as a
+        join ragsql.run as ru on ru.id = a.run_id
+        join ragsql.query as q on q.id = a.query_id
+        where ru.name = %s and q.qid = any (%s)""", (run, qids))
+    return {r["qid"]: AnswerTexts(r["answer"], list(r["contexts"]), list(r["refs"])) for r in rows}
 
 
 @dataclass
@@ -72,25 +96,16 @@ def _worst(conn: psycopg.Connection, run: str, judge: str | None) -> list[WorstQ
             where f.value is not null
             order by f.value, f.qid collate "C"
             limit %s""", (run, judge, run, WORST))
+    texts = answer_texts(conn, run, [row["qid"] for row in flagged])
     worst = []
     for row in flagged:
-        texts = _rows(conn, """
-            select a.text as answer,
-                   array(select c.text from ragsql.answer_context as c
-                         where c.run_id = a.run_id and c.query_id = a.query_id order by c.position) as contexts,
-                   array(select r.text from ragsql.reference_answer as r
-                         where r.query_id = a.query_id order by r.position) as refs
-            from ragsql.answer as a
-            join ragsql.run as ru on ru.id = a.run_id
-            join ragsql.query as q on q.id = a.query_id
-            where ru.name = %s and q.qid = %s""", (run, row["qid"]))
         statements = _rows(conn, """
             select purpose, statement_no, statement, verdict, reason, model
             from ragsql.statement_verdicts(%s, array['faithfulness', 'correctness_answer'], %s)
             where qid = %s""", (run, judge, row["qid"]))
-        text = texts[0] if texts else {"answer": None, "contexts": [], "refs": []}
-        worst.append(WorstQuery(row["qid"], row["question"], row["cause"], row["answer_correctness"], text["answer"],
-                                list(text["contexts"]), list(text["refs"]), statements))
+        text = texts.get(row["qid"], AnswerTexts(None, [], []))
+        worst.append(WorstQuery(row["qid"], row["question"], row["cause"], row["answer_correctness"], text.answer,
+                                text.contexts, text.references, statements))
     return worst
 
 

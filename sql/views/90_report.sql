@@ -25,13 +25,14 @@ declare
         'context_relevance', 'answer_correctness', 'aspect_critique', 'citation_coverage', 'citation_validity',
         'diagnose_queries', 'diagnose_run',
         'compare', 'compare_queries', 'measure_ci', 'bootstrap_mean_ci', 'sign_flip_p', 'paired_t_p', 'holm',
-        'higher_is_better', 'is_offline_judge', 'run_config', 'run_config_diff', 'measure_alias', 'check', 'history', 'query_values'];
+        'higher_is_better', 'is_offline_judge', 'run_config', 'run_config_diff', 'measure_alias', 'check', 'history', 'query_values', 'judge_agreement', 'ppi_mean', 'cohen_kappa', 'spearman',
+        'kendall_tau', 'review_sample'];
     -- pgvector's operators, which cosine_similarity uses unqualified, wherever the DBA put the extension
     path text := concat_ws(', ', 'pg_catalog', (select quote_ident(n.nspname) from pg_extension as e
                                                 join pg_namespace as n on n.oid = e.extnamespace
                                                 where e.extname = 'vector'), 'pg_temp');
     mirrored text[] := array['query_measure', 'run_measure', 'query_generation', 'run_generation', 'run_measure_ci',
-                              'run_history'];
+                              'run_history', 'judge_confusion', 'reviewer_agreement'];
     f record;
     v text;
     def text;
@@ -50,7 +51,7 @@ begin
     if cardinality(stale) > 0 then
         drop view if exists ragsql_report.query_measure, ragsql_report.run_measure,
             ragsql_report.query_generation, ragsql_report.run_generation, ragsql_report.run_measure_ci,
-            ragsql_report.run_history;
+            ragsql_report.run_history, ragsql_report.judge_confusion, ragsql_report.reviewer_agreement;
         foreach proc in array stale loop
             execute format('drop function %s', proc);
         end loop;

@@ -13,7 +13,7 @@ from ranx import compare as ranx_compare
 from scipy import stats
 
 from ragsql.db import load
-from tests.conftest import cli_database
+from tests.conftest import judged_demo
 from tests.loading import load_trec
 
 R = 10000
@@ -249,7 +249,7 @@ def test_compare_bad_input(db):
 @pytest.fixture(scope="module")
 def demo_runs(server_url, template_url):
     """The demo's three runs on 16 questions: retrieval measures and offline generation metrics."""
-    with cli_database(server_url, ["demo", "--queries", "16"]) as url:
+    with judged_demo(server_url, 16) as url:
         yield url
 
 

@@ -1,0 +1,114 @@
+"""Human review: the sheet of sampled queries with the judge's values and verdicts, and the labels people
+give back (table ragsql.review_label; statistics in sql/functions/60_review.sql)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ragsql.db.report import answer_texts
+
+__all__ = ["LABEL_COLUMNS", "SheetItem", "answered_qids", "known_metrics", "labelled", "review_sheet",
+           "store_labels"]
+
+STATEMENT_PURPOSES = ["faithfulness", "context_recall", "correctness_answer", "correctness_reference"]
+# a label to store: (run, qid, metric, item, reviewer, score, verdict, judge_model, judge_value, judge_verdict, source)
+LABEL_COLUMNS = ("run", "qid", "metric", "item", "reviewer", "score", "verdict", "judge_model", "judge_value",
+                 "judge_verdict", "source")
+
+
+@dataclass(frozen=True)
+class SheetItem:
+    """One sampled query: what the reviewer reads and what the judge said about it."""
+
+    run: str
+    qid: str
+    question: str | None
+    answer: str | None
+    references: list[str]
+    contexts: list[str]
+    metrics: dict[str, dict]
+    statements: list[dict]
+
+
+def review_sheet(conn: psycopg.Connection, run: str, sample: int, stratify: str | None, seed: float,
+                 judge: str | None) -> list[SheetItem]:
+    """The sampled queries (ragsql.review_sample) with their texts, metric values and statement verdicts."""
+    qids = [q for (q,) in conn.execute("select qid from ragsql.review_sample(%s, %s, %s, %s, %s)",
+                                       (run, sample, stratify, seed, judge))]
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("select e.qid, e.metric, e.value, e.judge_model, e.reason from ragsql.evaluate_generation(%s, "
+                    "model => %s) as e where e.qid = any (%s)", (run, judge, qids))
+        values = cur.fetchall()
+        cur.execute("select v.* from ragsql.statement_verdicts(%s, %s, %s) as v where v.qid = any (%s)",
+                    (run, STATEMENT_PURPOSES, judge, qids))
+        verdicts = cur.fetchall()
+        cur.execute("select q.qid, q.text from ragsql.query as q join ragsql.run as r on r.dataset_id = q.dataset_id "
+                    "where r.name = %s and q.qid = any (%s)", (run, qids))
+        questions = {r["qid"]: r["text"] for r in cur.fetchall()}
+    texts = answer_texts(conn, run, qids)
+    sheet = []
+    for qid in qids:
+        metrics = {v["metric"]: {"judge": v["value"], "judge_model": v["judge_model"], "label": None}
+                   for v in values if v["qid"] == qid}
+        statements = [{"item": f"{v['purpose']}:{v['statement_no']}", "metric": _metric_of(v["purpose"]),
+                       "statement": v["statement"], "judge": v["verdict"], "judge_model": v["model"],
+                       "reason": v["reason"], "label": None}
+                      for v in verdicts if v["qid"] == qid]
+        text = texts[qid]
+        sheet.append(SheetItem(run, qid, questions.get(qid), text.answer, text.references, text.contexts, metrics,
+                               statements))
+    return sheet
+
+
+def _metric_of(purpose: str) -> str:
+    """The metric a statement verdict feeds."""
+    return "answer_correctness" if purpose.startswith("correctness_") else purpose
+
+
+def labelled(conn: psycopg.Connection, keys: Sequence[tuple[str, str, str, str, str]]) -> dict[tuple, str]:
+    """Of the (run, qid, metric, item, reviewer) keys, those already labelled: key -> where the label came from."""
+    if not keys:
+        return {}
+    columns = list(zip(*keys))
+    rows = conn.execute(
+        """
+        select ru.name, q.qid, l.metric, l.item, l.reviewer, coalesce(l.source, 'an earlier import')
+        from ragsql.review_label as l
+        join ragsql.run as ru on ru.id = l.run_id
+        join ragsql.query as q on q.id = l.query_id
+        where (ru.name, q.qid, l.metric, l.item, l.reviewer) in
+              (select * from unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]))
+        """, [list(c) for c in columns]).fetchall()
+    return {tuple(r[:5]): r[5] for r in rows}
+
+
+def answered_qids(conn: psycopg.Connection, run: str) -> set[str]:
+    """The qids that have an answer in the run (the only ones a label can be about)."""
+    return {q for (q,) in conn.execute("select q.qid from ragsql.answer as a join ragsql.query as q on q.id = a.query_id "
+                                       "join ragsql.run as ru on ru.id = a.run_id where ru.name = %s", (run,))}
+
+
+def known_metrics(conn: psycopg.Connection) -> set[str]:
+    """Generation metric names a label may be about (aspects spelled aspect:<name>)."""
+    return {m for (m,) in conn.execute("select metric from ragsql.generation_metric union all "
+                                       "select 'aspect:' || name from ragsql.aspect")}
+
+
+def store_labels(conn: psycopg.Connection, labels: Sequence[tuple]) -> int:
+    """Insert labels given as LABEL_COLUMNS tuples (in the caller's transaction); returns how many."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            """
+            insert into ragsql.review_label (run_id, query_id, metric, item, reviewer, score, verdict, judge_model,
+                                             judge_value, judge_verdict, source)
+            select ru.id, q.id, %(metric)s, %(item)s, %(reviewer)s, %(score)s, %(verdict)s, %(judge_model)s,
+                   %(judge_value)s, %(judge_verdict)s, %(source)s
+            from ragsql.run as ru join ragsql.query as q on q.dataset_id = ru.dataset_id and q.qid = %(qid)s
+            where ru.name = %(run)s
+            """,
+            [dict(zip(LABEL_COLUMNS, label)) for label in labels])
+    return len(labels)

@@ -1,0 +1,259 @@
+-- Can the judge be trusted? Human review labels (ragsql.review_label) against the judge's values:
+-- agreement statistics, the confusion matrix, agreement between reviewers, and prediction-powered
+-- intervals (PPI, as ARES computes them) that correct the judge's mean by its error on labelled queries.
+
+create or replace function ragsql.cohen_kappa(a text[], b text[], labels text[] default null, weights text default 'none')
+returns float8
+language sql immutable parallel safe
+as $$
+    -- 1 - sum(w * observed) / sum(w * expected) with disagreement weights w: 0/1 ('none'), |i - j| ('linear'),
+    -- (i - j)^2 ('quadratic') over the labels' order (given, else sorted); pairs with a null are left out
+    with pair as (
+        select p.x, p.y from unnest(cohen_kappa.a, cohen_kappa.b) as p(x, y) where p.x is not null and p.y is not null
+    ),
+    label as (
+        select t.l, t.ord
+        from unnest(coalesce(cohen_kappa.labels,
+                             (select array_agg(distinct v order by v) from (select x as v from pair
+                                                                             union select y from pair) as u)))
+             with ordinality as t(l, ord)
+    ),
+    total as (select count(*)::float8 as n from pair),
+    margin as (
+        select lx.ord as i, ly.ord as j,
+               (select count(*) from pair as p where p.x = lx.l and p.y = ly.l) as observed,
+               (select count(*) from pair as p where p.x = lx.l)::float8
+                   * (select count(*) from pair as p where p.y = ly.l) / nullif(t.n, 0) as expected
+        from label as lx cross join label as ly cross join total as t
+    ),
+    weighted as (
+        select sum(m.observed * w.w) as o, sum(m.expected * w.w) as e
+        from margin as m
+        cross join lateral (select case cohen_kappa.weights
+                                        when 'linear' then abs(m.i - m.j)::float8
+                                        when 'quadratic' then ((m.i - m.j) ^ 2)::float8
+                                        else (m.i <> m.j)::integer::float8 end as w) as w
+    )
+    select case when w.e = 0 then null else 1 - w.o / w.e end
+    from weighted as w
+    where cohen_kappa.weights in ('none', 'linear', 'quadratic')
+$$;
+comment on function ragsql.cohen_kappa(text[], text[], text[], text) is
+    'Cohen''s kappa of two raters'' labels (pairs with a null left out); weights none, linear or quadratic '
+    'over the labels'' order (labels given, else sorted), as scikit-learn''s cohen_kappa_score. Null when '
+    'chance agreement is total (one label only), or for an unknown weighting.';
+
+create or replace function ragsql.spearman(a float8[], b float8[])
+returns float8
+language sql immutable parallel safe
+as $$
+    -- Pearson correlation of average ranks (ties share the mean of their ranks)
+    with pair as (
+        select p.x, p.y from unnest(spearman.a, spearman.b) as p(x, y) where p.x is not null and p.y is not null
+    ),
+    ranked as (
+        select rank() over (order by p.x) + (count(*) over (partition by p.x) - 1) / 2.0 as rx,
+               rank() over (order by p.y) + (count(*) over (partition by p.y) - 1) / 2.0 as ry
+        from pair as p
+    )
+    select corr(r.rx, r.ry) from ranked as r
+$$;
+comment on function ragsql.spearman(float8[], float8[]) is
+    'Spearman''s rank correlation (average ranks for ties) of paired values; null without variation.';
+
+create or replace function ragsql.kendall_tau(a float8[], b float8[])
+returns float8
+language sql immutable parallel safe
+as $$
+    -- tau-b = (concordant - discordant) / sqrt((n0 - ties in a) (n0 - ties in b)) over all pairs of pairs
+    with pair as (
+        select p.x, p.y, p.k
+        from unnest(kendall_tau.a, kendall_tau.b) with ordinality as p(x, y, k)
+        where p.x is not null and p.y is not null
+    ),
+    counts as (
+        select sum(sign(i.x - j.x) * sign(i.y - j.y)) as s,
+               count(*) filter (where i.x <> j.x) as untied_x,
+               count(*) filter (where i.y <> j.y) as untied_y
+        from pair as i join pair as j on i.k < j.k
+    )
+    select c.s / sqrt(c.untied_x::float8 * c.untied_y) from counts as c where c.untied_x > 0 and c.untied_y > 0
+$$;
+comment on function ragsql.kendall_tau(float8[], float8[]) is
+    'Kendall''s tau-b of paired values (as scipy.stats.kendalltau); null without variation.';
+
+create or replace function ragsql._verdict_levels()
+returns text[]
+language sql immutable parallel safe
+as $$ select array['contradicted', 'unsupported', 'partial', 'supported'] $$;
+comment on function ragsql._verdict_levels() is 'Statement verdicts from worst to best: the ordinal scale weighted kappa uses.';
+
+create or replace function ragsql.judge_agreement(run text default null)
+returns table (
+    run text, metric text, kind text, judge_model text, pairs bigint, reviewers bigint, accuracy float8,
+    kappa float8, weighted_kappa float8, mean_abs_error float8, spearman float8, kendall float8, note text)
+language sql stable parallel safe
+as $$
+    -- each (reviewer, item) label is one pair with the judge's value on the reviewer's sheet. kind 'verdict':
+    -- statement verdicts (accuracy, kappa, linear-weighted kappa on contradicted < unsupported < partial <
+    -- supported); kind 'score': metric values (mean absolute error, Spearman, Kendall; accuracy and kappa
+    -- when every value is 0 or 1). Under 10 pairs the statistics are null and the note says so.
+    with label as (
+        select ru.name as run, l.metric, case when l.item = '' then 'score' else 'verdict' end as kind,
+               l.judge_model, l.reviewer, l.score, l.judge_value, l.verdict, l.judge_verdict
+        from ragsql.review_label as l
+        join ragsql.run as ru on ru.id = l.run_id
+        where judge_agreement.run is null or ru.name = judge_agreement.run
+    ),
+    grouped as (
+        select l.run, l.metric, l.kind, l.judge_model, count(*) as pairs, count(distinct l.reviewer) as reviewers,
+               array_agg(coalesce(l.verdict, l.score::text) order by l.reviewer, l.score, l.verdict) as human_text,
+               array_agg(coalesce(l.judge_verdict, l.judge_value::text) order by l.reviewer, l.score, l.verdict)
+                   as judge_text,
+               array_agg(l.score order by l.reviewer, l.score, l.verdict) as human_score,
+               array_agg(l.judge_value order by l.reviewer, l.score, l.verdict) as judge_score,
+               bool_and(l.kind = 'verdict' or (l.score in (0, 1) and l.judge_value in (0, 1))) as categorical,
+               avg(abs(l.score - l.judge_value)) as mae,
+               avg((coalesce(l.verdict, l.score::text) = coalesce(l.judge_verdict, l.judge_value::text))::integer)
+                   as accuracy
+        from label as l
+        group by l.run, l.metric, l.kind, l.judge_model
+    )
+    select g.run, g.metric, g.kind, g.judge_model, g.pairs, g.reviewers,
+           case when g.pairs >= 10 and g.categorical then g.accuracy end,
+           case when g.pairs >= 10 and g.categorical then ragsql.cohen_kappa(g.judge_text, g.human_text) end,
+           case when g.pairs >= 10 and g.kind = 'verdict'
+                then ragsql.cohen_kappa(g.judge_text, g.human_text, ragsql._verdict_levels(), 'linear') end,
+           case when g.pairs >= 10 and g.kind = 'score' then g.mae end,
+           case when g.pairs >= 10 and g.kind = 'score' then ragsql.spearman(g.judge_score, g.human_score) end,
+           case when g.pairs >= 10 and g.kind = 'score' then ragsql.kendall_tau(g.judge_score, g.human_score) end,
+           case when g.pairs < 10 then format('only %s labelled pairs: at least 10 are needed for agreement statistics',
+                                              g.pairs) end
+    from grouped as g
+    order by g.run, g.metric, g.kind
+$$;
+comment on function ragsql.judge_agreement(text) is
+    'Judge-human agreement per run, metric, kind (score: the metric''s value; verdict: statement verdicts) and '
+    'judge: pairs, reviewers, accuracy, Cohen''s kappa, linear-weighted kappa (verdicts), mean absolute error, '
+    'Spearman and Kendall (scores). Null statistics with a note under 10 pairs.';
+
+create or replace function ragsql._normal_quantile(p float8)
+returns float8
+language plpgsql immutable strict parallel safe
+as $$
+-- The standard normal quantile by Acklam's rational approximations (relative error < 1.2e-9):
+-- a central rational function in q = p - 1/2, and tail functions in sqrt(-2 ln p).
+declare
+    q float8;
+    r float8;
+    low constant float8 := 0.02425;
+begin
+    if p <= 0 or p >= 1 then
+        raise exception 'normal quantile of % is not defined', p using errcode = 'invalid_parameter_value';
+    end if;
+    if p < low then
+        q := sqrt(-2 * ln(p));
+        return (((((-7.784894002430293e-03 * q - 3.223964580411365e-01) * q - 2.400758277161838e+00) * q
+                  - 2.549732539343734e+00) * q + 4.374664141464968e+00) * q + 2.938163982698783e+00)
+             / ((((7.784695709041462e-03 * q + 3.224671290700398e-01) * q + 2.445134137142996e+00) * q
+                  + 3.754408661907416e+00) * q + 1);
+    elsif p > 1 - low then
+        return -ragsql._normal_quantile(1 - p);
+    end if;
+    q := p - 0.5;
+    r := q * q;
+    return (((((-3.969683028665376e+01 * r + 2.209460984245205e+02) * r - 2.759285104469687e+02) * r
+              + 1.383577518672690e+02) * r - 3.066479806614716e+01) * r + 2.506628277459239e+00) * q
+         / (((((-5.447609879822406e+01 * r + 1.615858368580409e+02) * r - 1.556989798598866e+02) * r
+              + 6.680131188771972e+01) * r - 1.328068155288572e+01) * r + 1);
+end
+$$;
+comment on function ragsql._normal_quantile(float8) is 'The standard normal quantile (Acklam''s approximation, 1e-9).';
+
+create or replace function ragsql.ppi_mean(run text, metric text, alpha float8 default 0.05, judge text default null)
+returns table (
+    metric text, judge_model text, judge_mean float8, rectifier float8, estimate float8, ci_low float8,
+    ci_high float8, unlabelled bigint, labelled bigint, note text)
+language sql stable parallel safe
+as $$
+    -- prediction-powered mean (ARES's pp_mean_iid_asymptotic): the judge's mean over every query with a
+    -- value, minus its mean error (judge - human) on the labelled queries; half-width
+    -- z(1 - alpha/2) * sqrt(var(judge) / N + var(judge - human) / n), population variances
+    with judged as (
+        select g.qid, g.value
+        from ragsql.generation_measure(ppi_mean.run, ppi_mean.metric, ppi_mean.judge) as g
+        where g.value is not null and ragsql._check_resampling(1, ppi_mean.alpha)
+    ),
+    model as (
+        select s.judge_model from ragsql.summarize_generation(ppi_mean.run, array[ppi_mean.metric], ppi_mean.judge) as s
+    ),
+    human as (
+        -- one label per query: the mean of its reviewers' scores
+        select q.qid, avg(l.score) as score
+        from ragsql.review_label as l
+        join ragsql.run as ru on ru.id = l.run_id
+        join ragsql.query as q on q.id = l.query_id
+        where ru.name = ppi_mean.run and l.metric = lower(btrim(ppi_mean.metric)) and l.item = ''
+        group by q.qid
+    ),
+    stats as (
+        select count(*) as n_all, avg(j.value) as judge_mean, var_pop(j.value) as judge_var,
+               (select m.judge_model from model as m) as model,
+               count(h.score) as n_lab, avg(j.value - h.score) as rectifier, var_pop(j.value - h.score) as error_var
+        from judged as j
+        left join human as h on h.qid = j.qid
+    )
+    select lower(btrim(ppi_mean.metric)), s.model, s.judge_mean, s.rectifier, s.judge_mean - s.rectifier,
+           s.judge_mean - s.rectifier - ragsql._normal_quantile(1 - ppi_mean.alpha / 2)
+               * sqrt(s.judge_var / s.n_all + s.error_var / nullif(s.n_lab, 0)),
+           s.judge_mean - s.rectifier + ragsql._normal_quantile(1 - ppi_mean.alpha / 2)
+               * sqrt(s.judge_var / s.n_all + s.error_var / nullif(s.n_lab, 0)),
+           s.n_all, s.n_lab,
+           case when s.n_all = 0 then format('%s has no judged value in run %s', ppi_mean.metric, ppi_mean.run)
+                when s.n_lab = 0 then format('no human label of %s in run %s: see ragsql review export',
+                                             ppi_mean.metric, ppi_mean.run) end
+    from stats as s
+$$;
+comment on function ragsql.ppi_mean(text, text, float8, text) is
+    'Prediction-powered estimate of a generation metric''s run mean (ARES''s PPI): the judge''s mean over all '
+    'judged queries corrected by its mean error on the human-labelled ones (ragsql.review_label scores), with '
+    'the asymptotic (1 - alpha) interval; null with a note without labels.';
+
+create or replace function ragsql.review_sample(
+    run text, sample integer, stratify text default null, seed float8 default 0.42, judge text default null)
+returns table (qid text, stratum integer)
+language sql stable parallel safe
+as $$
+    -- answered queries in a seeded random order (the same seed, the same sample on any server); with
+    -- stratify, taken in turn from the quintiles of that metric's value (queries without a value last)
+    with answered as (
+        select q.qid
+        from ragsql.answer as a
+        join ragsql.query as q on q.id = a.query_id
+        where a.run_id = ragsql._run_id(review_sample.run)
+          and ragsql._check_resampling(review_sample.sample, 0.5)
+    ),
+    valued as (
+        select a.qid, g.value
+        from answered as a
+        left join ragsql.generation_measure(review_sample.run, coalesce(review_sample.stratify, 'faithfulness'),
+                                            review_sample.judge) as g
+          on g.qid = a.qid and review_sample.stratify is not null
+    ),
+    strata as (
+        select v.qid,
+               case when review_sample.stratify is null then 1
+                    when v.value is null then 6
+                    else ntile(least(5, review_sample.sample)) over (partition by v.value is null order by v.value, v.qid)
+               end as stratum,
+               ragsql._uniform(0, hashtextextended(v.qid, 0), review_sample.seed) as draw
+        from valued as v
+    )
+    select s.qid, s.stratum::integer
+    from (select s.*, row_number() over (partition by s.stratum order by s.draw, s.qid) as turn from strata as s) as s
+    order by s.turn, s.stratum
+    limit review_sample.sample
+$$;
+comment on function ragsql.review_sample(text, integer, text, float8, text) is
+    'Which answered queries of a run to review: a seeded random sample, stratified by the quintiles of a '
+    'metric''s value when asked (stratum 6: no value). The same seed gives the same sample.';

@@ -1,0 +1,187 @@
+"""Human review: export a sheet, label it, import it; agreement against scikit-learn and scipy; PPI against numpy."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+
+import numpy as np
+import psycopg
+import pytest
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score
+
+from tests.conftest import judged_demo, run_cli
+
+LEVELS = ["contradicted", "unsupported", "partial", "supported"]
+
+
+@pytest.fixture(scope="module")
+def demo_url(server_url, template_url):
+    with judged_demo(server_url, 16) as url:
+        yield url
+
+
+
+def export(capsys, *args: str, run: str = "demo-bm25") -> list[dict]:
+    code, out, err = run_cli(capsys, "review", "export", "--run", run, *args)
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def fill(sheet: list[dict], seed: int, reviewer: str | None = None) -> list[dict]:
+    """A reviewer who mostly agrees with the judge: scores moved a little, a share of verdicts changed."""
+    rng = random.Random(seed)
+    for record in sheet:
+        record["reviewer"] = reviewer
+        for value in record["metrics"].values():
+            if value["judge"] is not None:
+                value["label"] = min(1.0, max(0.0, round(value["judge"] + rng.choice([-0.3, 0, 0, 0.1, 0.2]), 2)))
+        for s in record["statements"]:
+            s["label"] = s["judge"] if rng.random() < 0.7 else rng.choice(LEVELS)
+    return sheet
+
+
+def write(tmp_path, name: str, sheet: list[dict]):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in sheet), encoding="utf-8")
+    return path
+
+
+def labels(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute("select count(*) from ragsql.review_label").fetchone()[0]
+
+
+def test_export_is_a_seeded_sample_with_the_judges_values_and_verdicts(demo, capsys):
+    sheet = export(capsys, "--sample", "6", "--seed", "0.3")
+    assert len(sheet) == 6 and sheet == export(capsys, "--sample", "6", "--seed", "0.3")
+    assert [r["qid"] for r in export(capsys, "--sample", "6", "--seed", "0.9")] != [r["qid"] for r in sheet]
+    first = sheet[0]
+    assert first["question"] and first["answer"] and first["contexts"] and first["reviewer"] is None
+    assert first["metrics"]["faithfulness"]["judge_model"].startswith("offline")
+    assert all(v["label"] is None for v in first["metrics"].values())
+    statement = next(r for r in sheet if r["statements"])["statements"][0]
+    assert statement["judge"] in LEVELS and statement["item"].startswith(("faithfulness:", "context_recall:",
+                                                                          "correctness_"))
+    stratified = export(capsys, "--sample", "10", "--stratify", "faithfulness")
+    values = sorted(r["metrics"]["faithfulness"]["judge"] for r in stratified)
+    assert values[0] < values[-1]  # taken across the quintiles, not from one end
+    code, out, _ = run_cli(capsys, "review", "export", "--run", "demo-bm25", "--sample", "2", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and {r["qid"] for r in rows} == {r["qid"] for r in export(capsys, "--sample", "2")}
+    assert all(r["label"] == "" for r in rows) and any(r["item"] for r in rows)
+
+
+def test_import_then_agreement_equals_scikit_learn_and_scipy(demo, capsys, tmp_path):
+    path = write(tmp_path, "alice.jsonl", fill(export(capsys, "--sample", "16"), seed=1))
+    before = labels(demo)
+    code, out, err = run_cli(capsys, "review", "import", str(path), "--reviewer", "alice", "--format", "json")
+    assert code == 0, err
+    stored = json.loads(out)
+    assert stored["reviewers"] == ["alice"] and labels(demo) - before == stored["labels"] > 20
+    sheet = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    with psycopg.connect(demo) as conn:
+        rows = {(r[1], r[2]): r for r in conn.execute("select * from ragsql.judge_agreement('demo-bm25')").fetchall()}
+        confusion = conn.execute("select judge_label, human_label, pairs from ragsql.judge_confusion "
+                                 "where run = 'demo-bm25' and metric = 'faithfulness' and kind = 'verdict'").fetchall()
+    judge = [s["judge"] for r in sheet for s in r["statements"] if s["metric"] == "faithfulness"]
+    human = [s["label"] for r in sheet for s in r["statements"] if s["metric"] == "faithfulness"]
+    row = rows[("faithfulness", "verdict")]
+    assert row[4] == len(judge) >= 10 and row[5] == 1
+    assert row[6] == pytest.approx(np.mean([a == b for a, b in zip(judge, human)]))
+    assert row[7] == pytest.approx(cohen_kappa_score(judge, human), abs=1e-12)
+    assert row[8] == pytest.approx(cohen_kappa_score(judge, human, labels=LEVELS, weights="linear"), abs=1e-12)
+    assert sum(n for *_, n in confusion) == len(judge)
+    assert dict(((a, b), n) for a, b, n in confusion) == {
+        (a, b): sum(1 for x, y in zip(judge, human) if (x, y) == (a, b)) for a, b in set(zip(judge, human))}
+    scores = [(r["metrics"]["faithfulness"]["judge"], r["metrics"]["faithfulness"]["label"]) for r in sheet]
+    score_row = rows[("faithfulness", "score")]
+    j, h = np.array([s[0] for s in scores]), np.array([s[1] for s in scores])
+    assert score_row[9] == pytest.approx(np.mean(np.abs(j - h)), abs=1e-12)
+    assert score_row[10] == pytest.approx(stats.spearmanr(j, h).statistic, abs=1e-12)
+    assert score_row[11] == pytest.approx(stats.kendalltau(j, h).statistic, abs=1e-12)
+
+
+def test_ppi_equals_the_ares_formula_computed_with_numpy(demo):
+    """estimate = mean(judge, all) - mean(judge - human, labelled); half-width z * sqrt(var/N + var/n)."""
+    with psycopg.connect(demo) as conn:
+        judged = dict(conn.execute("select qid, value from ragsql.generation_measure('demo-bm25', 'faithfulness') "
+                                   "where value is not null").fetchall())
+        human = dict(conn.execute("select q.qid, avg(l.score) from ragsql.review_label as l join ragsql.query as q "
+                                  "on q.id = l.query_id join ragsql.run as r on r.id = l.run_id where r.name = "
+                                  "'demo-bm25' and l.metric = 'faithfulness' and l.item = '' group by q.qid").fetchall())
+        got = conn.execute("select estimate, ci_low, ci_high, unlabelled, labelled, note from "
+                           "ragsql.ppi_mean('demo-bm25', 'faithfulness', 0.1)").fetchone()
+        none = conn.execute("select estimate, note from ragsql.ppi_mean('demo-vector', 'faithfulness')").fetchone()
+    assert human, "the previous test stored labels"
+    y_hat_all = np.array(list(judged.values()))
+    y_hat_lab = np.array([judged[q] for q in human])
+    y_lab = np.array([human[q] for q in human])
+    estimate = y_hat_all.mean() - (y_hat_lab - y_lab).mean()
+    half = stats.norm.ppf(0.95) * np.sqrt(y_hat_all.std() ** 2 / len(y_hat_all) + (y_hat_lab - y_lab).std() ** 2
+                                          / len(y_lab))
+    assert got[:5] == pytest.approx((estimate, estimate - half, estimate + half, len(judged), len(human)), abs=1e-8)
+    assert got[5] is None and none[0] is None and "no human label" in none[1]
+
+
+def test_two_reviewers_agreement_and_too_few_pairs(demo, capsys, tmp_path):
+    path = write(tmp_path, "bob.jsonl", fill(export(capsys, "--sample", "16"), seed=2, reviewer="bob"))
+    assert run_cli(capsys, "review", "import", str(path))[0] == 0
+    few = write(tmp_path, "carol.jsonl", fill(export(capsys, "--sample", "2", run="demo-hybrid"), seed=3,
+                                             reviewer="carol"))
+    assert run_cli(capsys, "review", "import", str(few))[0] == 0
+    with psycopg.connect(demo) as conn:
+        pair = conn.execute("select items, agreement, kappa from ragsql.reviewer_agreement where run = 'demo-bm25' "
+                            "and metric = 'faithfulness' and kind = 'verdict' and reviewer_a = 'alice' "
+                            "and reviewer_b = 'bob'").fetchone()
+        a = conn.execute("select l.query_id, l.item, l.verdict from ragsql.review_label as l where l.reviewer = "
+                         "'alice' and l.metric = 'faithfulness' and l.item <> ''").fetchall()
+        b = dict(((q, i), v) for q, i, v in conn.execute(
+            "select l.query_id, l.item, l.verdict from ragsql.review_label as l where l.reviewer = 'bob' and "
+            "l.metric = 'faithfulness' and l.item <> ''").fetchall())
+        thin = conn.execute("select pairs, accuracy, kappa, spearman, note from ragsql.judge_agreement('demo-hybrid') "
+                            "where metric = 'faithfulness' and kind = 'score'").fetchall()
+    both = [(v, b[(q, i)]) for q, i, v in a if (q, i) in b]
+    assert pair[0] == len(both) >= 10
+    assert pair[1] == pytest.approx(np.mean([x == y for x, y in both]))
+    assert pair[2] == pytest.approx(cohen_kappa_score([x for x, _ in both], [y for _, y in both]), abs=1e-12)
+    assert thin and all(p < 10 and a is None and k is None and r is None and f"only {p} labelled pairs" in n
+                        for p, a, k, r, n in thin)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda r: r.update(qid="no-such-qid"), 'query "no-such-qid" has no answer in run "demo-bm25"'),
+    (lambda r: r["metrics"]["faithfulness"].update(label=1.5), "between 0 and 1"),
+    (lambda r: r["metrics"]["faithfulness"].update(label="high"), "between 0 and 1"),
+    (lambda r: r["statements"][0].update(label="mostly"), "must be one of supported"),
+    (lambda r: r["metrics"].update(flatness={"judge": 0.1, "label": 0.5}), 'unknown metric "flatness"'),
+    (lambda r: r.update(reviewer=None), "no reviewer"),
+])
+def test_bad_lines_are_named_by_file_and_line_and_nothing_is_stored(demo, capsys, tmp_path, mutate, message):
+    sheet = fill([r for r in export(capsys, "--sample", "4") if r["statements"]][:3], seed=4, reviewer="dave")
+    mutate(sheet[2])
+    path = write(tmp_path, "dave.jsonl", sheet)
+    before = labels(demo)
+    code, _, err = run_cli(capsys, "review", "import", str(path))
+    assert code == 1 and f"{path}:3: " in err and message in err, err
+    assert labels(demo) == before
+
+
+def test_a_reviewer_labelling_an_item_twice_is_refused(demo, capsys, tmp_path):
+    record = fill(export(capsys, "--sample", "1"), seed=5, reviewer="erin")[0]
+    twice = write(tmp_path, "twice.jsonl", [record, record])
+    before = labels(demo)
+    code, _, err = run_cli(capsys, "review", "import", str(twice))
+    assert code == 1 and f"{twice}:2: " in err and "twice (first at line 1)" in err
+    once = write(tmp_path, "once.jsonl", [record])
+    assert run_cli(capsys, "review", "import", str(once))[0] == 0
+    code, _, err = run_cli(capsys, "review", "import", str(once))
+    assert code == 1 and f"{once}:1: " in err and "erin labelled" in err and "already (from once.jsonl:1)" in err
+    assert labels(demo) > before
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "review", "import", str(bad), "--reviewer", "x")
+    assert code == 1 and f"{bad}:1: not JSON" in err
