@@ -185,3 +185,18 @@ def test_a_reviewer_labelling_an_item_twice_is_refused(demo, capsys, tmp_path):
     bad.write_text("{not json\n", encoding="utf-8")
     code, _, err = run_cli(capsys, "review", "import", str(bad), "--reviewer", "x")
     assert code == 1 and f"{bad}:1: not JSON" in err
+
+
+def test_scores_ci_adds_the_prediction_powered_interval_where_labels_exist(demo, capsys):
+    code, out, err = run_cli(capsys, "scores", "--run", "demo-bm25", "--ci", "--resamples", "300", "--format", "json")
+    assert code == 0, err
+    rows = {r["measure"]: r for r in json.loads(out)}
+    with psycopg.connect(demo) as conn:
+        want = conn.execute("select estimate, ci_low, ci_high, labelled from ragsql.ppi_mean('demo-bm25', "
+                            "'faithfulness')").fetchone()
+    faithfulness = rows["faithfulness"]
+    assert want[3] > 0 and (faithfulness["ppi"], faithfulness["ppi_low"], faithfulness["ppi_high"],
+                            faithfulness["labelled"]) == pytest.approx(want)
+    assert rows["nDCG@10"]["ppi"] is None and rows["nDCG@10"]["labelled"] is None
+    code, out, _ = run_cli(capsys, "scores", "--run", "demo-bm25", "--ci", "--resamples", "300")
+    assert code == 0 and "ppi_low" in out

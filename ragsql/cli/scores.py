@@ -9,7 +9,7 @@ import click
 from ragsql import db
 from ragsql.cli.compare import resampling_options
 from ragsql.cli.output import FORMATS, render
-from ragsql.db import compare, generation, metrics, names
+from ragsql.db import compare, generation, metrics, names, review
 from ragsql.db.compare import Resampling
 
 __all__ = ["scores_command"]
@@ -28,7 +28,9 @@ def _source(row: dict) -> str:
 @click.option("--judge", default=None, metavar="MODEL|offline",
               help="Whose verdicts generation metrics read: a judge model, or offline (default: the newest LLM "
                    "judge's, else the offline judge's).")
-@click.option("--ci", is_flag=True, help="Add a percentile bootstrap interval to every run value (ci_low, ci_high).")
+@click.option("--ci", is_flag=True,
+              help="Add a percentile bootstrap interval to every run value (ci_low, ci_high) and, for generation "
+                   "metrics with human labels (ragsql review), the prediction-powered mean and interval (ppi).")
 @resampling_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def scores_command(run: str, per_query: bool, judge: str | None, ci: bool, resamples: int, seed: float, alpha: float,
@@ -59,8 +61,14 @@ def scores_command(run: str, per_query: bool, judge: str | None, ci: bool, resam
         if ci and rows:
             intervals = {i.measure: i for i in compare.measure_ci(conn, run, [r["measure"] for r in rows],
                                                                   Resampling(resamples, seed, alpha), judge=judge)}
+            corrected = review.ppi(conn, run, [r["measure"] for r in rows if r["kind"] == "generation"], alpha, judge)
             for r in rows:
                 r["ci_low"], r["ci_high"] = intervals[r["measure"]].ci_low, intervals[r["measure"]].ci_high
-    render(rows, ["kind", "measure", "value"] + (["ci_low", "ci_high"] if ci else [])
-           + ["queries", "covered", "missing", "source"], fmt,
+                p = corrected.get(r["measure"], {})
+                r["ppi"], r["ppi_low"], r["ppi_high"], r["labelled"] = (p.get("estimate"), p.get("ci_low"),
+                                                                        p.get("ci_high"), p.get("labelled"))
+    extra = ["ci_low", "ci_high"] if ci else []
+    if ci and (fmt != "table" or any(r.get("labelled") for r in rows)):
+        extra += ["ppi", "ppi_low", "ppi_high", "labelled"]
+    render(rows, ["kind", "measure", "value"] + extra + ["queries", "covered", "missing", "source"], fmt,
            title=f"run {run} — retrieval from gold labels, generation from judge verdicts (NULLs are not averaged)")

@@ -11,8 +11,8 @@ from psycopg.rows import dict_row
 
 from ragsql.db.report import answer_texts
 
-__all__ = ["LABEL_COLUMNS", "SheetItem", "answered_qids", "known_metrics", "labelled", "review_sheet",
-           "store_labels"]
+__all__ = ["LABEL_COLUMNS", "SheetItem", "answered_qids", "known_metrics", "labelled", "ppi",
+           "review_sheet", "store_labels"]
 
 STATEMENT_PURPOSES = ["faithfulness", "context_recall", "correctness_answer", "correctness_reference"]
 # a label to store: (run, qid, metric, item, reviewer, score, verdict, judge_model, judge_value, judge_verdict, source)
@@ -112,3 +112,12 @@ def store_labels(conn: psycopg.Connection, labels: Sequence[tuple]) -> int:
             """,
             [dict(zip(LABEL_COLUMNS, label)) for label in labels])
     return len(labels)
+
+
+def ppi(conn: psycopg.Connection, run: str, metrics: Sequence[str], alpha: float,
+        judge: str | None = None) -> dict[str, dict]:
+    """Each metric's prediction-powered mean and interval (ragsql.ppi_mean): {metric: row}."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("select p.* from unnest(%s::text[]) as m(metric), lateral ragsql.ppi_mean(%s, m.metric, %s, %s) as p",
+                    (list(metrics), run, alpha, judge))
+        return {r["metric"]: r for r in cur.fetchall()}
