@@ -61,12 +61,12 @@ for command, summary in (
     (judge_command, "Judge a run's answers with an LLM (or offline); store verdicts."),
     (metrics_command, "Retrieval measures of a run (trec_eval semantics)."),
     (scores_command, "Retrieval and generation metrics of a run together."),
+    (diagnose_command, "What is wrong with a run, by the seeds' rules."),
     (compare_command, "Is a run really better? Differences, intervals, p-values."),
     (check_command, "Quality gates for nightly jobs and CI: exit 4 when one fails."),
     (history_command, "Every run value of a dataset over time: drift across nightly runs."),
     (report_command, "A run's report in the terminal, or one HTML page with charts."),
     (review_group, "Human review of the judge: export a sheet, import labels."),
-    (diagnose_command, "What is wrong with a run, by the seeds' rules."),
 ):
     command.short_help = summary
     cli.add_command(command)
