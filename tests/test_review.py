@@ -200,3 +200,15 @@ def test_scores_ci_adds_the_prediction_powered_interval_where_labels_exist(demo,
     assert rows["nDCG@10"]["ppi"] is None and rows["nDCG@10"]["labelled"] is None
     code, out, _ = run_cli(capsys, "scores", "--run", "demo-bm25", "--ci", "--resamples", "300")
     assert code == 0 and "ppi_low" in out
+
+
+def test_report_shows_the_prediction_powered_mean_where_labels_exist(demo, capsys, tmp_path):
+    page = tmp_path / "labelled.html"
+    code, out, err = run_cli(capsys, "report", "--run", "demo-bm25", "--html", str(page), "--resamples", "200")
+    assert code == 0, err
+    with psycopg.connect(demo) as conn:
+        estimate, labelled = conn.execute("select estimate, labelled from ragsql.ppi_mean('demo-bm25', 'faithfulness')"
+                                          ).fetchone()
+    html = page.read_text(encoding="utf-8")
+    assert "prediction-powered" in out and "prediction-powered (human labels)" in html
+    assert f"{estimate:.4f}" in html and f"{labelled} labelled" in html

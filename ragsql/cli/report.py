@@ -26,6 +26,8 @@ def _overview_table(data: ReportData) -> Table:
     table.add_column("measure")
     for run in data.overview:
         table.add_column(run, justify="right")
+    if data.ppi:
+        table.add_column(f"{data.run}: prediction-powered (labels)", justify="right")
     table.add_column("judge")
     rows = {run: {v.measure: v for v in values} for run, values in data.overview.items()}
     judges = {v.measure: v.judge_model for values in data.overview.values() for v in values if v.judge_model}
@@ -34,6 +36,10 @@ def _overview_table(data: ReportData) -> Table:
         for run in data.overview:
             v = rows[run].get(measure)
             cells.append("NULL" if v is None or v.value is None else f"{v.value:.4f} [{v.ci_low:.3f}, {v.ci_high:.3f}]")
+        if data.ppi:
+            p = data.ppi.get(measure)
+            cells.append("" if p is None else f"{p['estimate']:.4f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}] "
+                                              f"({p['labelled']})")
         judge = judges.get(measure) or ""
         table.add_row(measure, *cells, ("OFFLINE " if judge.startswith("offline") else "") + judge)
     return table

@@ -8,36 +8,13 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.rows import dict_row
 
-from ragsql.db import compare
+from ragsql.db import compare, review
 from ragsql.db.compare import Comparison, IntervalValue, Resampling
+from ragsql.db.review import AnswerTexts, answer_texts
 
-__all__ = ["AnswerTexts", "ReportData", "WorstQuery", "answer_texts", "read_report"]
+__all__ = ["ReportData", "WorstQuery", "read_report"]
 
 WORST = 5
-
-
-@dataclass(frozen=True)
-class AnswerTexts:
-    """A query's answer in a run, the contexts it was given (in prompt order) and the reference answers."""
-
-    answer: str | None
-    contexts: list[str]
-    references: list[str]
-
-
-def answer_texts(conn: psycopg.Connection, run: str, qids: list[str]) -> dict[str, AnswerTexts]:
-    """The answer, contexts and references of each of `qids` that has an answer in the run."""
-    rows = _rows(conn, """
-        select q.qid, a.text as answer,
-               array(select c.text from ragsql.answer_context as c
-                     where c.run_id = a.run_id and c.query_id = a.query_id order by c.position) as contexts,
-               array(select r.text from ragsql.reference_answer as r
-                     where r.query_id = a.query_id order by r.position) as refs
-        from ragsql.answer as a
-        join ragsql.run as ru on ru.id = a.run_id
-        join ragsql.query as q on q.id = a.query_id
-        where ru.name = %s and q.qid = any (%s)""", (run, qids))
-    return {r["qid"]: AnswerTexts(r["answer"], list(r["contexts"]), list(r["refs"])) for r in rows}
 
 
 @dataclass
@@ -68,6 +45,7 @@ class ReportData:
     config: list[tuple[str, str | None]]
     resampling: Resampling
     missing: list[str] = field(default_factory=list)
+    ppi: dict[str, dict] = field(default_factory=dict)
 
 
 def _rows(conn: psycopg.Connection, query: str, params: tuple) -> list[dict]:
@@ -130,4 +108,6 @@ def read_report(conn: psycopg.Connection, run: str, compared: list[str], resampl
         diagnosis=diagnosis, worst=_worst(conn, run, judge) if has_generation else [],
         judge_usage=_rows(conn, "select * from ragsql.judge_usage order by kind, model, prompt_name", ()),
         config=conn.execute("select key, value from ragsql.run_config(%s)", (run,)).fetchall(),
-        resampling=resampling, missing=missing)
+        resampling=resampling, missing=missing,
+        ppi={m: p for m, p in review.ppi(conn, run, [v.measure for v in overview[run] if v.kind == "generation"],
+                                         resampling.alpha, judge).items() if p["labelled"]})

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import dict_row
 
-from ragsql.db.report import answer_texts
 
-__all__ = ["LABEL_COLUMNS", "SheetItem", "answered_qids", "known_metrics", "labelled", "ppi",
+__all__ = ["LABEL_COLUMNS", "AnswerTexts", "SheetItem", "answer_texts", "answered_qids", "known_metrics", "labelled", "ppi",
            "review_sheet", "store_labels"]
 
 STATEMENT_PURPOSES = ["faithfulness", "context_recall", "correctness_answer", "correctness_reference"]
@@ -32,6 +31,32 @@ class SheetItem:
     contexts: list[str]
     metrics: dict[str, dict]
     statements: list[dict]
+
+
+@dataclass(frozen=True)
+class AnswerTexts:
+    """A query's answer in a run, the contexts it was given (in prompt order) and the reference answers."""
+
+    answer: str | None
+    contexts: list[str]
+    references: list[str]
+
+
+def answer_texts(conn: psycopg.Connection, run: str, qids: list[str]) -> dict[str, AnswerTexts]:
+    """The answer, contexts and references of each of `qids` that has an answer in the run."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("""
+        select q.qid, a.text as answer,
+               array(select c.text from ragsql.answer_context as c
+                     where c.run_id = a.run_id and c.query_id = a.query_id order by c.position) as contexts,
+               array(select r.text from ragsql.reference_answer as r
+                     where r.query_id = a.query_id order by r.position) as refs
+        from ragsql.answer as a
+        join ragsql.run as ru on ru.id = a.run_id
+        join ragsql.query as q on q.id = a.query_id
+        where ru.name = %s and q.qid = any (%s)""", (run, qids))
+        rows = cur.fetchall()
+    return {r["qid"]: AnswerTexts(r["answer"], list(r["contexts"]), list(r["refs"])) for r in rows}
 
 
 def review_sheet(conn: psycopg.Connection, run: str, sample: int, stratify: str | None, seed: float,
