@@ -9,6 +9,7 @@ import click
 import psycopg
 
 from ragsql import __version__
+from ragsql.cli.catalog import delete_command, list_command, show_group
 from ragsql.cli.check import check_command
 from ragsql.cli.compare import compare_command
 from ragsql.cli.db import db_group
@@ -67,6 +68,9 @@ for command, summary in (
     (history_command, "Every run value of a dataset over time: drift across nightly runs."),
     (report_command, "A run's report in the terminal, or one HTML page with charts."),
     (review_group, "Human review of the judge: export a sheet, import labels."),
+    (list_command, "List the runs, datasets or corpora stored."),
+    (show_group, "Show one stored run in full: counts, judges, configuration."),
+    (delete_command, "Delete a run, dataset or corpus and what belongs to it."),
 ):
     command.short_help = summary
     cli.add_command(command)

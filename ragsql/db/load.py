@@ -186,7 +186,9 @@ def create_run(
     """Create a run; an existing name is an error unless replace=True (its results are deleted)."""
     existing = conn.execute("select id, dataset_id from ragsql.run where name = %s", (name,)).fetchone()
     if existing and not replace:
-        raise InputError(f'run "{name}" already exists (use --replace to load it again)')
+        holder = conn.execute("select name from ragsql.dataset where id = %s", (existing[1],)).fetchone()[0]
+        raise InputError(f'run "{name}" already exists, in dataset "{holder}" (use --replace to load it again, '
+                         f'or ragsql delete run {name} --yes)')
     if existing:
         conn.execute("delete from ragsql.run where id = %s", (existing[0],))
     row = conn.execute(

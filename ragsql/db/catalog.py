@@ -1,0 +1,86 @@
+"""What is stored: runs, datasets and corpora with their counts, one run in full, and deleting one of them."""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg.rows import dict_row
+
+__all__ = ["delete", "list_corpora", "list_datasets", "list_runs", "run_details"]
+
+
+def _rows(conn: psycopg.Connection, query: str, params: tuple = ()) -> list[dict]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+def list_runs(conn: psycopg.Connection) -> list[dict]:
+    """Every run: its dataset, when it was made, its ranked results, answers, judge tasks and judges."""
+    return _rows(conn, """
+        select r.name as run, d.name as dataset, r.created_at,
+               (select count(*) from ragsql.run_result as x where x.run_id = r.id) as results,
+               (select count(*) from ragsql.answer as x where x.run_id = r.id) as answers,
+               (select count(*) from ragsql.judge_task as x where x.run_id = r.id) as judge_tasks,
+               (select string_agg(distinct t.judge, ', ') from ragsql.judge_task as t where t.run_id = r.id) as judges
+        from ragsql.run as r join ragsql.dataset as d on d.id = r.dataset_id
+        order by r.created_at, r.id""")
+
+
+def list_datasets(conn: psycopg.Connection) -> list[dict]:
+    """Every dataset: its queries, judgments, reference answers and runs."""
+    return _rows(conn, """
+        select d.name as dataset, d.created_at,
+               (select count(*) from ragsql.query as q where q.dataset_id = d.id) as queries,
+               (select count(*) from ragsql.judgment as j join ragsql.query as q on q.id = j.query_id
+                where q.dataset_id = d.id) as judgments,
+               (select count(*) from ragsql.reference_answer as a join ragsql.query as q on q.id = a.query_id
+                where q.dataset_id = d.id) as references,
+               (select count(*) from ragsql.run as r where r.dataset_id = d.id) as runs
+        from ragsql.dataset as d
+        order by d.created_at, d.id""")
+
+
+def list_corpora(conn: psycopg.Connection) -> list[dict]:
+    """Every corpus: its documents, chunkings (versions) with their chunks, and the runs retrieved from it."""
+    return _rows(conn, """
+        select c.name as corpus, c.created_at,
+               (select count(*) from ragsql.document as x where x.corpus_id = c.id) as documents,
+               (select count(*) from ragsql.corpus_version as v where v.corpus_id = c.id) as versions,
+               (select count(*) from ragsql.chunk as k join ragsql.corpus_version as v on v.id = k.version_id
+                where v.corpus_id = c.id) as chunks,
+               (select count(*) from ragsql.retrieval_run as rr join ragsql.corpus_version as v on v.id = rr.version_id
+                where v.corpus_id = c.id) as runs
+        from ragsql.corpus as c
+        order by c.created_at, c.id""")
+
+
+def run_details(conn: psycopg.Connection, run: str) -> dict:
+    """One run: its row of list_runs and its configuration as (key, value) rows."""
+    row = next(r for r in list_runs(conn) if r["run"] == run)
+    row["config"] = dict(conn.execute("select key, value from ragsql.run_config(%s)", (run,)).fetchall())
+    return row
+
+
+def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
+    """Delete a run, dataset or corpus and everything that belongs to it (the judge-call cache stays); returns what
+    went with it. A corpus that runs were retrieved from is refused: their measures read its chunks."""
+    if kind == "corpus":
+        users = [r for (r,) in conn.execute(
+            "select ru.name from ragsql.retrieval_run as rr join ragsql.corpus_version as v on v.id = rr.version_id "
+            "join ragsql.corpus as c on c.id = v.corpus_id join ragsql.run as ru on ru.id = rr.run_id "
+            "where c.name = %s order by ru.name", (name,))]
+        if users:
+            return {"refused": users}
+        counts = _rows(conn, "select count(*) as documents from ragsql.document as d join ragsql.corpus as c "
+                             "on c.id = d.corpus_id where c.name = %s", (name,))[0]
+        conn.execute("delete from ragsql.corpus where name = %s", (name,))
+    elif kind == "dataset":
+        counts = _rows(conn, "select (select count(*) from ragsql.query as q where q.dataset_id = d.id) as queries, "
+                             "(select count(*) from ragsql.run as r where r.dataset_id = d.id) as runs "
+                             "from ragsql.dataset as d where d.name = %s", (name,))[0]
+        conn.execute("delete from ragsql.dataset where name = %s", (name,))
+    else:
+        counts = {k: v for k, v in next(r for r in list_runs(conn) if r["run"] == name).items()
+                  if k in ("results", "answers", "judge_tasks")}
+        conn.execute("delete from ragsql.run where name = %s", (name,))
+    return counts
