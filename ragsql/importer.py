@@ -17,6 +17,7 @@ from psycopg.pq import TransactionStatus
 from ragsql.db import gold, load
 from ragsql.errors import InputError
 from ragsql.formats import Record, parse_qrels, parse_records, parse_run
+from ragsql.formats.files import text_lines
 
 __all__ = ["ImportSummary", "import_trec", "import_records"]
 
@@ -46,13 +47,13 @@ def import_trec(
     become unjudged queries. The run is named run_name, else after the tag column of its first line."""
     qrels_path, run_path = str(qrels_path), (str(run_path) if run_path is not None else None)
     _require_name("dataset", dataset)
-    judged = list(dict.fromkeys(qid for qid, _, _ in parse_qrels(_lines(qrels_path), qrels_path)))
+    judged = list(dict.fromkeys(qid for qid, _, _ in parse_qrels(text_lines(qrels_path), qrels_path)))
     if not judged:
         raise InputError("the qrels file holds no judgments (it is empty, or only comments and blank lines)",
                          qrels_path)
     topics: dict[str, None] = {}
     if run_path is not None:
-        for qid, _, _, tag in parse_run(_lines(run_path), run_path):
+        for qid, _, _, tag in parse_run(text_lines(run_path), run_path):
             run_name = run_name or tag
             topics[qid] = None
         if not topics:
@@ -68,12 +69,12 @@ def import_trec(
         summary.queries = load.add_queries(conn, dataset_id, ((qid, None, None, None) for qid in qids))
         summary.judgments = _add_judgments(
             conn, dataset_id, dataset, judged, qrels_path, replace,
-            lambda: ((qid, docno, rel, None) for qid, docno, rel in parse_qrels(_lines(qrels_path), qrels_path)),
+            lambda: ((qid, docno, rel, None) for qid, docno, rel in parse_qrels(text_lines(qrels_path), qrels_path)),
         )
         if run_path is not None:
             config = {"source": "trec", "file": os.path.abspath(run_path), "qrels": os.path.abspath(qrels_path)}
             run_id = load.create_run(conn, run_name, dataset_id, config, replace=replace)
-            rows = ((qid, None, docno, score, None) for qid, docno, score, _ in parse_run(_lines(run_path), run_path))
+            rows = ((qid, None, docno, score, None) for qid, docno, score, _ in parse_run(text_lines(run_path), run_path))
             summary.results = load.add_run_results(conn, run_id, rows, rank_by_score=True)
         summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
     _analyze(conn, idle)
@@ -98,7 +99,7 @@ def import_records(
         on_error = None
         if skip_bad:
             on_error = (lambda line, message: summary.skipped.append((line, message))) if first else _ignore
-        return parse_records(_lines(path), fmt, path, on_error)
+        return parse_records(text_lines(path), fmt, path, on_error)
 
     scan = _Scan()
     idle = conn.info.transaction_status == TransactionStatus.IDLE
@@ -256,20 +257,6 @@ def _require_same(dataset: str, what: str, stored: dict, given: dict, path: str)
                 f'dataset "{dataset}" already holds other {what} for query {qid} (pass --replace to replace them)',
                 path,
             )
-
-
-def _lines(path: str) -> Iterator[str]:
-    """Lines of a UTF-8 text file (BOM dropped); unreadable files and bad bytes are InputErrors with the line."""
-    try:
-        with open(path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise InputError(f"not UTF-8 text (byte {exc.start + 1} of the line)", path, number) from None
-                yield text.lstrip("\ufeff") if number == 1 else text
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror}", path) from None
 
 
 def _require_name(what: str, name: str) -> None:

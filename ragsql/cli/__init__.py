@@ -20,6 +20,7 @@ from ragsql.cli.history import history_command
 from ragsql.cli.imports import import_group
 from ragsql.cli.ingest import ingest_command
 from ragsql.cli.judge import judge_command
+from ragsql.cli.judge_check import judge_check_command
 from ragsql.cli.metrics import metrics_command
 from ragsql.cli.report import report_command
 from ragsql.cli.retrieve import retrieve_command
@@ -68,6 +69,7 @@ for command, summary in (
     (history_command, "Every run value of a dataset over time: drift across nightly runs."),
     (report_command, "A run's report in the terminal, or one HTML page with charts."),
     (review_group, "Human review of the judge: export a sheet, import labels."),
+    (judge_check_command, "Measure a judge's pairwise accuracy on labelled pairs."),
     (list_command, "List the runs, datasets or corpora stored."),
     (show_group, "Show one stored run in full: counts, judges, configuration."),
     (delete_command, "Delete a run, dataset or corpus and what belongs to it."),

@@ -63,7 +63,7 @@ def run_details(conn: psycopg.Connection, run: str) -> dict:
 
 def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
     """Delete a run, dataset or corpus and everything that belongs to it (the judge-call cache stays); returns what
-    went with it. A corpus that runs were retrieved from is refused: their measures read its chunks."""
+    went with it ({} for a dataset that does not exist). A corpus that runs were retrieved from is refused: their measures read its chunks."""
     if kind == "corpus":
         users = [r for (r,) in conn.execute(
             "select ru.name from ragsql.retrieval_run as rr join ragsql.corpus_version as v on v.id = rr.version_id "
@@ -75,9 +75,12 @@ def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
                              "on c.id = d.corpus_id where c.name = %s", (name,))[0]
         conn.execute("delete from ragsql.corpus where name = %s", (name,))
     elif kind == "dataset":
-        counts = _rows(conn, "select (select count(*) from ragsql.query as q where q.dataset_id = d.id) as queries, "
-                             "(select count(*) from ragsql.run as r where r.dataset_id = d.id) as runs "
-                             "from ragsql.dataset as d where d.name = %s", (name,))[0]
+        found = _rows(conn, "select (select count(*) from ragsql.query as q where q.dataset_id = d.id) as queries, "
+                            "(select count(*) from ragsql.run as r where r.dataset_id = d.id) as runs "
+                            "from ragsql.dataset as d where d.name = %s", (name,))
+        if not found:
+            return {}
+        counts = found[0]
         conn.execute("delete from ragsql.dataset where name = %s", (name,))
     else:
         counts = {k: v for k, v in next(r for r in list_runs(conn) if r["run"] == name).items()
