@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragsql.judge.language import detect_language, split_sentences
-from ragsql.judge.lexical import content_tokens, coverage, has_negation, similarity
+from ragsql.judge.lexical import content_tokens, coverage, has_negation, key_terms, missing_terms, similarity
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.judge.verdicts import CITATION
 
@@ -79,13 +79,32 @@ def _pieces(sentence: str) -> list[str]:
     return out
 
 
-def statements_of(text: str) -> list[str]:
-    """The offline statements of a text: its sentences and Chinese clauses that carry content."""
-    return [p for s in split_sentences(text) for p in _pieces(s) if content_tokens(p)]
+_FILLER = re.compile(r"^\s*(?:(?:the |my )?(?:short |final )?answer(?: is)?\s*[:：]?|in short,?|yes,?|no,?|"
+                     r"(?:according to|based on) the (?:retrieved )?(?:context|contexts|passages?|documents?),?|"
+                     r"答案是|答案[:：]|回答[:：]|答[:：]|简而言之，?|总之，?|根据(?:检索到的)?(?:上下文|资料|文档|内容)，?)\s*",
+                     re.IGNORECASE)
+
+
+def strip_filler(statement: str) -> str:
+    """`statement` without a leading phrase that carries no claim ("The answer is", "答案是", "According to the
+    context,"), so "The answer is 1905." is judged as "1905."."""
+    return _FILLER.sub("", statement, count=1).strip() or statement
+
+
+def statements_of(text: str, question: str | None = None) -> list[str]:
+    """The offline statements of a text: its sentences and Chinese clauses that carry content, without filler;
+    a sentence that is itself a question states nothing. A bare answer ("1905.", "张伟") to `question` becomes
+    the question and the answer together, as an LLM would restate it ("In which year …: 1905")."""
+    found = [strip_filler(p) for s in split_sentences(text) if not s.rstrip().endswith(("?", "？"))
+             for p in _pieces(s) if content_tokens(strip_filler(p))]
+    if question and len(found) == 1 and len(content_tokens(found[0])) <= 2 and coverage(found[0], question) < 1:
+        sep = "：" if detect_language(question) == "zh" else ": "
+        return [f"{question.strip().rstrip('?？。.!！ ')}{sep}{found[0].rstrip(_END)}"]
+    return found
 
 
 def _statements(request: JudgeRequest[Any]) -> dict[str, Any]:
-    return {"statements": statements_of(request.inputs["text"])}
+    return {"statements": statements_of(request.inputs["text"], request.inputs.get("question"))}
 
 
 def _best(text: str, pools: Sequence[set[str]]) -> tuple[float, int]:
@@ -98,20 +117,94 @@ def _best(text: str, pools: Sequence[set[str]]) -> tuple[float, int]:
     return best, where
 
 
+def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
+    """The verdict on one statement against the contexts and its reason.
+
+    Supported: the contexts hold all of its key terms (`lexical.key_terms`: every strict one — numbers, names —
+    within the closest sentence and its neighbours, and all but one in four, at least one, of the others) and
+    one context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two key terms or more).
+    Contradicted: it lacks a strict key term where the closest sentence has one of its own, or the clauses
+    they share differ in negation. Partial or unsupported otherwise."""
+    core = strip_filler(statement)
+    score, where = _best(core, [set(content_tokens(c)) for c in contexts])
+    if not where:
+        return "unsupported", "offline: no overlap"
+    reason = f"offline: overlap {score:.2f} with context {where}"
+    terms = key_terms(core)
+    if score < (PARTIAL if len(terms) >= 2 else SUPPORTED):
+        return ("partial" if score >= PARTIAL else "unsupported"), reason
+    strict, _, _ = missing_terms(core, " ".join(_window(core, c) for c in contexts))
+    _, soft, n_soft = missing_terms(core, " ".join(contexts))
+    if strict or len(soft) > max(1, n_soft // 4):
+        closest = _window(core, contexts[where - 1], 0)
+        differs = [t for t, is_strict in key_terms(closest).items() if is_strict and t not in core.lower()]
+        missing = ", ".join((strict or soft)[:3])
+        if strict and differs:
+            return "contradicted", f"{reason}; the context says {', '.join(differs[:3])} where it says {missing}"
+        return "unsupported", f"{reason}; the contexts lack {missing}"
+    if _negation_clash(core, contexts[where - 1]):
+        return "contradicted", f"{reason} (negation differs)"
+    return "supported", reason
+
+
+_CLAUSE_BREAK = re.compile(r"[，,；;：:、（）()]|\s(?:and|but|or|while|which|whereas)\s|而且|并且|但是|但|却|而")
+_DENIAL = re.compile(r"^\s*(?:并非如此|并不是这样|不是这样|事实并非如此|不对|错了|"
+                     r"it is not (?:true|the case) that|it is false that|not so|that is not true)\b[\s，,：:。.]*",
+                     re.IGNORECASE)
+
+
+def _clauses(text: str, least: int = 2) -> list[str]:
+    """`text` cut at clause marks and conjunctions; a clause of fewer than `least` content tokens joins the next."""
+    out: list[str] = []
+    carry = ""
+    for clause in _CLAUSE_BREAK.split(text):
+        carry = f"{carry} {clause}".strip()
+        if len(content_tokens(carry)) >= least:
+            out.append(carry)
+            carry = ""
+    if carry and out:
+        out[-1] = f"{out[-1]} {carry}"
+    return out or ([carry] if carry else [])
+
+
+def _window(statement: str, context: str, around: int = 1) -> str:
+    """The sentence of `context` that covers most of `statement`, with `around` sentences either side."""
+    sentences = split_sentences(context) or [context]
+    at = max(range(len(sentences)), key=lambda i: coverage(statement, sentences[i]))
+    return " ".join(sentences[max(0, at - around):at + around + 1])
+
+
+def _negation_clash(statement: str, context: str) -> bool:
+    """True when a clause of `statement` and the context clause that matches it best (sharing two content tokens
+    or more, and half the tokens of one) differ in negation: "the prize was not awarded for X" against "… was
+    awarded for X"."""
+    theirs = [c for sentence in split_sentences(context) for c in _clauses(sentence, least=1)]
+    if not theirs:
+        return False
+    denied = _DENIAL.match(statement)
+    if denied:  # "It is not true that X" / "并非如此：X" negates every clause of X
+        return any(_match(clause, c) >= COVERED and not has_negation(c)
+                   for clause in _clauses(statement[denied.end():]) for c in theirs)
+    for clause in _clauses(statement, least=1):
+        best = max(theirs, key=lambda c: _match(clause, c))
+        if _match(clause, best) >= COVERED and has_negation(clause) != has_negation(best):
+            return True
+    return False
+
+
+def _match(a: str, b: str) -> float:
+    """How well two clauses match: the larger share of one's content tokens found in the other (0 when they
+    share fewer than two)."""
+    shared = set(content_tokens(a)) & set(content_tokens(b))
+    return max(coverage(a, b), coverage(b, a)) if len(shared) >= 2 else 0.0
+
+
 def _verify(request: JudgeRequest[Any]) -> dict[str, Any]:
     contexts = request.inputs["contexts"]
-    pools = [set(content_tokens(c)) for c in contexts]
     verdicts = []
     for i, statement in enumerate(request.inputs["statements"], 1):
-        score, where = _best(statement, pools)
-        verdict = "supported" if score >= SUPPORTED else "partial" if score >= PARTIAL else "unsupported"
-        if verdict == "supported":
-            closest = max(split_sentences(contexts[where - 1]), key=lambda s: coverage(statement, s))
-            if has_negation(statement) != has_negation(closest):
-                verdict = "contradicted"
-        reason = f"offline: overlap {score:.2f} with context {where}" if where else "offline: no overlap"
-        verdicts.append({"id": i, "verdict": verdict, "reason": reason + (" (negation differs)"
-                                                                           if verdict == "contradicted" else "")})
+        verdict, reason = support(statement, contexts)
+        verdicts.append({"id": i, "verdict": verdict, "reason": reason})
     return {"verdicts": verdicts}
 
 
@@ -166,7 +259,7 @@ def _questions(request: JudgeRequest[Any]) -> dict[str, Any]:
     answer, question, n = request.inputs["answer"], request.inputs["question"], request.inputs["n"]
     lowered = answer.lower()
     noncommittal = not answer.strip() or any(p in lowered for p in _NONCOMMITTAL)
-    stated = statements_of(answer)
+    stated = statements_of(answer, question)
     found = stated or ([answer.strip()] if answer.strip() else [])
     lang = detect_language(question, request.language)
     forms = _ZH_FORMS if lang == "zh" else _EN_FORMS

@@ -10,15 +10,20 @@ same texts give the same numbers on every machine.
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "content_tokens", "coverage", "has_negation", "similarity"]
+__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "content_tokens", "coverage", "has_negation", "key_terms", "missing_terms",
+           "similarity"]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:'[a-z]+)?)")
+# A number is one token ("10.389", "1,000" → "1000"), so "$10.4 billion" does not match "$10.389 billion".
+_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<num>\d{{1,3}}(?:,\d{{3}})+(?![\d,])|\d+(?:\.\d+)?)(?![^\W_{_CJK}])"
+                    rf"|(?P<word>[^\W_{_CJK}]+(?:'[a-z]+)?)")
 # Function characters: particles, copulas, pronouns and question words that carry no content on their own.
 _ZH_STOP = set("的了是在于和与及其之也都就而并或被把吗呢吧啊哪么什怎这那它他她我你们着过个将从给让")
 _EN_STOP = frozenset("""
@@ -28,6 +33,11 @@ he she his her him we our us you your i me my what which who whom whose when whe
 shall should may might must so such very also just only any some all each both either same other more most
 """.split())
 NEGATIONS_ZH = ("不", "没", "非", "无", "未", "否")
+# Words holding a negation character that negate nothing (不断 "continuously", 非常 "very", 未来 "future", …).
+_ZH_NOT_NEGATIONS = re.compile("不断|不同|不仅|不过|不少|不久|不论|不管|不但|不只|不如|不妨|不及|不得不|差不多|了不起|"
+                               "非常|非洲|无论|无数|无线|无限|无比|无人机|未来|否则|是否|能否|可否|与否")
+_ZH_STRICT_FLAGS = {"nr", "nrt", "nrfg", "ns", "nt", "nz", "eng", "m"}  # jieba: names, Latin words, numerals
+_ZH_KEY_FLAGS = ("n", "vn", "l", "i", "j")  # jieba: other nouns, idioms, abbreviations
 NEGATIONS_EN = frozenset({"not", "no", "never", "none", "nor", "neither", "cannot", "without"})
 
 
@@ -60,6 +70,8 @@ def content_tokens(text: str) -> list[str]:
     for match in _TOKEN.finditer(text.lower()):
         if match.group("cjk"):
             out.extend(_bigrams(match.group("cjk")))
+        elif match.group("num"):
+            out.append(match.group("num").replace(",", ""))
         else:
             word = _stem(match.group("word"))
             if word not in _EN_STOP and word not in NEGATIONS_EN and (len(word) > 1 or word.isdigit()):
@@ -86,9 +98,55 @@ def similarity(a: str, b: str) -> float:
 
 
 def has_negation(text: str) -> bool:
-    """True when `text` holds a negation: 不/没/非/无/未/否 or not/no/never/n't/… (crude, on purpose)."""
-    lowered = text.lower()
+    """True when `text` holds a negation: 不/没/非/无/未/否 outside words such as 不断/非常/未来, or
+    not/no/never/n't/…"""
+    lowered = _ZH_NOT_NEGATIONS.sub("", text.lower())
     if any(ch in lowered for ch in NEGATIONS_ZH):
         return True
     words = {_stem(m.group("word")) for m in _TOKEN.finditer(lowered) if m.group("word")}
     return bool(words & NEGATIONS_EN)
+
+
+@functools.cache
+def _posseg():
+    """jieba's part-of-speech tagger, loaded once and quietly (its dictionary takes about a second)."""
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba.posseg
+
+
+def key_terms(text: str) -> dict[str, bool]:
+    """The tokens a statement stands or falls by, lowercased, in order, each with whether it is strict: numbers
+    and names (capitalised mid-sentence; jieba's person, place, organisation and other proper-noun tags, Latin
+    words in Chinese) are strict, other Chinese nouns and idioms of two characters or more are not."""
+    terms: dict[str, bool] = {}
+    lowered = text.lower()
+    for match in _TOKEN.finditer(lowered):
+        if match.group("num"):
+            terms[match.group("num").replace(",", "")] = True
+    for match in re.finditer(r"(?<=[\w,;:)] )[A-Z][\w-]*(?: [A-Z][\w-]*)*", text):  # a capitalised name mid-sentence
+        terms.update((w.lower(), True) for w in match.group(0).split() if w.lower() not in _EN_STOP)
+    if re.search(f"[{_CJK}]", text):
+        for word in _posseg().cut(text):
+            w = word.word.lower()
+            if word.flag == "m" and not re.search(r"[0-9零一二三四五六七八九十百千万亿两半]", w):
+                continue  # 多少, 几: a question word, not a number
+            if word.flag in _ZH_STRICT_FLAGS and w.strip() and not w.isdigit():
+                terms.setdefault(w, len(w) >= 2 or not re.search(f"[{_CJK}]", w))
+            elif word.flag.startswith(_ZH_KEY_FLAGS) and len(w) >= 2 and not set(w) <= _ZH_STOP and not w.isdigit():
+                terms.setdefault(w, False)
+    return terms
+
+
+def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
+    """The key terms of `text` that `source` lacks, strict and not (a number or word as a token, Chinese as a
+    substring), and how many non-strict key terms `text` has."""
+    lowered = source.lower()
+    tokens = set(content_tokens(source)) | {m.group(0).lower() for m in _TOKEN.finditer(lowered)}
+    terms = key_terms(text)
+    missing = [t for t in terms if t not in tokens and _stem(t) not in tokens
+               and not (re.search(f"[{_CJK}]", t) and t in lowered)]
+    return ([t for t in missing if terms[t]], [t for t in missing if not terms[t]],
+            sum(not strict for strict in terms.values()))

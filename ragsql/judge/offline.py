@@ -39,7 +39,7 @@ class OfflineJudge:
     """
 
     offline = True
-    model = "offline-heuristic-v1"
+    model = "offline-heuristic-v2"
 
     def __init__(self, embedder: _Embedder | None = None):
         self._embedder = embedder

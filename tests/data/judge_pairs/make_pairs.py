@@ -94,31 +94,49 @@ def other_number(x: str, rng: random.Random) -> str:
     return str(n + rng.randint(1, 9) if n < 10 else n + rng.choice([-1, 1]) * max(1, n // rng.randint(3, 6)))
 
 
-def swap(text: str, lang: str, pools: dict, rng: random.Random, prefer: str | None = None) -> tuple[str, str] | None:
-    """`text` with one key token replaced by another of its kind, and the token, or None when it has none."""
-    found = entities(text, lang)
+def swap(text: str, lang: str, pools: dict, rng: random.Random, prefer: str | None = None, avoid: str = "",
+         exclude: str = "", last: bool = False) -> tuple[str, str, str] | None:
+    """`text` with one key token replaced everywhere by another of its kind: (new text, token, replacement), or
+    None. The token is not in `avoid` (the question), the replacement not in `exclude` (the evidence); `last`
+    takes the token that comes last in the text rather than the first found."""
+    found = [f for f in entities(text, lang) if f[1] not in avoid]
     if prefer is not None:
         found = [f for f in found if f[1] == prefer] or found
+    if last:
+        found.sort(key=lambda f: -text.rindex(f[1]))
     for kind, surface in found:
         if kind == "number":
             new = other_number(surface, rng)
         else:
             pool = _ZH_NAMES[kind].split() if lang == "zh" else pools[lang, kind]
-            choices = sorted(p for p in pool if p != surface and p not in text and surface not in p)
+            choices = sorted(p for p in pool if p != surface and p not in text + exclude and surface not in p)
             if not choices:
                 continue
             new = rng.choice(choices)
-        return text.replace(surface, new), surface
+        return replace(text, surface, new), surface, new
     return None
 
 
+def replace(text: str, old: str, new: str) -> str:
+    """`text` with every `old` replaced by `new` (a number only where it stands alone: 5 is not in 0.75)."""
+    if _NUMBER.fullmatch(old):
+        return re.sub(rf"(?<![A-Za-z0-9_.]){re.escape(old)}(?![A-Za-z0-9_]|\.\d)", new, text)
+    return text.replace(old, new)
+
+
 def negate(text: str, lang: str) -> str:
-    """`text` with its first claim negated."""
+    """`text` with its first claim negated (a negated one made positive)."""
     if lang == "zh":
-        for old, new in (("是", "不是"), ("可以", "不可以"), ("会", "不会"), ("能", "不能"), ("有", "没有")):
-            if old in text and new not in text:
+        for old, new in (("不是", "是"), ("没有", "有"), ("不", "")):
+            if old in text:
                 return text.replace(old, new, 1)
+        for old, new in ((r"(?<![但于还就或总凡])是(?!否)", "不是"), ("可以", "不可以"), ("(?<!不)会", "不会"),
+                         ("(?<!不)能", "不能"), ("(?<![没具])有", "没有")):
+            if re.search(old, text):
+                return re.sub(old, new, text, count=1)
         return "并非如此：" + text
+    if re.search(r"\bnot\b", text):
+        return re.sub(r"\s*\bnot\b", "", text, count=1)
     m = re.search(r"\b(is|are|was|were|can|will|does|do|did|has|have)\b", text)
     if m:
         return text[:m.end()] + " not" + text[m.end():]
@@ -159,22 +177,25 @@ def main() -> int:
             pairs.append({"id": f"{qid}:{metric}:{kind}", "metric": metric, "kind": kind, **base, **shared,
                           "better": better, "worse": worse})
 
-        swapped = swap(ref, lang, pools, rng)
+        evidence = ref + "".join(gold)
+        swapped = swap(ref, lang, pools, rng, avoid=q, exclude=evidence)
         if swapped:
             add("faithfulness", "swap", {"answer": ref}, {"answer": swapped[0]}, contexts=gold)
             add("answer_correctness", "swap", {"answer": ref}, {"answer": swapped[0]}, reference=ref)
             add("answer_similarity", "swap", {"answer": ref}, {"answer": swapped[0]}, reference=ref)
-            short = SHORT[lang].format(x=swapped[1])
-            wrong = swap(short, lang, pools, rng, prefer=swapped[1])
+        answer_term = swap(ref, lang, pools, rng, avoid=q, last=True)
+        if answer_term:
+            short = SHORT[lang].format(x=answer_term[1])
+            wrong = swap(short, lang, pools, rng, prefer=answer_term[1], exclude=evidence)
             if wrong:
                 add("faithfulness", "short", {"answer": short}, {"answer": wrong[0]}, contexts=gold)
                 add("answer_relevancy", "short-vs-poor", {"answer": short},
                     {"answer": rng.choice(POOR[lang, split]).format(q=q, t=topic(q, lang))}, contexts=gold)
         add("faithfulness", "negated", {"answer": ref}, {"answer": negate(ref, lang)}, contexts=gold)
         add("faithfulness", "other-question", {"answer": ref}, {"answer": other}, contexts=gold)
-        counterfactual = swap(span, lang, pools, rng)
+        counterfactual = swap(span, lang, pools, rng, avoid=q, exclude=evidence)
         if counterfactual:
-            changed = [p.replace(span, counterfactual[0]) for p in gold]
+            changed = [replace(p, counterfactual[1], counterfactual[2]) for p in gold]
             add("faithfulness", "counterfactual-contexts", {"contexts": gold}, {"contexts": changed}, answer=span)
             add("context_recall", "counterfactual-contexts", {"contexts": gold}, {"contexts": changed},
                 reference=span)
