@@ -35,7 +35,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragsql.judge.language import detect_language, split_sentences
-from ragsql.judge.lexical import content_tokens, coverage, has_negation, key_terms, missing_terms, similarity
+from ragsql.judge.lexical import (content_tokens, content_words, coverage, has_negation, key_terms, missing_terms,
+                                  similarity)
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.judge.verdicts import CITATION
 
@@ -97,7 +98,7 @@ def statements_of(text: str, question: str | None = None) -> list[str]:
     the question and the answer together, as an LLM would restate it ("In which year …: 1905")."""
     found = [strip_filler(p) for s in split_sentences(text) if not s.rstrip().endswith(("?", "？"))
              for p in _pieces(s) if content_tokens(strip_filler(p))]
-    if question and len(found) == 1 and len(content_tokens(found[0])) <= 2 and coverage(found[0], question) < 1:
+    if question and len(found) == 1 and len(content_tokens(found[0])) <= 3 and coverage(found[0], question) < 1:
         sep = "：" if detect_language(question) == "zh" else ": "
         return [f"{question.strip().rstrip('?？。.!！ ')}{sep}{found[0].rstrip(_END)}"]
     return found
@@ -225,7 +226,15 @@ def _sentence_relevance(request: JudgeRequest[Any]) -> dict[str, Any]:
     question = request.inputs["question"]
     items = request.items or tuple((ci, s) for ci, c in enumerate(request.inputs["contexts"], 1)
                                    for s in split_sentences(c))
-    return {"relevant": [i for i, (_, sentence) in enumerate(items, 1) if coverage(question, sentence) >= RELEVANT]}
+    return {"relevant": [i for i, (_, sentence) in enumerate(items, 1) if relevant(sentence, question)]}
+
+
+def relevant(sentence: str, question: str) -> bool:
+    """A context sentence is relevant when it holds RELEVANT of the question's content tokens, or a third of
+    them and two at least (long questions seldom come back whole in one sentence)."""
+    asked = set(content_tokens(question))
+    shared = len(asked & set(content_tokens(sentence)))
+    return bool(asked) and (shared / len(asked) >= RELEVANT or (shared >= 2 and shared / len(asked) >= 1 / 3))
 
 
 def _classify(request: JudgeRequest[Any]) -> dict[str, Any]:
@@ -255,15 +264,72 @@ def _as_question(statement: str, form: str, lang: str) -> str:
     return (form or "Is it true that {}?").format(" ".join(words))
 
 
+_ASKS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|old|far|often|large|big)|what (?:year|percentage|number)|"
+                          r"in which year)\b|多少|几[个年天次种]|多长|多久|多大|多远|哪一?年", re.IGNORECASE)
+_NUMERAL = re.compile(r"\d|[零一二三四五六七八九十百千万亿两半]|^(?:one|two|three|four|five|six|seven|eight|nine|ten|"
+                      r"hundred|thousand|million|billion|half|dozen)$", re.IGNORECASE)
+_ASKS_WHY = re.compile(r"\bwhy\b|\bwhat causes\b|为什么|为何|什么原因|原因是什么", re.IGNORECASE)
+_BECAUSE = re.compile(r"\b(?:because|since|due to|caused?|causes|so that|as a result|thanks to)\b|因为|由于|所以|导致|因此|"
+                      r"造成|原因|使得", re.IGNORECASE)
+_ASKS_HOW = re.compile(r"\bhow (?:is|are|does|do|did|can|should|to)\b|怎么|如何|怎样", re.IGNORECASE)
+_STEPS = re.compile(r"\b(?:first|then|by|using|divided|divides|multipl\w*|sum|mean|average|split|each)\b|先|再|然后|首先|"
+                    r"通过|除以|乘以|求和|平均|逐条|分别", re.IGNORECASE)
+_ASKS_YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|should|will)\b|是否|吗[？?]?\s*$",
+                          re.IGNORECASE)
+_YES_NO = re.compile(r"^\s*(?:yes|no|not|never)\b|^\s*(?:是|不|没|对|错)|\b(?:not|no)\b|不是|没有|并非", re.IGNORECASE)
+# Words about the question rather than its subject ("an important question", "值得研究的话题"): no answer.
+_META = frozenset(content_words("question questions topic ask asked important worth study studying careful carefully "
+                                "many people interesting issue matter subject good great regarding concerning "
+                                "discuss discussed discussing "
+                                "问题 话题 关心 值得 认真 研究 重要 很多 人们 有趣 这个 那个 关于 讨论 一个"))
+
+
+def _new_words(statement: str, question: str) -> dict[str, str]:
+    """The content words of `statement` that are neither in the question nor words about questions."""
+    asked = question.lower()
+    return {w: tag for w, tag in content_words(statement).items()
+            if w not in _META and w not in content_words(question) and not (len(w) > 1 and w in asked)}
+
+
+def adds_nothing(statement: str, question: str) -> bool:
+    """True when `statement` says nothing the question did not (its content words are the question's or words
+    about questions): a restatement, not an answer."""
+    return not _new_words(statement, question)
+
+
+def answers_question(statement: str, question: str) -> bool:
+    """Whether `statement` addresses `question`: it adds something to the question, holds a number when the
+    question asks how many / how long / 多少 / 哪一年, and either shares a content token with the question or
+    has the kind of answer the question asks for (a cause for why / 为什么, steps for how / 怎么, yes or no)."""
+    new = _new_words(statement, question)
+    if not new:
+        return False
+    numbers = any(tag == "m" and _NUMERAL.search(w) for w, tag in new.items())
+    if _ASKS_NUMBER.search(question) and not numbers:
+        return False
+    if set(content_tokens(statement)) & set(content_tokens(question)):
+        return True
+    return any(ask.search(question) and evidence.search(statement) for ask, evidence in
+               ((_ASKS_WHY, _BECAUSE), (_ASKS_HOW, _STEPS), (_ASKS_YES_NO, _YES_NO)))
+
+
 def _questions(request: JudgeRequest[Any]) -> dict[str, Any]:
+    """The questions an answer responds to: the question itself for each statement that addresses it (or
+    elaborates on one that does, sharing a content token with it), the statement turned into a question for
+    the others; non-committal when the answer says nothing beyond the question (empty, a restatement, talk
+    about the question) or holds a phrase such as "I don't know"."""
     answer, question, n = request.inputs["answer"], request.inputs["question"], request.inputs["n"]
     lowered = answer.lower()
-    noncommittal = not answer.strip() or any(p in lowered for p in _NONCOMMITTAL)
     stated = statements_of(answer, question)
-    found = stated or ([answer.strip()] if answer.strip() else [])
+    found = [s for s in stated if not adds_nothing(s, question)]
+    noncommittal = not found or any(p in lowered for p in _NONCOMMITTAL)  # nothing said beyond the question
     lang = detect_language(question, request.language)
     forms = _ZH_FORMS if lang == "zh" else _EN_FORMS
-    questions = [_as_question(found[i % len(found)], forms[(i // len(found)) % len(forms)], lang)
+    on_topic = [answers_question(s, question) for s in found]
+    topic = {t for s, ok in zip(found, on_topic) if ok for t in content_tokens(s)} - _META
+    on_topic = [ok or (any(on_topic) and bool(topic & set(content_tokens(s)))) for s, ok in zip(found, on_topic)]
+    questions = [question.strip() if on_topic[i % len(found)] else
+                 _as_question(found[i % len(found)], forms[(i // len(found)) % len(forms)], lang)
                  for i in range(n)] if found else []
     reply: dict[str, Any] = {"questions": questions, "noncommittal": noncommittal}
     if request.kind == "answer_analysis":

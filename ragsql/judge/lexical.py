@@ -17,8 +17,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "content_tokens", "coverage", "has_negation", "key_terms", "missing_terms",
-           "similarity"]
+__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "content_tokens", "content_words", "coverage", "has_negation", "key_terms",
+           "missing_terms", "similarity"]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A number is one token ("10.389", "1,000" → "1000"), so "$10.4 billion" does not match "$10.389 billion".
@@ -150,3 +150,22 @@ def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
                and not (re.search(f"[{_CJK}]", t) and t in lowered)]
     return ([t for t in missing if terms[t]], [t for t in missing if not terms[t]],
             sum(not strict for strict in terms.values()))
+
+
+def content_words(text: str) -> dict[str, str]:
+    """The words of `text` that carry content, with a coarse tag: Chinese by jieba's segmentation (function
+    characters dropped; its tag), Latin as content tokens ('m' for numbers, 'x' otherwise). Unlike the bigrams
+    of `content_tokens`, these never cross a word boundary."""
+    out: dict[str, str] = {}
+    for match in _TOKEN.finditer(text.lower()):
+        if match.group("cjk"):
+            for word in _posseg().cut(match.group("cjk")):
+                if not set(word.word) <= _ZH_STOP:
+                    out.setdefault(word.word, word.flag)
+        elif match.group("num"):
+            out.setdefault(match.group("num").replace(",", ""), "m")
+        else:
+            word = _stem(match.group("word"))
+            if word not in _EN_STOP and word not in NEGATIONS_EN and (len(word) > 1 or word.isdigit()):
+                out.setdefault(word, "x")
+    return out
