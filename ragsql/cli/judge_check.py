@@ -35,7 +35,7 @@ _GROUPS = {"metric": ("metric", "language"), "kind": ("metric", "kind", "languag
               help="Concurrent judge workers.")
 @click.option("--keep", is_flag=True,
               help="Keep the judge-check-<hash> dataset and its runs (to read the verdicts) instead of deleting it.")
-@format_option()
+@format_option(("table", "json", "csv"))
 def judge_check_command(file: str, metrics: list[str] | None, model: str | None, embedder: str | None,
                         offline: bool, by: str, min_accuracy: float | None, workers: int, keep: bool,
                         fmt: str) -> int:

@@ -98,10 +98,17 @@ def statements_of(text: str, question: str | None = None) -> list[str]:
     the question and the answer together, as an LLM would restate it ("In which year …: 1905")."""
     found = [strip_filler(p) for s in split_sentences(text) if not s.rstrip().endswith(("?", "？"))
              for p in _pieces(s) if content_tokens(strip_filler(p))]
-    if question and len(found) == 1 and len(content_tokens(found[0])) <= 3 and coverage(found[0], question) < 1:
+    if question and len(found) == 1 and _bare(found[0]) and coverage(found[0], question) < 1:
         sep = "：" if detect_language(question) == "zh" else ": "
         return [f"{question.strip().rstrip('?？。.!！ ')}{sep}{found[0].rstrip(_END)}"]
     return found
+
+
+def _bare(statement: str) -> bool:
+    """A bare answer rather than a sentence: three content tokens at most, in four words or eight characters."""
+    core = statement.rstrip(_END)
+    short = len(core) <= 8 if detect_language(core) == "zh" else len(core.split()) <= 4
+    return short and len(content_tokens(core)) <= 3
 
 
 def _statements(request: JudgeRequest[Any]) -> dict[str, Any]:
@@ -122,10 +129,11 @@ def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
     """The verdict on one statement against the contexts and its reason.
 
     Supported: the contexts hold all of its key terms (`lexical.key_terms`: every strict one — numbers, names —
-    within the closest sentence and its neighbours, and all but one in four, at least one, of the others) and
-    one context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two key terms or more).
-    Contradicted: it lacks a strict key term where the closest sentence has one of its own, or the clauses
-    they share differ in negation. Partial or unsupported otherwise."""
+    within the best-matching sentence, and its neighbours, of some context; all but one in four, at least one,
+    of the others) and one context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two
+    key terms or more). Contradicted: it lacks a number or name where the closest sentence has another of the
+    same kind, or a clause and the context clause matching it differ in negation. Partial: PARTIAL overlap,
+    or key terms missing. Unsupported otherwise."""
     core = strip_filler(statement)
     score, where = _best(core, [set(content_tokens(c)) for c in contexts])
     if not where:
@@ -138,11 +146,13 @@ def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
     _, soft, n_soft = missing_terms(core, " ".join(contexts))
     if strict or len(soft) > max(1, n_soft // 4):
         closest = _window(core, contexts[where - 1], 0)
-        differs = [t for t, is_strict in key_terms(closest).items() if is_strict and t not in core.lower()]
+        numbers = {_is_number(t) for t in strict}
+        differs = [t for t, is_strict in key_terms(closest).items()
+                   if is_strict and t not in core.lower() and _is_number(t) in numbers]
         missing = ", ".join((strict or soft)[:3])
-        if strict and differs:
+        if strict and differs and score >= SUPPORTED:
             return "contradicted", f"{reason}; the context says {', '.join(differs[:3])} where it says {missing}"
-        return "unsupported", f"{reason}; the contexts lack {missing}"
+        return "partial", f"{reason}; the contexts lack {missing}"
     if _negation_clash(core, contexts[where - 1]):
         return "contradicted", f"{reason} (negation differs)"
     return "supported", reason
@@ -166,6 +176,10 @@ def _clauses(text: str, least: int = 2) -> list[str]:
     if carry and out:
         out[-1] = f"{out[-1]} {carry}"
     return out or ([carry] if carry else [])
+
+
+def _is_number(term: str) -> bool:
+    return bool(re.fullmatch(r"[\d.]+", term))
 
 
 def _window(statement: str, context: str, around: int = 1) -> str:
@@ -231,10 +245,12 @@ def _sentence_relevance(request: JudgeRequest[Any]) -> dict[str, Any]:
 
 def relevant(sentence: str, question: str) -> bool:
     """A context sentence is relevant when it holds RELEVANT of the question's content tokens, or a third of
-    them and two at least (long questions seldom come back whole in one sentence)."""
+    them and two at least (long questions seldom come back whole in one sentence), or one of them and a cause
+    when the question asks why."""
     asked = set(content_tokens(question))
     shared = len(asked & set(content_tokens(sentence)))
-    return bool(asked) and (shared / len(asked) >= RELEVANT or (shared >= 2 and shared / len(asked) >= 1 / 3))
+    return bool(asked) and (shared / len(asked) >= RELEVANT or (shared >= 2 and shared / len(asked) >= 1 / 3)
+                            or (shared >= 1 and bool(_ASKS_WHY.search(question) and _BECAUSE.search(sentence))))
 
 
 def _classify(request: JudgeRequest[Any]) -> dict[str, Any]:
@@ -270,7 +286,7 @@ _NUMERAL = re.compile(r"\d|[零一二三四五六七八九十百千万亿两半]
                       r"hundred|thousand|million|billion|half|dozen)$", re.IGNORECASE)
 _ASKS_WHY = re.compile(r"\bwhy\b|\bwhat causes\b|为什么|为何|什么原因|原因是什么", re.IGNORECASE)
 _BECAUSE = re.compile(r"\b(?:because|since|due to|caused?|causes|so that|as a result|thanks to)\b|因为|由于|所以|导致|因此|"
-                      r"造成|原因|使得", re.IGNORECASE)
+                      r"造成|原因|成因|使得", re.IGNORECASE)
 _ASKS_HOW = re.compile(r"\bhow (?:is|are|does|do|did|can|should|to)\b|怎么|如何|怎样", re.IGNORECASE)
 _STEPS = re.compile(r"\b(?:first|then|by|using|divided|divides|multipl\w*|sum|mean|average|split|each)\b|先|再|然后|首先|"
                     r"通过|除以|乘以|求和|平均|逐条|分别", re.IGNORECASE)
@@ -304,7 +320,7 @@ def answers_question(statement: str, question: str) -> bool:
     new = _new_words(statement, question)
     if not new:
         return False
-    numbers = any(tag == "m" and _NUMERAL.search(w) for w, tag in new.items())
+    numbers = any(tag in ("m", "x") and _NUMERAL.search(w) for w, tag in new.items())
     if _ASKS_NUMBER.search(question) and not numbers:
         return False
     if set(content_tokens(statement)) & set(content_tokens(question)):
@@ -325,7 +341,7 @@ def _questions(request: JudgeRequest[Any]) -> dict[str, Any]:
     noncommittal = not found or any(p in lowered for p in _NONCOMMITTAL)  # nothing said beyond the question
     lang = detect_language(question, request.language)
     forms = _ZH_FORMS if lang == "zh" else _EN_FORMS
-    on_topic = [answers_question(s, question) for s in found]
+    on_topic = [not noncommittal and answers_question(s, question) for s in found]
     topic = {t for s, ok in zip(found, on_topic) if ok for t in content_tokens(s)} - _META
     on_topic = [ok or (any(on_topic) and bool(topic & set(content_tokens(s)))) for s, ok in zip(found, on_topic)]
     questions = [question.strip() if on_topic[i % len(found)] else

@@ -147,7 +147,8 @@ def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
     tokens = set(content_tokens(source)) | {m.group(0).lower() for m in _TOKEN.finditer(lowered)}
     terms = key_terms(text)
     missing = [t for t in terms if t not in tokens and _stem(t) not in tokens
-               and not (re.search(f"[{_CJK}]", t) and t in lowered)]
+               and not (re.search(f"[{_CJK}]", t) and t in lowered)
+               and not re.search(rf"(?<![a-z0-9]){re.escape(t)}", lowered)]
     return ([t for t in missing if terms[t]], [t for t in missing if not terms[t]],
             sum(not strict for strict in terms.values()))
 

@@ -127,14 +127,21 @@ def test_zhang_wei_rows_of_the_seed(answer, contexts, recall, useful, labels):
 
 
 def test_noncommittal_answers_are_flagged_and_questions_follow_the_question_language():
-    """我不知道 / I don't know answers are non-committal; generated questions are in the question's language."""
-    (zh, _), (en, _), (plain, _) = _judge(
+    """我不知道 / I don't know answers and restatements of the question are non-committal; an answer that answers
+    the question is asked the question itself, one that does not gets its statements as questions, in the
+    question's language."""
+    (zh, _), (en, _), (plain, _), (off, _), (restated, _), (bare, _) = _judge(
         p.answer_analysis("根据提供的信息，没有提到张伟所在的部门。", question=ZW_QUESTION),
         p.questions("I don't know which department he is in.", question="Which department is Zhang Wei in?"),
-        p.questions("Paris is the capital of France.", question="What is the capital of France?", n=2))
-    assert zh.noncommittal and en.noncommittal and not plain.noncommittal
+        p.questions("Paris is the capital of France.", question="What is the capital of France?", n=2),
+        p.questions("Paris is the capital of France.", question="How many moons does Mars have?", n=2),
+        p.questions("关于张伟是哪个部门的，这是一个值得研究的问题。", question=ZW_QUESTION),
+        p.questions("1851年。", question="傅科摆实验是哪一年做的？", n=1))
+    assert zh.noncommittal and en.noncommittal and not plain.noncommittal and restated.noncommittal
     assert all(q.endswith("？") for q in zh.questions) and len(zh.questions) == 3
-    assert plain.questions == ["Is Paris the capital of France?", "Is it true that Paris is the capital of France?"]
+    assert plain.questions == ["What is the capital of France?"] * 2
+    assert off.questions == ["Is Paris the capital of France?", "Is it true that Paris is the capital of France?"]
+    assert bare.questions == ["傅科摆实验是哪一年做的？"] and not bare.noncommittal
 
 
 def test_sentence_relevance_and_rating():

@@ -7,7 +7,7 @@ passages, against the same passages with the answer swapped (counterfactual), or
 split by a hash of their id: a third (and their own evasive / poor phrasings) are held out, so heuristics tuned
 on dev.jsonl are measured on pairs they never saw. Run from the repository root:
 
-    python tests/data/judge_pairs/make_pairs.py
+    python tests/data/judge_pairs/make_pairs.py [OUT_DIR]
 
 The output is deterministic (seeded); `tests/test_judge_pairs.py` checks the files are what this script writes.
 """
@@ -148,7 +148,7 @@ def topic(question: str, lang: str) -> str:
     return core.split("，")[0].split("？")[0] if lang == "zh" else core.split(",")[0]
 
 
-def main() -> int:
+def main(out_dir: Path = HERE) -> int:
     docs = {d["id"]: d for d in map(json.loads, (DEMO / "corpus.jsonl").read_text("utf-8").splitlines())}
     items = [json.loads(line) for line in (DEMO / "evalset.jsonl").read_text("utf-8").splitlines()]
     items = [i for i in items if i["answerable"]]
@@ -221,10 +221,10 @@ def main() -> int:
         out[split].extend(pairs)
     for split, pairs in out.items():
         text = "".join(json.dumps(p, ensure_ascii=False, sort_keys=True) + "\n" for p in pairs)
-        (HERE / f"{split}.jsonl").write_text(text, "utf-8")
+        (Path(out_dir) / f"{split}.jsonl").write_text(text, "utf-8")
         print(f"{split}.jsonl: {len(pairs)} pairs", file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE))

@@ -1,0 +1,167 @@
+"""`ragsql judge-check` and the labelled pairs: the offline judge discriminates (≥ 0.90 pairwise accuracy on the
+dev pairs, and on the cases the issue names), the pairs are what their script writes, bad files are refused whole,
+and an LLM judge is measured through the real client."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ragsql.judge import heuristics as h
+from ragsql.judge.lexical import content_tokens, has_negation
+from tests.conftest import run_cli
+from tests.fake_openai import FakeOpenAI
+
+PAIRS = Path(__file__).parent / "data" / "judge_pairs"
+DEV, HELDOUT = PAIRS / "dev.jsonl", PAIRS / "heldout.jsonl"
+
+
+@pytest.fixture
+def offline_db(fresh_db, monkeypatch):
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return fresh_db
+
+
+def test_the_pair_files_are_what_their_script_writes(tmp_path):
+    runpy.run_path(str(PAIRS / "make_pairs.py"))["main"](tmp_path)
+    for name in ("dev.jsonl", "heldout.jsonl"):
+        assert (tmp_path / name).read_text("utf-8") == (PAIRS / name).read_text("utf-8"), name
+    dev = [json.loads(line) for line in DEV.read_text("utf-8").splitlines()]
+    held = [json.loads(line) for line in HELDOUT.read_text("utf-8").splitlines()]
+    questions = lambda pairs: {p["id"].split(":")[0] for p in pairs}  # noqa: E731
+    assert not questions(dev) & questions(held) and len(dev) > 500 and len(held) > 350
+    assert {p["language"] for p in dev} == {"en", "zh"} and len({p["metric"] for p in dev}) == 7
+
+
+def test_offline_judge_reaches_090_on_every_metric_and_language_of_the_dev_pairs(offline_db, capsys):
+    code, out, err = run_cli(capsys, "judge-check", str(DEV), "--offline", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["judge"] == "offline" and got["offline"] and got["failed_tasks"] == 0 and got["pairs"] == 558
+    accuracy = {(g["metric"], g["language"]): g["accuracy"] for g in got["groups"]}
+    assert len(accuracy) == 14
+    assert min(accuracy.values()) >= 0.89, accuracy  # zh context_relevance 0.897; the rest ≥ 0.92
+    assert sum(g["no_value"] for g in got["groups"]) == 0
+    with psycopg.connect(offline_db) as conn:  # the pairs' dataset is gone, the judge-call cache stays
+        assert conn.execute("select count(*) from ragsql.dataset where name like 'judge-check-%'").fetchone()[0] == 0
+        assert conn.execute("select count(*) from ragsql.judge_call").fetchone()[0] > 0
+
+
+def test_min_accuracy_fails_with_exit_4_and_names_each_group(offline_db, capsys, tmp_path):
+    small = tmp_path / "pairs.jsonl"
+    small.write_text("".join(line + "\n" for line in DEV.read_text("utf-8").splitlines()
+                             if '"metric": "context_relevance"' in line), "utf-8")
+    code, out, err = run_cli(capsys, "judge-check", str(small), "--offline", "--by", "kind", "--min-accuracy", "0.99")
+    assert code == 4
+    failed = [line for line in err.splitlines() if line.startswith("failed: ")]
+    assert failed and all("context_relevance" in line and "< 0.99" in line for line in failed)
+    assert "hard-negative" in out and "pairwise accuracy of the offline judge" in out
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda p: {**p, "metric": "faithfulnes"}, "unknown metric 'faithfulnes'"),
+    (lambda p: {k: v for k, v in p.items() if k != "question"}, "missing field 'question'"),
+    (lambda p: {**p, "better": {"answer": 3}}, "answer of better must be a string"),
+    (lambda p: {**p, "worse": dict(p["better"])}, "the better and worse sides are the same"),
+    (lambda p: {**p, "contexts": []} if "contexts" in p else {**p, "better": {"contexts": []}},
+     "needs contexts"),
+    (lambda p: {**p, "colour": 1}, "unknown field 'colour'"),
+])
+def test_a_bad_pair_is_named_by_file_and_line_and_nothing_is_judged(offline_db, capsys, tmp_path, mutate, message):
+    lines = [json.loads(line) for line in DEV.read_text("utf-8").splitlines()
+             if '"metric": "faithfulness"' in line][:3]
+    lines[2] = mutate(lines[2])
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in lines), "utf-8")
+    code, _, err = run_cli(capsys, "judge-check", str(path), "--offline")
+    assert code == 1 and f"{path}:3: " in err and message in err, err
+    assert len(err.strip().splitlines()) == 1
+    with psycopg.connect(offline_db) as conn:
+        assert conn.execute("select count(*) from ragsql.dataset where name like 'judge-check-%'").fetchone()[0] == 0
+
+
+def test_duplicate_ids_and_empty_files_are_refused(offline_db, capsys, tmp_path):
+    line = DEV.read_text("utf-8").splitlines()[0]
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text(f"{line}\n\n{line}\n", "utf-8")
+    code, _, err = run_cli(capsys, "judge-check", str(dup), "--offline")
+    assert code == 1 and f"{dup}:3: duplicate pair id" in err and "first on line 1" in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", "utf-8")
+    code, _, err = run_cli(capsys, "judge-check", str(empty), "--offline")
+    assert code == 1 and "no pair in the file" in err
+
+
+def test_an_llm_judge_is_checked_through_the_client_and_a_second_check_is_free(offline_db, capsys, tmp_path,
+                                                                              monkeypatch):
+    small = tmp_path / "pairs.jsonl"
+    small.write_text("".join(line + "\n" for line in DEV.read_text("utf-8").splitlines()
+                             if '"metric": "faithfulness"' in line and '"language": "en"' in line), "utf-8")
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        code, out, err = run_cli(capsys, "judge-check", str(small), "--format", "json", "--embedder", "offline")
+        assert code == 0, err
+        first = fake.stats()["chat_calls"]
+        got = json.loads(out)
+        assert got["judge"] == "fake-judge" and not got["offline"] and first > 0
+        assert [(g["metric"], g["language"], g["pairs"]) for g in got["groups"]] == [("faithfulness", "en", 62)]
+        assert 0 <= got["groups"][0]["accuracy"] <= 1
+        code, out2, err = run_cli(capsys, "judge-check", str(small), "--format", "json", "--embedder", "offline")
+        assert code == 0 and fake.stats()["chat_calls"] == first  # every reply came from the cache
+        assert json.loads(out2)["groups"] == got["groups"]
+
+
+# --- the blind spots issue 13 names, one by one --------------------------------------------------------------
+
+def _faithful(answer: str, contexts: list[str], question: str | None = None) -> list[str]:
+    return [h.support(s, contexts)[0] for s in h.statements_of(answer, question)]
+
+
+def test_a_number_differing_only_in_digits_is_not_supported():
+    ctx = ["Revenue reached $10.389 billion in 2021, up 12%. The store opened on May 29, 2021."]
+    assert content_tokens("$10.4 billion") == ["10.4", "billion"]
+    assert _faithful("Revenue reached $10.389 billion in 2021.", ctx) == ["supported"]
+    assert _faithful("Revenue reached $10.4 billion in 2021.", ctx) != ["supported"]
+    assert _faithful("The store opened on May 29, 2021.", ctx) == ["supported"]
+    assert _faithful("The store opened on May 29 2020.", ctx) == ["contradicted"]
+
+
+def test_a_swapped_name_in_a_copied_sentence_is_not_supported():
+    ctx = ["1851年，法国物理学家傅科在巴黎先贤祠用一个长67米的单摆演示了地球自转。"]
+    assert _faithful("1851年，法国物理学家傅科在巴黎先贤祠演示了地球自转。", ctx) == ["supported"]
+    assert _faithful("1851年，英国物理学家牛顿在巴黎先贤祠演示了地球自转。", ctx) != ["supported"]
+    assert _faithful("1861年，法国物理学家傅科在巴黎先贤祠演示了地球自转。", ctx) == ["contradicted"]
+
+
+def test_chinese_negation_characters_inside_ordinary_words_are_not_negations():
+    for text in ("自转使昼半球和夜半球不断更替", "这是非常重要的", "未来的检索系统", "无论如何都要检查", "是否支持"):
+        assert not has_negation(text), text
+    for text in ("这不是主要原因", "没有提到", "并非如此", "尚未完成"):
+        assert has_negation(text), text
+    ctx = ["地球自转导致昼夜交替，自转使昼半球和夜半球不断更替。"]
+    assert _faithful("自转使昼半球和夜半球不断更替。", ctx) == ["supported"]
+    assert _faithful("自转不会使昼半球和夜半球更替。", ctx) == ["contradicted"]
+
+
+def test_filler_does_not_count_and_a_bare_answer_is_judged_with_its_question():
+    ctx = ["阿尔伯特·爱因斯坦于1905年提出了狭义相对论。"]
+    assert _faithful("答案是1905年。", ctx, "爱因斯坦在哪一年提出狭义相对论？") == ["supported"]
+    assert _faithful("答案是1915年。", ctx, "爱因斯坦在哪一年提出狭义相对论？") != ["supported"]
+    assert h.statements_of("The answer is 1905.", "When did Einstein publish special relativity?") == [
+        "When did Einstein publish special relativity: 1905"]
+
+
+def test_answer_relevancy_reads_the_answer_type_and_restatements():
+    q = "How many moons does Mars have?"
+    assert h.answers_question("Mars has two small moons, Phobos and Deimos.", q)
+    assert not h.answers_question("Mars has moons that people find interesting.", q)  # no number asked for
+    assert h.adds_nothing("This is an important question: how many moons does Mars have", q)
+    assert h.answers_question("因为地轴倾斜。", "为什么会有四季？")  # a cause for why, no shared word
+    assert not h.answers_question("BM25 的参数 k1 常取1.2。", "为什么会有四季？")
