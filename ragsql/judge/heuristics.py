@@ -284,6 +284,8 @@ _ASKS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|old|far|often|large|big)|
                           r"in which year)\b|多少|几[个年天次种]|多长|多久|多大|多远|哪一?年", re.IGNORECASE)
 _NUMERAL = re.compile(r"\d|[零一二三四五六七八九十百千万亿两半]|^(?:one|two|three|four|five|six|seven|eight|nine|ten|"
                       r"hundred|thousand|million|billion|half|dozen)$", re.IGNORECASE)
+_ASKS_DURATION = re.compile(r"\bhow long\b|多长时间|多久", re.IGNORECASE)
+_DURATION = re.compile(r"\d.{0,3}(?:second|minute|hour|day|week|month|year|秒|分|小时|天|周|月|年)", re.IGNORECASE)
 _ASKS_WHY = re.compile(r"\bwhy\b|\bwhat causes\b|为什么|为何|什么原因|原因是什么", re.IGNORECASE)
 _BECAUSE = re.compile(r"\b(?:because|since|due to|caused?|causes|so that|as a result|thanks to)\b|因为|由于|所以|导致|因此|"
                       r"造成|原因|成因|使得", re.IGNORECASE)
@@ -316,7 +318,8 @@ def adds_nothing(statement: str, question: str) -> bool:
 def answers_question(statement: str, question: str) -> bool:
     """Whether `statement` addresses `question`: it adds something to the question, holds a number when the
     question asks how many / how long / 多少 / 哪一年, and either shares a content token with the question or
-    has the kind of answer the question asks for (a cause for why / 为什么, steps for how / 怎么, yes or no)."""
+    has the kind of answer the question asks for (a duration for how long / 多久, a cause for why / 为什么, steps
+    for how / 怎么, yes or no)."""
     new = _new_words(statement, question)
     if not new:
         return False
@@ -326,7 +329,7 @@ def answers_question(statement: str, question: str) -> bool:
     if set(content_tokens(statement)) & set(content_tokens(question)):
         return True
     return any(ask.search(question) and evidence.search(statement) for ask, evidence in
-               ((_ASKS_WHY, _BECAUSE), (_ASKS_HOW, _STEPS), (_ASKS_YES_NO, _YES_NO)))
+               ((_ASKS_DURATION, _DURATION), (_ASKS_WHY, _BECAUSE), (_ASKS_HOW, _STEPS), (_ASKS_YES_NO, _YES_NO)))
 
 
 def _questions(request: JudgeRequest[Any]) -> dict[str, Any]:
