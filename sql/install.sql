@@ -62,12 +62,13 @@ select not exists (select from ragsql.schema_migration where name = '0090_review
 \ir functions/50_compare.sql
 \ir functions/55_check.sql
 \ir functions/60_review.sql
+\ir functions/65_consistency.sql
 \ir views/10_retrieval.sql
 \ir views/20_generation.sql
 \ir views/30_decisions.sql
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 67fd18087694837eb47aa0077e473bfd3da11666a6c71812ac7969f562918bc7
+\set ragsql_fingerprint eac2c1764e40c359410ce688e88f2b16d4f47dd9c6ea798a24dc493c4ca23fcc
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

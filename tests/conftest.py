@@ -146,6 +146,17 @@ def demo(demo_url, monkeypatch):
     return demo_url
 
 
+@pytest.fixture
+def example_run(fresh_db, capsys, monkeypatch):
+    """The bundled bilingual example eval set as run 'ex' (12 answers with contexts and references), no endpoint."""
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    example = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
+    code, _, err = run_cli(capsys, "import", "jsonl", str(example), "--dataset", "ex", "--run", "ex")
+    assert code == 0, err
+    return fresh_db
+
+
 def judged_demo(server_url: str, queries: int = 16) -> contextlib.AbstractContextManager[str]:
     """`cli_database` after `ragsql demo --queries N`: the demo's three runs (bm25, vector, hybrid), judged offline."""
     return cli_database(server_url, ["demo", "--queries", str(queries)])

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,7 +16,6 @@ import pytest
 from ragsql.cli import main
 from tests.fake_openai import FakeOpenAI
 
-EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
 FIVE = "faithfulness answer_relevancy context_precision context_recall answer_correctness"
 
 
@@ -25,16 +23,6 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-@pytest.fixture
-def example_run(fresh_db, capsys, monkeypatch):
-    """The bundled bilingual example eval set as run 'ex' (12 answers with contexts and references)."""
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    code, _, err = run_cli(capsys, "import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex")
-    assert code == 0, err
-    return fresh_db
 
 
 @pytest.fixture

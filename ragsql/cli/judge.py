@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 
 import click
 from rich.console import Console
 
 from ragsql import db
-from ragsql.cli.output import format_option, progress, render, report, stderr_console
+from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
 from ragsql.cli.specs import check_metrics, check_spec
-from ragsql.db import names
+from ragsql.db import consistency, names
+from ragsql.errors import UsageError
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import TOKENIZER
 from ragsql.orchestrator.runner import DEFAULT_METRICS, METRICS, JudgeResult, judge_run, plan_run
@@ -37,10 +39,13 @@ __all__ = ["judge_command"]
 @click.option("--again", is_flag=True,
               help="Judge tasks already done once more (e.g. after editing prompts); requests already answered "
                    "still come from the cache. Another --model or --embedder re-judges without this.")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 20),
+              help="Judge the answers N times, with seeds s, s+1, … (temperature: RAGSQL_JUDGE_TEMPERATURE), and "
+                   "report how much the values move; repeat k >= 2 is stored as run RUN#k. Costs N times the calls.")
 @click.option("--dry-run", is_flag=True, help="Print how many calls and tokens the run needs; call nothing.")
 @format_option()
 def judge_command(run: str, metrics: list[str] | None, workers: int, model: str | None, embedder: str | None,
-                  offline: bool, again: bool, dry_run: bool, fmt: str) -> int:
+                  offline: bool, again: bool, repeat: int, dry_run: bool, fmt: str) -> int:
     """Judge a run's answers and store the verdicts; generation metrics are SQL views over them.
 
     The endpoint is RAGSQL_JUDGE_BASE_URL / RAGSQL_JUDGE_API_KEY (or OPENAI_BASE_URL /
@@ -58,34 +63,74 @@ def judge_command(run: str, metrics: list[str] | None, workers: int, model: str 
         db.ensure_schema(conn)
         names.run_id(conn, run)
     judging = make_judging(settings, offline=offline, embedder=embedder, dry_run=dry_run)
+    if repeat > 1 and judging.judge.offline:
+        raise UsageError("--repeat needs an LLM judge: the offline judge gives the same verdicts every time")
     console = stderr_console()
     label = "offline judge" if judging.judge.offline else f"judge {judging.model} at {settings.base_url or 'api.openai.com'}"
     if dry_run:
-        plan = asyncio.run(plan_run(url, run, judging, metrics=metrics, again=again))
+        plans = [asyncio.run(plan_run(url, run, judging if k == 1 else _seeded(settings, k, embedder, dry_run),
+                                      metrics=metrics, again=again)) for k in range(1, repeat + 1)]
+        plan = plans[0]
+        for other in plans[1:]:
+            plan.tally.merge(other.tally)
+        tasks = sum(p.tasks for p in plans)
         _say_skipped(console, plan.skipped)
         if fmt == "json":
-            report({"run": run, "judge": label, "offline": judging.judge.offline, "dry_run": True, "tasks": plan.tasks,
-                    **_tally_json(plan.tally), "skipped": plan.skipped})
+            report({"run": run, "judge": label, "offline": judging.judge.offline, "dry_run": True, "tasks": tasks,
+                    **_tally_json(plan.tally), "skipped": plan.skipped, **({"repeats": repeat} if repeat > 1 else {})})
         else:
-            _print_plan(run, label, plan.tasks, plan.tally, judging)
+            _print_plan(run if repeat == 1 else f"{run} × {repeat} repeats", label, tasks, plan.tally, judging)
         return 0
-    try:
-        result = asyncio.run(_judge(url, run, judging, metrics, workers, again, console, label))
-    except asyncio.CancelledError:  # SIGTERM: the tasks in progress were put back before this point
-        click.echo("ragsql: stopped by SIGTERM; unfinished tasks were put back to pending", err=True)
-        return 143
-    _say_skipped(console, result.skipped)
+    results = []
+    for k in range(1, repeat + 1):
+        target = run
+        if k > 1:
+            with db.connect() as conn:
+                target = consistency.repeat_run(conn, run, k)
+            judging = _seeded(settings, k, embedder, dry_run)
+        try:
+            result = asyncio.run(_judge(url, target, judging, metrics, workers, again, console, label))
+        except asyncio.CancelledError:  # SIGTERM: the tasks in progress were put back before this point
+            click.echo("ragsql: stopped by SIGTERM; unfinished tasks were put back to pending", err=True)
+            return 143
+        results.append((target, result))
+        _say_skipped(console, result.skipped)
+        if fmt != "json":
+            _print_summary(target, label + (f", seed {settings.seed + k - 1}" if repeat > 1 else ""), result, judging)
+    failed = sum(r.failed for _, r in results)
+    spread = _consistency(run, metrics) if repeat > 1 else []
     if fmt == "json":
-        report({"run": run, "judge": label, "offline": judging.judge.offline, "dry_run": False,
-                "metrics": list(result.kinds), "done": result.done, "failed": result.failed, "lost": result.lost,
-                "errors": [{"qid": qid, "metric": kind, "error": error} for qid, kind, error in result.errors],
-                **_tally_json(result.tally), "skipped": result.skipped, "seconds": round(result.seconds, 3)})
-        if result.failed:
-            click.echo(f"{result.failed} tasks failed: their metrics are NULL with the reason; "
+        runs = [{"run": target, "metrics": list(r.kinds), "done": r.done, "failed": r.failed, "lost": r.lost,
+                 "errors": [{"qid": qid, "metric": kind, "error": error} for qid, kind, error in r.errors],
+                 **_tally_json(r.tally), "skipped": r.skipped, "seconds": round(r.seconds, 3)}
+                for target, r in results]
+        one = {k: v for k, v in runs[0].items() if k != "run"}
+        report({"run": run, "judge": label, "offline": judging.judge.offline, "dry_run": False, **one,
+                **({"repeats": runs, "consistency": spread} if repeat > 1 else {})})
+        if failed:
+            click.echo(f"{failed} tasks failed: their metrics are NULL with the reason; "
                        "run `ragsql judge` again to retry them.", err=True)
-    else:
-        _print_summary(run, label, result, judging)
-    return 3 if result.failed else 0  # 3: some tasks failed; their metrics are NULL with the reason
+    elif spread:
+        render(spread, ["metric", "repeats", "mean", "sd", "min", "max", "queries", "flipping", "flip_share",
+                        "mean_query_range"], "table",
+               title=f"judge consistency over {repeat} judgings of {run} (SQL: ragsql.judge_consistency, judge_flips)")
+    if repeat > 1 and settings.temperature == 0:
+        warn("temperature 0: repeats differ only by seed; set RAGSQL_JUDGE_TEMPERATURE to measure the spread at "
+             "the temperature you judge with")
+    return 3 if failed else 0  # 3: some tasks failed; their metrics are NULL with the reason
+
+
+def _seeded(settings: EndpointSettings, k: int, embedder: str | None, dry_run: bool):
+    """The judging service of repeat k: the same endpoint with seed + k - 1."""
+    from ragsql.orchestrator.setup import make_judging
+
+    return make_judging(dataclasses.replace(settings, seed=settings.seed + k - 1), embedder=embedder,
+                        dry_run=dry_run)
+
+
+def _consistency(run: str, metrics: list[str] | None) -> list[dict]:
+    with db.connect() as conn:
+        return consistency.consistency(conn, run, metrics)
 
 
 async def _judge(url, run, judging, metrics, workers, again, console, label) -> JudgeResult:

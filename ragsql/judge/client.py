@@ -56,7 +56,8 @@ class _Reply:
 
 
 class JudgeClient(EndpointClient):
-    """Judge requests sent to ``settings.base_url`` with temperature 0, a fixed seed and JSON replies."""
+    """Judge requests sent to ``settings.base_url`` with the configured temperature (0 by default), a seed and
+    JSON replies."""
 
     offline = False
 
@@ -67,9 +68,10 @@ class JudgeClient(EndpointClient):
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
         """Cache key of a request: model, prompt version, messages and sampling settings (not inputs, items or
-        retries); the version is in it so that bumping a prompt's version invalidates its cached replies."""
+        retries); the version is in it so that bumping a prompt's version invalidates its cached replies (a
+        temperature of 0 hashes as the integer 0, as before temperature could be set)."""
         return request_hash(self.model, {"prompt_version": request.prompt_version,
-                                         "messages": request.messages, "temperature": 0,
+                                         "messages": request.messages, "temperature": self.settings.temperature or 0,
                                          "seed": self.settings.seed, "response_format": _RESPONSE_FORMAT,
                                          "max_tokens": self.settings.max_tokens})
 
@@ -136,7 +138,8 @@ class JudgeClient(EndpointClient):
         try:
             sent = await self._sender.send(
                 lambda: self._client.chat.completions.create(
-                    model=self.model, messages=messages, temperature=0, seed=self.settings.seed,
+                    model=self.model, messages=messages, temperature=self.settings.temperature,
+                    seed=self.settings.seed,
                     response_format=_RESPONSE_FORMAT, max_tokens=max_tokens),
                 reserve=reserve, check=_check_completion)
         except SendFailed as exc:

@@ -27,6 +27,20 @@ def _number(env: Mapping[str, str], name: str, kind: type = float) -> float | in
     return value
 
 
+def _temperature(env: Mapping[str, str]) -> float | None:
+    """RAGSQL_JUDGE_TEMPERATURE: 0 (the default) to 2."""
+    raw = env.get("RAGSQL_JUDGE_TEMPERATURE")
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(f"RAGSQL_JUDGE_TEMPERATURE must be a number, got {raw!r}") from None
+    if not 0 <= value <= 2:
+        raise InputError(f"RAGSQL_JUDGE_TEMPERATURE must be between 0 and 2, got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class EndpointSettings:
     """An OpenAI-compatible endpoint and how hard ragsql may use it."""
@@ -41,6 +55,7 @@ class EndpointSettings:
     rpm: float | None = None
     tpm: float | None = None
     seed: int = 0
+    temperature: float = 0.0
     max_tokens: int = 2048
 
     @property
@@ -50,7 +65,8 @@ class EndpointSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> EndpointSettings:
-        """Settings from RAGSQL_JUDGE_{BASE_URL,API_KEY,MODEL,RPM,TPM,CONCURRENCY,TIMEOUT}, RAGSQL_EMBED_MODEL and
+        """Settings from RAGSQL_JUDGE_{BASE_URL,API_KEY,MODEL,RPM,TPM,CONCURRENCY,TIMEOUT,TEMPERATURE},
+        RAGSQL_EMBED_MODEL and
         OPENAI_{BASE_URL,API_KEY}; keyword overrides (None = keep) win over the environment."""
         env = os.environ if env is None else env
         values: dict[str, object] = {
@@ -62,6 +78,7 @@ class EndpointSettings:
             "tpm": _number(env, "RAGSQL_JUDGE_TPM"),
             "concurrency": _number(env, "RAGSQL_JUDGE_CONCURRENCY", int),
             "timeout": _number(env, "RAGSQL_JUDGE_TIMEOUT"),
+            "temperature": _temperature(env),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         known = {f.name for f in fields(cls)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
 import psycopg
@@ -40,6 +40,14 @@ class Tally:
     texts_embedded: int = 0
     embeddings_cached: int = 0
     by_prompt: Counter = field(default_factory=Counter)
+
+    def merge(self, other: Tally) -> None:
+        """Add `other`'s counts to these (the plan of several judge repeats)."""
+        for f in fields(self):
+            if f.name == "by_prompt":
+                self.by_prompt.update(other.by_prompt)
+            else:
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def add_call(self, rec: CallRecord) -> None:
         if rec.kind == "embedding":
