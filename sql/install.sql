@@ -69,6 +69,6 @@ select not exists (select from ragsql.schema_migration where name = '0090_review
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint eac2c1764e40c359410ce688e88f2b16d4f47dd9c6ea798a24dc493c4ca23fcc
+\set ragsql_fingerprint 1f3cadbac76ad7dbf6657b73f358d6d71dbe53bc2056e5323b0d0e24329e53d8
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -9,7 +9,7 @@ import json
 import psycopg
 import pytest
 
-from ragsql.cli.compare import COLUMNS
+from ragsql.cli.compare import COLUMNS, PPI_COLUMNS
 from tests.conftest import judged_demo, run_cli
 
 
@@ -27,7 +27,7 @@ def test_json_rows_equal_sql_and_the_mean_of_per_query_differences(demo, capsys)
                              "--resamples", "2000", "--format", "json")
     assert code == 0, err
     rows = json.loads(out)
-    assert [set(r) for r in rows] == [set(COLUMNS)] * 3
+    assert [set(r) for r in rows] == [set(COLUMNS + PPI_COLUMNS)] * 3
     assert [(r["baseline"], r["run"], r["measure"]) for r in rows] == [
         ("demo-bm25", "demo-vector", "nDCG@10"), ("demo-bm25", "demo-vector", "AP"),
         ("demo-bm25", "demo-vector", "faithfulness")]
@@ -79,7 +79,7 @@ def test_csv_has_the_json_columns(demo, capsys):
                            "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert list(rows[0]) == COLUMNS and rows[0]["measure"] == "RR@10" and rows[0]["run"] == "demo-hybrid"
+    assert list(rows[0]) == COLUMNS + PPI_COLUMNS and rows[0]["measure"] == "RR@10" and rows[0]["run"] == "demo-hybrid"
 
 
 @pytest.mark.parametrize("args, code, text", [

@@ -212,3 +212,49 @@ def test_report_shows_the_prediction_powered_mean_where_labels_exist(demo, capsy
     html = page.read_text(encoding="utf-8")
     assert "prediction-powered" in out and "prediction-powered (human labels)" in html
     assert f"{estimate:.4f}" in html and f"{labelled} labelled" in html
+
+
+def test_compare_adds_the_prediction_powered_difference_where_both_runs_are_labelled(demo, capsys, tmp_path):
+    """Paired PPI of run - baseline: mean judge difference minus mean error difference on the queries labelled in
+    both runs; half-width z * sqrt(var(judge diff) / N + var(error diff) / n) — checked with numpy."""
+    sheet = fill(export(capsys, "--sample", "16", run="demo-vector"), seed=5)
+    code, _, err = run_cli(capsys, "review", "import", str(write(tmp_path, "vector.jsonl", sheet)),
+                           "--reviewer", "carol")
+    assert code == 0, err
+    with psycopg.connect(demo) as conn:
+        judged = {run: dict(conn.execute("select qid, value from ragsql.generation_measure(%s, 'faithfulness') "
+                                         "where value is not null", (run,)).fetchall())
+                  for run in ("demo-bm25", "demo-vector")}
+        human = {run: dict(conn.execute(
+            "select q.qid, avg(l.score) from ragsql.review_label as l join ragsql.query as q on q.id = l.query_id "
+            "join ragsql.run as r on r.id = l.run_id where r.name = %s and l.metric = 'faithfulness' "
+            "and l.item = '' group by q.qid", (run,)).fetchall()) for run in ("demo-bm25", "demo-vector")}
+        got = conn.execute("select diff, ci_low, ci_high, queries, labelled_both, method, note from "
+                           "ragsql.ppi_compare('demo-bm25', 'demo-vector', 'faithfulness', 0.1)").fetchone()
+        conn.execute("delete from ragsql.review_label where run_id = (select id from ragsql.run "
+                     "where name = 'demo-hybrid')")  # rolled back below: the run as if nobody had labelled it
+        unlabelled = conn.execute("select method, note from ragsql.ppi_compare('demo-bm25', 'demo-hybrid', "
+                                  "'faithfulness')").fetchone()
+        conn.rollback()
+    a, b = judged["demo-bm25"], judged["demo-vector"]
+    both = [q for q in a if q in b]
+    judge_diff = np.array([b[q] - a[q] for q in both])
+    labelled = [q for q in both if q in human["demo-bm25"] and q in human["demo-vector"]]
+    error_diff = np.array([(b[q] - human["demo-vector"][q]) - (a[q] - human["demo-bm25"][q]) for q in labelled])
+    diff = judge_diff.mean() - error_diff.mean()
+    half = stats.norm.ppf(0.95) * np.sqrt(judge_diff.var() / len(both) + error_diff.var() / len(labelled))
+    assert len(labelled) >= 2
+    assert got[:5] == pytest.approx((diff, diff - half, diff + half, len(both), len(labelled)), abs=1e-8)
+    assert got[5] == "paired" and got[6] is None
+    assert unlabelled[0] is None and "no human label" in unlabelled[1]
+
+    code, out, err = run_cli(capsys, "compare", "demo-bm25", "demo-vector", "--measures", "faithfulness nDCG@10",
+                             "--alpha", "0.1", "--format", "json")
+    assert code == 0, err
+    rows = {r["measure"]: r for r in json.loads(out)}
+    assert (rows["faithfulness"]["ppi_diff"], rows["faithfulness"]["ppi_low"], rows["faithfulness"]["ppi_labelled"],
+            rows["faithfulness"]["ppi_method"]) == (pytest.approx(diff), pytest.approx(diff - half), len(labelled),
+                                                    "paired")
+    assert rows["nDCG@10"]["ppi_diff"] is None
+    code, out, err = run_cli(capsys, "compare", "demo-bm25", "demo-vector", "--measures", "faithfulness nDCG@10")
+    assert code == 0 and "prediction-powered with human labels" in out and "paired" in out

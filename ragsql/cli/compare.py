@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ragsql import db
 from ragsql.cli.output import FORMATS, print_table, render, warn
-from ragsql.db import compare, names
+from ragsql.db import compare, names, review
 from ragsql.db.compare import Comparison, Resampling
 from ragsql.errors import InputError, UsageError
 
@@ -19,6 +19,7 @@ __all__ = ["compare_command", "measures_option", "pair_table", "resampling_optio
 COLUMNS = ["baseline", "run", "measure", "kind", "baseline_value", "value", "diff", "ci_low", "ci_high", "p_value",
            "p_adjusted", "p_t", "significant", "queries", "improved", "regressed", "tied", "left_out", "judge_model",
            "note"]
+PPI_COLUMNS = ["ppi_baseline", "ppi_value", "ppi_diff", "ppi_low", "ppi_high", "ppi_labelled", "ppi_method"]
 QUESTION_WIDTH = 70
 
 
@@ -65,6 +66,28 @@ def _compared(conn: psycopg.Connection, baseline: str, run: str, measures: list[
     if rows and all(r.queries == 0 for r in rows):
         raise InputError(f'runs "{baseline}" and "{run}" have no query measured in both')
     return rows
+
+
+def _ppi_fields(row: dict | None) -> dict:
+    """The prediction-powered columns of a compare row (None where the runs have no human labels)."""
+    if row is None:
+        return dict.fromkeys(PPI_COLUMNS)
+    return {"ppi_baseline": row["baseline_estimate"], "ppi_value": row["estimate"], "ppi_diff": row["diff"],
+            "ppi_low": row["ci_low"], "ppi_high": row["ci_high"], "ppi_labelled": row["labelled_both"],
+            "ppi_method": row["method"]}
+
+
+def _ppi_table(baseline: str, run: str, rows: dict[str, dict], alpha: float) -> Table:
+    """The prediction-powered differences of the metrics people labelled in both runs."""
+    table = Table(title=f"{run} vs {baseline}, prediction-powered with human labels ({1 - alpha:.0%} interval)",
+                  title_justify="left", show_edge=False, header_style="bold")
+    for name in ("metric", baseline, run, "diff", "interval", "labelled", "method"):
+        table.add_column(name, justify="left" if name in ("metric", "method") else "right")
+    for metric, r in rows.items():
+        table.add_row(metric, _number(r["baseline_estimate"]), _number(r["estimate"]), _number(r["diff"]),
+                      f"[{_number(r['ci_low'])}, {_number(r['ci_high'])}]",
+                      f"{r['labelled_both']} both ({r['labelled_a']}, {r['labelled_b']})", r["method"])
+    return table
 
 
 def _marker(row: Comparison, higher: dict[str, bool]) -> str:
@@ -172,7 +195,8 @@ def compare_command(runs: tuple[str, ...], measures: str | None, resamples: int,
     t-test p-value, and how many queries improved, regressed or tied. Generation metrics
     compare the queries both runs have a value for. ▲/▼ mark significant improvements and
     regressions (adjusted p < alpha). What changed between the runs' configurations is shown
-    below the table.
+    below the table. Where people labelled a generation metric in both runs (`ragsql review`),
+    its prediction-powered difference and interval follow (ppi_* columns in json and csv).
     """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
@@ -187,20 +211,26 @@ def compare_command(runs: tuple[str, ...], measures: str | None, resamples: int,
         higher = compare.higher_is_better(conn, [r.measure for r in results[0]])
         moved = ({rows[0].run: _per_query_rows(conn, rows, top, rel_level, judge) for rows in results}
                  if per_query else {})
+        labelled = {rows[0].run: review.ppi_compare(conn, runs[0], rows[0].run,
+                                                    [r.measure for r in rows if r.kind == "generation"], alpha, judge)
+                    for rows in results}
     if fmt != "table":
         for run, diff in diffs.items():
             for key, before, after in diff:
                 warn(f"configuration of {run} differs from {runs[0]}: {key} {before} → {after}")
-        rows = [dataclasses.asdict(r) for rows in results for r in rows]
+        rows = [{**dataclasses.asdict(r), **_ppi_fields(labelled[r.run].get(r.measure))}
+                for rows in results for r in rows]
         if per_query and fmt == "json":
             for row in rows:
                 row.update({f"top_{k}": v for k, v in moved[row["run"]][row["measure"]].items()})
-            render(rows, COLUMNS + ["top_improved", "top_regressed"], fmt)
+            render(rows, COLUMNS + PPI_COLUMNS + ["top_improved", "top_regressed"], fmt)
         else:
-            render(rows, COLUMNS, fmt)
+            render(rows, COLUMNS + PPI_COLUMNS, fmt)
         return
     for rows in results:
         print_table(pair_table(rows, alpha, higher))
+        if labelled[rows[0].run]:
+            print_table(_ppi_table(runs[0], rows[0].run, labelled[rows[0].run], alpha))
     if len(results) > 1:
         print_table(_runs_table(results, higher))
     click.echo(f"▲ / ▼: significantly better / worse than {runs[0]} (Holm-adjusted randomization p < {alpha}); "

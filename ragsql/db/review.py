@@ -11,7 +11,7 @@ from psycopg.rows import dict_row
 
 
 __all__ = ["LABEL_COLUMNS", "AnswerTexts", "SheetItem", "answer_texts", "answered_qids", "known_metrics", "labelled", "ppi",
-           "review_sheet", "store_labels"]
+           "ppi_compare", "review_sheet", "store_labels"]
 
 STATEMENT_PURPOSES = ["faithfulness", "context_recall", "correctness_answer", "correctness_reference"]
 # a label to store: (run, qid, metric, item, reviewer, score, verdict, judge_model, judge_value, judge_verdict, source)
@@ -137,6 +137,17 @@ def store_labels(conn: psycopg.Connection, labels: Sequence[tuple]) -> int:
             """,
             [dict(zip(LABEL_COLUMNS, label)) for label in labels])
     return len(labels)
+
+
+def ppi_compare(conn: psycopg.Connection, baseline: str, run: str, metrics: Sequence[str], alpha: float,
+                judge: str | None = None) -> dict[str, dict]:
+    """Each metric's prediction-powered difference run - baseline with its interval (ragsql.ppi_compare), for
+    the metrics both runs have human labels of: {metric: row}."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("select p.* from unnest(%s::text[]) as m(metric), "
+                    "lateral ragsql.ppi_compare(%s, %s, m.metric, %s, %s) as p where p.method is not null",
+                    (list(metrics), baseline, run, alpha, judge))
+        return {r["metric"]: r for r in cur.fetchall()}
 
 
 def ppi(conn: psycopg.Connection, run: str, metrics: Sequence[str], alpha: float,

@@ -219,6 +219,72 @@ comment on function ragsql.ppi_mean(text, text, float8, text) is
     'judged queries corrected by its mean error on the human-labelled ones (ragsql.review_label scores), with '
     'the asymptotic (1 - alpha) interval; null with a note without labels.';
 
+create or replace function ragsql.ppi_compare(
+    run_a text, run_b text, metric text, alpha float8 default 0.05, judge text default null)
+returns table (
+    metric text, baseline_estimate float8, estimate float8, diff float8, ci_low float8, ci_high float8,
+    queries bigint, labelled_both bigint, labelled_a bigint, labelled_b bigint, method text, note text)
+language sql stable parallel safe
+as $$
+    -- the prediction-powered difference run_b - run_a. Paired, when two or more queries are labelled in both
+    -- runs: the mean per-query difference of the judge's values over the queries both runs have a value for,
+    -- minus the mean difference of the judge's errors (judge - human) over the queries labelled in both;
+    -- half-width z(1 - alpha/2) * sqrt(var(judge diff) / N + var(error diff) / n), population variances.
+    -- Otherwise, with labels in each run, the two ppi_mean estimates as independent: half-widths add in
+    -- quadrature.
+    with a as (select * from ragsql.ppi_mean(ppi_compare.run_a, ppi_compare.metric, ppi_compare.alpha, ppi_compare.judge)),
+    b as (select * from ragsql.ppi_mean(ppi_compare.run_b, ppi_compare.metric, ppi_compare.alpha, ppi_compare.judge)),
+    judged as (
+        select ja.qid, ja.value as value_a, jb.value as value_b
+        from ragsql.generation_measure(ppi_compare.run_a, ppi_compare.metric, ppi_compare.judge) as ja
+        join ragsql.generation_measure(ppi_compare.run_b, ppi_compare.metric, ppi_compare.judge) as jb
+          on jb.qid = ja.qid
+        where ja.value is not null and jb.value is not null
+    ),
+    human as (
+        select ru.name as run, q.qid, avg(l.score) as score
+        from ragsql.review_label as l
+        join ragsql.run as ru on ru.id = l.run_id
+        join ragsql.query as q on q.id = l.query_id
+        where ru.name in (ppi_compare.run_a, ppi_compare.run_b) and l.metric = lower(btrim(ppi_compare.metric))
+          and l.item = ''
+        group by ru.name, q.qid
+    ),
+    paired as (
+        select j.value_b - j.value_a as judge_diff,
+               (j.value_b - hb.score) - (j.value_a - ha.score) as error_diff
+        from judged as j
+        left join human as ha on ha.run = ppi_compare.run_a and ha.qid = j.qid
+        left join human as hb on hb.run = ppi_compare.run_b and hb.qid = j.qid
+    ),
+    p as (
+        select count(*) as n_all, avg(judge_diff) as judge_mean, var_pop(judge_diff) as judge_var,
+               count(error_diff) as n_lab, avg(error_diff) as error_mean, var_pop(error_diff) as error_var
+        from paired
+    ),
+    z as (select ragsql._normal_quantile(1 - ppi_compare.alpha / 2) as z)
+    select lower(btrim(ppi_compare.metric)), a.estimate, b.estimate,
+           case when p.n_lab >= 2 then p.judge_mean - p.error_mean else b.estimate - a.estimate end,
+           case when p.n_lab >= 2 then p.judge_mean - p.error_mean
+                                       - z.z * sqrt(p.judge_var / p.n_all + p.error_var / p.n_lab)
+                else b.estimate - a.estimate - sqrt((a.ci_high - a.estimate) ^ 2 + (b.ci_high - b.estimate) ^ 2) end,
+           case when p.n_lab >= 2 then p.judge_mean - p.error_mean
+                                       + z.z * sqrt(p.judge_var / p.n_all + p.error_var / p.n_lab)
+                else b.estimate - a.estimate + sqrt((a.ci_high - a.estimate) ^ 2 + (b.ci_high - b.estimate) ^ 2) end,
+           p.n_all, p.n_lab, a.labelled, b.labelled,
+           case when p.n_lab >= 2 then 'paired' when b.estimate is not null and a.estimate is not null
+                then 'independent' end,
+           case when a.estimate is null or b.estimate is null
+                then coalesce(a.note, b.note, 'no prediction-powered estimate')
+                when p.n_lab < 2 then 'fewer than two queries labelled in both runs: the runs'' estimates are '
+                                      'combined as independent' end
+    from a, b, p, z
+$$;
+comment on function ragsql.ppi_compare(text, text, text, float8, text) is
+    'Prediction-powered difference of a generation metric between two runs (run_b - run_a) with its (1 - alpha) '
+    'interval: paired over the queries labelled in both runs (two or more), else the runs'' ppi_mean estimates '
+    'combined as independent; null with a note when a run has no label.';
+
 create or replace function ragsql.review_sample(
     run text, sample integer, stratify text default null, seed float8 default 0.42, judge text default null)
 returns table (qid text, stratum integer)
