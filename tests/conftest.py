@@ -17,6 +17,7 @@ from ragsql.db import install
 
 TEMPLATE = f"ragsql_tmpl_{os.getpid()}"
 DEMO = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "demo"
+EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"  # 12 records, bilingual
 
 
 def _docker_available() -> bool:
@@ -151,8 +152,7 @@ def example_run(fresh_db, capsys, monkeypatch):
     """The bundled bilingual example eval set as run 'ex' (12 answers with contexts and references), no endpoint."""
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    example = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
-    code, _, err = run_cli(capsys, "import", "jsonl", str(example), "--dataset", "ex", "--run", "ex")
+    code, _, err = run_cli(capsys, "import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex")
     assert code == 0, err
     return fresh_db
 

@@ -22,7 +22,7 @@ from ragsql.cli import main
 from ragsql.llm import send
 from tests.fake_openai import FakeOpenAI, default_responder
 
-from tests.test_judge_run import EXAMPLE
+from tests.conftest import EXAMPLE
 
 METRICS = "faithfulness context_precision"  # 8 tasks, 12 distinct chat requests on 4 example answers
 TASKS = 8
