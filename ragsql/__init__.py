@@ -1,5 +1,32 @@
-"""ragsql: RAG evaluation that lives in PostgreSQL."""
+"""ragsql: RAG evaluation that lives in PostgreSQL.
 
-__all__ = ["__version__"]
+The Python API (`ragsql.api`, loaded on first use so that `import ragsql` stays light):
+
+    result = ragsql.evaluate(records, metrics=["faithfulness", "nDCG@10"])   # list of dicts or a DataFrame
+    result.scores, result.to_pandas()
+    ragsql.metrics("run"), ragsql.compare("run_a", "run_b")                  # DataFrames
+    ragsql.connect(), ragsql.engine()                                        # psycopg / SQLAlchemy
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ragsql.errors import InputError
+
+if TYPE_CHECKING:
+    from ragsql.api import Evaluation, compare, connect, engine, evaluate, metrics
+
+__all__ = ["Evaluation", "InputError", "__version__", "compare", "connect", "engine", "evaluate", "metrics"]
 
 __version__ = "0.1.0"
+
+_API = {"Evaluation", "compare", "connect", "engine", "evaluate", "metrics"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from ragsql import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ragsql' has no attribute {name!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 from psycopg.rows import dict_row
 
-__all__ = ["query_generation", "run_generation"]
+__all__ = ["metric_kinds", "query_generation", "run_generation"]
 
 
 def run_generation(conn: psycopg.Connection, run: str, metrics: list[str] | None = None,
@@ -25,3 +25,8 @@ def query_generation(conn: psycopg.Connection, run: str, metrics: list[str] | No
         cur.execute("select %s as run, e.* from ragsql.evaluate_generation(%s, %s, %s) as e",
                     (run, run, metrics, judge))
         return cur.fetchall()
+
+
+def metric_kinds(conn: psycopg.Connection) -> dict[str, str]:
+    """Each generation metric's name and the judge task kind whose verdicts it reads (ragsql.generation_metric)."""
+    return dict(conn.execute("select metric, task_kind from ragsql.generation_metric").fetchall())
