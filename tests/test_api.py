@@ -7,16 +7,14 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas
 import psycopg
 import pytest
 
 import ragsql
-from tests.conftest import run_cli
+from tests.conftest import EXAMPLE, run_cli
 
-EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
 RECORDS = [json.loads(line) for line in EXAMPLE.read_text("utf-8").splitlines()]
 
 
