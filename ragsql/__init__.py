@@ -6,6 +6,7 @@ The Python API (`ragsql.api`, loaded on first use so that `import ragsql` stays 
     result.scores, result.to_pandas()
     ragsql.metrics("run"), ragsql.compare("run_a", "run_b")                  # DataFrames
     ragsql.connect(), ragsql.engine()                                        # psycopg / SQLAlchemy
+    ragsql.synth("corpus", "dataset", n=50)                                  # an eval set from documents
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from ragsql.errors import InputError
 
 if TYPE_CHECKING:
-    from ragsql.api import Evaluation, compare, connect, engine, evaluate, metrics
+    from ragsql.api import Evaluation, compare, connect, engine, evaluate, metrics, synth
 
-__all__ = ["Evaluation", "InputError", "__version__", "compare", "connect", "engine", "evaluate", "metrics"]
+__all__ = ["Evaluation", "InputError", "__version__", "compare", "connect", "engine", "evaluate", "metrics", "synth"]
 
 __version__ = "0.1.0"
 
-_API = {"Evaluation", "compare", "connect", "engine", "evaluate", "metrics"}
+_API = {"Evaluation", "compare", "connect", "engine", "evaluate", "metrics", "synth"}
 
 
 def __getattr__(name: str) -> Any:

@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     import pandas
     import sqlalchemy
 
-__all__ = ["Evaluation", "compare", "connect", "engine", "evaluate", "metrics"]
+    from ragsql.synthesis import SynthResult
+
+__all__ = ["Evaluation", "compare", "connect", "engine", "evaluate", "metrics", "synth"]
 
 
 @dataclasses.dataclass
@@ -150,6 +152,34 @@ def compare(run_a: str, run_b: str, measures: Sequence[str] | None = None, *,
         rows = db_compare.compare(conn, run_a, run_b, list(measures) if measures else None,
                                   Resampling(resamples, seed, alpha), rel_level, judge)
     return pandas.DataFrame([dataclasses.asdict(r) for r in rows])
+
+
+def synth(corpus: str, dataset: str, *, n: int = 100, kinds: Sequence[str] = ("single",), lang: str = "auto",
+          style: str = "plain", seed: int = 0, offline: bool = False, model: str | None = None,
+          database_url: str | None = None) -> SynthResult:
+    """Write `n` eval questions from an ingested corpus into `dataset`, as `ragsql synth` does: each with its
+    reference answer and gold evidence as document spans; kinds single / multi / comparison; the configured
+    endpoint's LLM (or `model` there), else — or with `offline` — deterministic clozes. Returns the questions
+    kept (`.questions`) and why others were dropped (`.dropped`)."""
+    from ragsql.generate import make_generator
+    from ragsql.llm.settings import EndpointSettings
+    from ragsql.synthesis import synthesize
+
+    if n < 1:
+        raise InputError(f"n must be 1 or more, got {n}")
+    url = database_url or db.database_url()
+    with connect(url):
+        pass
+    client = make_generator(EndpointSettings.from_env(model=model), offline=offline)
+
+    async def written() -> SynthResult:
+        try:
+            return await synthesize(url, corpus, dataset, client, n=n, kinds=list(kinds), language=lang, seed=seed,
+                                    style=style)
+        finally:
+            await client.aclose()
+
+    return _run_async(written())
 
 
 def _rows(records: Iterable[Mapping[str, Any]] | pandas.DataFrame) -> list[dict[str, Any]]:

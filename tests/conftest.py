@@ -157,6 +157,14 @@ def example_run(fresh_db, capsys, monkeypatch):
     return fresh_db
 
 
+def offline_database(monkeypatch, url: str) -> str:
+    """`url` as RAGSQL_DATABASE_URL with no judge endpoint configured (the offline judge answers); returns it."""
+    monkeypatch.setenv("RAGSQL_DATABASE_URL", url)
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return url
+
+
 def judged_demo(server_url: str, queries: int = 16) -> contextlib.AbstractContextManager[str]:
     """`cli_database` after `ragsql demo --queries N`: the demo's three runs (bm25, vector, hybrid), judged offline."""
     return cli_database(server_url, ["demo", "--queries", str(queries)])

@@ -105,6 +105,18 @@ def _contexts(text: str) -> list[tuple[int, str]]:
     return [(int(i), c) for i, c in re.findall(r'<context id="(\d+)">\n(.*?)\n</context>', text, re.S)]
 
 
+def _synthesized(user: str) -> dict[str, Any]:
+    """A question on the first sentence of each passage the kind needs (two for multi and comparison), quoting
+    it exactly; the answer is that sentence's last word."""
+    kind = re.search(r"^(?:Kind|类型)[:：] ?(\w+)", user, re.M)
+    contexts = re.findall(r'<context id="([^"]+)">\n(.*?)\n</context>', user, re.S)
+    needed = contexts[:2 if kind and kind.group(1) in ("multi", "comparison") else 1]
+    quotes = [(cid, (split_sentences(text) or [text])[0]) for cid, text in needed]
+    words = quotes[0][1].rstrip("。.!?！？").split()
+    return {"question": f"What is said about {' '.join(words[:6])}?", "answer": words[-1] if words else "?",
+            "evidence": [{"id": cid, "quote": quote} for cid, quote in quotes]}
+
+
 def _generated(user: str) -> dict[str, Any]:
     """The first sentence of the first context, cited by its id before the end punctuation."""
     contexts = re.findall(r'<context id="([^"]+)">\n(.*?)\n</context>', user, re.S)
@@ -172,6 +184,8 @@ def default_responder(task: str, messages: list[dict[str, Any]], request_json: d
             re.findall(r"<cited>\n(.*?)\n</cited>", cited, re.S)))), "reason": "fake"} for i, s, cited in claims]}
     elif task == "generate":
         reply = _generated(user)
+    elif task == "synthesize":
+        reply = _synthesized(user)
     else:
         reply = {}
     return json.dumps(reply, ensure_ascii=False)

@@ -19,7 +19,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragsql.cli import main
 from ragsql.errors import EXIT_CODES
-from tests.conftest import cli_database
+from tests.conftest import cli_database, offline_database
 from tests.dropping_proxy import dropping_proxy
 from tests.loading import load_trec
 
@@ -53,10 +53,7 @@ def contract_url(server_url, template_url, tmp_path_factory):
 @pytest.fixture
 def contract(contract_url, monkeypatch):
     """contract_url as RAGSQL_DATABASE_URL, no judge endpoint."""
-    monkeypatch.setenv("RAGSQL_DATABASE_URL", contract_url)
-    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    return contract_url
+    return offline_database(monkeypatch, contract_url)
 
 
 @pytest.fixture

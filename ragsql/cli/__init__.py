@@ -26,6 +26,7 @@ from ragsql.cli.report import report_command
 from ragsql.cli.retrieve import retrieve_command
 from ragsql.cli.review import review_group
 from ragsql.cli.scores import scores_command
+from ragsql.cli.synth import synth_command
 from ragsql.errors import EXIT_CODES, RagsqlError, UsageError
 
 __all__ = ["cli", "main"]
@@ -58,6 +59,7 @@ for command, summary in (
     (db_group, "Manage the database: init, url, status, stop."),
     (import_group, "Load an eval set, TREC qrels and runs, or a RAG system's outputs."),
     (ingest_command, "Load documents into a corpus: chunks, BM25 postings, embeddings."),
+    (synth_command, "Write an eval set from a corpus: questions, answers, gold spans."),
     (retrieve_command, "Retrieve for an eval set (bm25, vector, fuzzy, hybrid) as a run."),
     (generate_command, "Generate cited answers for a run from its retrieved results."),
     (judge_command, "Judge a run's answers with an LLM (or offline); store verdicts."),

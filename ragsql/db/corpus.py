@@ -20,6 +20,7 @@ __all__ = [
     "add_chunk_terms",
     "add_chunks",
     "analyze",
+    "corpus_documents",
     "ensure_corpus",
     "ensure_hnsw_index",
     "ensure_version",
@@ -124,6 +125,12 @@ def unchunked_documents(conn: psycopg.Connection, version_id: int) -> list[tuple
         (version_id,),
     )
     return [(r[0], r[1]) for r in rows]
+
+
+def corpus_documents(conn: psycopg.Connection, corpus_id: int) -> list[tuple[str, str, str]]:
+    """(doc_id, text, language) of every document of a corpus, by doc_id."""
+    return conn.execute("select doc_id, text, language from ragsql.document where corpus_id = %s "
+                        "order by doc_id collate \"C\"", (corpus_id,)).fetchall()
 
 
 def fetch_documents(conn: psycopg.Connection, ids: Sequence[int]) -> list[tuple[int, str, str]]:

@@ -26,6 +26,8 @@ __all__ = [
     "add_run_results",
     "add_answers",
     "analyze",
+    "synthesized",
+    "delete_synthesized",
     "stored_judgments",
     "stored_reference_answers",
     "delete_judgments",
@@ -261,6 +263,18 @@ def add_answers(conn: psycopg.Connection, run_id: int, answers: Iterable[tuple],
         (run_id, dataset_id),
     )
     return staged
+
+
+def synthesized(conn: psycopg.Connection, dataset_id: int, seed: str) -> dict[str, str]:
+    """{qid: text} of the dataset's questions that `ragsql synth` wrote with `seed` (metadata.synth_seed)."""
+    return dict(conn.execute("select qid, text from ragsql.query where dataset_id = %s "
+                             "and metadata ->> 'synth_seed' = %s", (dataset_id, seed)).fetchall())
+
+
+def delete_synthesized(conn: psycopg.Connection, dataset_id: int, seed: str) -> None:
+    """Delete the questions `ragsql synth` wrote with `seed`, with their gold labels and any answers to them."""
+    conn.execute("delete from ragsql.query where dataset_id = %s and metadata ->> 'synth_seed' = %s",
+                 (dataset_id, seed))
 
 
 def analyze(conn: psycopg.Connection) -> None:

@@ -8,10 +8,11 @@ request hash, so generating the same contexts again makes no call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ragsql.calls import CallService
+from ragsql.calls.requests import Calls
+from ragsql.calls.requests import ask as cached_ask
 from ragsql.db.answers import NewAnswer, QueryContexts
 from ragsql.judge import prompts as p
 from ragsql.judge.client import JudgeClient
@@ -19,7 +20,7 @@ from ragsql.judge.heuristics import GENERATOR
 from ragsql.judge.language import LANGUAGES
 from ragsql.judge.offline import OfflineJudge
 from ragsql.judge.verdicts import GeneratedAnswer, citation_id
-from ragsql.llm.calls import CallFailed, CallRecord
+from ragsql.llm.calls import CallFailed
 from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["Calls", "GenerationFailed", "answer_query", "generator_name", "make_generator"]
@@ -27,22 +28,6 @@ __all__ = ["Calls", "GenerationFailed", "answer_query", "generator_name", "make_
 
 class GenerationFailed(CallFailed):
     """No answer could be had for a query; it gets no answer row, and this is the reason."""
-
-
-@dataclass
-class Calls:
-    """The calls generating made (failed ones too) and how many replies came from the cache instead."""
-
-    made: list[CallRecord] = field(default_factory=list)
-    cached: int = 0
-
-    @property
-    def failed(self) -> int:
-        return sum(not rec.ok for rec in self.made)
-
-    def tokens(self, which: str) -> int:
-        """Sum of ``prompt`` or ``completion`` tokens over the calls made."""
-        return sum(getattr(rec, f"{which}_tokens") or 0 for rec in self.made)
 
 
 def make_generator(settings: EndpointSettings, *, offline: bool = False) -> JudgeClient | OfflineJudge:
@@ -57,21 +42,11 @@ def generator_name(client: Any) -> str:
 
 async def ask(client: Any, request: p.JudgeRequest[GeneratedAnswer], calls_service: CallService,
               calls: Calls) -> tuple[GeneratedAnswer, int]:
-    """The validated answer and its call id: the cached reply of this request, else one call, stored at once."""
+    """The validated answer and its call id (`ragsql.calls.requests.ask`); a failed call is GenerationFailed."""
     try:
-        stored = await calls_service.get(client.request_hash(request), lambda: _judged(client, request, calls))
+        return await cached_ask(client, request, calls_service, calls)
     except CallFailed as exc:
         raise GenerationFailed(str(exc)) from None
-    if stored.cached:
-        calls.cached += 1
-        return request.schema.model_validate(stored.response, context=request.context), stored.call_id
-    return stored.value, stored.call_id
-
-
-async def _judged(client: Any, request: p.JudgeRequest[GeneratedAnswer], calls: Calls):
-    verdict, rec = await client.judge(request)
-    calls.made.append(rec)
-    return verdict, rec
 
 
 async def answer_query(client: Any, query: QueryContexts, service: CallService, calls: Calls,

@@ -421,9 +421,58 @@ def _cite(sentence: str, cid: str) -> str:
     return f"{core.rstrip()}{'' if zh else ' '}[{cid}]{punct}"
 
 
+_BLANK = "____"
+
+
+def _cloze(text: str) -> tuple[str, str, str] | None:
+    """(sentence, sentence with a blank, the blanked term) for the sentence of `text` with the most numbers and
+    names (a noun, else its longest content word, when none has one); None when no sentence can be asked about."""
+    best: tuple[int, int, str, str] | None = None
+    for order, sentence in enumerate(s for s in split_sentences(text) if s in text and 8 <= len(s) <= 300):
+        terms = key_terms(sentence)
+        strict = [t for t, is_strict in terms.items() if is_strict]
+        for term in strict or list(terms):
+            found = re.search(re.escape(term), sentence, re.IGNORECASE)
+            if found and len(term) >= 2 or (found and term.isdigit()):
+                score = (len(strict), -order)
+                if best is None or score > best[:2]:
+                    best = (*score, sentence, found.group(0))
+                break
+    if best is None:  # no number, name or noun: the longest content word of the first sentence that has one
+        for sentence in (s for s in split_sentences(text) if s in text and 8 <= len(s) <= 300):
+            words = sorted((w for w in re.findall(r"[^\W\d_]{6,}", sentence) if content_tokens(w)), key=len)
+            if words:
+                best = (0, 0, sentence, words[-1])
+                break
+    if best is None:
+        return None
+    sentence, term = best[2], best[3]
+    return sentence, sentence.replace(term, _BLANK, 1), term
+
+
+def _synthesize(request: JudgeRequest[Any]) -> dict[str, Any]:
+    """Extractive questions, deterministic: a cloze of the most fact-laden sentence of each passage (two for
+    multi), its blanked term the answer and the sentence the evidence. Comparison needs an LLM."""
+    kind, zh = request.inputs["kind"], request.language == "zh"
+    if kind == "comparison":
+        raise ValueError("the offline synthesizer writes single and multi questions; comparison needs an LLM")
+    passages = request.inputs["passages"][:2 if kind == "multi" else 1]
+    clozes = [(pid, _cloze(text)) for pid, text in passages]
+    if not all(c for _, c in clozes):
+        raise ValueError("a passage has no sentence with a number, name or noun to ask about")
+    if len(clozes) == 1:
+        (pid, (sentence, blanked, term)), = clozes
+        question = ("填空：" if zh else "Fill in the blank: ") + blanked
+        return {"question": question, "answer": term, "evidence": [{"id": pid, "quote": sentence}]}
+    question = ("填空：" + "".join(f"（{i}）{c[1]}" for i, (_, c) in enumerate(clozes, 1)) if zh else
+                "Fill in the blanks: " + " ".join(f"({i}) {c[1]}" for i, (_, c) in enumerate(clozes, 1)))
+    return {"question": question, "answer": ("；" if zh else "; ").join(c[2] for _, c in clozes),
+            "evidence": [{"id": pid, "quote": c[0]} for pid, c in clozes]}
+
+
 TASKS: dict[str, Callable[[JudgeRequest[Any]], dict[str, Any]]] = {
     "statements": _statements, "answer_analysis": _questions, "questions": _questions, "verify": _verify,
     "classify": _classify, "usefulness": _usefulness, "sentence_relevance": _sentence_relevance,
-    "critique": _critique, "citations": _citations, "generate": _generate,
+    "critique": _critique, "citations": _citations, "generate": _generate, "synthesize": _synthesize,
 }
 """The reply builder of each task but rating, whose similarity the caller computes (it may use an embedder)."""

@@ -25,6 +25,7 @@ __all__ = [
     "BUILTIN_ASPECTS",
     "GENERATION_PROMPTS",
     "PROMPT_NAMES",
+    "SYNTH_KINDS",
     "JudgeRequest",
     "Prompt",
     "answer_analysis",
@@ -38,14 +39,15 @@ __all__ = [
     "rating",
     "sentence_relevance",
     "statements",
+    "synthesize",
     "usefulness",
     "verify",
 ]
 
 PROMPT_NAMES = ("statements", "answer_analysis", "questions", "verify", "classify", "usefulness",
                 "sentence_relevance", "rating", "critique", "citations")
-GENERATION_PROMPTS = ("generate",)
-"""Prompts that write an answer rather than judge one (`ragsql generate`); same file format and loader."""
+GENERATION_PROMPTS = ("generate", "synthesize")
+"""Prompts that write rather than judge: answers (`ragsql generate`) and eval questions (`ragsql synth`)."""
 BUILTIN_ASPECTS = ("harmfulness", "maliciousness", "coherence", "correctness", "conciseness")
 
 _TAGS = ("question", "answer", "reference", "text", "contexts", "context", "statements", "answer_statements",
@@ -295,3 +297,22 @@ def generate(question: str, contexts: Sequence[tuple[str, str]], *,
                     inputs={"question": question, "contexts": list(zip(ids, texts))},
                     language=_LANG_WORDS[lang][detect_language(question, lang)], question=escape(question.strip()),
                     contexts=_contexts(texts, ids))
+
+
+SYNTH_KINDS = ("single", "multi", "comparison")
+_SYNTH_LANGUAGE = {"en": "English", "zh": "Chinese (中文)"}
+
+
+def synthesize(passages: Sequence[tuple[str, str]], kind: str, *, language: str, style: str = "plain",
+               ) -> JudgeRequest[v.SynthQuestion]:
+    """One eval question of `kind` (single | multi | comparison) from `(id, text)` passages, in `language`
+    (en | zh) and `style`, with its answer and exact quotes as evidence."""
+    _nonempty(passages, "passages")
+    if kind not in SYNTH_KINDS:
+        raise ValueError(f"kind must be one of {SYNTH_KINDS}, got {kind!r}")
+    ids = [str(i) for i, _ in passages]
+    lang = _language(language)
+    return _request("synthesize", lang, v.SynthQuestion, {"passage_ids": ids, "kind": kind}, tuple(ids),
+                    inputs={"passages": [(i, t) for i, (_, t) in zip(ids, passages)], "kind": kind, "style": style},
+                    kind=kind, language=_SYNTH_LANGUAGE[lang], style=escape(style),
+                    passages=_contexts([t for _, t in passages], ids))

@@ -316,3 +316,45 @@ class GeneratedAnswer(BaseModel):
             raise ValueError(f"citations {unknown} name no given context; cite only {list(given)}")
         self.citations = cited
         return self
+
+
+class SynthEvidence(BaseModel):
+    """One quote a synthesized question stands on: the passage's id and text copied from it."""
+
+    id: str
+    quote: str
+
+    @field_validator("quote")
+    @classmethod
+    def _quoted(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("an evidence quote is empty")
+        return v.strip()
+
+
+class SynthQuestion(BaseModel):
+    """A synthesized question with its reference answer and evidence; each evidence id must be a passage given
+    (``passage_ids``), and a multi-hop or comparison question (``kind``) must quote two passages."""
+
+    question: str
+    answer: str
+    evidence: list[SynthEvidence]
+
+    @field_validator("question", "answer")
+    @classmethod
+    def _nonempty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("the question and the answer must not be empty")
+        return v.strip()
+
+    @model_validator(mode="after")
+    def _evidence(self, info: ValidationInfo) -> SynthQuestion:
+        given = (info.context or {}).get("passage_ids")
+        unknown = [e.id for e in self.evidence if given is not None and e.id not in given]
+        if unknown:
+            raise ValueError(f"evidence ids {unknown} name no given passage; use {list(given)}")
+        needed = 2 if (info.context or {}).get("kind") in ("multi", "comparison") else 1
+        if len({e.id for e in self.evidence}) < needed:
+            raise ValueError(f"a {(info.context or {}).get('kind', 'single')} question needs evidence from "
+                             f"{needed} passage(s)")
+        return self
