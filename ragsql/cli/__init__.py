@@ -2,43 +2,62 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
 import click
-import psycopg
 
 from ragsql import __version__
-from ragsql.cli.catalog import delete_command, list_command, show_group
-from ragsql.cli.check import check_command
-from ragsql.cli.compare import compare_command
-from ragsql.cli.db import db_group
-from ragsql.cli.demo import demo_command
-from ragsql.cli.diagnose import diagnose_command
-from ragsql.cli.generate import generate_command
-from ragsql.cli.history import history_command
-from ragsql.cli.imports import import_group
-from ragsql.cli.ingest import ingest_command
-from ragsql.cli.judge import judge_command
-from ragsql.cli.judge_check import judge_check_command
-from ragsql.cli.metrics import metrics_command
-from ragsql.cli.report import report_command
-from ragsql.cli.retrieve import retrieve_command
-from ragsql.cli.review import review_group
-from ragsql.cli.scores import scores_command
-from ragsql.cli.synth import synth_command
 from ragsql.errors import EXIT_CODES, RagsqlError, UsageError
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
 
 EPILOG = "\b\nExit status:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())
 
+COMMANDS = {  # name: (module, attribute, summary), in the order of the workflow
+    "demo": ("demo", "demo_command", "The whole pipeline offline on a bundled bilingual corpus."),
+    "db": ("db", "db_group", "Manage the database: init, url, status, stop."),
+    "import": ("imports", "import_group", "Load an eval set, TREC qrels and runs, or a RAG system's outputs."),
+    "ingest": ("ingest", "ingest_command", "Load documents into a corpus: chunks, BM25 postings, embeddings."),
+    "synth": ("synth", "synth_command", "Write an eval set from a corpus: questions, answers, gold spans."),
+    "retrieve": ("retrieve", "retrieve_command", "Retrieve for an eval set (bm25, vector, fuzzy, hybrid) as a run."),
+    "generate": ("generate", "generate_command", "Generate cited answers for a run from its retrieved results."),
+    "judge": ("judge", "judge_command", "Judge a run's answers with an LLM (or offline); store verdicts."),
+    "metrics": ("metrics", "metrics_command", "Retrieval measures of a run (trec_eval semantics)."),
+    "scores": ("scores", "scores_command", "Retrieval and generation metrics of a run together."),
+    "diagnose": ("diagnose", "diagnose_command", "What is wrong with a run, by the seeds' rules."),
+    "compare": ("compare", "compare_command", "Is a run really better? Differences, intervals, p-values."),
+    "check": ("check", "check_command", "Quality gates for nightly jobs and CI: exit 4 when one fails."),
+    "history": ("history", "history_command", "Every run value of a dataset over time: drift across nightly runs."),
+    "report": ("report", "report_command", "A run's report in the terminal, or one HTML page with charts."),
+    "review": ("review", "review_group", "Human review of the judge: export a sheet, import labels."),
+    "judge-check": ("judge_check", "judge_check_command", "Measure a judge's pairwise accuracy on labelled pairs."),
+    "list": ("catalog", "list_command", "List the runs, datasets or corpora stored."),
+    "show": ("catalog", "show_group", "Show one stored run in full: counts, judges, configuration."),
+    "delete": ("catalog", "delete_command", "Delete a run, dataset or corpus and what belongs to it."),
+}
+"""Each command's module is imported only when that command runs (or its own help is asked for), so that
+`ragsql --version` and `ragsql db url` do not load openai, the tokenizer or the judge."""
+
 
 class _Workflow(click.Group):
-    """Lists commands in the order of the workflow, each with a one-line summary."""
+    """Lists commands in the order of the workflow, each with a one-line summary; loads a command when used."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, summary = COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(f"ragsql.cli.{module}"), attribute)
+        command.short_help = summary
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary) for name, (_, _, summary) in COMMANDS.items()])
 
 
 @click.group(cls=_Workflow, epilog=EPILOG,
@@ -52,32 +71,6 @@ def cli() -> None:
     SQL views. With no RAGSQL_DATABASE_URL, ragsql starts an embedded PostgreSQL whose
     data lives in RAGSQL_HOME. Try `ragsql demo`.
     """
-
-
-for command, summary in (
-    (demo_command, "The whole pipeline offline on a bundled bilingual corpus."),
-    (db_group, "Manage the database: init, url, status, stop."),
-    (import_group, "Load an eval set, TREC qrels and runs, or a RAG system's outputs."),
-    (ingest_command, "Load documents into a corpus: chunks, BM25 postings, embeddings."),
-    (synth_command, "Write an eval set from a corpus: questions, answers, gold spans."),
-    (retrieve_command, "Retrieve for an eval set (bm25, vector, fuzzy, hybrid) as a run."),
-    (generate_command, "Generate cited answers for a run from its retrieved results."),
-    (judge_command, "Judge a run's answers with an LLM (or offline); store verdicts."),
-    (metrics_command, "Retrieval measures of a run (trec_eval semantics)."),
-    (scores_command, "Retrieval and generation metrics of a run together."),
-    (diagnose_command, "What is wrong with a run, by the seeds' rules."),
-    (compare_command, "Is a run really better? Differences, intervals, p-values."),
-    (check_command, "Quality gates for nightly jobs and CI: exit 4 when one fails."),
-    (history_command, "Every run value of a dataset over time: drift across nightly runs."),
-    (report_command, "A run's report in the terminal, or one HTML page with charts."),
-    (review_group, "Human review of the judge: export a sheet, import labels."),
-    (judge_check_command, "Measure a judge's pairwise accuracy on labelled pairs."),
-    (list_command, "List the runs, datasets or corpora stored."),
-    (show_group, "Show one stored run in full: counts, judges, configuration."),
-    (delete_command, "Delete a run, dataset or corpus and what belongs to it."),
-):
-    command.short_help = summary
-    cli.add_command(command)
 
 
 class _QuietRollback(logging.Filter):
@@ -98,6 +91,12 @@ def _line(text: object) -> str:
 def _usage(exc: click.UsageError) -> str:
     where = exc.ctx.command_path if exc.ctx is not None else "ragsql"
     return f"ragsql: usage: {_line(exc.format_message())} (see: {where} --help)"
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    """A psycopg error (psycopg is imported only by the commands that talk to the database)."""
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.Error)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     except RagsqlError as exc:
         click.echo(f"ragsql: error: {_line(exc)}", err=True)
         return exc.exit_code
-    except psycopg.Error as exc:
+    except Exception as exc:
+        if not _is_database_error(exc):
+            raise
         message = (exc.diag.message_primary or str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
         click.echo(f"ragsql: error: {_line(message + hint)}", err=True)

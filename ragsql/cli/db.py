@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 from urllib.parse import quote
 
+from typing import TYPE_CHECKING
+
 import click
-import psycopg
 
 from ragsql import db
 from ragsql.cli.output import format_option, report
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["db_group"]
 

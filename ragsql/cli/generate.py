@@ -11,7 +11,7 @@ from ragsql.cli.output import format_option, progress, render, report, stderr_co
 from ragsql.db import names
 from ragsql.errors import NothingDone
 from ragsql.llm.settings import EndpointSettings
-from ragsql.llm.tokens import TOKENIZER
+from ragsql.llm.tokens import tokenizer_name
 
 __all__ = ["generate_command"]
 
@@ -98,7 +98,7 @@ def _print_summary(run: str, label: str, top_n: int, result, offline: bool) -> N
     else:
         rows += [{"item": "chat calls", "value": len(calls.made)}, {"item": "served from cache", "value": calls.cached},
                  {"item": "failed calls", "value": calls.failed},
-                 {"item": f"prompt tokens ({TOKENIZER})", "value": calls.tokens("prompt")},
+                 {"item": f"prompt tokens ({tokenizer_name()})", "value": calls.tokens("prompt")},
                  {"item": "completion tokens", "value": calls.tokens("completion")}]
     rows.append({"item": "seconds", "value": f"{result.seconds:.2f}"})
     render(rows, ["item", "value"], "table", title=f"generated answers for run {run} with the {label} (top {top_n})")

@@ -16,7 +16,7 @@ from ragsql.cli.specs import check_metrics, check_spec
 from ragsql.db import consistency, names
 from ragsql.errors import UsageError
 from ragsql.llm.settings import EndpointSettings
-from ragsql.llm.tokens import TOKENIZER
+from ragsql.llm.tokens import tokenizer_name
 from ragsql.orchestrator.runner import DEFAULT_METRICS, METRICS, JudgeResult, judge_run, plan_run
 from ragsql.orchestrator.service import Tally
 
@@ -168,7 +168,7 @@ def _tally_rows(t: Tally, offline: bool, plan: bool = False) -> list[dict]:
         {"item": "chat calls" + (" needed" if plan else ""), "value": t.calls},
         {"item": "served from cache", "value": t.cached},
         {"item": "failed calls", "value": t.failed},
-        {"item": f"prompt tokens ({TOKENIZER}){estimate}", "value": t.prompt_tokens},
+        {"item": f"prompt tokens ({tokenizer_name()}){estimate}", "value": t.prompt_tokens},
         {"item": "completion tokens" + (" (rough estimate)" if plan else ""), "value": t.completion_tokens},
         {"item": "embedding calls", "value": t.embedding_calls},
         {"item": "texts embedded", "value": t.texts_embedded},

@@ -8,10 +8,13 @@ import io
 import json
 from collections.abc import Callable, Iterator, Sequence
 
+from typing import TYPE_CHECKING
+
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = ["FORMATS", "REPORT_FORMATS", "format_option", "print_table", "progress", "render", "report",
            "stderr_console", "warn"]
@@ -28,6 +31,8 @@ def format_option(choices: Sequence[str] = REPORT_FORMATS):
 
 def stderr_console() -> Console:
     """A console on stderr for notes and progress; never markup or highlighting of user text."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -42,6 +47,8 @@ def progress(console: Console, label: str) -> Iterator[Callable[[int, int], None
     if not console.is_terminal:
         yield lambda done, total: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn(label, markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task("items", total=None)
@@ -73,6 +80,8 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str, title: str | 
             writer.writerow(["" if r[c] is None else r[c] for c in columns])
         click.echo(buffer.getvalue(), nl=False)
     else:
+        from rich.table import Table
+
         table = Table(title=title, title_justify="left", show_edge=False, header_style="bold")
         for c in columns:
             table.add_column(c, justify="right" if rows and isinstance(rows[0][c], (int, float)) else "left")
@@ -83,6 +92,8 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str, title: str | 
 
 def print_table(table: Table) -> None:
     """Print a rich table on stdout; to a pipe or file as wide as the table needs, never cutting a name."""
+    from rich.console import Console
+
     console = Console(soft_wrap=True)
     if not console.is_terminal:
         natural = console.measure(table, options=console.options.update_width(1000)).maximum

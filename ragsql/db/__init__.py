@@ -1,8 +1,10 @@
-"""Database layer: connections, the embedded server, schema install, and every SQL text Python sends."""
+"""Database layer: connections, the embedded server, schema install, and every SQL text Python sends.
 
-from ragsql.db.connect import connect, database_url, engine
+psycopg loads on first use, not at import, so that `ragsql db url` answers in a tenth of a second."""
+
+from ragsql.db.connect import connect, engine
 from ragsql.db.install import ensure_schema, install, schema_version
-from ragsql.db.server import data_home, embedded_status, ensure_embedded, stop_embedded
+from ragsql.db.server import data_home, database_url, embedded_status, ensure_embedded, stop_embedded
 
 __all__ = [
     "connect",

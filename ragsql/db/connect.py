@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 import time
 
-import psycopg
 from tenacity import Retrying, retry_if_exception, stop_before_delay, wait_exponential
 
-from ragsql.db.server import ensure_embedded
+from ragsql.db.server import database_url
 from ragsql.errors import DatabaseError, UsageError
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["CONNECT_TIMEOUT", "connect", "database_url", "engine"]
 
@@ -19,11 +23,6 @@ CONNECT_TIMEOUT = 15.0
 # Messages of a server that is not up yet (or restarting), as opposed to a wrong password or database name.
 _NOT_UP = ("connection refused", "the database system is starting up", "the database system is in recovery mode",
            "the database system is shutting down")
-
-
-def database_url() -> str:
-    """The URL ragsql uses: RAGSQL_DATABASE_URL, or the embedded server's (started on demand)."""
-    return os.environ.get("RAGSQL_DATABASE_URL") or ensure_embedded()
 
 
 def _timeout() -> float:
@@ -40,12 +39,16 @@ def _timeout() -> float:
 
 
 def _not_up(exc: BaseException) -> bool:
+    import psycopg
+
     return isinstance(exc, psycopg.OperationalError) and any(m in str(exc).lower() for m in _NOT_UP)
 
 
 def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Connection:
     """Open a psycopg connection, retrying with backoff while the server refuses connections or starts up
     (RAGSQL_CONNECT_TIMEOUT seconds in all); a server that cannot be reached is one clear DatabaseError."""
+    import psycopg
+
     target = url or database_url()
     started, attempts = time.monotonic(), 0
     try:
@@ -62,6 +65,7 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
 
 def engine(url: str | None = None):
     """A SQLAlchemy Engine on the same database, for pandas and users who bring SQLAlchemy."""
+    import psycopg
     import sqlalchemy
 
     target = url or database_url()

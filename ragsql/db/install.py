@@ -7,16 +7,20 @@ of the files, so ensure_schema knows with one query whether a database is curren
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import hashlib
 import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
-import psycopg
 
 from ragsql import __version__
 from ragsql.errors import SchemaError
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = [
     "sql_dir",
@@ -84,6 +88,8 @@ def _applied(conn: psycopg.Connection) -> set[str]:
 
 
 def _apply(conn: psycopg.Connection, path: Path) -> None:
+    import psycopg
+
     try:
         conn.execute(path.read_text(encoding="utf-8"))
     except psycopg.errors.InsufficientPrivilege as exc:
@@ -127,6 +133,8 @@ def ensure_schema(conn: psycopg.Connection) -> None:
 
     Call it first on a fresh connection: when the schema is missing, the failed check is rolled back.
     """
+    import psycopg
+
     try:
         row = conn.execute(_INSTALLED).fetchone()
     except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):

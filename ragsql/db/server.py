@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
-import psycopg
 
 from ragsql.errors import DatabaseError
 
-__all__ = ["ServerInfo", "data_home", "ensure_embedded", "embedded_status", "stop_embedded"]
+__all__ = ["ServerInfo", "data_home", "database_url", "ensure_embedded", "embedded_status", "stop_embedded"]
 
 DATABASE = "ragsql"
+_CREATED = "ragsql-database"  # a file in pgdata written once the database exists: a running server needs no check
 
 # Reloadable settings suited to evaluation queries on a small machine; applied once, at creation.
 _TUNING = {
@@ -52,9 +52,21 @@ def _server_class():
     return PostgresServer
 
 
+def database_url() -> str:
+    """The URL ragsql uses: RAGSQL_DATABASE_URL, or the embedded server's (started on demand)."""
+    return os.environ.get("RAGSQL_DATABASE_URL") or ensure_embedded()
+
+
 def ensure_embedded() -> str:
-    """Start the embedded server if it is not running (safe across processes) and return its URL."""
+    """Start the embedded server if it is not running (safe across processes) and return its URL. A server
+    already running whose database was created answers from its postmaster.pid, without a connection."""
     pgdata = _pgdata()
+    if (pgdata / _CREATED).exists():
+        info = _postmaster(pgdata)
+        if info is not None:
+            return info.get_uri(database=DATABASE)
+    import psycopg
+
     pgdata.mkdir(parents=True, exist_ok=True)
     created = not (pgdata / "PG_VERSION").exists()
     try:
@@ -78,6 +90,7 @@ def ensure_embedded() -> str:
                 conn.execute(f'create database "{DATABASE}"')
         finally:
             conn.execute("select pg_advisory_unlock(hashtext('ragsql.create_database'))")
+    (pgdata / _CREATED).write_text(DATABASE + "\n", encoding="utf-8")
     return server.get_uri(DATABASE)
 
 

@@ -8,13 +8,13 @@ the backoff. Everything else (400, 401, 403, 404, 422) is final on the first ans
 from __future__ import annotations
 
 import email.utils
+import sys
 import time
 from collections.abc import Callable
 
-import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-__all__ = ["MAX_RETRY_AFTER", "describe", "is_transient", "retry_after", "retrying"]
+__all__ = ["MAX_RETRY_AFTER", "describe", "is_refusal", "is_transient", "retry_after", "retrying"]
 
 MAX_RETRY_AFTER = 300.0
 """Longest Retry-After honoured (seconds); a longer one is cut to this."""
@@ -22,11 +22,23 @@ MAX_RETRY_AFTER = 300.0
 _TRANSIENT_STATUS = {408, 409, 429}
 
 
+def _is(exc: BaseException, name: str) -> bool:
+    """isinstance(exc, openai.<name>) without importing openai (~0.8 s): an exception of openai's exists only
+    once openai was imported, by the client that raised it."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(exc, getattr(openai, name))
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """True for an HTTP error status from the endpoint (the request was refused, so it spent no tokens)."""
+    return _is(exc, "APIStatusError")
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for errors worth another attempt: rate limits, server errors, timeouts, connection problems."""
-    if isinstance(exc, openai.APIStatusError):
+    if _is(exc, "APIStatusError"):
         return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
-    return isinstance(exc, openai.APIConnectionError)  # includes APITimeoutError
+    return _is(exc, "APIConnectionError")  # includes APITimeoutError
 
 
 def retry_after(exc: BaseException) -> float | None:
@@ -54,14 +66,14 @@ def retry_after(exc: BaseException) -> float | None:
 def describe(exc: BaseException, attempts: int = 1) -> str:
     """One line for a failed call: ``HTTP 429 after 5 attempts: rate limited``."""
     after = f" after {attempts} attempts" if attempts > 1 else ""
-    if isinstance(exc, openai.APIStatusError):
+    if _is(exc, "APIStatusError"):
         body = exc.body
         message = body.get("message") if isinstance(body, dict) else None
         text = str(message or body or exc.message)
         return _line(f"HTTP {exc.status_code}{after}: {text}")
-    if isinstance(exc, openai.APITimeoutError):
+    if _is(exc, "APITimeoutError"):
         return f"timeout{after}"
-    if isinstance(exc, openai.APIConnectionError):
+    if _is(exc, "APIConnectionError"):
         cause = exc.__cause__ or exc
         return _line(f"connection error{after}: {cause}")
     return _line(f"{type(exc).__name__}{after}: {exc}")
@@ -84,7 +96,7 @@ def retrying(attempts: int, *, initial: float = 0.5, maximum: float = 30.0,
         exc = state.outcome.exception() if state.outcome else None
         asked = retry_after(exc) if exc is not None else None
         delay = asked if asked is not None else backoff(state)
-        if on_rate_limit is not None and isinstance(exc, openai.RateLimitError):
+        if on_rate_limit is not None and _is(exc, "RateLimitError"):
             on_rate_limit(delay)
         return delay
 

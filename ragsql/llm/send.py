@@ -13,10 +13,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-import openai
 
 from ragsql.llm.limiter import RateLimiter
-from ragsql.llm.retry import describe, retrying
+from ragsql.llm.retry import describe, is_refusal, retrying
 
 __all__ = ["DEFAULT_BACKOFF", "EndpointClient", "SendFailed", "Sender", "Sent"]
 
@@ -77,11 +76,10 @@ class Sender:
                     try:
                         async with self._slots:
                             reply = await request()
-                    except openai.APIStatusError:
-                        self.limiter.settle(reserve, 0)  # refused: nothing was spent
+                    except Exception as exc:
+                        if is_refusal(exc):
+                            self.limiter.settle(reserve, 0)  # refused: nothing was spent
                         raise
-        except openai.OpenAIError as exc:
-            raise SendFailed(describe(exc, attempts), attempts) from None
         except Exception as exc:  # noqa: BLE001 - whatever the client raised, the call is over with a reason
             raise SendFailed(describe(exc, attempts), attempts) from None
         if isinstance(reply, (str, bytes)):
@@ -100,6 +98,8 @@ class EndpointClient:
     attempt is counted by the sender) and one `Sender` per endpoint."""
 
     def __init__(self, settings, limiter: RateLimiter | None = None):
+        import openai  # ~0.8 s: only where an endpoint is used
+
         self._sender = Sender.for_settings(settings, limiter)
         self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
                                           timeout=settings.timeout, max_retries=0)

@@ -6,7 +6,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 
-__all__ = ["TOKENIZER", "count_message_tokens", "count_tokens"]
+__all__ = ["count_message_tokens", "count_tokens", "tokenizer_name"]
 
 
 @functools.cache
@@ -20,7 +20,9 @@ def _encoder() -> tuple[str, Callable[[str], int] | None]:
         return "chars4", None
 
 
-TOKENIZER = _encoder()[0]
+def tokenizer_name() -> str:
+    """``bpe-openai:o200k_base``, or ``chars4`` without bpe-openai (the tokenizer loads on first use: ~1 s)."""
+    return _encoder()[0]
 
 
 def count_tokens(text: str) -> int:

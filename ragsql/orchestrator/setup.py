@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ragsql.embed import make_embedder
-from ragsql.judge.client import JudgeClient
 from ragsql.judge.offline import OfflineJudge
 from ragsql.llm.settings import EndpointSettings
 from ragsql.orchestrator.service import Judging
@@ -16,5 +15,10 @@ def make_judging(settings: EndpointSettings, *, offline: bool = False, embedder:
     """The judging service: OpenAI-compatible judge + embedder, or the offline ones (no endpoint or --offline)."""
     use_offline = offline or not settings.configured
     emb = make_embedder("offline" if use_offline and embedder in (None, "auto") else embedder, settings)
-    judge = OfflineJudge() if use_offline else JudgeClient(settings)
+    if use_offline:
+        judge = OfflineJudge()
+    else:
+        from ragsql.judge.client import JudgeClient  # openai loads only for an endpoint (~0.8 s)
+
+        judge = JudgeClient(settings)
     return Judging(judge, emb, dry_run=dry_run, stand_in=OfflineJudge() if dry_run else None)
