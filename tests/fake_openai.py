@@ -236,6 +236,7 @@ class FakeOpenAI:
         self.models_route = models_route
         self.hang = hang
         self.responder: Responder = responder or default_responder
+        count_tokens("warm up")  # the tokenizer loads (~1 s) here, not while a client waits for its first reply
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.reset()

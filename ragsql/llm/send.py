@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 
 from ragsql.llm.limiter import RateLimiter
 from ragsql.llm.retry import describe, is_refusal, retrying
+from ragsql.llm.tokens import tokenizer_name
 
 __all__ = ["DEFAULT_BACKOFF", "EndpointClient", "SendFailed", "Sender", "Sent"]
 
@@ -100,6 +101,7 @@ class EndpointClient:
     def __init__(self, settings, limiter: RateLimiter | None = None):
         import openai  # ~0.8 s: only where an endpoint is used
 
+        tokenizer_name()  # load the tokenizer (~1 s) now, not on the event loop where leases are being renewed
         self._sender = Sender.for_settings(settings, limiter)
         self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
                                           timeout=settings.timeout, max_retries=0)

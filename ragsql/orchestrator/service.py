@@ -18,7 +18,7 @@ from ragsql.calls import CallService
 from ragsql.db import judging as db
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.llm.calls import CallFailed, CallRecord
-from ragsql.llm.tokens import count_message_tokens
+from ragsql.llm.tokens import count_message_tokens, tokenizer_name
 
 __all__ = ["Answer", "CallFailed", "Judging", "Tally", "WorkerDb"]
 
@@ -88,6 +88,8 @@ class Judging:
         self.calls: CallService | None = None  # bound by the runner for the length of a run
         self._planned: dict[str, Answer] = {}  # dry run: a request planned once is shared, as the cache would be
         self._embedding: dict[str, asyncio.Future] = {}  # text hash -> the embedding in flight in this process
+        if dry_run:
+            tokenizer_name()  # the tokenizer loads here (~1 s), not on the event loop
 
     @property
     def model(self) -> str:
