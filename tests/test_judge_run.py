@@ -184,8 +184,10 @@ def _no_duplicates(url: str) -> None:
 
 
 def test_two_processes_share_a_run_without_doing_a_task_twice(example_run, endpoint):
-    """Two `ragsql judge` processes on one run: every task done once, no request answered twice."""
-    endpoint.latency = 0.05
+    """Two `ragsql judge` processes on one run: every task done once, no request answered twice. The replies take
+    0.5 s so that the first claims (half the run) outlast the gap between the two processes' start-ups (up to
+    ~0.6 s measured), else the first process may take every task before the second starts."""
+    endpoint.latency = 0.5
     procs = [_judge_process(example_run, endpoint.base_url, "--metrics", FIVE, "--workers", "3") for _ in range(2)]
     for proc in procs:
         _, err = proc.communicate(timeout=120)
