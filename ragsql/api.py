@@ -29,7 +29,7 @@ from ragsql.db import compare as db_compare
 from ragsql.db import generation, metrics as db_metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import InputError, UsageError
-from ragsql.importer import import_records
+from ragsql.importer import ImportSummary, import_records
 
 if TYPE_CHECKING:
     import pandas
@@ -105,9 +105,7 @@ def evaluate(records: Iterable[Mapping[str, Any]] | pandas.DataFrame, metrics: S
         ret = None if asked is None else [m for m in asked if m not in gen]
         dataset = dataset or "py-" + hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()[:10]
         run = run or f"{dataset}-{datetime.datetime.now():%Y%m%d-%H%M%S-%f}"
-        _import(conn, rows, dataset, run)
-        has_answers = conn.execute("select exists (select from ragsql.answer where run_id = %s)",
-                                   (names.run_id(conn, run),)).fetchone()[0]
+        has_answers = _import(conn, rows, dataset, run).answers > 0
     failed, model = 0, None
     if has_answers and gen != []:
         task_kinds = None if gen is None else list(dict.fromkeys(
@@ -213,14 +211,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _import(conn: psycopg.Connection, rows: list[dict[str, Any]], dataset: str, run: str) -> None:
+def _import(conn: psycopg.Connection, rows: list[dict[str, Any]], dataset: str, run: str) -> ImportSummary:
     """The records through the JSONL importer (one transaction); its file:line errors become record index + qid."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8", delete=False) as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     try:
-        import_records(conn, f.name, "jsonl", dataset, run)
+        summary = import_records(conn, f.name, "jsonl", dataset, run)
         conn.commit()
+        return summary
     except InputError as exc:
         conn.rollback()
         if exc.line is None:
@@ -270,8 +269,7 @@ def _run_async(coro: Coroutine[Any, Any, Any]) -> Any:
 def _values(conn: psycopg.Connection, run: str, retrieval: list[str] | None, generated: list[str] | None,
             judge: str | None, rel_level: int) -> tuple[dict[str, float | None], list[dict[str, Any]]]:
     """Run values and per-query rows (qid, question, metric, value, reason) as `ragsql scores` reads them."""
-    questions = dict(conn.execute("select q.qid, q.text from ragsql.query as q join ragsql.run as r "
-                                  "on r.dataset_id = q.dataset_id where r.name = %s", (run,)).fetchall())
+    questions = db_metrics.question_texts(conn, run)
     scores: dict[str, float | None] = {}
     per_query: list[dict[str, Any]] = []
     if retrieval != []:

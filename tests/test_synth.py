@@ -135,6 +135,22 @@ def test_bad_replies_are_dropped_with_the_reason(corpus, capsys, monkeypatch):
     assert _stored(corpus, "bad") == []
 
 
+def test_an_endpoint_that_fails_every_call_writes_nothing_and_keeps_what_was_stored(corpus, capsys, monkeypatch):
+    code, _, err = run_cli(capsys, "synth", "--corpus", "demo", "--dataset", "down", "--n", "2", "--offline")
+    assert code == 0, err
+    before = _stored(corpus, "down")
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        fake.fault_mix({"400": 1.0}, on="any")  # refused at once, every call
+        code, out, err = run_cli(capsys, "synth", "--corpus", "demo", "--dataset", "down", "--n", "2", "--seed", "9",
+                                 "--format", "json")
+    got = json.loads(out)
+    assert code == 0 and got["questions"] == 0 and got["failed_calls"] == got["attempts"] == 6
+    assert all(k.startswith("no valid reply") for k in got["dropped"]) and "Traceback" not in err
+    assert _stored(corpus, "down") == before and before  # another seed's questions stay
+
+
 @pytest.mark.parametrize("args, code, text", [
     (["--corpus", "nope", "--dataset", "x", "--offline"], 1, 'unknown corpus "nope"'),
     (["--corpus", "demo", "--dataset", "x", "--n", "0", "--offline"], 2, "--n"),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import class_row
 
-__all__ = ["RunValue", "QueryValue", "default_measures", "run_values", "query_values"]
+__all__ = ["question_texts", "RunValue", "QueryValue", "default_measures", "run_values", "query_values"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +66,9 @@ def query_values(conn: psycopg.Connection, run: str, measures: list[str] | None,
             {"run": run, "measures": measures, "level": rel_level},
         )
         return cur.fetchall()
+
+
+def question_texts(conn: psycopg.Connection, run: str) -> dict[str, str | None]:
+    """{qid: question text} of every query of the run's dataset."""
+    return dict(conn.execute("select q.qid, q.text from ragsql.query as q join ragsql.run as r "
+                             "on r.dataset_id = q.dataset_id where r.name = %s", (run,)).fetchall())

@@ -167,7 +167,7 @@ async def _write(planned: Planned, docs: Sequence[Doc], client, service: CallSer
     except CallFailed as exc:
         result.dropped["no valid reply (" + str(exc).split(": ")[-1][:60] + ")"] += 1
         return
-    texts = {d.doc_id: d.text for d in docs}
+    texts = {d.doc_id: d.text for d in docs if d.doc_id in {e.id for e in got.evidence}}
     spans = []
     for evidence in got.evidence:
         where = locate(texts[evidence.id], evidence.quote)
