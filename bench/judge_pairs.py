@@ -1,14 +1,15 @@
-"""Benchmark: how well the offline judge discriminates — pairwise accuracy on the labelled pairs, v2 vs v1.
+"""Benchmark: how well the offline judge discriminates — pairwise accuracy on the labelled pairs, this tree
+against earlier versions of the offline judge.
 
-    python bench/judge_pairs.py [--baseline-ref de62085] [--json]
+    python bench/judge_pairs.py [--baseline-ref f0a368c --baseline-ref de62085] [--json]
 
 Runs `ragsql judge-check --offline` on tests/data/judge_pairs/dev.jsonl (the pairs the heuristics were tuned
-on) and heldout.jsonl (questions, evasive and poor phrasings never looked at while tuning), in a scratch
-database (RAGSQL_DATABASE_URL's server, else the embedded one), twice in the same run: with this tree's offline
-judge (offline-heuristic-v2) and with the v1 heuristics of `--baseline-ref` (its ragsql/judge/heuristics.py,
-lexical.py and offline.py laid over a copy of this tree, so the pipeline and the pairs are the same). Prints
-accuracy per metric and language, the v1 figure and the gain; a pair counts 1 when the better side scores
-strictly higher, 1/2 on a tie. The RAGAS paper's agreement with humans for gpt-3.5 (faithfulness 0.95, answer
+on) and heldout.jsonl (other questions, with evasive and restating phrasings of their own), in a scratch
+database (RAGSQL_DATABASE_URL's server, else the embedded one), in the same run with this tree's offline judge
+and with the heuristics of each `--baseline-ref` (its ragsql/judge/heuristics.py, lexical.py and offline.py laid
+over a copy of this tree, so the pipeline and the pairs are the same; default f0a368c = v2, de62085 = v1), each
+on an empty judge-call cache. Prints accuracy per metric and language; a pair counts 1 when the better side
+scores strictly higher, 1/2 on a tie. The RAGAS paper's agreement with humans for gpt-3.5 (faithfulness 0.95, answer
 relevance 0.78, context relevance 0.70) is the bar the issue names.
 """
 
@@ -30,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from bench.retrieval_metrics import scratch_database  # noqa: E402
 
 PAIRS = ROOT / "tests" / "data" / "judge_pairs"
-V1_FILES = ("ragsql/judge/heuristics.py", "ragsql/judge/lexical.py", "ragsql/judge/offline.py")
+JUDGE_FILES = ("ragsql/judge/heuristics.py", "ragsql/judge/lexical.py", "ragsql/judge/offline.py")
 METRICS = ("faithfulness", "answer_relevancy", "context_relevance", "context_recall", "context_precision",
            "answer_correctness", "answer_similarity")
 
@@ -49,12 +50,12 @@ def judge_check(tree: Path, url: str, pairs: Path) -> tuple[dict[tuple[str, str]
     return {(g["metric"], g["language"]): g["accuracy"] for g in json.loads(done.stdout)["groups"]}, seconds
 
 
-def v1_tree(ref: str, into: Path) -> Path:
+def baseline_tree(ref: str, into: Path) -> Path:
     """A copy of this tree with the offline judge's three files as they were at `ref`."""
-    tree = into / "v1"
+    tree = into / ref
     shutil.copytree(ROOT / "ragsql", tree / "ragsql", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "sql", tree / "sql")
-    for path in V1_FILES:
+    for path in JUDGE_FILES:
         text = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True)
         (tree / path).write_text(text.stdout, "utf-8")
     return tree
@@ -62,36 +63,47 @@ def v1_tree(ref: str, into: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline-ref", default="de62085", help="git ref of the v1 offline judge")
+    parser.add_argument("--baseline-ref", action="append", metavar="REF",
+                        help="git ref of an earlier offline judge, repeatable (default: f0a368c = v2, de62085 = v1)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
+    refs = args.baseline_ref or ["f0a368c", "de62085"]
     url = scratch_database()
     figures: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
-        old = v1_tree(args.baseline_ref, Path(tmp))
+        trees = {"this tree": ROOT, **{ref: baseline_tree(ref, Path(tmp)) for ref in refs}}
         for split in ("dev", "heldout"):
-            pairs = PAIRS / f"{split}.jsonl"
-            v2, s2 = judge_check(ROOT, url, pairs)
-            v1, s1 = judge_check(old, url, pairs)
-            figures[split] = {"v2": v2, "v1": v1, "seconds_v2": s2, "seconds_v1": s1}
+            # each judge on a fresh judge-call cache: v2's cache key missed the question of an answer-relevancy
+            # request, so its figures depended on what had been judged before
+            figures[split] = {}
+            for name, tree in trees.items():
+                reset_cache(url)
+                figures[split][name] = judge_check(tree, url, PAIRS / f"{split}.jsonl")
     if args.json:
-        print(json.dumps({split: {**f, "v2": {" ".join(k): v for k, v in f["v2"].items()},
-                                  "v1": {" ".join(k): v for k, v in f["v1"].items()}}
-                          for split, f in figures.items()}, indent=2))
+        print(json.dumps({split: {name: {"accuracy": {" ".join(k): v for k, v in acc.items()}, "seconds": sec}
+                                  for name, (acc, sec) in f.items()} for split, f in figures.items()}, indent=2))
         return 0
-    print(f"{'metric':20} {'lang':4} | {'dev v2':>7} {'v1':>6} {'gain':>6} | {'heldout v2':>10} {'v1':>6} {'gain':>6}")
+    names = list(trees)
+    head = " ".join(f"{n[:10]:>10}" for n in names)
+    print(f"{'metric':20} {'lang':4} | dev: {head} | held out: {head}")
     for metric in METRICS:
         for lang in ("en", "zh"):
-            cells = []
-            for split in ("dev", "heldout"):
-                v2, v1 = figures[split]["v2"].get((metric, lang)), figures[split]["v1"].get((metric, lang))
-                cells.append(f"{v2:>{10 if split == 'heldout' else 7}.3f} {v1:>6.3f} {v2 - v1:>+6.3f}")
-            print(f"{metric:20} {lang:4} | {cells[0]} | {cells[1]}")
+            cells = [" ".join(f"{figures[split][n][0].get((metric, lang), float('nan')):>10.3f}" for n in names)
+                     for split in ("dev", "heldout")]
+            print(f"{metric:20} {lang:4} |      {cells[0]} |           {cells[1]}")
     for split in ("dev", "heldout"):
-        f = figures[split]
-        print(f"{split}: judge-check took {f['seconds_v2']:.1f} s (v2) and {f['seconds_v1']:.1f} s (v1), "
-              f"min accuracy v2 {min(f['v2'].values()):.3f}, v1 {min(f['v1'].values()):.3f}")
+        print(f"{split}: " + "; ".join(f"{n} min {min(acc.values()):.3f} in {sec:.1f} s"
+                                        for n, (acc, sec) in figures[split].items()))
     return 0
+
+
+def reset_cache(url: str) -> None:
+    """Forget every judge call, so a judge's figures never depend on what another run judged first."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        if conn.execute("select to_regclass('ragsql.judge_call')").fetchone()[0]:
+            conn.execute("truncate ragsql.judge_call cascade")
 
 
 if __name__ == "__main__":

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from difflib import SequenceMatcher
 from typing import Any
 
 from ragsql.judge.language import detect_language, split_sentences
-from ragsql.judge.lexical import (content_tokens, content_words, coverage, has_negation, key_terms, missing_terms,
-                                  similarity)
+from ragsql.judge.lexical import (content_tokens, content_words, coverage, has_negation, is_number, key_terms,
+                                  missing_terms, similarity)
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.judge.verdicts import CITATION
 
@@ -128,9 +129,9 @@ def _best(text: str, pools: Sequence[set[str]]) -> tuple[float, int]:
 def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
     """The verdict on one statement against the contexts and its reason.
 
-    Supported: the contexts hold all of its key terms (`lexical.key_terms`: every strict one — numbers, names —
-    within the best-matching sentence, and its neighbours, of some context; all but one in four, at least one,
-    of the others) and one context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two
+    Supported: the contexts hold all of its key terms (`lexical.key_terms`: every number within the
+    best-matching sentence, and its neighbours, of some context — a number is a local fact —, every name somewhere
+    in the contexts — an earlier sentence may introduce it —, all but one in four, at least one, of the others) and one context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two
     key terms or more). Contradicted: it lacks a number or name where the closest sentence has another of the
     same kind, or a clause and the context clause matching it differ in negation. Partial: PARTIAL overlap,
     or key terms missing. Unsupported otherwise."""
@@ -142,13 +143,14 @@ def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
     terms = key_terms(core)
     if score < (PARTIAL if len(terms) >= 2 else SUPPORTED):
         return ("partial" if score >= PARTIAL else "unsupported"), reason
-    strict, _, _ = missing_terms(core, " ".join(_window(core, c) for c in contexts))
-    _, soft, n_soft = missing_terms(core, " ".join(contexts))
+    near, _, _ = missing_terms(core, " ".join(_window(core, c) for c in contexts))
+    anywhere, soft, n_soft = missing_terms(core, " ".join(contexts))
+    strict = [t for t in near if is_number(t)] + [t for t in anywhere if not is_number(t)]
     if strict or len(soft) > max(1, n_soft // 4):
         closest = _window(core, contexts[where - 1], 0)
-        numbers = {_is_number(t) for t in strict}
+        numbers = {is_number(t) for t in strict}
         differs = [t for t, is_strict in key_terms(closest).items()
-                   if is_strict and t not in core.lower() and _is_number(t) in numbers]
+                   if is_strict and t not in core.lower() and is_number(t) in numbers]
         missing = ", ".join((strict or soft)[:3])
         if strict and differs and score >= SUPPORTED:
             return "contradicted", f"{reason}; the context says {', '.join(differs[:3])} where it says {missing}"
@@ -164,6 +166,10 @@ _DENIAL = re.compile(r"^\s*(?:并非如此|并不是这样|不是这样|事实�
                      re.IGNORECASE)
 
 
+_ELLIPTICAL = re.compile(r"\b(?:is|are|was|were|does|do|did|has|have|can|will)(?: not|n't)[\s.!。]*$|(?:不是|没有)[\s。！]*$",
+                         re.IGNORECASE)
+
+
 def _clauses(text: str, least: int = 2) -> list[str]:
     """`text` cut at clause marks and conjunctions; a clause of fewer than `least` content tokens joins the next."""
     out: list[str] = []
@@ -176,10 +182,6 @@ def _clauses(text: str, least: int = 2) -> list[str]:
     if carry and out:
         out[-1] = f"{out[-1]} {carry}"
     return out or ([carry] if carry else [])
-
-
-def _is_number(term: str) -> bool:
-    return bool(re.fullmatch(r"[\d.]+", term))
 
 
 def _window(statement: str, context: str, around: int = 1) -> str:
@@ -201,6 +203,8 @@ def _negation_clash(statement: str, context: str) -> bool:
         return any(_match(clause, c) >= COVERED and not has_negation(c)
                    for clause in _clauses(statement[denied.end():]) for c in theirs)
     for clause in _clauses(statement, least=1):
+        if _ELLIPTICAL.search(clause):  # "…, the Nobel claim is not": it denies the previous clause's verb
+            continue
         best = max(theirs, key=lambda c: _match(clause, c))
         if _match(clause, best) >= COVERED and has_negation(clause) != has_negation(best):
             return True
@@ -243,14 +247,32 @@ def _sentence_relevance(request: JudgeRequest[Any]) -> dict[str, Any]:
     return {"relevant": [i for i, (_, sentence) in enumerate(items, 1) if relevant(sentence, question)]}
 
 
+_FUNCTION_TAGS = ("r", "d", "f", "p", "c", "u", "y", "e", "o", "zg")  # jieba: pronouns (哪里), adverbs (通常), …
+
+
+def _asked(question: str) -> set[str]:
+    """The words a question is about: Latin content tokens, and Chinese words of two characters or more that are
+    not question words, adverbs or particles (多少, 哪个, 通常, 分别) — whole words, not character bigrams, so a
+    question word does not count as half of what was asked."""
+    return {w for w, tag in content_words(question).items()
+            if not re.search(f"[{_CJK}]", w) or (len(w) >= 2 and not tag.startswith(_FUNCTION_TAGS)
+                                                 and not (tag == "m" and not _NUMERAL.search(w)))} - _META
+
+
 def relevant(sentence: str, question: str) -> bool:
-    """A context sentence is relevant when it holds RELEVANT of the question's content tokens, or a third of
-    them and two at least (long questions seldom come back whole in one sentence), or one of them and a cause
-    when the question asks why."""
-    asked = set(content_tokens(question))
-    shared = len(asked & set(content_tokens(sentence)))
-    return bool(asked) and (shared / len(asked) >= RELEVANT or (shared >= 2 and shared / len(asked) >= 1 / 3)
-                            or (shared >= 1 and bool(_ASKS_WHY.search(question) and _BECAUSE.search(sentence))))
+    """A context sentence is relevant when it holds RELEVANT of what the question asks about, or a third of it
+    and two items at least (long questions seldom come back whole in one sentence), or one item and a cause when
+    the question asks why — counted both as content tokens (CJK bigrams catch part of a word: 负责 for 负责人) and
+    as whole words (`_asked`: a question word such as 多少 does not count as half of what was asked)."""
+    lowered, tokens = sentence.lower(), set(content_tokens(sentence))
+    words, asked = _asked(question), set(content_tokens(question))
+    found = sum(w in lowered if re.search(f"[{_CJK}]", w) else w in tokens for w in words)
+    return _holds(len(words), found, question, sentence) or _holds(len(asked), len(asked & tokens), question, sentence)
+
+
+def _holds(asked: int, shared: int, question: str, sentence: str) -> bool:
+    return asked > 0 and (shared / asked >= RELEVANT or (shared >= 2 and shared / asked >= 1 / 3)
+                          or (shared >= 1 and bool(_ASKS_WHY.search(question) and _BECAUSE.search(sentence))))
 
 
 def _classify(request: JudgeRequest[Any]) -> dict[str, Any]:
@@ -289,9 +311,6 @@ _DURATION = re.compile(r"\d.{0,3}(?:second|minute|hour|day|week|month|year|秒|�
 _ASKS_WHY = re.compile(r"\bwhy\b|\bwhat causes\b|为什么|为何|什么原因|原因是什么", re.IGNORECASE)
 _BECAUSE = re.compile(r"\b(?:because|since|due to|caused?|causes|so that|as a result|thanks to)\b|因为|由于|所以|导致|因此|"
                       r"造成|原因|成因|使得", re.IGNORECASE)
-_ASKS_HOW = re.compile(r"\bhow (?:is|are|does|do|did|can|should|to)\b|怎么|如何|怎样", re.IGNORECASE)
-_STEPS = re.compile(r"\b(?:first|then|by|using|divided|divides|multipl\w*|sum|mean|average|split|each)\b|先|再|然后|首先|"
-                    r"通过|除以|乘以|求和|平均|逐条|分别", re.IGNORECASE)
 _ASKS_YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|should|will)\b|是否|吗[？?]?\s*$",
                           re.IGNORECASE)
 _YES_NO = re.compile(r"^\s*(?:yes|no|not|never)\b|^\s*(?:是|不|没|对|错)|\b(?:not|no)\b|不是|没有|并非", re.IGNORECASE)
@@ -309,17 +328,40 @@ def _new_words(statement: str, question: str) -> dict[str, str]:
             if w not in _META and w not in content_words(question) and not (len(w) > 1 and w in asked)}
 
 
-def adds_nothing(statement: str, question: str) -> bool:
-    """True when `statement` says nothing the question did not (its content words are the question's or words
-    about questions): a restatement, not an answer."""
-    return not _new_words(statement, question)
+_INTERROGATIVE = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b|什么|哪|谁|怎|如何|为何|多少|几|是否|吗")
+
+
+def _around_question(statement: str, question: str) -> str | None:
+    """What `statement` says around a copy of the question's wording in it ("People often wonder: <question>",
+    "<question> comes up a lot"), when that copy keeps the question's interrogative (what, how, 什么, 哪) and is the
+    question (four fifths of it, by characters) or holds half the statement's content tokens (three at least); None
+    when it holds no such copy. "Paris is the capital of France" does not copy "What is the capital of France"."""
+    lowered, asked = statement.lower(), question.lower().rstrip("?？。. ")
+    m = SequenceMatcher(None, lowered, asked, autojunk=False).find_longest_match(0, len(lowered), 0, len(asked))
+    if not _INTERROGATIVE.search(lowered[m.a:m.a + m.size]):
+        return None
+    copied = len(content_tokens(lowered[m.a:m.a + m.size]))
+    whole = copied >= 1 and m.size >= 0.8 * len(asked)
+    if not whole and (copied < 3 or copied < len(content_tokens(lowered)) / 2):
+        return None
+    return f"{statement[:m.a]} {statement[m.a + m.size:]}"
+
+
+def adds_nothing(statement: str, question: str, framed: bool = True) -> bool:
+    """True when `statement` says nothing the question did not: its content words are the question's or words
+    about questions, or (`framed`) it is built around the question's own wording and what it adds holds no
+    number or name — a restatement in a frame ("… comes up a lot in practice"), not an answer."""
+    if not _new_words(statement, question):
+        return True
+    around = _around_question(statement, question) if framed else None
+    return around is not None and not any(key_terms(around).values())
 
 
 def answers_question(statement: str, question: str) -> bool:
     """Whether `statement` addresses `question`: it adds something to the question, holds a number when the
     question asks how many / how long / 多少 / 哪一年, and either shares a content token with the question or
-    has the kind of answer the question asks for (a duration for how long / 多久, a cause for why / 为什么, steps
-    for how / 怎么, yes or no)."""
+    has the kind of answer the question asks for (a duration for how long / 多久, a cause for why / 为什么, yes
+    or no). Words of method (by, each, 通过) are no such sign: too many off-topic sentences have them."""
     new = _new_words(statement, question)
     if not new:
         return False
@@ -329,7 +371,7 @@ def answers_question(statement: str, question: str) -> bool:
     if set(content_tokens(statement)) & set(content_tokens(question)):
         return True
     return any(ask.search(question) and evidence.search(statement) for ask, evidence in
-               ((_ASKS_DURATION, _DURATION), (_ASKS_WHY, _BECAUSE), (_ASKS_HOW, _STEPS), (_ASKS_YES_NO, _YES_NO)))
+               ((_ASKS_DURATION, _DURATION), (_ASKS_WHY, _BECAUSE), (_ASKS_YES_NO, _YES_NO)))
 
 
 def _questions(request: JudgeRequest[Any]) -> dict[str, Any]:
@@ -340,7 +382,8 @@ def _questions(request: JudgeRequest[Any]) -> dict[str, Any]:
     answer, question, n = request.inputs["answer"], request.inputs["question"], request.inputs["n"]
     lowered = answer.lower()
     stated = statements_of(answer, question)
-    found = [s for s in stated if not adds_nothing(s, question)]
+    bare = stated != statements_of(answer)  # a bare answer restated with its question is not a framed question
+    found = [s for s in stated if not adds_nothing(s, question, framed=not bare)]
     noncommittal = not found or any(p in lowered for p in _NONCOMMITTAL)  # nothing said beyond the question
     lang = detect_language(question, request.language)
     forms = _ZH_FORMS if lang == "zh" else _EN_FORMS

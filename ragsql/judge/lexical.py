@@ -17,8 +17,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "content_tokens", "content_words", "coverage", "has_negation", "key_terms",
-           "missing_terms", "similarity"]
+__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "content_tokens", "content_words", "coverage", "has_negation", "is_number",
+           "key_terms", "missing_terms", "similarity"]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A number is one token ("10.389", "1,000" → "1000"), so "$10.4 billion" does not match "$10.389 billion".
@@ -72,7 +72,7 @@ def content_tokens(text: str) -> list[str]:
             out.extend(_bigrams(match.group("cjk")))
         elif match.group("num"):
             out.append(match.group("num").replace(",", ""))
-        else:
+        elif match.group("word") not in _EN_STOP:  # before stemming: "does" is not "doe"
             word = _stem(match.group("word"))
             if word not in _EN_STOP and word not in NEGATIONS_EN and (len(word) > 1 or word.isdigit()):
                 out.append(word)
@@ -140,15 +140,21 @@ def key_terms(text: str) -> dict[str, bool]:
     return terms
 
 
+def is_number(term: str) -> bool:
+    """Whether a key term is a number ("1905", "0.75")."""
+    return bool(re.fullmatch(r"[\d.]+", term))
+
+
 def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
-    """The key terms of `text` that `source` lacks, strict and not (a number or word as a token, Chinese as a
-    substring), and how many non-strict key terms `text` has."""
+    """The key terms of `text` that `source` lacks, strict and not (a number as a whole token — 5 is not in 0.5 —,
+    a word as a token or the start of one, Chinese as a substring), and how many non-strict key terms `text`
+    has."""
     lowered = source.lower()
     tokens = set(content_tokens(source)) | {m.group(0).lower() for m in _TOKEN.finditer(lowered)}
     terms = key_terms(text)
     missing = [t for t in terms if t not in tokens and _stem(t) not in tokens
                and not (re.search(f"[{_CJK}]", t) and t in lowered)
-               and not re.search(rf"(?<![a-z0-9]){re.escape(t)}", lowered)]
+               and (is_number(t) or not re.search(rf"(?<![a-z0-9]){re.escape(t)}", lowered))]
     return ([t for t in missing if terms[t]], [t for t in missing if not terms[t]],
             sum(not strict for strict in terms.values()))
 
@@ -165,7 +171,7 @@ def content_words(text: str) -> dict[str, str]:
                     out.setdefault(word.word, word.flag)
         elif match.group("num"):
             out.setdefault(match.group("num").replace(",", ""), "m")
-        else:
+        elif match.group("word") not in _EN_STOP:
             word = _stem(match.group("word"))
             if word not in _EN_STOP and word not in NEGATIONS_EN and (len(word) > 1 or word.isdigit()):
                 out.setdefault(word, "x")

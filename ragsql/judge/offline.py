@@ -39,14 +39,18 @@ class OfflineJudge:
     """
 
     offline = True
-    model = "offline-heuristic-v2"
+    model = "offline-heuristic-v3"
 
     def __init__(self, embedder: _Embedder | None = None):
         self._embedder = embedder
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
-        """Cache key of a request: this judge's model, the task and the messages."""
-        return request_hash(self.model, {"messages": request.messages, "kind": request.kind})
+        """Cache key of a request: this judge's model, the task, the messages and every raw input the heuristics
+        read (the question of an answer-relevancy request is not in its messages, but decides its reply)."""
+        return request_hash(self.model, {"messages": request.messages, "kind": request.kind,
+                                         "inputs": request.inputs, "items": request.items,
+                                         "language": request.language,
+                                         "embedder": getattr(self._embedder, "name", None)})
 
     async def check(self) -> None:
         """Nothing to check: the offline judge is always there."""

@@ -87,7 +87,8 @@ class JudgeRequest(Generic[T]):
     context: dict[str, Any] = field(default_factory=dict)
     items: tuple[Any, ...] = ()
     inputs: dict[str, Any] = field(default_factory=dict)
-    """The raw inputs the prompt was built from (for the offline judge); not part of the request hash."""
+    """The raw inputs the prompt was built from, for the offline judge (part of its request hash, not of an LLM
+    judge's: an LLM sees only the messages)."""
 
 
 @functools.cache

@@ -64,8 +64,9 @@ def test_every_task_returns_a_schema_valid_verdict_and_an_ok_record():
         assert (record.prompt_name, record.prompt_version) == (request.kind, request.prompt_version)
         assert (record.prompt_tokens, record.completion_tokens) == (0, 0)
         assert record.response == verdict.model_dump(mode="json")
-        assert record.request_hash == request_hash(judge.model, {"messages": request.messages,
-                                                                 "kind": request.kind})
+        assert record.request_hash == judge.request_hash(request) == request_hash(judge.model, {
+            "messages": request.messages, "kind": request.kind, "inputs": request.inputs, "items": request.items,
+            "language": request.language, "embedder": None})
 
 
 def test_every_reason_starts_with_offline():
@@ -180,3 +181,17 @@ def test_verdicts_are_deterministic():
     first = [(v, r.response, r.request_hash) for v, r in _judge(*_all_requests())]
     second = [(v, r.response, r.request_hash) for v, r in _judge(*_all_requests())]
     assert first == second
+
+
+def test_the_cache_key_holds_every_input_the_heuristics_read():
+    """The questions prompt shows an LLM only the answer, but the offline judge reads the question too: one answer
+    asked under two questions is two cache entries, so a verdict made for one is never reused for the other (it
+    was, in v2: judge-check's figures depended on which pairs had been judged first)."""
+    answer = "The parameter k1 is commonly 1.2."
+    on_topic = p.questions(answer, question="What value does k1 usually take?", n=3)
+    off_topic = p.questions(answer, question="When did Einstein publish special relativity?", n=3)
+    assert on_topic.messages == off_topic.messages  # what an LLM sees: the same
+    judge = OfflineJudge()
+    assert judge.request_hash(on_topic) != judge.request_hash(off_topic)
+    (got_on, _), (got_off, _) = _judge(on_topic, off_topic)
+    assert got_on.model_dump() != got_off.model_dump()
