@@ -116,6 +116,12 @@ def main() -> int:
     build_seconds, evaluator = timed(lambda: pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC.values()) | {"recip_rank"}), 1)
     pytrec_seconds, _ = timed(lambda: evaluator.evaluate(run), args.repeat)
 
+    extra = ["Bpref", "infAP", "NumRet", "NumRel", "NumRelRet"]  # every judged hit is read, not only relevant ones
+    sql_extra, _ = timed(lambda: conn.execute("select * from ragsql.summarize('bench', %s)", (extra,)).fetchall(),
+                         args.repeat)
+    extra_evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"bpref", "infAP", "num_ret", "num_rel", "num_rel_ret"})
+    pytrec_extra, _ = timed(lambda: extra_evaluator.evaluate(run), args.repeat)
+
     from ranx import Qrels, Run, evaluate
 
     ranx_build, (rq, rr) = timed(lambda: (Qrels(qrels), Run(run)), 1)
@@ -131,6 +137,7 @@ def main() -> int:
         "pytrec_read_dicts_seconds": read_seconds, "pytrec_build_seconds": build_seconds,
         "pytrec_evaluate_seconds": pytrec_seconds,
         "ranx_build_seconds": ranx_build, "ranx_evaluate_seconds": ranx_seconds,
+        "sql_bpref_infap_counts_seconds": sql_extra, "pytrec_bpref_infap_counts_seconds": pytrec_extra,
     }
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -147,6 +154,8 @@ def main() -> int:
         ("ranx: build Qrels/Run", ranx_build, ""),
         ("ranx: evaluate (numba, warm)", ranx_seconds, ""),
         ("ranx: total", ranx_build + ranx_seconds, ""),
+        ("ragsql SQL: Bpref, infAP, 3 counts, run means", sql_extra, ""),
+        ("pytrec_eval: the same 5 (C)", pytrec_extra, ""),
     ]
     print(f"{args.queries:,} queries x {args.depth} ranked = {n_rows:,} rows; best of {args.repeat}")
     print(f"{'step':45} {'seconds':>9} {'x pytrec evaluate':>18}  note")

@@ -69,6 +69,6 @@ select not exists (select from ragsql.schema_migration where name = '0090_review
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 1f3cadbac76ad7dbf6657b73f358d6d71dbe53bc2056e5323b0d0e24329e53d8
+\set ragsql_fingerprint 506ad6d7d9e5c3d50e3181f17c23ee78cb50b6789c2c8bc7a7af315cc3ccfed9
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

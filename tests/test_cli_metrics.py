@@ -73,3 +73,17 @@ def test_unknown_run_is_an_error_and_unknown_measure_a_usage_error(run_db, capsy
     got, out, err = run_cli(capsys, "metrics", *args)
     assert got == code and out == ""
     assert err.startswith(line) and err.count("\n") == 1
+
+
+def test_measures_with_parameters_and_counts_from_the_cli(run_db, capsys):
+    """ir_measures' parameters pass through the option (a comma inside parentheses is not a separator); the
+    counts' run value is their sum; a measure given a parameter it does not take is a usage error."""
+    code, out, _ = run_cli(capsys, "metrics", "--run", "r", "--measures",
+                           "P(rel=2)@2, RBP(rel=1,p=0.5) NumRet,NumRel Bpref", "--format", "json")
+    assert code == 0, out
+    got = {r["measure"]: r["value"] for r in json.loads(out)}
+    # q1: relevant 'a' (grade 1) at rank 2; q3 (grade 2) is missing from the run
+    assert got == {"P(rel=2)@2": 0.0, "RBP(rel=1,p=0.5)": pytest.approx(0.5 * 0.5 / 3), "NumRet": 3, "NumRel": 2,
+                   "Bpref": pytest.approx(1 / 3)}
+    code, out, err = run_cli(capsys, "metrics", "--run", "r", "--measures", "nDCG(rel=2)@10")
+    assert code == 2 and err.startswith('ragsql: usage: --measures: measure "nDCG(rel=2)@10": nDCG takes no rel')

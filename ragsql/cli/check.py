@@ -13,6 +13,7 @@ import psycopg
 from ragsql import db
 from ragsql.cli.compare import resampling_options
 from ragsql.cli.output import format_option, render, report
+from ragsql.cli.specs import split_names
 from ragsql.db import gates, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import GateFailed, InputError, UsageError
@@ -20,14 +21,14 @@ from ragsql.formats.junit import Case, write_junit
 
 __all__ = ["check_command", "parse_gates"]
 
-_GATE = re.compile(r"^(?P<measure>[^=\s]+)=(?P<limit>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)$")
+_GATE = re.compile(r"^(?P<measure>(?:[^=\s()]|\([^()]*\))+)=(?P<limit>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)$")
 
 
 def parse_gates(option: str, values: tuple[str, ...]) -> dict[str, float]:
     """`nDCG@10=0.4` items (space- or comma-separated, the option repeatable) as {measure: limit}."""
     limits: dict[str, float] = {}
     for value in values:
-        for item in value.replace(",", " ").split():
+        for item in split_names(value) or []:
             match = _GATE.match(item)
             if match is None:
                 raise UsageError(f'{option} "{item}": expected MEASURE=NUMBER, e.g. {option} "nDCG@10=0.4"')

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ragsql import db
 from ragsql.cli.output import FORMATS, print_table, render, warn
+from ragsql.cli.specs import split_names
 from ragsql.db import compare, names, review
 from ragsql.db.compare import Comparison, Resampling
 from ragsql.errors import InputError, UsageError
@@ -46,7 +47,7 @@ def resampling_options(command):
 
 
 def split_measures(measures: str | None) -> list[str] | None:
-    return measures.replace(",", " ").split() if measures else None
+    return split_names(measures)
 
 
 def _compared(conn: psycopg.Connection, baseline: str, run: str, measures: list[str] | None,

@@ -10,6 +10,7 @@ import psycopg
 from ragsql import db
 from ragsql.cli.compare import resampling_options
 from ragsql.cli.output import FORMATS, render, warn
+from ragsql.cli.specs import split_names
 from ragsql.db import compare, gold, metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import UsageError
@@ -20,8 +21,10 @@ __all__ = ["metrics_command"]
 @click.command("metrics")
 @click.option("--run", "run", required=True, help="Name of the run to evaluate.")
 @click.option("--measures", default=None, metavar='"P@5 nDCG@10 ..."',
-              help="Space- or comma-separated measures (default: ragsql.default_measure). "
-                   "Without @k, RR, R, nDCG, AP, Success and ContextPrecision cover the whole ranking.")
+              help="Space- or comma-separated measures (default: ragsql.default_measure): Success@k R@k P@k "
+                   "RR@k nDCG@k nDCG_burges@k AP AP@k ContextPrecision@k Rprec F1@k Bpref infAP ERR@k RBP Judged@k "
+                   "NumRet NumRel NumRelRet; without @k the whole ranking; ir_measures' parameters: "
+                   "P(rel=2)@10, RBP(p=0.9).")
 @click.option("--rel-level", default=1, show_default=True, type=int,
               help="Minimum grade that counts as relevant (trec_eval -l). nDCG gains ignore it.")
 @click.option("--answerable-only", is_flag=True,
@@ -39,7 +42,7 @@ def metrics_command(run: str, measures: str | None, rel_level: int, answerable_o
     """
     if ci and answerable_only:
         raise UsageError("--ci covers every judged query: it cannot be combined with --answerable-only")
-    asked = measures.replace(",", " ").split() if measures else None
+    asked = split_names(measures)
     with db.connect() as conn:
         db.ensure_schema(conn)
         names.run_id(conn, run)

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import click
 
-__all__ = ["check_metrics", "check_spec"]
+__all__ = ["check_metrics", "check_spec", "split_names"]
+
+_NAME = re.compile(r"(?:[^\s,()]|\([^()]*\))+")
+
+
+def split_names(value: str | None) -> list[str] | None:
+    """'P@5, nDCG@10 RBP(rel=2,p=0.5)' -> ['P@5', 'nDCG@10', 'RBP(rel=2,p=0.5)']: names separated by spaces or
+    commas, a comma inside a measure's parentheses kept; None for no value."""
+    return _NAME.findall(value) or None if value else None
 
 
 def _kinds(specs: tuple[str, ...]) -> set[str]:

@@ -97,6 +97,86 @@ comment on function ragsql.ndcg_at(integer[], float8[], float8[], integer) is
     'the query sorted descending; 0 when IDCG = 0. Gain is the grade itself (trec_eval ndcg_cut_k) or '
     '2^grade - 1 (nDCG_burges@k), whatever the relevance level.';
 
+create or replace function ragsql.f1_at(rel_ranks integer[], k integer, n_rel bigint)
+returns float8
+language sql immutable parallel safe
+as $$
+    -- 2PR / (P + R) = 2 * hits / (k + R)
+    select case when width_bucket(k, rel_ranks) > 0 then 2.0 * width_bucket(k, rel_ranks) / (k + n_rel) else 0 end
+$$;
+comment on function ragsql.f1_at(integer[], integer, bigint) is
+    'F1@k = harmonic mean of P@k and R@k = 2 * (relevant in the top k) / (k + R); 0 when none is in the top k (ranx f1@k).';
+
+create or replace function ragsql.bpref(rel_ranks integer[], nonrel_ranks integer[], n_rel bigint, n_nonrel bigint)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case when n_rel > 0 then coalesce(sum(
+               case when above > 0 then 1.0 - least(above, n_rel)::float8 / least(n_nonrel, n_rel) else 1.0 end), 0) / n_rel
+           else 0 end
+    from (select width_bucket(r, nonrel_ranks) as above from unnest(rel_ranks) as r) as h
+$$;
+comment on function ragsql.bpref(integer[], integer[], bigint, bigint) is
+    'Bpref = 1/R * sum over retrieved relevant items of 1 - min(judged non-relevant ranked above it, R) / '
+    'min(N, R), N = judged non-relevant items of the query (grade 0 .. level - 1; negative grades are unjudged); '
+    'unjudged items are ignored; 0 when R = 0 (trec_eval bpref).';
+
+create or replace function ragsql.inf_ap(
+    rel_ranks integer[], nonrel_ranks integer[], pool_ranks integer[], n_rel bigint)
+returns float8
+language sql immutable parallel safe
+as $$
+    -- for the i-th relevant item at rank r (j = r - 1 items above it): 1 if j = 0, else
+    -- 1/(j+1) + j/(j+1) * (judged or pooled above / j) * (relevant above + e) / (judged above + 2e)
+    select case when n_rel > 0 then coalesce(sum(case when h.r = 1 then 1.0 else
+               1.0 / h.r + ((h.r - 1.0) / h.r) * ((h.i - 1 + h.nonrel + h.pooled)::float8 / (h.r - 1))
+                           * ((h.i - 1 + 0.00001) / (h.i - 1 + h.nonrel + 2 * 0.00001))
+           end), 0) / n_rel else 0 end
+    from (select u.r, u.i, width_bucket(u.r, nonrel_ranks) as nonrel, width_bucket(u.r, pool_ranks) as pooled
+          from unnest(rel_ranks) with ordinality as u(r, i)) as h
+$$;
+comment on function ragsql.inf_ap(integer[], integer[], integer[], bigint) is
+    'infAP (Yilmaz & Aslam) as trec_eval computes it: AP estimated from a sample of the judgment pool, where a '
+    'negative grade marks an item pooled but not judged (assumed relevant in the proportion of the judged ones) and '
+    'items outside the pool count as non-relevant; equals AP when every pooled item is judged.';
+
+create or replace function ragsql.err_at(gain_ranks integer[], gain_grades integer[], k integer)
+returns float8
+language sql immutable parallel safe
+as $$
+    -- ERR@k = sum over i <= k of R_i / i * prod over j < i of (1 - R_j), R = (2^grade - 1) / 2^4
+    select coalesce(sum(h.stop / h.rank * exp(h.passed)), 0)
+    from (select g.rank, g.stop,
+                 coalesce(sum(ln(1 - g.stop)) over (order by g.rank rows between unbounded preceding and 1 preceding), 0)
+                     as passed
+          from (select u.rank, (2.0::float8 ^ least(u.grade, 4) - 1) / 16 as stop
+                from unnest(gain_ranks, gain_grades) as u(rank, grade)
+                where u.rank <= k) as g) as h
+$$;
+comment on function ragsql.err_at(integer[], integer[], integer) is
+    'ERR@k (expected reciprocal rank, Chapelle et al.) = sum over i <= k of R_i / i * prod over j < i of (1 - R_j), '
+    'R = (2^grade - 1) / 16: grades 0..4 as gdeval (ir_measures ERR@k); a grade above 4 counts as 4.';
+
+create or replace function ragsql.rbp_at(rel_ranks integer[], k integer, p float8)
+returns float8
+language sql immutable parallel safe
+as $$
+    select (1 - p) * coalesce(sum(p ^ (r - 1)), 0) from unnest(rel_ranks) as r where r <= k
+$$;
+comment on function ragsql.rbp_at(integer[], integer, float8) is
+    'RBP(p)@k (rank-biased precision, Moffat & Zobel) = (1 - p) * sum over relevant items at rank i <= k of '
+    'p^(i-1), relevance binary at the level (ir_measures RBP(rel=level, p=p), cwl_eval).';
+
+create or replace function ragsql.judged_at(judged_ranks integer[], k integer, retrieved bigint)
+returns float8
+language sql immutable parallel safe
+as $$
+    select case when least(k, retrieved) > 0 then width_bucket(k, judged_ranks)::float8 / least(k, retrieved) else 0 end
+$$;
+comment on function ragsql.judged_at(integer[], integer, bigint) is
+    'Judged@k = share of the top min(k, retrieved) items that have a judgment of any grade; 0 when nothing was '
+    'retrieved (ir_measures Judged@k).';
+
 create or replace function ragsql.relevance_profile(relevant boolean[])
 returns table (rel_ranks integer[], prec_cum float8[])
 language sql immutable parallel safe
@@ -136,6 +216,9 @@ as $$
         when t in ('mrr', 'recip_rank') then 'RR'
         when t = 'map' then 'AP'
         when t in ('r-precision', 'r_precision') then 'Rprec'
+        when t = 'num_ret' then 'NumRet'
+        when t = 'num_rel' then 'NumRel'
+        when t = 'num_rel_ret' then 'NumRelRet'
         when t = 'ndcg' then 'nDCG'
         when t = 'hit_rate' then 'Success'
         else measure_alias.name
@@ -143,11 +226,13 @@ as $$
     from (select lower(btrim(coalesce(measure_alias.name, ''))) as t) as spelled
 $$;
 comment on function ragsql.measure_alias(text) is
-    'The ragsql spelling of a measure named as trec_eval (P_5, ndcg_cut_10, recall_10, map, recip_rank) or ranx '
-    '(precision@5, hit_rate@5, mrr@10, map@10, ndcg@10, r-precision) users type it, or MRR / MAP; other names unchanged.';
+    'The ragsql spelling of a measure named as trec_eval (P_5, ndcg_cut_10, recall_10, map, recip_rank, num_ret, '
+    'num_rel, num_rel_ret) or ranx (precision@5, hit_rate@5, mrr@10, map@10, ndcg@10, r-precision) users type it, '
+    'or MRR / MAP; other names unchanged.';
 
-create or replace function ragsql._measure_spec(measures text[])
-returns table (ord integer, measure text, family text, k integer)
+drop function if exists ragsql._measure_spec(text[]);  -- its columns grew (rel, p)
+create function ragsql._measure_spec(measures text[])
+returns table (ord integer, measure text, family text, k integer, rel integer, p float8)
 language plpgsql immutable parallel safe
 as $$
 declare
@@ -155,6 +240,13 @@ declare
     m text[];
     fam text;
     cutoff integer;
+    param text;
+    pair text[];
+    measures_hint constant text := 'measures: Success@k, R@k, P@k, RR@k, nDCG@k, nDCG_burges@k, AP, AP@k, '
+        'ContextPrecision@k, Rprec, F1@k, Bpref, infAP, ERR@k, RBP, Judged@k, NumRet, NumRel, NumRelRet (RR, R, '
+        'nDCG, AP, Success, ContextPrecision, ERR, RBP, Judged without @k cover the whole ranking); parameters as '
+        'ir_measures writes them: P(rel=2)@10, RBP(p=0.9), NumRet(rel=1); trec_eval and ranx names (ndcg_cut_10, '
+        'P_5, recall_10, map, bpref, num_ret, MRR, hit_rate@5, mrr@10, map@10, f1@5) are accepted';
 begin
     if measures is null or cardinality(measures) = 0 then
         raise exception 'no measure named'
@@ -164,39 +256,72 @@ begin
     foreach name in array measures loop
         ord := ord + 1;
         m := regexp_match(ragsql.measure_alias(name),
-            '^\s*(p|r|success|rr|ndcg|ndcg_burges|ap|contextprecision|rprec)(?:@([0-9]{1,9}))?\s*$', 'i');
+            '^\s*(p|r|success|rr|ndcg|ndcg_burges|ap|contextprecision|rprec|f1|bpref|infap|err|rbp|judged|numret|numrel'
+            '|numrelret)(?:\(([^()]*)\))?(?:@([0-9]{1,9}))?\s*$', 'i');
         if m is null then
-            raise exception 'unknown measure "%"', name
-                using errcode = 'invalid_parameter_value',
-                      hint = 'measures: Success@k, R@k, P@k, RR@k, nDCG@k, nDCG_burges@k, AP, AP@k, '
-                             'ContextPrecision@k, Rprec (RR, R, nDCG, AP, Success, ContextPrecision '
-                             'without @k cover the whole ranking); trec_eval and ranx names (ndcg_cut_10, '
-                             'P_5, recall_10, map, MRR, hit_rate@5, mrr@10, map@10) are accepted';
+            raise exception 'unknown measure "%"', name using errcode = 'invalid_parameter_value', hint = measures_hint;
         end if;
         fam := case lower(m[1])
             when 'p' then 'P' when 'r' then 'R' when 'success' then 'Success' when 'rr' then 'RR'
             when 'ndcg' then 'nDCG' when 'ndcg_burges' then 'nDCG_burges' when 'ap' then 'AP'
-            when 'contextprecision' then 'ContextPrecision' when 'rprec' then 'Rprec'
+            when 'contextprecision' then 'ContextPrecision' when 'rprec' then 'Rprec' when 'f1' then 'F1'
+            when 'bpref' then 'Bpref' when 'infap' then 'infAP' when 'err' then 'ERR' when 'rbp' then 'RBP'
+            when 'judged' then 'Judged' when 'numret' then 'NumRet' when 'numrel' then 'NumRel'
+            when 'numrelret' then 'NumRelRet'
         end;
-        cutoff := m[2]::integer;
+        cutoff := m[3]::integer;
+        rel := null;
+        p := null;
+        foreach param in array coalesce(string_to_array(nullif(btrim(m[2]), ''), ','), '{}') loop
+            pair := regexp_match(param, '^\s*(rel|p)\s*=\s*(-?[0-9]{1,9}|[0-9]*\.[0-9]+|[0-9]+\.?)\s*$', 'i');
+            if pair is null then
+                raise exception 'measure "%": unknown parameter "%"', name, btrim(param)
+                    using errcode = 'invalid_parameter_value', hint = 'parameters: rel=<grade> (most measures), p=<persistence> (RBP)';
+            elsif lower(pair[1]) = 'rel' then
+                if fam in ('nDCG', 'nDCG_burges', 'ERR', 'Judged') then
+                    raise exception 'measure "%": % takes no rel (it reads the grades themselves)', name, fam
+                        using errcode = 'invalid_parameter_value';
+                elsif pair[2] !~ '^-?[0-9]+$' then
+                    raise exception 'measure "%": rel must be an integer grade', name using errcode = 'invalid_parameter_value';
+                end if;
+                rel := pair[2]::integer;
+            else
+                if fam <> 'RBP' then
+                    raise exception 'measure "%": only RBP takes p', name using errcode = 'invalid_parameter_value';
+                end if;
+                p := pair[2]::float8;
+                if p <= 0 or p >= 1 then
+                    raise exception 'measure "%": p must be between 0 and 1 (exclusive)', name
+                        using errcode = 'invalid_parameter_value';
+                end if;
+            end if;
+        end loop;
         if cutoff = 0 then
             raise exception 'measure "%": the cutoff k must be at least 1', name
                 using errcode = 'invalid_parameter_value';
-        elsif fam = 'Rprec' and cutoff is not null then
-            raise exception 'measure "%": Rprec takes no cutoff (it is precision at R)', name
+        elsif fam in ('Rprec', 'Bpref', 'infAP', 'NumRet', 'NumRel', 'NumRelRet') and cutoff is not null then
+            raise exception 'measure "%": % takes no cutoff', name, fam
                 using errcode = 'invalid_parameter_value';
-        elsif fam = 'P' and cutoff is null then
-            raise exception 'measure "%": precision needs a cutoff, e.g. P@10', name
+        elsif fam in ('P', 'F1') and cutoff is null then
+            raise exception 'measure "%": % needs a cutoff, e.g. %@10', name, fam, fam
                 using errcode = 'invalid_parameter_value';
         end if;
-        measure := fam || coalesce('@' || cutoff, '');
+        if fam = 'RBP' then
+            p := coalesce(p, 0.8);
+        end if;
+        measure := fam
+            || coalesce('(' || concat_ws(',', 'rel=' || rel, 'p=' || p) || ')', '')
+            || coalesce('@' || cutoff, '');
+        measure := replace(measure, '()', '');
         family := fam;
         k := coalesce(cutoff, 2147483647);
         return next;
     end loop;
 end
 $$;
-comment on function ragsql._measure_spec(text[]) is 'Parses measure names (ir_measures spelling, any case) into family and cutoff.';
+comment on function ragsql._measure_spec(text[]) is
+    'Parses measure names (ir_measures spelling with its rel and p parameters, any case) into family, cutoff, '
+    'relevance level (null: the caller''s) and RBP persistence.';
 
 create or replace function ragsql._run_id(run text)
 returns bigint
@@ -221,7 +346,22 @@ returns table (
     relevant bigint, retrieved boolean)
 language sql stable parallel safe
 as $$
-    with judged_row as materialized (
+    with spec as materialized (
+        select s.ord, s.measure, s.family, s.k, s.p, s.rel, coalesce(s.rel, _evaluate.rel_level) as level
+        from ragsql._measure_spec(_evaluate.measures) as s
+    ),
+    level as materialized (
+        select distinct sp.level from spec as sp
+    ),
+    need as materialized (
+        -- what the measures read beyond the relevant hits: every judged hit (Bpref, infAP, Judged), the
+        -- number of results (NumRet, Judged)
+        select coalesce(bool_or(sp.family in ('Bpref', 'infAP', 'Judged')), false) as judged_hits,
+               coalesce(bool_or(sp.family = 'Judged' or (sp.family = 'NumRet' and sp.rel is null)), false) as counted,
+               min(sp.level) as lowest
+        from spec as sp
+    ),
+    judged_row as materialized (
         -- every judgment of the run's dataset: read once; a run retrieved from a corpus version by ragsql
         -- reads the dataset's gold evidence mapped onto that version's chunks instead
         select j.query_id, q.qid, j.docno, j.relevance
@@ -238,19 +378,26 @@ as $$
         join ragsql.query as q on q.id = vj.query_id
         where rr.run_id = _evaluate.run_id
     ),
-    query_profile as (
-        -- R and the cumulative ideal DCG (linear and exponential gain) of each judged query
+    query_level as (
+        -- R and N (judged non-relevant: grades 0 .. level - 1) of each judged query at each level asked
+        select jr.query_id, min(jr.qid) as qid, l.level,
+               count(*) filter (where jr.relevance >= l.level) as n_rel,
+               count(*) filter (where jr.relevance >= 0 and jr.relevance < l.level) as n_nonrel
+        from judged_row as jr
+        cross join level as l
+        group by jr.query_id, l.level
+    ),
+    query_ideal as (
+        -- the cumulative ideal DCG (linear and exponential gain) of each judged query
         select g.query_id,
-               min(g.qid) as qid,
-               count(*) filter (where g.relevance >= _evaluate.rel_level) as n_rel,
                coalesce(array_agg(g.cum_lin order by g.pos) filter (where g.relevance > 0), '{}') as idcg_cum,
                coalesce(array_agg(g.cum_exp order by g.pos) filter (where g.relevance > 0), '{}') as idcg_exp_cum
         from (
-            select o.query_id, o.qid, o.relevance, o.pos,
+            select o.query_id, o.relevance, o.pos,
                    sum(greatest(o.relevance, 0) * o.discount) over w as cum_lin,
                    sum((2.0::float8 ^ greatest(o.relevance, 0) - 1) * o.discount) over w as cum_exp
             from (
-                select jr.query_id, jr.qid, jr.relevance,
+                select jr.query_id, jr.relevance,
                        row_number() over w as pos,
                        ln(2::float8) / ln((row_number() over w + 1)::float8) as discount
                 from judged_row as jr
@@ -260,54 +407,86 @@ as $$
         ) as g
         group by g.query_id
     ),
-    hit as (
-        -- judged items the run retrieved that are relevant or carry gain, with their rank
-        select jr.query_id, r.rank, jr.relevance, jr.relevance >= _evaluate.rel_level as is_rel
+    hit as materialized (
+        -- judged items the run retrieved with their rank: those with gain or relevant at a level asked, and
+        -- every judged one when a measure reads them
+        select jr.query_id, r.rank, jr.relevance
         from judged_row as jr
         join ragsql.run_result as r
           on r.run_id = _evaluate.run_id and r.query_id = jr.query_id and r.docno = jr.docno
-        where jr.relevance > 0 or jr.relevance >= _evaluate.rel_level
+        cross join need
+        where jr.relevance > 0 or jr.relevance >= need.lowest or need.judged_hits
     ),
-    hit_profile as (
+    hit_gain as (
+        -- what does not depend on the level: graded gains and their DCG, judged and pooled-unjudged ranks
         select c.query_id,
-               coalesce(array_agg(c.rank order by c.rank) filter (where c.is_rel), '{}') as rel_ranks,
-               coalesce(array_agg(c.prec_cum order by c.rank) filter (where c.is_rel), '{}') as prec_cum,
                coalesce(array_agg(c.rank order by c.rank) filter (where c.relevance > 0), '{}') as gain_ranks,
+               coalesce(array_agg(c.relevance order by c.rank) filter (where c.relevance > 0), '{}') as gain_grades,
                coalesce(array_agg(c.dcg_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_cum,
-               coalesce(array_agg(c.dcg_exp_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_exp_cum
+               coalesce(array_agg(c.dcg_exp_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_exp_cum,
+               coalesce(array_agg(c.rank order by c.rank), '{}') as judged_ranks,
+               coalesce(array_agg(c.rank order by c.rank) filter (where c.relevance < 0), '{}') as pool_ranks
         from (
-            select n.query_id, n.rank, n.relevance, n.is_rel,
-                   sum(case when n.is_rel then n.nth::float8 / n.rank end) over w as prec_cum,
-                   sum(greatest(n.relevance, 0) * n.discount) over w as dcg_cum,
-                   sum((2.0::float8 ^ greatest(n.relevance, 0) - 1) * n.discount) over w as dcg_exp_cum
-            from (
-                select h.query_id, h.rank, h.relevance, h.is_rel,
-                       count(*) filter (where h.is_rel) over w as nth,
-                       ln(2::float8) / ln((h.rank + 1)::float8) as discount
-                from hit as h
-                window w as (partition by h.query_id order by h.rank)
-            ) as n
-            window w as (partition by n.query_id order by n.rank)
+            select h.query_id, h.rank, h.relevance,
+                   sum(greatest(h.relevance, 0) * ln(2::float8) / ln((h.rank + 1)::float8)) over w as dcg_cum,
+                   sum((2.0::float8 ^ greatest(h.relevance, 0) - 1) * ln(2::float8) / ln((h.rank + 1)::float8))
+                       over w as dcg_exp_cum
+            from hit as h
+            window w as (partition by h.query_id order by h.rank)
         ) as c
         group by c.query_id
     ),
+    hit_level as (
+        -- at each level: ranks of the relevant hits with their cumulative precision, of the judged non-relevant
+        select c.query_id, c.level,
+               coalesce(array_agg(c.rank order by c.rank) filter (where c.is_rel), '{}') as rel_ranks,
+               coalesce(array_agg(c.prec_cum order by c.rank) filter (where c.is_rel), '{}') as prec_cum,
+               coalesce(array_agg(c.rank order by c.rank) filter (where not c.is_rel and c.relevance >= 0), '{}')
+                   as nonrel_ranks
+        from (
+            select n.query_id, n.rank, n.relevance, n.level, n.is_rel,
+                   sum(case when n.is_rel then n.nth::float8 / n.rank end) over w as prec_cum
+            from (
+                select h.query_id, h.rank, h.relevance, l.level, h.relevance >= l.level as is_rel,
+                       count(*) filter (where h.relevance >= l.level) over w as nth
+                from hit as h
+                cross join level as l
+                window w as (partition by h.query_id, l.level order by h.rank)
+            ) as n
+            window w as (partition by n.query_id, n.level order by n.rank)
+        ) as c
+        group by c.query_id, c.level
+    ),
     profile as materialized (
-        select qp.query_id,
-               qp.qid,
-               qp.n_rel,
-               coalesce(hp.rel_ranks, '{}') as rel_ranks,
-               coalesce(hp.prec_cum, '{}') as prec_cum,
-               coalesce(hp.gain_ranks, '{}') as gain_ranks,
-               coalesce(hp.dcg_cum, '{}') as dcg_cum,
-               coalesce(hp.dcg_exp_cum, '{}') as dcg_exp_cum,
-               qp.idcg_cum,
-               qp.idcg_exp_cum,
-               -- a correlated probe of the primary key, not a hashed scan of every result
+        select ql.query_id,
+               ql.qid,
+               ql.level,
+               ql.n_rel,
+               ql.n_nonrel,
+               coalesce(hl.rel_ranks, '{}') as rel_ranks,
+               coalesce(hl.prec_cum, '{}') as prec_cum,
+               coalesce(hl.nonrel_ranks, '{}') as nonrel_ranks,
+               coalesce(hg.gain_ranks, '{}') as gain_ranks,
+               coalesce(hg.gain_grades, '{}') as gain_grades,
+               coalesce(hg.dcg_cum, '{}') as dcg_cum,
+               coalesce(hg.dcg_exp_cum, '{}') as dcg_exp_cum,
+               coalesce(hg.judged_ranks, '{}') as judged_ranks,
+               coalesce(hg.pool_ranks, '{}') as pool_ranks,
+               qi.idcg_cum,
+               qi.idcg_exp_cum,
+               -- correlated probes of the primary key, not a hashed scan of every result
                (select true from ragsql.run_result as r
-                where r.run_id = _evaluate.run_id and r.query_id = qp.query_id
-                limit 1) is not null as retrieved
-        from query_profile as qp
-        left join hit_profile as hp on hp.query_id = qp.query_id
+                where r.run_id = _evaluate.run_id and r.query_id = ql.query_id
+                limit 1) is not null as retrieved,
+               case when need.counted then
+                   (select count(*) from ragsql.run_result as r
+                    where r.run_id = _evaluate.run_id and r.query_id = ql.query_id)
+               end as n_ret
+        from query_level as ql
+        cross join need
+        join query_ideal as qi on qi.query_id = ql.query_id
+        left join hit_gain as hg on hg.query_id = ql.query_id
+        left join hit_level as hl on hl.query_id = ql.query_id and hl.level = ql.level
     )
     select p.query_id,
            p.qid,
@@ -323,11 +502,20 @@ as $$
                when 'Rprec' then ragsql.r_precision(p.rel_ranks, p.n_rel)
                when 'nDCG' then ragsql.ndcg_at(p.gain_ranks, p.dcg_cum, p.idcg_cum, s.k)
                when 'nDCG_burges' then ragsql.ndcg_at(p.gain_ranks, p.dcg_exp_cum, p.idcg_exp_cum, s.k)
+               when 'F1' then ragsql.f1_at(p.rel_ranks, s.k, p.n_rel)
+               when 'Bpref' then ragsql.bpref(p.rel_ranks, p.nonrel_ranks, p.n_rel, p.n_nonrel)
+               when 'infAP' then ragsql.inf_ap(p.rel_ranks, p.nonrel_ranks, p.pool_ranks, p.n_rel)
+               when 'ERR' then ragsql.err_at(p.gain_ranks, p.gain_grades, s.k)
+               when 'RBP' then ragsql.rbp_at(p.rel_ranks, s.k, s.p)
+               when 'Judged' then ragsql.judged_at(p.judged_ranks, s.k, p.n_ret)
+               when 'NumRet' then case when s.rel is not null then cardinality(p.rel_ranks) else p.n_ret end
+               when 'NumRel' then p.n_rel
+               when 'NumRelRet' then cardinality(p.rel_ranks)
            end,
            p.n_rel,
            p.retrieved
-    from profile as p
-    cross join ragsql._measure_spec(_evaluate.measures) as s
+    from spec as s
+    join profile as p on p.level = s.level
 $$;
 comment on function ragsql._evaluate(bigint, text[], integer) is
     'Every requested measure for every judged query of a run, from one pass over its relevant hits.';
@@ -348,7 +536,8 @@ comment on function ragsql.evaluate(text, text[], integer) is
     'Per-query values of several measures in one pass (default: ragsql.default_measure). Covers every query '
     'with judgments in the run''s dataset (trec_eval -c): a judged query missing from the run scores 0 '
     '(retrieved = false), one with no relevant item (relevant = 0) scores 0; unjudged queries are ignored. '
-    'rel_level is trec_eval -l: relevance >= rel_level is relevant; nDCG gains ignore it.';
+    'rel_level is trec_eval -l: relevance >= rel_level is relevant, unless the measure names its own (P(rel=2)@10); '
+    'nDCG and ERR read the grades themselves, Judged any judgment.';
 
 create or replace function ragsql.measure(run text, measure text, rel_level integer default 1)
 returns table (qid text, value float8)
@@ -359,7 +548,9 @@ as $$
 $$;
 comment on function ragsql.measure(text, text, integer) is
     'Per-query value of one measure: Success@k, R@k, P@k, RR@k, nDCG@k, nDCG_burges@k, AP, AP@k, '
-    'ContextPrecision@k, Rprec (without @k: the whole ranking). See ragsql.evaluate for which queries count.';
+    'ContextPrecision@k, Rprec, F1@k, Bpref, infAP, ERR@k, RBP(p=0.8), Judged@k, NumRet, NumRel, NumRelRet '
+    '(without @k: the whole ranking; a relevance level per measure as ir_measures writes it, P(rel=2)@10). '
+    'See ragsql.evaluate for which queries count.';
 
 create or replace function ragsql.summarize(run text, measures text[] default null, rel_level integer default 1)
 returns table (
@@ -368,12 +559,14 @@ returns table (
 language sql stable parallel safe
 as $$
     select e.measure,
-           avg(e.value),
+           -- counts (NumRet, NumRel, NumRelRet) add up over queries, as trec_eval and ir_measures report them
+           case when e.measure ~ '^Num' then sum(e.value) else avg(e.value) end,
            count(*),
            count(*) filter (where e.relevant > 0),
            count(*) filter (where e.relevant = 0),
            count(*) filter (where not e.retrieved),
-           avg(e.value) filter (where e.relevant > 0)
+           case when e.measure ~ '^Num' then sum(e.value) filter (where e.relevant > 0)
+                else avg(e.value) filter (where e.relevant > 0) end
     from ragsql._evaluate(
         ragsql._run_id(summarize.run),
         coalesce(summarize.measures, array(select d.measure from ragsql.default_measure as d order by d.position)),
@@ -383,6 +576,7 @@ as $$
     order by e.ord
 $$;
 comment on function ragsql.summarize(text, text[], integer) is
-    'Run value of each measure: value = mean over all judged queries (trec_eval -c; missing = 0), queries = '
+    'Run value of each measure: value = mean over all judged queries (trec_eval -c; missing = 0; the sum for '
+    'NumRet, NumRel and NumRelRet), queries = '
     'judged queries, answerable = those with a relevant item, no_relevant = those without, missing = judged '
     'queries absent from the run, value_answerable = mean over answerable queries only.';

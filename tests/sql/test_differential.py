@@ -19,7 +19,7 @@ PYTREC = {  # pytrec_eval measure -> ragsql measure
 RANX = {  # ranx metric -> ragsql measure (relevance level 1, ties removed beforehand)
     "precision@5": "P@5", "recall@10": "R@10", "hit_rate@5": "Success@5", "mrr@10": "RR@10",
     "ndcg@10": "nDCG@10", "ndcg_burges@10": "nDCG_burges@10", "map@10": "AP@10", "map": "AP",
-    "r-precision": "Rprec",
+    "r-precision": "Rprec", "f1@5": "F1@5", "f1@10": "F1@10",
 }
 
 
