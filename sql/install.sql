@@ -69,6 +69,6 @@ select not exists (select from ragsql.schema_migration where name = '0090_review
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 506ad6d7d9e5c3d50e3181f17c23ee78cb50b6789c2c8bc7a7af315cc3ccfed9
+\set ragsql_fingerprint 99605dfbaebbe3b46dd45c7be5278e615bc75f86f313929fdf923d7c0debc09d
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

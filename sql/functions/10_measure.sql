@@ -354,9 +354,10 @@ as $$
         select distinct sp.level from spec as sp
     ),
     need as materialized (
-        -- what the measures read beyond the relevant hits: every judged hit (Bpref, infAP, Judged), the
-        -- number of results (NumRet, Judged)
+        -- what the measures read beyond the relevant hits and their gains: every judged hit (Bpref, infAP,
+        -- Judged), the grades (ERR), the number of results (NumRet, Judged)
         select coalesce(bool_or(sp.family in ('Bpref', 'infAP', 'Judged')), false) as judged_hits,
+               coalesce(bool_or(sp.family = 'ERR'), false) as graded,
                coalesce(bool_or(sp.family = 'Judged' or (sp.family = 'NumRet' and sp.rel is null)), false) as counted,
                min(sp.level) as lowest
         from spec as sp
@@ -378,36 +379,33 @@ as $$
         join ragsql.query as q on q.id = vj.query_id
         where rr.run_id = _evaluate.run_id
     ),
-    query_level as (
-        -- R and N (judged non-relevant: grades 0 .. level - 1) of each judged query at each level asked
-        select jr.query_id, min(jr.qid) as qid, l.level,
-               count(*) filter (where jr.relevance >= l.level) as n_rel,
-               count(*) filter (where jr.relevance >= 0 and jr.relevance < l.level) as n_nonrel
-        from judged_row as jr
-        cross join level as l
-        group by jr.query_id, l.level
-    ),
-    query_ideal as (
-        -- the cumulative ideal DCG (linear and exponential gain) of each judged query
+    query_profile as (
+        -- R, N (judged non-relevant: grades 0 .. level - 1) and the cumulative ideal DCG (linear and exponential
+        -- gain) of each judged query at each level asked
         select g.query_id,
+               min(g.qid) as qid,
+               g.level,
+               count(*) filter (where g.relevance >= g.level) as n_rel,
+               count(*) filter (where g.relevance >= 0 and g.relevance < g.level) as n_nonrel,
                coalesce(array_agg(g.cum_lin order by g.pos) filter (where g.relevance > 0), '{}') as idcg_cum,
                coalesce(array_agg(g.cum_exp order by g.pos) filter (where g.relevance > 0), '{}') as idcg_exp_cum
         from (
-            select o.query_id, o.relevance, o.pos,
+            select o.query_id, o.qid, o.level, o.relevance, o.pos,
                    sum(greatest(o.relevance, 0) * o.discount) over w as cum_lin,
                    sum((2.0::float8 ^ greatest(o.relevance, 0) - 1) * o.discount) over w as cum_exp
             from (
-                select jr.query_id, jr.relevance,
+                select jr.query_id, jr.qid, l.level, jr.relevance,
                        row_number() over w as pos,
                        ln(2::float8) / ln((row_number() over w + 1)::float8) as discount
                 from judged_row as jr
-                window w as (partition by jr.query_id order by jr.relevance desc rows unbounded preceding)
+                cross join level as l
+                window w as (partition by jr.query_id, l.level order by jr.relevance desc rows unbounded preceding)
             ) as o
-            window w as (partition by o.query_id order by o.relevance desc rows unbounded preceding)
+            window w as (partition by o.query_id, o.level order by o.relevance desc rows unbounded preceding)
         ) as g
-        group by g.query_id
+        group by g.query_id, g.level
     ),
-    hit as materialized (
+    hit as (
         -- judged items the run retrieved with their rank: those with gain or relevant at a level asked, and
         -- every judged one when a measure reads them
         select jr.query_id, r.rank, jr.relevance
@@ -417,40 +415,36 @@ as $$
         cross join need
         where jr.relevance > 0 or jr.relevance >= need.lowest or need.judged_hits
     ),
-    hit_gain as (
-        -- what does not depend on the level: graded gains and their DCG, judged and pooled-unjudged ranks
-        select c.query_id,
-               coalesce(array_agg(c.rank order by c.rank) filter (where c.relevance > 0), '{}') as gain_ranks,
-               coalesce(array_agg(c.relevance order by c.rank) filter (where c.relevance > 0), '{}') as gain_grades,
-               coalesce(array_agg(c.dcg_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_cum,
-               coalesce(array_agg(c.dcg_exp_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_exp_cum,
-               coalesce(array_agg(c.rank order by c.rank), '{}') as judged_ranks,
-               coalesce(array_agg(c.rank order by c.rank) filter (where c.relevance < 0), '{}') as pool_ranks
-        from (
-            select h.query_id, h.rank, h.relevance,
-                   sum(greatest(h.relevance, 0) * ln(2::float8) / ln((h.rank + 1)::float8)) over w as dcg_cum,
-                   sum((2.0::float8 ^ greatest(h.relevance, 0) - 1) * ln(2::float8) / ln((h.rank + 1)::float8))
-                       over w as dcg_exp_cum
-            from hit as h
-            window w as (partition by h.query_id order by h.rank)
-        ) as c
-        group by c.query_id
-    ),
-    hit_level as (
-        -- at each level: ranks of the relevant hits with their cumulative precision, of the judged non-relevant
+    hit_profile as (
+        -- at each level, in one window pass: ranks of the relevant hits with their cumulative precision, of the
+        -- judged non-relevant ones; graded gains with their DCG, judged and pooled-unjudged ranks (the same at
+        -- every level: computed once when, as usual, there is one)
         select c.query_id, c.level,
                coalesce(array_agg(c.rank order by c.rank) filter (where c.is_rel), '{}') as rel_ranks,
                coalesce(array_agg(c.prec_cum order by c.rank) filter (where c.is_rel), '{}') as prec_cum,
-               coalesce(array_agg(c.rank order by c.rank) filter (where not c.is_rel and c.relevance >= 0), '{}')
-                   as nonrel_ranks
+               coalesce(array_agg(c.rank order by c.rank)
+                            filter (where c.judged_hits and not c.is_rel and c.relevance >= 0), '{}') as nonrel_ranks,
+               coalesce(array_agg(c.rank order by c.rank) filter (where c.relevance > 0), '{}') as gain_ranks,
+               coalesce(array_agg(c.relevance order by c.rank) filter (where c.graded and c.relevance > 0), '{}')
+                   as gain_grades,
+               coalesce(array_agg(c.dcg_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_cum,
+               coalesce(array_agg(c.dcg_exp_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_exp_cum,
+               coalesce(array_agg(c.rank order by c.rank) filter (where c.judged_hits), '{}') as judged_ranks,
+               coalesce(array_agg(c.rank order by c.rank) filter (where c.judged_hits and c.relevance < 0), '{}')
+                   as pool_ranks
         from (
-            select n.query_id, n.rank, n.relevance, n.level, n.is_rel,
-                   sum(case when n.is_rel then n.nth::float8 / n.rank end) over w as prec_cum
+            select n.query_id, n.rank, n.relevance, n.level, n.is_rel, n.judged_hits, n.graded,
+                   sum(case when n.is_rel then n.nth::float8 / n.rank end) over w as prec_cum,
+                   sum(greatest(n.relevance, 0) * n.discount) over w as dcg_cum,
+                   sum((2.0::float8 ^ greatest(n.relevance, 0) - 1) * n.discount) over w as dcg_exp_cum
             from (
                 select h.query_id, h.rank, h.relevance, l.level, h.relevance >= l.level as is_rel,
-                       count(*) filter (where h.relevance >= l.level) over w as nth
+                       need.judged_hits, need.graded,
+                       count(*) filter (where h.relevance >= l.level) over w as nth,
+                       ln(2::float8) / ln((h.rank + 1)::float8) as discount
                 from hit as h
                 cross join level as l
+                cross join need
                 window w as (partition by h.query_id, l.level order by h.rank)
             ) as n
             window w as (partition by n.query_id, n.level order by n.rank)
@@ -463,17 +457,17 @@ as $$
                ql.level,
                ql.n_rel,
                ql.n_nonrel,
-               coalesce(hl.rel_ranks, '{}') as rel_ranks,
-               coalesce(hl.prec_cum, '{}') as prec_cum,
-               coalesce(hl.nonrel_ranks, '{}') as nonrel_ranks,
-               coalesce(hg.gain_ranks, '{}') as gain_ranks,
-               coalesce(hg.gain_grades, '{}') as gain_grades,
-               coalesce(hg.dcg_cum, '{}') as dcg_cum,
-               coalesce(hg.dcg_exp_cum, '{}') as dcg_exp_cum,
-               coalesce(hg.judged_ranks, '{}') as judged_ranks,
-               coalesce(hg.pool_ranks, '{}') as pool_ranks,
-               qi.idcg_cum,
-               qi.idcg_exp_cum,
+               coalesce(hp.rel_ranks, '{}') as rel_ranks,
+               coalesce(hp.prec_cum, '{}') as prec_cum,
+               coalesce(hp.nonrel_ranks, '{}') as nonrel_ranks,
+               coalesce(hp.gain_ranks, '{}') as gain_ranks,
+               coalesce(hp.gain_grades, '{}') as gain_grades,
+               coalesce(hp.dcg_cum, '{}') as dcg_cum,
+               coalesce(hp.dcg_exp_cum, '{}') as dcg_exp_cum,
+               coalesce(hp.judged_ranks, '{}') as judged_ranks,
+               coalesce(hp.pool_ranks, '{}') as pool_ranks,
+               ql.idcg_cum,
+               ql.idcg_exp_cum,
                -- correlated probes of the primary key, not a hashed scan of every result
                (select true from ragsql.run_result as r
                 where r.run_id = _evaluate.run_id and r.query_id = ql.query_id
@@ -482,11 +476,9 @@ as $$
                    (select count(*) from ragsql.run_result as r
                     where r.run_id = _evaluate.run_id and r.query_id = ql.query_id)
                end as n_ret
-        from query_level as ql
+        from query_profile as ql
         cross join need
-        join query_ideal as qi on qi.query_id = ql.query_id
-        left join hit_gain as hg on hg.query_id = ql.query_id
-        left join hit_level as hl on hl.query_id = ql.query_id and hl.level = ql.level
+        left join hit_profile as hp on hp.query_id = ql.query_id and hp.level = ql.level
     )
     select p.query_id,
            p.qid,
