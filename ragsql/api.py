@@ -107,9 +107,9 @@ def evaluate(records: Iterable[Mapping[str, Any]] | pandas.DataFrame, metrics: S
         run = run or f"{dataset}-{datetime.datetime.now():%Y%m%d-%H%M%S-%f}"
         has_answers = _import(conn, rows, dataset, run).answers > 0
     failed, model = 0, None
-    if has_answers and gen != []:
-        task_kinds = None if gen is None else list(dict.fromkeys(
-            "aspect_critique" if m.startswith("aspect:") else kinds[m.lower().strip()] for m in gen))
+    task_kinds = None if gen is None else [k for k in dict.fromkeys(
+        "aspect_critique" if m.startswith("aspect:") else kinds[m.lower().strip()] for m in gen) if k is not None]
+    if has_answers and task_kinds != []:  # text metrics (no task kind) need no judge
         failed, model = _judge(url, run, task_kinds, judge, workers)
     with connect(url) as conn:
         judge_name = "offline" if model is not None and model.startswith("offline") else model

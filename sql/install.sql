@@ -47,6 +47,10 @@ select not exists (select from ragsql.schema_migration where name = '0090_review
 \if :migrate
 \ir migrations/0090_review.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0100_text_metrics') as migrate \gset
+\if :migrate
+\ir migrations/0100_text_metrics.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -56,6 +60,7 @@ select not exists (select from ragsql.schema_migration where name = '0090_review
 \ir functions/23_context_metrics.sql
 \ir functions/24_generation_api.sql
 \ir functions/25_judge_queue.sql
+\ir functions/26_text_metrics.sql
 \ir functions/30_retrieval.sql
 \ir functions/35_maintenance.sql
 \ir functions/40_diagnostics.sql
@@ -69,6 +74,6 @@ select not exists (select from ragsql.schema_migration where name = '0090_review
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 99605dfbaebbe3b46dd45c7be5278e615bc75f86f313929fdf923d7c0debc09d
+\set ragsql_fingerprint 2972dbabcaac78092dd2d2a6d7ae2e79ec767668c668033d84a77552fc7e7106
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

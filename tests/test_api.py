@@ -117,3 +117,16 @@ def test_import_ragsql_stays_light():
             "ragsql.evaluate; print('ragsql.api' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [ragsql.__version__, "False", "False", "True"]
+
+
+def test_text_metrics_alone_need_no_judge(offline, capsys):
+    """exact_match, token_f1, rouge_l … are computed from the texts: asking only for them judges nothing, and the
+    CLI shows the same values right after the import."""
+    result = ragsql.evaluate(RECORDS, metrics=["exact_match", "token_f1", "rouge_l"], run="api-text")
+    assert result.judge is None and result.failed_tasks == 0
+    with psycopg.connect(offline) as conn:
+        assert conn.execute("select count(*) from ragsql.judge_task").fetchone()[0] == 0
+    assert set(result.scores) == {"exact_match", "token_f1", "rouge_l"}
+    assert all(0 <= v <= 1 for v in result.scores.values()) and result.scores["rouge_l"] > 0
+    cli = _cli_scores(capsys, "api-text")
+    assert all(cli[m] == pytest.approx(v, abs=1e-12) for m, v in result.scores.items())

@@ -15,8 +15,11 @@ from ragsql.db.compare import Resampling
 __all__ = ["scores_command"]
 
 
-def _source(row: dict) -> str:
-    """Which judge and embedder a value comes from; anything offline says so."""
+def _source(row: dict, text_metrics: set[str]) -> str:
+    """Which judge and embedder a value comes from; anything offline says so; a text metric, computed from the
+    answer and references alone, says that."""
+    if row["metric"] in text_metrics:
+        return "answer and reference texts"
     parts = [p for p in (row.get("judge_model"), row.get("judge_embedder")) if p]
     label = " + ".join(parts)
     return f"OFFLINE {label}" if any(p.startswith("offline") for p in parts) else label
@@ -45,10 +48,11 @@ def scores_command(run: str, per_query: bool, judge: str | None, ci: bool, resam
     with db.connect() as conn:
         db.ensure_schema(conn)
         names.run_id(conn, run)
+        text = {m for m, kind in generation.metric_kinds(conn).items() if kind is None}
         if per_query:
             rows = [{**dataclasses.asdict(v), "kind": "retrieval", "reason": None, "source": "gold labels"}
                     for v in metrics.query_values(conn, run, None, 1)]
-            rows += [{**r, "measure": r["metric"], "kind": "generation", "source": _source(r)}
+            rows += [{**r, "measure": r["metric"], "kind": "generation", "source": _source(r, text)}
                      for r in generation.query_generation(conn, run, judge=judge)]
             render(rows, ["qid", "kind", "measure", "value", "reason", "source"], fmt, title=f"run {run}")
             return
@@ -56,7 +60,7 @@ def scores_command(run: str, per_query: bool, judge: str | None, ci: bool, resam
                  "covered": v.queries - v.missing, "missing": v.missing, "source": "gold labels"}
                 for v in metrics.run_values(conn, run, None, 1) if v.queries]
         rows += [{"kind": "generation", "measure": r["metric"], "value": r["value"], "queries": r["queries"],
-                  "covered": r["covered"], "missing": r["missing"], "source": _source(r)}
+                  "covered": r["covered"], "missing": r["missing"], "source": _source(r, text)}
                  for r in generation.run_generation(conn, run, judge=judge)]
         if ci and rows:
             intervals = {i.measure: i for i in compare.measure_ci(conn, run, [r["measure"] for r in rows],

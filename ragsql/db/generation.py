@@ -27,6 +27,7 @@ def query_generation(conn: psycopg.Connection, run: str, metrics: list[str] | No
         return cur.fetchall()
 
 
-def metric_kinds(conn: psycopg.Connection) -> dict[str, str]:
-    """Each generation metric's name and the judge task kind whose verdicts it reads (ragsql.generation_metric)."""
+def metric_kinds(conn: psycopg.Connection) -> dict[str, str | None]:
+    """Each generation metric's name and the judge task kind whose verdicts it reads (ragsql.generation_metric);
+    None for a text metric (exact_match, token_f1, …), computed from the texts alone."""
     return dict(conn.execute("select metric, task_kind from ragsql.generation_metric").fetchall())

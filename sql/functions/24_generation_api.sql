@@ -28,7 +28,8 @@ begin
             family := 'aspect';
             task_kind := 'aspect_critique';
         else
-            select m.metric, m.metric, null, m.task_kind into metric, family, aspect, task_kind
+            select m.metric, case when m.task_kind is null then 'text' else m.metric end, null, m.task_kind
+              into metric, family, aspect, task_kind
             from ragsql.generation_metric as m
             where m.metric = cleaned;
             if not found then
@@ -105,6 +106,9 @@ begin
             union all
             select * from ragsql.citation_validity(run, model, prompt_version)
             where spec.family = 'citation_validity'
+            union all
+            select * from ragsql.text_metric(run, spec.metric)  -- every metric computed from the texts alone
+            where spec.family = 'text'
         ) as f;
     end loop;
 end
@@ -178,7 +182,8 @@ comment on function ragsql.generation_measure(text, text, text, text, text, floa
     'Per-query value of one generation metric (faithfulness, contradiction_rate, answer_relevancy, '
     'answer_relevancy_rating, answer_relevancy_cosine, context_precision, context_relevance, context_recall, '
     'answer_similarity, answer_correctness_f1, answer_correctness, citation_coverage, citation_validity, '
-    'aspect:<name>), with the reason when it is null. See ragsql.evaluate_generation.';
+    'exact_match, token_f1, rouge_l, string_presence, levenshtein_similarity, aspect:<name>), with the reason '
+    'when it is null. See ragsql.evaluate_generation.';
 
 create or replace function ragsql.summarize_generation(
     run text, metrics text[] default null, model text default null, prompt_version text default null,

@@ -1,0 +1,240 @@
+-- Answer text metrics: an answer against its reference answers, with no judge (the rows of
+-- ragsql.generation_metric whose task_kind is null). Each is available as soon as a run's answers and the
+-- dataset's references are stored; a query's value is the best over its references. No answer, an empty
+-- answer or no reference gives null and a reason, never 0.
+--
+-- Tokenisations, each as its source computes it:
+--   SQuAD v2 (exact_match, token_f1 of space-delimited text): lower case, ASCII punctuation removed, the
+--     articles a / an / the removed, whitespace-split.
+--   CMRC 2018 (exact_match, token_f1 when the query is Chinese): lower case, its punctuation list removed,
+--     every CJK character a segment and other runs split into words, numbers and symbols (the official
+--     script calls nltk.word_tokenize there; numbers keep their decimal point, as it does).
+--   rouge-score (rouge_l): lower case, runs of [a-z0-9] (no stemming); each CJK character is a token too
+--     (rouge-score's default tokenizer drops them, which would score every Chinese answer 0).
+
+create or replace function ragsql.squad_tokens(content text)
+returns text[]
+language sql immutable parallel safe
+as $$
+    -- normalize_answer of the SQuAD v2 evaluation script, then split
+    select coalesce(regexp_split_to_array(nullif(btrim(regexp_replace(
+               regexp_replace(translate(lower(content), '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', ''),
+                              '\y(a|an|the)\y', ' ', 'g'),
+               '\s+', ' ', 'g')), ''), ' '), '{}')
+$$;
+comment on function ragsql.squad_tokens(text) is
+    'SQuAD v2''s normalize_answer split into tokens: lower case, ASCII punctuation and articles (a, an, the) '
+    'removed, whitespace collapsed.';
+
+create or replace function ragsql.bag_f1(predicted text[], gold text[])
+returns float8
+language sql immutable parallel safe
+as $$
+    select case
+        when cardinality(predicted) = 0 or cardinality(gold) = 0 then (predicted = gold)::integer::float8
+        else (select case when common = 0 then 0 else 2.0 * common / (cardinality(predicted) + cardinality(gold)) end
+              from (select coalesce(sum(least(p.n, g.n)), 0) as common
+                    from (select t, count(*) as n from unnest(predicted) as t group by t) as p
+                    join (select t, count(*) as n from unnest(gold) as t group by t) as g using (t)) as c)
+    end
+$$;
+comment on function ragsql.bag_f1(text[], text[]) is
+    'F1 of two token bags (SQuAD v2 compute_f1): 2 * shared / (|predicted| + |gold|), shared counting repeats; '
+    '1 if both are empty, 0 if one is.';
+
+create or replace function ragsql.cmrc_punctuation()
+returns text
+language sql immutable parallel safe
+as $$
+    select '-:_*^/\~`+=，。：？！“”；’《》·、「」（）－～『』'
+$$;
+comment on function ragsql.cmrc_punctuation() is
+    'The characters CMRC 2018''s evaluation removes (its sp_char list; its two-character "……" matches no single '
+    'character, so "…" stays).';
+
+create or replace function ragsql.cmrc_segments(content text)
+returns text[]
+language plpgsql immutable parallel safe
+as $$
+-- mixed_segmentation(rm_punc=True) of the CMRC 2018 evaluation script
+declare
+    segments text[] := '{}';
+    pending text := '';
+    ch text;
+begin
+    foreach ch in array regexp_split_to_array(regexp_replace(lower(coalesce(content, '')), '^\s+|\s+$', '', 'g'), '')
+    loop
+        continue when strpos(ragsql.cmrc_punctuation(), ch) > 0;
+        if ch ~ '[\u4e00-\u9fa5]' then
+            segments := segments || ragsql._word_tokens(pending) || ch;
+            pending := '';
+        else
+            pending := pending || ch;
+        end if;
+    end loop;
+    return segments || ragsql._word_tokens(pending);
+end
+$$;
+comment on function ragsql.cmrc_segments(text) is
+    'CMRC 2018''s mixed segmentation without punctuation: each Chinese character a segment, other runs split into '
+    'words, numbers (with their decimal point) and symbols.';
+
+create or replace function ragsql._word_tokens(content text)
+returns text[]
+language sql immutable parallel safe
+as $$
+    select coalesce(array_agg(m[1] order by n), '{}')
+    from regexp_matches(content, '([0-9]+(?:[.,][0-9]+)+|[a-z0-9_\u00c0-\u024f]+(?:''[a-z0-9\u00c0-\u024f]+)?|'
+                                 '[^a-z0-9_\u00c0-\u024f[:space:]])', 'g') with ordinality as x(m, n)
+$$;
+comment on function ragsql._word_tokens(text) is
+    'Words (lower-case Latin letters, digits, _; an apostrophe inside), numbers (with their decimal point) and '
+    'single other symbols of a lower-cased text, in order.';
+
+create or replace function ragsql.longest_common(a text[], b text[], contiguous boolean)
+returns integer
+language plpgsql immutable parallel safe
+as $$
+-- dynamic programming over the two sequences, one row at a time
+declare
+    prev integer[] := array_fill(0, array[cardinality(b) + 1]);
+    cur integer[];
+    best integer := 0;
+begin
+    for i in 1 .. cardinality(a) loop
+        cur := array_fill(0, array[cardinality(b) + 1]);
+        for j in 1 .. cardinality(b) loop
+            if a[i] = b[j] then
+                cur[j + 1] := prev[j] + 1;
+            elsif not contiguous then
+                cur[j + 1] := greatest(prev[j + 1], cur[j]);
+            end if;
+            best := greatest(best, cur[j + 1]);
+        end loop;
+        prev := cur;
+    end loop;
+    return best;
+end
+$$;
+comment on function ragsql.longest_common(text[], text[], boolean) is
+    'Length of the longest common contiguous run (contiguous: CMRC 2018''s find_lcs) or subsequence (ROUGE-L''s '
+    'LCS) of two token sequences.';
+
+create or replace function ragsql.rouge_tokens(content text)
+returns text[]
+language sql immutable parallel safe
+as $$
+    select coalesce(array_agg(m[1] order by n), '{}')
+    from regexp_matches(lower(content), '([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[a-z0-9]+)', 'g') with ordinality as x(m, n)
+$$;
+comment on function ragsql.rouge_tokens(text) is
+    'rouge-score''s tokens without stemming (lower-cased runs of a-z and 0-9), each CJK character a token too.';
+
+create or replace function ragsql.levenshtein_distance(a text, b text)
+returns integer
+language plpgsql immutable parallel safe
+as $$
+declare
+    x text[] := regexp_split_to_array(a, '');
+    y text[] := regexp_split_to_array(b, '');
+    prev integer[];
+    cur integer[];
+begin
+    if a = '' or b = '' then
+        return greatest(length(a), length(b));
+    end if;
+    prev := array(select generate_series(0, cardinality(y)));
+    cur := prev;
+    for i in 1 .. cardinality(x) loop
+        cur[1] := i;
+        for j in 1 .. cardinality(y) loop
+            cur[j + 1] := least(prev[j + 1] + 1, cur[j] + 1, prev[j] + (x[i] <> y[j])::integer);
+        end loop;
+        prev := cur;
+    end loop;
+    return prev[cardinality(y) + 1];
+end
+$$;
+comment on function ragsql.levenshtein_distance(text, text) is
+    'Character edits (insert, delete, substitute) turning one text into the other; no length limit (unlike '
+    'fuzzystrmatch''s 255 characters), time proportional to the product of the lengths.';
+
+create or replace function ragsql.text_score(metric text, answer text, reference text, language text)
+returns float8
+language plpgsql immutable parallel safe
+as $$
+-- One text metric of an answer against one reference; language 'zh…' selects CMRC 2018 for exact_match and
+-- token_f1. The one place a text metric is computed: a new one is a branch here and a row of generation_metric.
+declare
+    chinese constant boolean := coalesce(language, '') like 'zh%';
+    pred text[];
+    gold text[];
+    shared integer;
+begin
+    case metric
+    when 'exact_match' then
+        if chinese then
+            return (translate(regexp_replace(lower(answer), '^\s+|\s+$', '', 'g'), ragsql.cmrc_punctuation(), '')
+                    = translate(regexp_replace(lower(reference), '^\s+|\s+$', '', 'g'), ragsql.cmrc_punctuation(), ''))
+                   ::integer::float8;
+        end if;
+        return (ragsql.squad_tokens(answer) = ragsql.squad_tokens(reference))::integer::float8;
+    when 'token_f1' then
+        if not chinese then
+            return ragsql.bag_f1(ragsql.squad_tokens(answer), ragsql.squad_tokens(reference));
+        end if;
+        pred := ragsql.cmrc_segments(answer);
+        gold := ragsql.cmrc_segments(reference);
+        shared := ragsql.longest_common(gold, pred, true);
+        return case when shared = 0 then 0 else 2.0 * shared / (cardinality(pred) + cardinality(gold)) end;
+    when 'rouge_l' then
+        pred := ragsql.rouge_tokens(answer);
+        gold := ragsql.rouge_tokens(reference);
+        shared := ragsql.longest_common(gold, pred, false);
+        return case when shared = 0 then 0 else 2.0 * shared / (cardinality(pred) + cardinality(gold)) end;
+    when 'string_presence' then
+        return (strpos(answer, reference) > 0)::integer::float8;
+    when 'levenshtein_similarity' then
+        return 1 - ragsql.levenshtein_distance(answer, reference)::float8 / greatest(length(answer), length(reference), 1);
+    else
+        raise exception 'no text metric "%"', metric
+            using errcode = 'invalid_parameter_value',
+                  hint = 'see: select metric from ragsql.generation_metric where task_kind is null';
+    end case;
+end
+$$;
+comment on function ragsql.text_score(text, text, text, text) is
+    'A text metric (exact_match, token_f1, rouge_l, string_presence, levenshtein_similarity) of an answer against '
+    'one reference; language ''zh…'' computes exact_match and token_f1 as CMRC 2018, any other as SQuAD v2.';
+
+create or replace function ragsql.text_metric(run text, metric text)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    select q.qid,
+           s.best,
+           case when a.query_id is null then 'no answer'
+                when btrim(a.text) = '' then 'empty answer'
+                when r.refs is null then 'no reference answer' end,
+           null::text, null::text, null::text,
+           case when s.best is not null then jsonb_build_object('references', cardinality(r.refs), 'language', s.lang) end
+    from ragsql.run as ru
+    join ragsql.query as q on q.dataset_id = ru.dataset_id
+    left join ragsql.answer as a on a.run_id = ru.id and a.query_id = q.id
+    cross join lateral (select array_agg(ra.text order by ra.position) as refs
+                        from ragsql.reference_answer as ra where ra.query_id = q.id) as r
+    left join lateral (
+        select max(ragsql.text_score(text_metric.metric, a.text, ref, l.lang)) as best, min(l.lang) as lang
+        from unnest(r.refs) as ref
+        cross join lateral (select coalesce(q.language,
+                                            case when a.text || ref ~ '[\u4e00-\u9fff]' then 'zh' else 'en' end) as lang) as l
+        where btrim(a.text) <> ''
+    ) as s on true
+    where ru.id = ragsql._run_id(text_metric.run)
+$$;
+comment on function ragsql.text_metric(text, text) is
+    'Per-query value of a text metric of a run (rows of ragsql.generation_metric with no task_kind): the best over '
+    'the query''s reference answers, in the query''s language (else zh when the texts hold Chinese); null with a '
+    'reason when there is no answer, the answer is empty or the query has no reference.';

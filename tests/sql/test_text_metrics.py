@@ -1,0 +1,187 @@
+"""Answer text metrics in SQL (exact_match, token_f1, rouge_l, string_presence, levenshtein_similarity) against
+independent computations: the SQuAD v2 and CMRC 2018 evaluation formulas written here in Python, rouge-score and
+rapidfuzz; and end to end: values right after an import, the best of several references, null with a reason."""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from collections import Counter
+
+import psycopg
+import pytest
+from rapidfuzz.distance import Levenshtein
+from rouge_score import rouge_scorer
+
+from ragsql.db import load
+
+METRICS = ["exact_match", "token_f1", "rouge_l", "string_presence", "levenshtein_similarity"]
+
+# --- the official formulas, written independently of the SQL -------------------------------------------------
+
+
+def squad_normalize(text: str) -> list[str]:
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    return re.sub(r"\b(a|an|the)\b", " ", text).split()
+
+
+def squad_f1(pred: str, gold: str) -> float:
+    p, g = squad_normalize(pred), squad_normalize(gold)
+    if not p or not g:
+        return float(p == g)
+    common = sum((Counter(p) & Counter(g)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+CMRC_PUNCT = ['-', ':', '_', '*', '^', '/', '\\', '~', '`', '+', '=', '，', '。', '：', '？', '！', '“', '”', '；', '’',
+              '《', '》', '……', '·', '、', '「', '」', '（', '）', '－', '～', '『', '』']
+
+
+def cmrc_segments(text: str) -> list[str]:
+    """mixed_segmentation(rm_punc=True), with the stand-in for nltk.word_tokenize the SQL documents."""
+    def words(run: str) -> list[str]:
+        return re.findall(r"[0-9]+(?:[.,][0-9]+)+|[a-z0-9_\u00c0-\u024f]+(?:'[a-z0-9\u00c0-\u024f]+)?"
+                          r"|[^a-z0-9_\u00c0-\u024f\s]", run)
+    out, pending = [], ""
+    for ch in text.lower().strip():
+        if ch in CMRC_PUNCT:
+            continue
+        if re.search(r"[\u4e00-\u9fa5]", ch):
+            out += words(pending) + [ch]
+            pending = ""
+        else:
+            pending += ch
+    return out + words(pending)
+
+
+def cmrc_f1(pred: str, gold: str) -> float:
+    p, g = cmrc_segments(pred), cmrc_segments(gold)
+    best = 0
+    for i in range(len(g)):  # longest common run, by brute force
+        for j in range(len(p)):
+            n = 0
+            while i + n < len(g) and j + n < len(p) and g[i + n] == p[j + n]:
+                n += 1
+            best = max(best, n)
+    if best == 0:
+        return 0.0
+    precision, recall = best / len(p), best / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def cmrc_em(pred: str, gold: str) -> float:
+    strip = lambda s: "".join(ch for ch in s.lower().strip() if ch not in CMRC_PUNCT)  # noqa: E731
+    return float(strip(pred) == strip(gold))
+
+
+class _CharTokenizer:
+    """rouge-score's tokenizer with each CJK character a token (what the SQL does for Chinese)."""
+
+    def tokenize(self, text: str) -> list[str]:
+        return re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[a-z0-9]+", text.lower())
+
+
+ROUGE_EN = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+ROUGE_ZH = rouge_scorer.RougeScorer(["rougeL"], tokenizer=_CharTokenizer())
+
+# --- generated answers ----------------------------------------------------------------------------------------
+
+EN_WORDS = ("the a an cat Cat sat on mat dog 1905 10.4 Einstein's relativity BM25 k1=1.2 (b) e.g. well-known "
+            "U.S. don't, yes; no! what? 23 hours").split()
+ZH_PIECES = ["长江", "东海", "上海", "注入", "最终", "爱因斯坦", "1905", "年", "，", "。", "《相对论》", "BM25",
+             "k1", "约", "27.3", "天", "“潮汐锁定”", "的", " ", "E=mc²", "…", "A"]
+
+
+def en_text(rng: random.Random) -> str:
+    return " ".join(rng.choice(EN_WORDS) for _ in range(rng.randint(1, 12)))
+
+
+def zh_text(rng: random.Random) -> str:
+    return "".join(rng.choice(ZH_PIECES) for _ in range(rng.randint(1, 10)))
+
+
+def scores(db, triples: list[tuple[str, str, str]]) -> list[dict[str, float]]:
+    rows = db.execute(
+        "select t.i, m, ragsql.text_score(m, t.answer, t.reference, t.lang) "
+        "from unnest(%s::text[], %s::text[], %s::text[]) with ordinality as t(answer, reference, lang, i) "
+        "cross join unnest(%s::text[]) as m",
+        ([a for a, _, _ in triples], [r for _, r, _ in triples], [lang for *_, lang in triples], METRICS)).fetchall()
+    out: list[dict[str, float]] = [{} for _ in triples]
+    for i, metric, value in rows:
+        out[i - 1][metric] = value
+    return out
+
+
+def test_english_equals_squad_rouge_score_and_rapidfuzz(db):
+    rng = random.Random(1)
+    pairs = [(en_text(rng), en_text(rng)) for _ in range(300)]
+    pairs += [(r, r) for _, r in pairs[:20]] + [("The cat.", "cat"), ("a an the", "the"), ("!!!", "?")]
+    got = scores(db, [(a, r, "en") for a, r in pairs])
+    wrong = []
+    for (answer, reference), value in zip(pairs, got):
+        want = {"exact_match": float(squad_normalize(answer) == squad_normalize(reference)),
+                "token_f1": squad_f1(answer, reference),
+                "rouge_l": ROUGE_EN.score(reference, answer)["rougeL"].fmeasure,
+                "string_presence": float(reference in answer),
+                "levenshtein_similarity": 1 - Levenshtein.normalized_distance(reference, answer)}
+        wrong += [(answer, reference, m, w, value[m]) for m, w in want.items() if abs(w - value[m]) > 1e-9]
+    assert not wrong, wrong[:5]
+    assert got[-3]["exact_match"] == 1.0 and got[-1]["token_f1"] == 1.0  # punctuation-only: both normalise to ''
+
+
+def test_chinese_equals_cmrc_2018_and_rouge_by_character(db):
+    rng = random.Random(2)
+    pairs = [(zh_text(rng), zh_text(rng)) for _ in range(300)]
+    pairs += [("长江在上海注入东海。", "长江最终注入东海"), ("“潮汐锁定”", "潮汐锁定"), ("约27.3天", "27.3天…")]
+    got = scores(db, [(a, r, "zh") for a, r in pairs])
+    wrong = []
+    for (answer, reference), value in zip(pairs, got):
+        want = {"exact_match": cmrc_em(answer, reference), "token_f1": cmrc_f1(answer, reference),
+                "rouge_l": ROUGE_ZH.score(reference, answer)["rougeL"].fmeasure,
+                "levenshtein_similarity": 1 - Levenshtein.normalized_distance(reference, answer)}
+        wrong += [(answer, reference, m, w, value[m]) for m, w in want.items() if abs(w - value[m]) > 1e-9]
+    assert not wrong, wrong[:5]
+    assert got[-3]["token_f1"] == pytest.approx(2 * 4 / (9 + 8))  # 注入东海: 4 of 9 and 8 segments
+    assert got[-2]["exact_match"] == 1.0 and got[-1]["exact_match"] == 0.0  # “” are CMRC punctuation, … is not
+
+
+@pytest.fixture
+def answered(db):
+    """A dataset of five queries and a run answering them: q1 two references, q2 none, q3 an empty answer, q4 no
+    answer row, q5 Chinese."""
+    dataset = load.ensure_dataset(db, "text")
+    load.add_queries(db, dataset, [("q1", "Who proposed relativity?", "en", None), ("q2", "Why?", "en", None),
+                                   ("q3", "When?", "en", None), ("q4", "Where?", "en", None),
+                                   ("q5", "长江在哪里入海？", None, None)])
+    load.add_reference_answers(db, dataset, [("q1", "Albert Einstein"), ("q1", "Einstein"), ("q3", "1905"),
+                                             ("q4", "Bern"), ("q5", "东海")])
+    run = load.create_run(db, "answers", dataset)
+    load.add_answers(db, run, [("q1", "Einstein.", None), ("q2", "Because.", None), ("q3", "  ", None),
+                               ("q5", "长江在上海注入东海。", None)], [])
+    return db
+
+
+def test_text_metrics_come_with_the_import_best_over_references_and_null_with_a_reason(answered):
+    rows = answered.execute("select qid, metric, value, reason, judge_model from ragsql.evaluate_generation("
+                            "'answers', %s)", (METRICS,)).fetchall()
+    got = {(q, m): (v, why, judge) for q, m, v, why, judge in rows}
+    assert got["q1", "exact_match"] == (1.0, None, None)  # "Einstein." = the second reference
+    assert got["q1", "token_f1"][0] == 1.0 and got["q1", "string_presence"][0] == 1.0
+    assert got["q2", "token_f1"] == (None, "no reference answer", None)
+    assert got["q3", "rouge_l"] == (None, "empty answer", None)
+    assert got["q4", "levenshtein_similarity"] == (None, "no answer", None)
+    assert got["q5", "token_f1"][0] == pytest.approx(2 * 2 / (9 + 2))  # no language stored: Chinese by its text
+    assert got["q5", "string_presence"][0] == 1.0
+    summary = {r[0]: r[1:] for r in answered.execute(
+        "select metric, value, queries, covered, missing from ragsql.summarize_generation('answers')")}
+    assert summary["exact_match"] == (0.5, 5, 2, 3)  # shown by default, with no judge step: q1 1, q5 0
+    assert "faithfulness" not in summary  # judge metrics appear once judged
+
+
+def test_an_unknown_text_metric_is_one_clear_error(db):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match='no text metric "bleu_4"'):
+        db.execute("select ragsql.text_score('bleu_4', 'a', 'b', 'en')")
