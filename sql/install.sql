@@ -74,6 +74,6 @@ select not exists (select from ragsql.schema_migration where name = '0100_text_m
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 2972dbabcaac78092dd2d2a6d7ae2e79ec767668c668033d84a77552fc7e7106
+\set ragsql_fingerprint 7ce0b52b612922b5588fc7514ef9cc2782336f95998a024dfd4126a83416dc32
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

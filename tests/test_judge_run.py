@@ -62,7 +62,7 @@ def test_offline_judge_scores_every_metric_and_labels_them(example_run, capsys):
     code, out, _ = run_cli(capsys, "scores", "--run", "ex", "--format", "json")
     rows = json.loads(out)
     generation = [r for r in rows if r["kind"] == "generation"]
-    texts = {"exact_match", "token_f1", "rouge_l", "string_presence", "levenshtein_similarity"}
+    texts = {"exact_match", "token_f1", "rouge_l", "bleu", "chrf", "string_presence", "levenshtein_similarity"}
     assert {r["measure"] for r in generation} >= texts  # computed from the texts, with no judge
     assert all(r["source"] == "answer and reference texts" for r in generation if r["measure"] in texts)
     assert all("OFFLINE" in r["source"] for r in generation if r["measure"] not in texts)

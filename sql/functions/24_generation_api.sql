@@ -182,7 +182,8 @@ comment on function ragsql.generation_measure(text, text, text, text, text, floa
     'Per-query value of one generation metric (faithfulness, contradiction_rate, answer_relevancy, '
     'answer_relevancy_rating, answer_relevancy_cosine, context_precision, context_relevance, context_recall, '
     'answer_similarity, answer_correctness_f1, answer_correctness, citation_coverage, citation_validity, '
-    'exact_match, token_f1, rouge_l, string_presence, levenshtein_similarity, aspect:<name>), with the reason '
+    'exact_match, token_f1, rouge_l, bleu, chrf, string_presence, levenshtein_similarity, aspect:<name>), with '
+    'the reason '
     'when it is null. See ragsql.evaluate_generation.';
 
 create or replace function ragsql.summarize_generation(

@@ -11,6 +11,8 @@
 --     script calls nltk.word_tokenize there; numbers keep their decimal point, as it does).
 --   rouge-score (rouge_l): lower case, runs of [a-z0-9] (no stemming); each CJK character is a token too
 --     (rouge-score's default tokenizer drops them, which would score every Chinese answer 0).
+--   sacrebleu (bleu): its 13a tokenizer, or its zh tokenizer for a Chinese query; chrf: characters without
+--     whitespace.
 
 create or replace function ragsql.squad_tokens(content text)
 returns text[]
@@ -159,53 +161,203 @@ comment on function ragsql.levenshtein_distance(text, text) is
     'Character edits (insert, delete, substitute) turning one text into the other; no length limit (unlike '
     'fuzzystrmatch''s 255 characters), time proportional to the product of the lengths.';
 
-create or replace function ragsql.text_score(metric text, answer text, reference text, language text)
+create or replace function ragsql.bleu_tokens(content text, chinese boolean)
+returns text[]
+language plpgsql immutable parallel safe
+as $$
+-- sacrebleu's tokenizers: 13a (mteval-v13a), or zh (each Chinese character apart, then 13a's rules)
+declare
+    line text := regexp_replace(content, '\s+$', '');  -- sacrebleu rstrips a segment before tokenizing
+begin
+    if chinese then
+        -- the characters sacrebleu's zh tokenizer takes for Chinese (its range table as Python compares it)
+        line := regexp_replace(btrim(line, E' \t\n\r\f\v'),
+            '([\u2001-\u2a6d\u2e80-\u2fdf\u2ff0-\u303f\u3100-\u312f\u31a0-\u31ef\u3200-\u4db5\u4e00-\u9fbb'
+            '\uf900-\ufa2d\ufa30-\ufa6a\ufa70-\ufad9\ufe10-\ufe1f\ufe30-\ufe4f\uff00-\uffef])', ' \1 ', 'g');
+    else
+        line := replace(replace(replace(line, '<skipped>', ''), E'-\n', ''), E'\n', ' ');
+        line := ' ' || replace(replace(replace(replace(line, '&quot;', '"'), '&amp;', '&'), '&lt;', '<'), '&gt;', '>')
+                || ' ';
+    end if;
+    line := regexp_replace(line, '([\x7b-\x7e\x5b-\x60\x20-\x26\x28-\x2b\x3a-\x40\x2f])', ' \1 ', 'g');
+    line := regexp_replace(line, '([^0-9])([.,])', '\1 \2 ', 'g');  -- period and comma unless after a digit
+    line := regexp_replace(line, '([.,])([^0-9])', ' \1 \2', 'g');  -- … or before one
+    line := regexp_replace(line, '([0-9])(-)', '\1 \2 ', 'g');  -- a dash after a digit
+    return coalesce(regexp_split_to_array(nullif(btrim(regexp_replace(line, '\s+', ' ', 'g')), ''), ' '), '{}');
+end
+$$;
+comment on function ragsql.bleu_tokens(text, boolean) is
+    'A segment tokenized as sacrebleu''s 13a tokenizer does (mteval-v13a), or its zh tokenizer when chinese.';
+
+create or replace function ragsql.bleu(answer text, references_ text[], chinese boolean)
 returns float8
 language plpgsql immutable parallel safe
 as $$
--- One text metric of an answer against one reference; language 'zh…' selects CMRC 2018 for exact_match and
--- token_f1. The one place a text metric is computed: a new one is a branch here and a row of generation_metric.
+-- sacrebleu's sentence_bleu with its defaults (4-grams, exp smoothing, effective order), scaled to [0, 1]
+declare
+    hyp text[] := ragsql.bleu_tokens(answer, chinese);
+    correct integer[];
+    total integer[];
+    ref_len integer;
+    bp float8;
+    smooth float8 := 1;
+    order_used integer := 4;
+    log_sum float8 := 0;
+begin
+    select array_agg(coalesce(m.correct, 0) order by m.n), array_agg(m.total order by m.n)
+      into correct, total
+    from (
+        select n.n, greatest(cardinality(hyp) - n.n + 1, 0) as total,
+               (select sum(least(h.count, coalesce(r.count, 0)))
+                from (select g, count(*) as count
+                      from generate_series(1, cardinality(hyp) - n.n + 1) as i,
+                           lateral (select array_to_string(hyp[i:i + n.n - 1], ' ') as g) as x
+                      group by g) as h
+                left join (select g, max(c) as count  -- clipped by the reference that has it most often
+                           from (select k, g, count(*) as c
+                                 from unnest(references_) with ordinality as ref(text, k),
+                                      lateral (select ragsql.bleu_tokens(ref.text, chinese) as t) as tk,
+                                      generate_series(1, cardinality(tk.t) - n.n + 1) as i,
+                                      lateral (select array_to_string(tk.t[i:i + n.n - 1], ' ') as g) as x
+                                 group by k, g) as per_ref
+                           group by g) as r using (g)) as correct
+        from generate_series(1, 4) as n
+    ) as m;
+    -- the reference length closest to the answer's (the shorter on a tie)
+    select len into ref_len
+    from (select cardinality(ragsql.bleu_tokens(r, chinese)) as len from unnest(references_) as r) as l
+    order by abs(cardinality(hyp) - len), len
+    limit 1;
+    if cardinality(hyp) = 0 or coalesce(correct[1], 0) + coalesce(correct[2], 0) + coalesce(correct[3], 0)
+                                + coalesce(correct[4], 0) = 0 then
+        return 0;
+    end if;
+    bp := case when cardinality(hyp) < ref_len then exp(1 - ref_len::float8 / cardinality(hyp)) else 1 end;
+    for n in 1 .. 4 loop
+        exit when total[n] = 0;
+        order_used := n;
+        if correct[n] = 0 then
+            smooth := smooth * 2;
+            log_sum := log_sum + ln(1 / (smooth * total[n]));
+        else
+            log_sum := log_sum + ln(correct[n]::float8 / total[n]);
+        end if;
+    end loop;
+    return bp * exp(log_sum / order_used);
+end
+$$;
+comment on function ragsql.bleu(text, text[], boolean) is
+    'Sentence BLEU as sacrebleu''s sentence_bleu computes it by default (13a or, for Chinese, zh tokens; n-grams '
+    'up to 4 clipped by the references'' most frequent count; the closest reference length; exp smoothing; '
+    'effective order), scaled to [0, 1].';
+
+create or replace function ragsql.chrf(answer text, reference text)
+returns float8
+language plpgsql immutable parallel safe
+as $$
+-- sacrebleu's sentence_chrf with its defaults (character 6-grams, no word n-grams, beta 2, whitespace removed)
+declare
+    h text := regexp_replace(answer, '\s', '', 'g');
+    r text := regexp_replace(reference, '\s', '', 'g');
+    n_hyp integer;
+    n_ref integer;
+    n_match integer;
+    avg_prec float8 := 0;
+    avg_rec float8 := 0;
+    orders integer := 0;
+begin
+    for n in 1 .. 6 loop
+        n_hyp := greatest(length(h) - n + 1, 0);
+        n_ref := greatest(length(r) - n + 1, 0);
+        continue when n_hyp = 0 or n_ref = 0;
+        select coalesce(sum(least(a.c, b.c)), 0) into n_match
+        from (select substr(h, i, n) as g, count(*) as c from generate_series(1, n_hyp) as i group by 1) as a
+        join (select substr(r, i, n) as g, count(*) as c from generate_series(1, n_ref) as i group by 1) as b using (g);
+        avg_prec := avg_prec + n_match::float8 / n_hyp;
+        avg_rec := avg_rec + n_match::float8 / n_ref;
+        orders := orders + 1;
+    end loop;
+    if orders = 0 or avg_prec + avg_rec = 0 then
+        return 0;
+    end if;
+    avg_prec := avg_prec / orders;
+    avg_rec := avg_rec / orders;
+    return 5 * avg_prec * avg_rec / (4 * avg_prec + avg_rec);
+end
+$$;
+comment on function ragsql.chrf(text, text) is
+    'Sentence chrF as sacrebleu''s sentence_chrf computes it by default (character n-grams 1..6 without '
+    'whitespace, precision and recall averaged over the orders both texts have, F-beta with beta 2), in [0, 1].';
+
+drop function if exists ragsql.text_score(text, text, text, text);  -- one reference at a time, before BLEU
+create or replace function ragsql.text_score(metric text, answer text, references_ text[], language text)
+returns float8
+language plpgsql immutable parallel safe
+as $$
+-- One text metric of an answer against its references: the best over them, except BLEU, which reads them all
+-- at once as sacrebleu does. language 'zh…' selects CMRC 2018 for exact_match and token_f1 and sacrebleu's zh
+-- tokenizer for bleu. The one place a text metric is computed: a new one is a branch here and a row of
+-- ragsql.generation_metric.
 declare
     chinese constant boolean := coalesce(language, '') like 'zh%';
+    best float8;
     pred text[];
     gold text[];
     shared integer;
+    value float8;
+    reference text;
 begin
-    case metric
-    when 'exact_match' then
-        if chinese then
-            return (translate(regexp_replace(lower(answer), '^\s+|\s+$', '', 'g'), ragsql.cmrc_punctuation(), '')
-                    = translate(regexp_replace(lower(reference), '^\s+|\s+$', '', 'g'), ragsql.cmrc_punctuation(), ''))
-                   ::integer::float8;
-        end if;
-        return (ragsql.squad_tokens(answer) = ragsql.squad_tokens(reference))::integer::float8;
-    when 'token_f1' then
-        if not chinese then
-            return ragsql.bag_f1(ragsql.squad_tokens(answer), ragsql.squad_tokens(reference));
-        end if;
-        pred := ragsql.cmrc_segments(answer);
-        gold := ragsql.cmrc_segments(reference);
-        shared := ragsql.longest_common(gold, pred, true);
-        return case when shared = 0 then 0 else 2.0 * shared / (cardinality(pred) + cardinality(gold)) end;
-    when 'rouge_l' then
-        pred := ragsql.rouge_tokens(answer);
-        gold := ragsql.rouge_tokens(reference);
-        shared := ragsql.longest_common(gold, pred, false);
-        return case when shared = 0 then 0 else 2.0 * shared / (cardinality(pred) + cardinality(gold)) end;
-    when 'string_presence' then
-        return (strpos(answer, reference) > 0)::integer::float8;
-    when 'levenshtein_similarity' then
-        return 1 - ragsql.levenshtein_distance(answer, reference)::float8 / greatest(length(answer), length(reference), 1);
-    else
-        raise exception 'no text metric "%"', metric
-            using errcode = 'invalid_parameter_value',
-                  hint = 'see: select metric from ragsql.generation_metric where task_kind is null';
-    end case;
+    if answer is null or coalesce(cardinality(references_), 0) = 0 then
+        return null;
+    elsif metric = 'bleu' then
+        return ragsql.bleu(answer, references_, chinese);
+    end if;
+    foreach reference in array references_ loop
+        case metric
+        when 'exact_match' then
+            if chinese then
+                value := (translate(regexp_replace(lower(answer), '^\s+|\s+$', '', 'g'), ragsql.cmrc_punctuation(), '')
+                          = translate(regexp_replace(lower(reference), '^\s+|\s+$', '', 'g'), ragsql.cmrc_punctuation(), ''))
+                         ::integer;
+            else
+                value := (ragsql.squad_tokens(answer) = ragsql.squad_tokens(reference))::integer;
+            end if;
+        when 'token_f1' then
+            if chinese then
+                pred := ragsql.cmrc_segments(answer);
+                gold := ragsql.cmrc_segments(reference);
+                shared := ragsql.longest_common(gold, pred, true);
+                value := case when shared = 0 then 0 else 2.0 * shared / (cardinality(pred) + cardinality(gold)) end;
+            else
+                value := ragsql.bag_f1(ragsql.squad_tokens(answer), ragsql.squad_tokens(reference));
+            end if;
+        when 'rouge_l' then
+            pred := ragsql.rouge_tokens(answer);
+            gold := ragsql.rouge_tokens(reference);
+            shared := ragsql.longest_common(gold, pred, false);
+            value := case when shared = 0 then 0 else 2.0 * shared / (cardinality(pred) + cardinality(gold)) end;
+        when 'chrf' then
+            value := ragsql.chrf(answer, reference);
+        when 'string_presence' then
+            value := (strpos(answer, reference) > 0)::integer;
+        when 'levenshtein_similarity' then
+            value := 1 - ragsql.levenshtein_distance(answer, reference)::float8
+                         / greatest(length(answer), length(reference), 1);
+        else
+            raise exception 'no text metric "%"', metric
+                using errcode = 'invalid_parameter_value',
+                      hint = 'see: select metric from ragsql.generation_metric where task_kind is null';
+        end case;
+        best := greatest(best, value);
+    end loop;
+    return best;
 end
 $$;
-comment on function ragsql.text_score(text, text, text, text) is
-    'A text metric (exact_match, token_f1, rouge_l, string_presence, levenshtein_similarity) of an answer against '
-    'one reference; language ''zh…'' computes exact_match and token_f1 as CMRC 2018, any other as SQuAD v2.';
+comment on function ragsql.text_score(text, text, text[], text) is
+    'A text metric (exact_match, token_f1, rouge_l, bleu, chrf, string_presence, levenshtein_similarity) of an '
+    'answer against its references: the best over them (BLEU: sacrebleu''s multi-reference sentence BLEU); '
+    'language ''zh…'' computes exact_match and token_f1 as CMRC 2018 and tokenizes BLEU as sacrebleu''s zh; null '
+    'without a reference.';
 
 create or replace function ragsql.text_metric(run text, metric text)
 returns table (
@@ -226,11 +378,10 @@ as $$
     cross join lateral (select array_agg(ra.text order by ra.position) as refs
                         from ragsql.reference_answer as ra where ra.query_id = q.id) as r
     left join lateral (
-        select max(ragsql.text_score(text_metric.metric, a.text, ref, l.lang)) as best, min(l.lang) as lang
-        from unnest(r.refs) as ref
-        cross join lateral (select coalesce(q.language,
-                                            case when a.text || ref ~ '[\u4e00-\u9fff]' then 'zh' else 'en' end) as lang) as l
-        where btrim(a.text) <> ''
+        select ragsql.text_score(text_metric.metric, a.text, r.refs, l.lang) as best, l.lang
+        from (select coalesce(q.language, case when a.text || array_to_string(r.refs, ' ') ~ '[\u4e00-\u9fff]'
+                                               then 'zh' else 'en' end) as lang) as l
+        where btrim(a.text) <> '' and r.refs is not null
     ) as s on true
     where ru.id = ragsql._run_id(text_metric.run)
 $$;

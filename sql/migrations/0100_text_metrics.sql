@@ -18,8 +18,13 @@ values
     ('rouge_l', 16, null, true,
      'ROUGE-L F1 (longest common subsequence of lower-cased alphanumeric tokens, each CJK character a token; '
      'rouge-score without stemming); max over the references'),
-    ('string_presence', 17, null, true, '1 when a reference appears verbatim in the answer, else 0 (RAGAS)'),
-    ('levenshtein_similarity', 18, null, true,
+    ('bleu', 17, null, true,
+     'sentence BLEU of the answer against all its references, as sacrebleu''s sentence_bleu (13a tokens, zh for '
+     'Chinese), in [0, 1]'),
+    ('chrf', 18, null, true, 'sentence chrF (character 6-grams, beta 2) as sacrebleu''s sentence_chrf, in [0, 1]; '
+     'max over the references'),
+    ('string_presence', 19, null, true, '1 when a reference appears verbatim in the answer, else 0 (RAGAS)'),
+    ('levenshtein_similarity', 20, null, true,
      '1 - Levenshtein distance / length of the longer text (RAGAS NonLLMStringSimilarity); max over the references')
 on conflict (metric) do nothing;
 

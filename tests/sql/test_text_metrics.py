@@ -1,6 +1,7 @@
-"""Answer text metrics in SQL (exact_match, token_f1, rouge_l, string_presence, levenshtein_similarity) against
-independent computations: the SQuAD v2 and CMRC 2018 evaluation formulas written here in Python, rouge-score and
-rapidfuzz; and end to end: values right after an import, the best of several references, null with a reason."""
+"""Answer text metrics in SQL (exact_match, token_f1, rouge_l, bleu, chrf, string_presence, levenshtein_similarity)
+against independent computations: the SQuAD v2 and CMRC 2018 evaluation formulas written here in Python,
+rouge-score, sacrebleu and rapidfuzz; and end to end: values right after an import, the best of several references
+(BLEU: all of them at once), null with a reason."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from collections import Counter
 
 import psycopg
 import pytest
+import sacrebleu
 from rapidfuzz.distance import Levenshtein
 from rouge_score import rouge_scorer
 
 from ragsql.db import load
 
-METRICS = ["exact_match", "token_f1", "rouge_l", "string_presence", "levenshtein_similarity"]
+METRICS = ["exact_match", "token_f1", "rouge_l", "bleu", "chrf", "string_presence", "levenshtein_similarity"]
 
 # --- the official formulas, written independently of the SQL -------------------------------------------------
 
@@ -106,7 +108,7 @@ def zh_text(rng: random.Random) -> str:
 
 def scores(db, triples: list[tuple[str, str, str]]) -> list[dict[str, float]]:
     rows = db.execute(
-        "select t.i, m, ragsql.text_score(m, t.answer, t.reference, t.lang) "
+        "select t.i, m, ragsql.text_score(m, t.answer, array[t.reference], t.lang) "
         "from unnest(%s::text[], %s::text[], %s::text[]) with ordinality as t(answer, reference, lang, i) "
         "cross join unnest(%s::text[]) as m",
         ([a for a, _, _ in triples], [r for _, r, _ in triples], [lang for *_, lang in triples], METRICS)).fetchall()
@@ -126,6 +128,8 @@ def test_english_equals_squad_rouge_score_and_rapidfuzz(db):
         want = {"exact_match": float(squad_normalize(answer) == squad_normalize(reference)),
                 "token_f1": squad_f1(answer, reference),
                 "rouge_l": ROUGE_EN.score(reference, answer)["rougeL"].fmeasure,
+                "bleu": sacrebleu.sentence_bleu(answer, [reference]).score / 100,
+                "chrf": sacrebleu.sentence_chrf(answer, [reference]).score / 100,
                 "string_presence": float(reference in answer),
                 "levenshtein_similarity": 1 - Levenshtein.normalized_distance(reference, answer)}
         wrong += [(answer, reference, m, w, value[m]) for m, w in want.items() if abs(w - value[m]) > 1e-9]
@@ -142,11 +146,38 @@ def test_chinese_equals_cmrc_2018_and_rouge_by_character(db):
     for (answer, reference), value in zip(pairs, got):
         want = {"exact_match": cmrc_em(answer, reference), "token_f1": cmrc_f1(answer, reference),
                 "rouge_l": ROUGE_ZH.score(reference, answer)["rougeL"].fmeasure,
+                "bleu": sacrebleu.sentence_bleu(answer, [reference], tokenize="zh").score / 100,
+                "chrf": sacrebleu.sentence_chrf(answer, [reference]).score / 100,
                 "levenshtein_similarity": 1 - Levenshtein.normalized_distance(reference, answer)}
         wrong += [(answer, reference, m, w, value[m]) for m, w in want.items() if abs(w - value[m]) > 1e-9]
     assert not wrong, wrong[:5]
     assert got[-3]["token_f1"] == pytest.approx(2 * 4 / (9 + 8))  # 注入东海: 4 of 9 and 8 segments
     assert got[-2]["exact_match"] == 1.0 and got[-1]["exact_match"] == 0.0  # “” are CMRC punctuation, … is not
+
+
+@pytest.mark.parametrize("lang, tokenize", [("en", "13a"), ("zh", "zh")])
+def test_bleu_reads_every_reference_at_once_as_sacrebleu_does(db, lang, tokenize):
+    """Multi-reference BLEU is not the best single-reference BLEU: n-grams are clipped by the reference that has
+    them most often and the brevity penalty takes the closest reference length; chrF is the best reference's."""
+    rng = random.Random(3)
+    text = en_text if lang == "en" else zh_text
+    cases = [(text(rng), [text(rng) for _ in range(rng.randint(2, 4))]) for _ in range(150)]
+    cases.append(("the cat sat on the mat", ["the cat", "sat on the mat today"]))
+    rows = db.execute("select c.i, ragsql.text_score('bleu', c.answer, r.refs, %s), "
+                      "ragsql.text_score('chrf', c.answer, r.refs, %s) "
+                      "from unnest(%s::text[], %s::text[]) with ordinality as c(answer, joined, i) "
+                      "cross join lateral (select string_to_array(c.joined, chr(1)) as refs) as r(refs)",
+                      (lang, lang, [a for a, _ in cases], [chr(1).join(r) for _, r in cases])).fetchall()
+    wrong = []
+    for (answer, refs), (_, bleu, chrf) in zip(cases, sorted(rows)):
+        want_bleu = sacrebleu.sentence_bleu(answer, refs, tokenize=tokenize).score / 100
+        want_chrf = sacrebleu.sentence_chrf(answer, refs).score / 100
+        if abs(want_bleu - bleu) > 1e-9 or abs(want_chrf - chrf) > 1e-9:
+            wrong.append((answer, refs, want_bleu, bleu, want_chrf, chrf))
+    assert not wrong, wrong[:3]
+    answer, refs = cases[-1]
+    best_single = max(sacrebleu.sentence_bleu(answer, [r]).score for r in refs) / 100
+    assert rows and abs(sorted(rows)[-1][1] - best_single) > 0.01  # all at once differs from the best of each
 
 
 @pytest.fixture
@@ -184,4 +215,4 @@ def test_text_metrics_come_with_the_import_best_over_references_and_null_with_a_
 
 def test_an_unknown_text_metric_is_one_clear_error(db):
     with pytest.raises(psycopg.errors.InvalidParameterValue, match='no text metric "bleu_4"'):
-        db.execute("select ragsql.text_score('bleu_4', 'a', 'b', 'en')")
+        db.execute("select ragsql.text_score('bleu_4', 'a', array['b'], 'en')")

@@ -201,7 +201,7 @@ def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_ur
         # the same rows (a release may change a formula: the upgraded database then follows it)
         after = metrics(url)
         assert after.keys() >= values.keys()  # and the text metrics a later release added, from the stored texts
-        assert {m for _, m in after.keys() - values.keys()} == {"exact_match", "token_f1", "rouge_l",
+        assert {m for _, m in after.keys() - values.keys()} == {"exact_match", "token_f1", "rouge_l", "bleu", "chrf",
                                                                 "string_presence", "levenshtein_similarity"}
         retrieval = [k for k in values if k[1][0].isupper()]
         assert len(retrieval) > 20
