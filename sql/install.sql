@@ -62,6 +62,7 @@ select not exists (select from ragsql.schema_migration where name = '0100_text_m
 \ir functions/25_judge_queue.sql
 \ir functions/26_text_metrics.sql
 \ir functions/30_retrieval.sql
+\ir functions/32_fusion.sql
 \ir functions/35_maintenance.sql
 \ir functions/40_diagnostics.sql
 \ir functions/50_compare.sql
@@ -74,6 +75,6 @@ select not exists (select from ragsql.schema_migration where name = '0100_text_m
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 7ce0b52b612922b5588fc7514ef9cc2782336f95998a024dfd4126a83416dc32
+\set ragsql_fingerprint 60810f62d51c86f655b2d9a69e3a956d5ef5bf5a6e47981e6686aa62893825e7
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

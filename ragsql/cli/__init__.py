@@ -22,6 +22,7 @@ COMMANDS = {  # name: (module, attribute, summary), in the order of the workflow
     "ingest": ("ingest", "ingest_command", "Load documents into a corpus: chunks, BM25 postings, embeddings."),
     "synth": ("synth", "synth_command", "Write an eval set from a corpus: questions, answers, gold spans."),
     "retrieve": ("retrieve", "retrieve_command", "Retrieve for an eval set (bm25, vector, fuzzy, hybrid) as a run."),
+    "fuse": ("fuse", "fuse_command", "Fuse runs of a dataset into a new run (rrf, combsum, wsum, ... as ranx)."),
     "generate": ("generate", "generate_command", "Generate cited answers for a run from its retrieved results."),
     "judge": ("judge", "judge_command", "Judge a run's answers with an LLM (or offline); store verdicts."),
     "metrics": ("metrics", "metrics_command", "Retrieval measures of a run (trec_eval semantics)."),

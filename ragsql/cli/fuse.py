@@ -1,0 +1,56 @@
+"""`ragsql fuse`: several runs of one dataset fused into a new run, as ranx's fuse computes it."""
+
+from __future__ import annotations
+
+import click
+
+from ragsql import db
+from ragsql.cli.output import format_option, report
+from ragsql.cli.specs import split_names
+from ragsql.db import fusion
+from ragsql.errors import UsageError
+
+__all__ = ["fuse_command"]
+
+METHODS = ("rrf", "combsum", "combmnz", "combanz", "combmax", "combmin", "wsum", "isr", "log_isr", "bordafuse")
+NORMS = ("min-max", "max", "sum", "zmuv", "rank", "none")
+
+
+@click.command("fuse")
+@click.option("--runs", "runs", required=True, metavar="A,B[,C]", help="The runs to fuse (two or more, one dataset).")
+@click.option("--method", type=click.Choice(METHODS, case_sensitive=False), default="rrf", show_default=True,
+              help="How: reciprocal rank (rrf), sum / sum x count / mean / max / min of the normalised scores "
+                   "(combsum, combmnz, combanz, combmax, combmin), weighted sum (wsum), inverse square rank (isr, "
+                   "log_isr) or Borda count (bordafuse).")
+@click.option("--norm", type=click.Choice(NORMS, case_sensitive=False), default="min-max", show_default=True,
+              help="Each run's scores per query first: (s-min)/(max-min), s/max, (s-min)/(sum-min*n), "
+                   "z-score, 1-(rank-1)/n, or none (ranx's default is min-max).")
+@click.option("--weights", default=None, metavar="W1,W2,...", help="wsum only: one weight per run, in --runs order.")
+@click.option("--k", "k", default=60, show_default=True, type=click.IntRange(min=0), help="rrf's constant.")
+@click.option("--run", "run", required=True, help="Name of the fused run to store.")
+@format_option()
+def fuse_command(runs: str, method: str, norm: str, weights: str | None, k: int, run: str, fmt: str) -> None:
+    """Fuse runs of one dataset into a new run, as ranx's fuse(runs, norm, method) computes it.
+
+    Scores per query and document equal ranx's; equal fused scores are ranked by document id
+    (descending, as trec_eval orders ties). The new run records how it was made (ragsql show
+    run NAME) and is evaluated, compared and checked like any other. In SQL:
+    select ragsql.fuse('hybrid-rrf', array['bm25', 'vector'], 'rrf').
+    """
+    names = split_names(runs) or []
+    if len(names) < 2:
+        raise UsageError("--runs: name two runs or more, e.g. --runs bm25,vector")
+    parsed = None
+    if weights is not None:
+        try:
+            parsed = [float(w) for w in split_names(weights) or []]
+        except ValueError:
+            raise UsageError(f'--weights "{weights}": expected numbers, e.g. --weights 0.7,0.3') from None
+    with db.connect() as conn:
+        db.ensure_schema(conn)
+        run_id, queries, results = fusion.fuse(conn, run, names, method, norm, parsed, k)
+    if fmt == "json":
+        report({"run": run, "runs": names, "method": method, "norm": norm, "weights": parsed, "k": k,
+                "queries": queries, "results": results})
+    else:
+        click.echo(f"run {run}: {method} of {', '.join(names)} ({norm} scores): {queries} queries, {results} results")

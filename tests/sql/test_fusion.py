@@ -1,0 +1,140 @@
+"""ragsql.fused / ragsql.fuse against ranx's fuse: every method and normalisation on generated tie-free runs gives
+ranx's scores per query and document, in ranx's order; the fused run is a run like any other; bad input is one
+error with nothing stored."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import psycopg
+import pytest
+from ranx import Run, fuse
+
+from ragsql.db import load
+
+RANX_METHODS = ["sum", "mnz", "anz", "max", "min", "wsum", "rrf", "isr", "log_isr", "bordafuse"]
+NORMS = ["min-max", "max", "sum", "zmuv", "rank", None]
+
+
+def _runs(seed: int, n_runs: int = 3, n_queries: int = 40):
+    """Runs over the same queries, overlapping documents, distinct scores (ranx orders ties its own way)."""
+    rng = random.Random(seed)
+    runs = []
+    for _ in range(n_runs):
+        run = {}
+        for q in range(n_queries):
+            docs = rng.sample([f"d{i}" for i in range(60)], rng.randint(1, 25))
+            run[f"q{q}"] = {d: round(rng.uniform(-3, 12), 6) + i * 1e-7 for i, d in enumerate(docs)}
+        runs.append(run)
+    return runs
+
+
+@pytest.fixture
+def stored(db):
+    runs = _runs(seed=5)
+    dataset = load.ensure_dataset(db, "fusion")
+    load.add_queries(db, dataset, [(q, None, None, None) for q in runs[0]])
+    for n, run in enumerate(runs, 1):
+        run_id = load.create_run(db, f"r{n}", dataset)
+        load.add_run_results(db, run_id, ((q, None, d, s, None) for q, docs in run.items() for d, s in docs.items()),
+                             rank_by_score=True)
+    return db, runs
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("method", RANX_METHODS)
+def test_every_method_and_normalisation_equals_ranx(stored, method, norm):
+    db, runs = stored
+    weights = [0.5, 1.5, 1.0] if method == "wsum" else None
+    params = {"weights": weights} if weights else {"k": 60} if method == "rrf" else {}
+    want = fuse([Run(r) for r in runs], norm=norm, method=method, params=params).to_dict()
+    rows = db.execute("select qid, docno, score, rank from ragsql.fused(array['r1', 'r2', 'r3'], %s, %s, %s)",
+                      (method, norm or "none", weights)).fetchall()
+    got: dict[str, dict[str, float]] = {}
+    order: dict[str, list[str]] = {}
+    for qid, docno, score, rank in rows:
+        got.setdefault(qid, {})[docno] = score
+        order.setdefault(qid, []).append(docno)
+        assert rank == len(order[qid])
+    assert got.keys() == want.keys()
+    wrong = [(q, d, w, got[q].get(d)) for q in want for d, w in want[q].items()
+             if got[q].get(d) is None or abs(w - got[q][d]) > 1e-9 * max(1, abs(w))]
+    assert not wrong and all(got[q].keys() == want[q].keys() for q in want), wrong[:5]
+    for q in want:  # ranx's order wherever the scores differ
+        ranked = sorted(want[q], key=lambda d: -want[q][d])
+        distinct = [d for d in ranked if sum(abs(want[q][d] - v) < 1e-12 for v in want[q].values()) == 1]
+        assert [d for d in order[q] if d in distinct] == distinct
+
+
+def test_a_fused_run_is_stored_and_evaluated_like_any_other(stored):
+    db, _ = stored
+    db.execute("insert into ragsql.judgment (query_id, docno, relevance) "
+               "select q.id, 'd' || (q.id % 60), 1 from ragsql.query as q join ragsql.dataset as d "
+               "on d.id = q.dataset_id where d.name = 'fusion'")
+    run_id = db.execute("select ragsql.fuse('fused', array['r1', 'r2', 'r3'], 'combsum', 'zmuv')").fetchone()[0]
+    config = db.execute("select config from ragsql.run where id = %s", (run_id,)).fetchone()[0]
+    assert config["fusion"] == {"runs": ["r1", "r2", "r3"], "method": "sum", "norm": "zmuv", "weights": None, "k": 60}
+    stored_rows = db.execute("select q.qid, r.docno, r.score, r.rank from ragsql.run_result as r "
+                             "join ragsql.query as q on q.id = r.query_id where r.run_id = %s order by 1, 4",
+                             (run_id,)).fetchall()
+    fused = db.execute("select * from ragsql.fused(array['r1', 'r2', 'r3'], 'sum', 'zmuv')").fetchall()
+    assert sorted(stored_rows) == sorted(fused)
+    summary = dict(db.execute("select measure, value from ragsql.summarize('fused', array['nDCG@10', 'RR'])"))
+    assert 0 <= summary["nDCG@10"] <= 1 and summary["RR"] > 0
+
+
+@pytest.mark.parametrize("call, message", [
+    ("ragsql.fused(array['r1', 'r2'], 'condorcet')", 'unknown fusion method "condorcet"'),
+    ("ragsql.fused(array['r1', 'r2'], 'rrf', 'l2')", 'unknown normalisation "l2"'),
+    ("ragsql.fused(array['r1', 'r2'], 'wsum', 'min-max', array[1.0])", "wsum needs one weight per run: 2 runs, 1"),
+    ("ragsql.fused(array['r1', 'r2'], 'rrf', 'min-max', array[1.0, 2.0])", "weights are for wsum"),
+    ("ragsql.fused(array['r1'])", "fusion needs two runs or more"),
+    ("ragsql.fused(array['r1', 'nope'])", 'unknown run "nope"'),
+    ("ragsql.fused(array['r1', 'r1'])", "a run is named twice"),
+    ("ragsql.fuse('r2', array['r1', 'r3'])", 'run "r2" already exists'),
+    ("ragsql.fuse('x', array['r1', 'other'])", "different datasets"),
+])
+def test_bad_input_is_one_error_and_nothing_is_stored(stored, call, message):
+    db, _ = stored
+    other = load.ensure_dataset(db, "elsewhere")
+    load.add_queries(db, other, [("q0", None, None, None)])
+    load.create_run(db, "other", other)
+    runs_before = db.execute("select count(*) from ragsql.run").fetchone()[0]
+    with pytest.raises(psycopg.Error, match=message), db.transaction():
+        db.execute(f"select * from {call}")
+    assert db.execute("select count(*) from ragsql.run").fetchone()[0] == runs_before
+
+
+def test_the_cli_stores_a_fused_run_and_refuses_bad_input_in_one_line(fresh_db, capsys):
+    from tests.conftest import run_cli
+    from tests.loading import load_trec
+
+    with psycopg.connect(fresh_db) as conn:
+        load_trec(conn, "q1 0 a 1\nq2 0 c 1", "q1 Q0 a 1 3 x\nq1 Q0 b 2 2 x\nq2 Q0 c 1 1 x", run_name="bm25",
+                  dataset="d")
+        dataset = conn.execute("select id from ragsql.dataset where name = 'd'").fetchone()[0]
+        vector = load.create_run(conn, "vector", dataset)
+        load.add_run_results(conn, vector, [("q1", None, "b", 9.0, None), ("q2", None, "d", 5.0, None),
+                                            ("q2", None, "c", 4.0, None)], rank_by_score=True)
+        conn.commit()
+    code, out, err = run_cli(capsys, "fuse", "--runs", "bm25,vector", "--method", "rrf", "--run", "hybrid",
+                             "--format", "json")
+    assert code == 0, err
+    assert {k: v for k, v in json.loads(out).items() if k in ("queries", "results", "method")} == {
+        "queries": 2, "results": 4, "method": "rrf"}
+    code, out, _ = run_cli(capsys, "metrics", "--run", "hybrid", "--measures", "RR", "--format", "json")
+    # q1: a (1/61 + 0) vs b (1/62 + 1/61): b first, a second; q2: c (1/61 + 1/62) before d (1/61)
+    assert code == 0 and json.loads(out)[0]["value"] == pytest.approx((0.5 + 1.0) / 2)
+    for args, status, line in (
+            (["--runs", "bm25,vector", "--method", "wsum", "--weights", "1", "--run", "w"], 1,
+             "ragsql: error: wsum needs one weight per run: 2 runs, 1 weights"),
+            (["--runs", "bm25,vector", "--weights", "0.5,x", "--run", "w"], 2, 'ragsql: usage: --weights "0.5,x"'),
+            (["--runs", "bm25", "--run", "w"], 2, "ragsql: usage: --runs: name two runs or more"),
+            (["--runs", "bm25,vector", "--run", "hybrid"], 1, 'ragsql: error: run "hybrid" already exists'),
+            (["--runs", "bm25,nope", "--run", "w"], 1, 'ragsql: error: unknown run "nope"'),
+            (["--runs", "bm25,vector", "--method", "condorcet", "--run", "w"], 2, "ragsql: usage:")):
+        code, out, err = run_cli(capsys, "fuse", *args)
+        assert (code, out) == (status, "") and err.startswith(line) and err.count("\n") == 1, err
+    with psycopg.connect(fresh_db) as conn:
+        assert conn.execute("select count(*) from ragsql.run where name = 'w'").fetchone()[0] == 0
