@@ -34,6 +34,7 @@ COMMANDS = {  # name: (module, attribute, summary), in the order of the workflow
     "report": ("report", "report_command", "A run's report in the terminal, or one HTML page with charts."),
     "review": ("review", "review_group", "Human review of the judge: export a sheet, import labels."),
     "judge-check": ("judge_check", "judge_check_command", "Measure a judge's pairwise accuracy on labelled pairs."),
+    "aspect": ("aspect", "aspect_group", "Add, list or remove the yes/no aspects aspect critique asks."),
     "list": ("catalog", "list_command", "List the runs, datasets or corpora stored."),
     "show": ("catalog", "show_group", "Show one stored run in full: counts, judges, configuration."),
     "delete": ("catalog", "delete_command", "Delete a run, dataset or corpus and what belongs to it."),

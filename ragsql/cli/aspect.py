@@ -1,0 +1,62 @@
+"""`ragsql aspect`: add, list and remove the yes/no aspects that aspect critique asks of every answer."""
+
+from __future__ import annotations
+
+import click
+
+from ragsql import db
+from ragsql.cli.output import FORMATS, render
+from ragsql.db import aspects
+from ragsql.errors import UsageError
+
+__all__ = ["aspect_group"]
+
+
+@click.group("aspect")
+def aspect_group() -> None:
+    """The aspects of aspect critique: RAGAS's five built-ins and your own.
+
+    An aspect is a yes/no question the judge asks of every answer (`ragsql judge --metrics
+    aspect_critique`); its value per query is 1 for yes, read as aspect:<name> by scores,
+    compare, check and SQL.
+    """
+
+
+@aspect_group.command("add")
+@click.argument("name")
+@click.option("--definition", required=True, help='The question, e.g. "Does the answer cite a source for every claim?"')
+@click.option("--lower-is-better", is_flag=True,
+              help="Yes is the bad verdict (as for harmfulness): compare and check read a rise as a drop.")
+@click.option("--replace", is_flag=True, help="Change the definition of an aspect of that name.")
+def add_command(name: str, definition: str, lower_is_better: bool, replace: bool) -> None:
+    """Add an aspect NAME (lower-case letters, digits, _)."""
+    with db.connect() as conn:
+        db.ensure_schema(conn)
+        with conn.transaction():
+            done = aspects.add(conn, name, definition, not lower_is_better, replace)
+    click.echo(f"{done} aspect {name}: judge it with `ragsql judge --run RUN --metrics aspect_critique`, "
+               f"read it as aspect:{name}")
+
+
+@aspect_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def list_command(fmt: str) -> None:
+    """Every aspect: built-ins first, its definition, its direction and how many verdicts it has."""
+    with db.connect() as conn:
+        db.ensure_schema(conn)
+        rows = aspects.list_aspects(conn)
+    render(rows, ["name", "definition", "builtin", "higher_is_better", "verdicts"], fmt, title="aspects")
+
+
+@aspect_group.command("remove")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Really remove it and its verdicts (nothing is removed without it).")
+def remove_command(name: str, yes: bool) -> None:
+    """Remove your aspect NAME and its verdicts (built-ins stay)."""
+    if not yes:
+        raise UsageError(f"aspect remove {name}: add --yes to remove it and its verdicts")
+    with db.connect() as conn:
+        db.ensure_schema(conn)
+        with conn.transaction():
+            verdicts = aspects.remove(conn, name)
+    click.echo(f"removed aspect {name} ({verdicts} verdicts)")

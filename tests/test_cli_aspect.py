@@ -1,0 +1,54 @@
+"""`ragsql aspect add / list / remove`: a user aspect is judged and read as aspect:<name> like a built-in; bad
+names, built-ins and unknown aspects are one line and change nothing."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+
+from tests.conftest import run_cli
+
+
+def test_an_added_aspect_is_judged_read_and_removed_with_its_verdicts(example_run, capsys):
+    code, out, err = run_cli(capsys, "aspect", "add", "cites_sources", "--definition",
+                             "Does the answer name a source for its claims?")
+    assert code == 0 and out.startswith("added aspect cites_sources"), err
+    code, out, _ = run_cli(capsys, "aspect", "list", "--format", "json")
+    listed = {r["name"]: r for r in json.loads(out)}
+    assert listed["cites_sources"] == {"name": "cites_sources", "definition": "Does the answer name a source for its "
+                                       "claims?", "builtin": False, "higher_is_better": True, "verdicts": 0}
+    assert {"harmfulness", "maliciousness", "coherence", "correctness", "conciseness"} <= {
+        n for n, r in listed.items() if r["builtin"]}
+    code, _, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", "aspect_critique")
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "scores", "--run", "ex", "--format", "json")
+    value = {r["measure"]: r for r in json.loads(out)}["aspect:cites_sources"]
+    assert value["covered"] == 12 and value["value"] == 0.0  # the offline judge cannot assess a user aspect: no
+    code, out, _ = run_cli(capsys, "aspect", "add", "cites_sources", "--definition", "Does it cite?", "--replace",
+                           "--lower-is-better")
+    assert code == 0 and out.startswith("replaced aspect cites_sources")
+    code, out, _ = run_cli(capsys, "aspect", "remove", "cites_sources", "--yes")
+    assert (code, out.strip()) == (0, "removed aspect cites_sources (12 verdicts)")
+    with psycopg.connect(example_run) as conn:
+        assert conn.execute("select count(*) from ragsql.aspect_verdict where aspect = 'cites_sources'").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("args, status, line", [
+    (["add", "Cites!", "--definition", "x"], 1, 'ragsql: error: aspect name "Cites!": use lower-case letters'),
+    (["add", "polite", "--definition", "  "], 1, 'ragsql: error: aspect "polite": the definition is empty'),
+    (["add", "harmfulness", "--definition", "x"], 1, 'ragsql: error: aspect "harmfulness" is built in'),
+    (["add", "polite", "--definition", "Is it polite?"], 1, 'ragsql: error: aspect "polite" already exists'),
+    (["remove", "polite"], 2, "ragsql: usage: aspect remove polite: add --yes"),
+    (["remove", "coherence", "--yes"], 1, 'ragsql: error: aspect "coherence" is built in and stays'),
+    (["remove", "nope", "--yes"], 1, 'ragsql: error: unknown aspect "nope" (your aspects: polite)'),
+])
+def test_bad_aspect_commands_are_one_line_and_change_nothing(fresh_db, capsys, args, status, line):
+    assert run_cli(capsys, "aspect", "add", "polite", "--definition", "Is the answer polite?")[0] == 0
+    with psycopg.connect(fresh_db) as conn:
+        before = conn.execute("select name, definition, higher_is_better from ragsql.aspect order by 1").fetchall()
+    code, out, err = run_cli(capsys, "aspect", *args)
+    assert (code, out) == (status, "") and err.startswith(line) and err.count("\n") == 1, err
+    with psycopg.connect(fresh_db) as conn:
+        assert conn.execute("select name, definition, higher_is_better from ragsql.aspect order by 1").fetchall() == before
