@@ -51,6 +51,10 @@ select not exists (select from ragsql.schema_migration where name = '0100_text_m
 \if :migrate
 \ir migrations/0100_text_metrics.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0110_context_id_metrics') as migrate \gset
+\if :migrate
+\ir migrations/0110_context_id_metrics.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -75,6 +79,6 @@ select not exists (select from ragsql.schema_migration where name = '0100_text_m
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 60810f62d51c86f655b2d9a69e3a956d5ef5bf5a6e47981e6686aa62893825e7
+\set ragsql_fingerprint 5bdeb9bfa364ebea0055ee52b36664b0f69f5f97cb2c924b2f6dc1f987e20fad
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -140,7 +140,8 @@ def test_ci_adds_bootstrap_intervals_to_metrics_and_scores(demo, capsys):
 def test_scores_judge_option_names_the_judge(demo, capsys):
     code, out, _ = run_cli(capsys, "scores", "--run", "demo-bm25", "--judge", "offline", "--format", "json")
     generation = [r for r in json.loads(out) if r["kind"] == "generation" and r["value"] is not None]
-    judged = [r for r in generation if r["source"] != "answer and reference texts"]  # text metrics need no judge
+    judged = [r for r in generation  # text and context-id metrics need no judge
+              if r["source"] not in ("answer and reference texts", "context ids and gold labels")]
     assert code == 0 and judged and all(r["source"].startswith("OFFLINE") for r in judged)
     code, out, _ = run_cli(capsys, "scores", "--run", "demo-bm25", "--judge", "gpt-none", "--format", "json")
     judged = [r for r in json.loads(out) if "gpt-none" in r["source"]]

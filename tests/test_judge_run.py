@@ -63,9 +63,11 @@ def test_offline_judge_scores_every_metric_and_labels_them(example_run, capsys):
     rows = json.loads(out)
     generation = [r for r in rows if r["kind"] == "generation"]
     texts = {"exact_match", "token_f1", "rouge_l", "bleu", "chrf", "string_presence", "levenshtein_similarity"}
-    assert {r["measure"] for r in generation} >= texts  # computed from the texts, with no judge
+    ids = {"id_based_context_precision", "id_based_context_recall"}
+    assert {r["measure"] for r in generation} >= texts | ids  # computed with no judge
     assert all(r["source"] == "answer and reference texts" for r in generation if r["measure"] in texts)
-    assert all("OFFLINE" in r["source"] for r in generation if r["measure"] not in texts)
+    assert all(r["source"] == "context ids and gold labels" for r in generation if r["measure"] in ids)
+    assert all("OFFLINE" in r["source"] for r in generation if r["measure"] not in texts | ids)
     assert {r["measure"] for r in rows if r["kind"] == "retrieval"} >= {"nDCG@10", "RR@10"}
 
 

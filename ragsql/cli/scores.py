@@ -15,11 +15,14 @@ from ragsql.db.compare import Resampling
 __all__ = ["scores_command"]
 
 
-def _source(row: dict, text_metrics: set[str]) -> str:
-    """Which judge and embedder a value comes from; anything offline says so; a text metric, computed from the
-    answer and references alone, says that."""
-    if row["metric"] in text_metrics:
-        return "answer and reference texts"
+_NO_JUDGE = {"text_metric": "answer and reference texts", "context_id_metric": "context ids and gold labels"}
+
+
+def _source(row: dict, no_judge: dict[str, str]) -> str:
+    """Which judge and embedder a value comes from; anything offline says so; a metric computed with no judge
+    says what it reads."""
+    if row["metric"] in no_judge:
+        return _NO_JUDGE[no_judge[row["metric"]]]
     parts = [p for p in (row.get("judge_model"), row.get("judge_embedder")) if p]
     label = " + ".join(parts)
     return f"OFFLINE {label}" if any(p.startswith("offline") for p in parts) else label
@@ -48,7 +51,7 @@ def scores_command(run: str, per_query: bool, judge: str | None, ci: bool, resam
     with db.connect() as conn:
         db.ensure_schema(conn)
         names.run_id(conn, run)
-        text = {m for m, kind in generation.metric_kinds(conn).items() if kind is None}
+        text = generation.no_judge_metrics(conn)
         if per_query:
             rows = [{**dataclasses.asdict(v), "kind": "retrieval", "reason": None, "source": "gold labels"}
                     for v in metrics.query_values(conn, run, None, 1)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 from psycopg.rows import dict_row
 
-__all__ = ["metric_kinds", "query_generation", "run_generation"]
+__all__ = ["metric_kinds", "no_judge_metrics", "query_generation", "run_generation"]
 
 
 def run_generation(conn: psycopg.Connection, run: str, metrics: list[str] | None = None,
@@ -29,5 +29,12 @@ def query_generation(conn: psycopg.Connection, run: str, metrics: list[str] | No
 
 def metric_kinds(conn: psycopg.Connection) -> dict[str, str | None]:
     """Each generation metric's name and the judge task kind whose verdicts it reads (ragsql.generation_metric);
-    None for a text metric (exact_match, token_f1, …), computed from the texts alone."""
+    None for a metric computed with no judge (exact_match, token_f1, id_based_context_precision, …)."""
     return dict(conn.execute("select metric, task_kind from ragsql.generation_metric").fetchall())
+
+
+def no_judge_metrics(conn: psycopg.Connection) -> dict[str, str]:
+    """The generation metrics computed with no judge, and the function computing each: text_metric (the answer
+    against its references) or context_id_metric (the answer's context ids against the gold ids)."""
+    return dict(conn.execute("select metric, computed_by from ragsql.generation_metric where computed_by is not null")
+                .fetchall())

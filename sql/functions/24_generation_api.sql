@@ -28,7 +28,7 @@ begin
             family := 'aspect';
             task_kind := 'aspect_critique';
         else
-            select m.metric, case when m.task_kind is null then 'text' else m.metric end, null, m.task_kind
+            select m.metric, coalesce(m.computed_by, m.metric), null, m.task_kind
               into metric, family, aspect, task_kind
             from ragsql.generation_metric as m
             where m.metric = cleaned;
@@ -106,9 +106,12 @@ begin
             union all
             select * from ragsql.citation_validity(run, model, prompt_version)
             where spec.family = 'citation_validity'
+            union all  -- the metrics that need no judge, each family computed by one function
+            select * from ragsql.text_metric(run, spec.metric)
+            where spec.family = 'text_metric'
             union all
-            select * from ragsql.text_metric(run, spec.metric)  -- every metric computed from the texts alone
-            where spec.family = 'text'
+            select * from ragsql.context_id_metric(run, spec.metric)
+            where spec.family = 'context_id_metric'
         ) as f;
     end loop;
 end
@@ -182,7 +185,8 @@ comment on function ragsql.generation_measure(text, text, text, text, text, floa
     'Per-query value of one generation metric (faithfulness, contradiction_rate, answer_relevancy, '
     'answer_relevancy_rating, answer_relevancy_cosine, context_precision, context_relevance, context_recall, '
     'answer_similarity, answer_correctness_f1, answer_correctness, citation_coverage, citation_validity, '
-    'exact_match, token_f1, rouge_l, bleu, chrf, string_presence, levenshtein_similarity, aspect:<name>), with '
+    'exact_match, token_f1, rouge_l, bleu, chrf, string_presence, levenshtein_similarity, '
+    'id_based_context_precision, id_based_context_recall, aspect:<name>), with '
     'the reason '
     'when it is null. See ragsql.evaluate_generation.';
 

@@ -1,7 +1,8 @@
--- Answer text metrics: an answer against its reference answers, with no judge (the rows of
--- ragsql.generation_metric whose task_kind is null). Each is available as soon as a run's answers and the
--- dataset's references are stored; a query's value is the best over its references. No answer, an empty
--- answer or no reference gives null and a reason, never 0.
+-- Metrics with no judge (the rows of ragsql.generation_metric with computed_by set): an answer against its
+-- reference answers (text_metric), and the ids of the answer's contexts against the gold ids (context_id_metric).
+-- Each is available as soon as a run's answers and the dataset's references or gold labels are stored; a text
+-- metric's value is the best over the query's references. No answer, an empty answer, no reference, no context or
+-- no gold id gives null and a reason, never 0.
 --
 -- Tokenisations, each as its source computes it:
 --   SQuAD v2 (exact_match, token_f1 of space-delimited text): lower case, ASCII punctuation removed, the
@@ -346,7 +347,7 @@ begin
         else
             raise exception 'no text metric "%"', metric
                 using errcode = 'invalid_parameter_value',
-                      hint = 'see: select metric from ragsql.generation_metric where task_kind is null';
+                      hint = 'see: select metric from ragsql.generation_metric where computed_by = ''text_metric''';
         end case;
         best := greatest(best, value);
     end loop;
@@ -386,6 +387,67 @@ as $$
     where ru.id = ragsql._run_id(text_metric.run)
 $$;
 comment on function ragsql.text_metric(text, text) is
-    'Per-query value of a text metric of a run (rows of ragsql.generation_metric with no task_kind): the best over '
+    'Per-query value of a text metric of a run (rows of ragsql.generation_metric computed_by text_metric): the best over '
     'the query''s reference answers, in the query''s language (else zh when the texts hold Chinese); null with a '
     'reason when there is no answer, the answer is empty or the query has no reference.';
+
+create or replace function ragsql.context_id_metric(run text, metric text)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language plpgsql stable parallel safe
+as $$
+-- RAGAS's IDBasedContextPrecision / IDBasedContextRecall: the distinct ids of the contexts the answer used
+-- against the query's gold ids (relevance >= 1; for a run retrieved by ragsql from a corpus version, the gold
+-- evidence mapped onto that version's chunks, as the retrieval measures read it).
+declare
+    rid constant bigint := ragsql._run_id(run);
+begin
+    if metric not in ('id_based_context_precision', 'id_based_context_recall') then
+        raise exception 'no context id metric "%"', metric
+            using errcode = 'invalid_parameter_value',
+                  hint = 'see: select metric from ragsql.generation_metric where computed_by = ''context_id_metric''';
+    end if;
+    return query
+    with gold as (
+        select j.query_id, j.docno
+        from ragsql.run as ru
+        join ragsql.query as q on q.dataset_id = ru.dataset_id
+        join ragsql.judgment as j on j.query_id = q.id
+        where ru.id = rid and j.relevance >= 1
+          and not exists (select from ragsql.retrieval_run as rr where rr.run_id = ru.id)
+        union
+        select vj.query_id, vj.docno
+        from ragsql.retrieval_run as rr
+        join ragsql.run as ru on ru.id = rr.run_id
+        cross join lateral ragsql.version_judgment(rr.version_id, ru.dataset_id) as vj
+        where rr.run_id = rid and vj.relevance >= 1
+    ),
+    used as (
+        select distinct c.query_id, c.docno from ragsql.answer_context as c where c.run_id = rid
+    ),
+    counts as (
+        select q.id, q.qid,
+               (select count(*) from used as u where u.query_id = q.id) as retrieved,
+               (select count(*) from gold as g where g.query_id = q.id) as reference,
+               (select count(*) from used as u join gold as g using (query_id, docno) where u.query_id = q.id) as hits
+        from ragsql.run as ru
+        join ragsql.query as q on q.dataset_id = ru.dataset_id
+        where ru.id = rid
+    )
+    select c.qid,
+           case when c.retrieved = 0 or c.reference = 0 then null
+                when metric = 'id_based_context_precision' then c.hits::float8 / c.retrieved
+                else c.hits::float8 / c.reference end,
+           case when c.retrieved = 0 then 'no retrieved contexts'
+                when c.reference = 0 then 'no reference context ids' end,
+           null::text, null::text, null::text,
+           case when c.retrieved > 0 and c.reference > 0
+                then jsonb_build_object('retrieved', c.retrieved, 'reference', c.reference, 'hits', c.hits) end
+    from counts as c;
+end
+$$;
+comment on function ragsql.context_id_metric(text, text) is
+    'RAGAS''s id_based_context_precision (gold ids among the answer''s distinct context ids / those ids) and '
+    'id_based_context_recall (the same / the query''s gold ids, relevance >= 1), per query of a run; null with a '
+    'reason when the answer used no context or the query has no gold id.';

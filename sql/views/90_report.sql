@@ -27,7 +27,7 @@ declare
         'compare', 'compare_queries', 'measure_ci', 'bootstrap_mean_ci', 'sign_flip_p', 'paired_t_p', 'holm',
         'higher_is_better', 'is_offline_judge', 'run_config', 'run_config_diff', 'measure_alias', 'check', 'history', 'query_values', 'judge_agreement', 'ppi_mean', 'cohen_kappa', 'spearman',
         'kendall_tau', 'review_sample', 'judge_repeats', 'judge_flips', 'judge_consistency', 'ppi_compare',
-        'text_metric', 'fused'];
+        'text_metric', 'fused', 'context_id_metric'];
     -- pgvector's operators, which cosine_similarity uses unqualified, wherever the DBA put the extension
     path text := concat_ws(', ', 'pg_catalog', (select quote_ident(n.nspname) from pg_extension as e
                                                 join pg_namespace as n on n.oid = e.extnamespace

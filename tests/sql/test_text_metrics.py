@@ -216,3 +216,23 @@ def test_text_metrics_come_with_the_import_best_over_references_and_null_with_a_
 def test_an_unknown_text_metric_is_one_clear_error(db):
     with pytest.raises(psycopg.errors.InvalidParameterValue, match='no text metric "bleu_4"'):
         db.execute("select ragsql.text_score('bleu_4', 'a', array['b'], 'en')")
+
+
+def test_id_based_context_precision_and_recall_as_ragas_defines_them(db):
+    """RAGAS's example: retrieved doc_1, doc_2, doc_3 (doc_1 twice counts once), reference doc_1, doc_4 ->
+    precision 1/3, recall 1/2; grade 0 is not a reference id; no contexts or no gold ids: null with the reason."""
+    dataset = load.ensure_dataset(db, "ids")
+    load.add_queries(db, dataset, [("q1", "?", "en", None), ("q2", "?", "en", None), ("q3", "?", "en", None)])
+    load.add_judgments(db, dataset, [("q1", "doc_1", 1, None), ("q1", "doc_4", 2, None), ("q1", "doc_2", 0, None),
+                                     ("q3", "doc_9", 0, None)])
+    run = load.create_run(db, "ctx", dataset)
+    load.add_answers(db, run, [("q1", "a", None), ("q2", "b", None), ("q3", "c", None)],
+                     [("q1", 1, "doc_1", "x"), ("q1", 2, "doc_2", "y"), ("q1", 3, "doc_3", "z"), ("q1", 4, "doc_1", "x"),
+                      ("q3", 1, "doc_9", "w")])
+    rows = db.execute("select qid, metric, value, reason from ragsql.evaluate_generation('ctx', "
+                      "array['id_based_context_precision', 'id_based_context_recall'])").fetchall()
+    got = {(q, m): (v, why) for q, m, v, why in rows}
+    assert got["q1", "id_based_context_precision"] == (pytest.approx(1 / 3), None)
+    assert got["q1", "id_based_context_recall"] == (0.5, None)
+    assert got["q2", "id_based_context_recall"] == (None, "no retrieved contexts")
+    assert got["q3", "id_based_context_precision"] == (None, "no reference context ids")

@@ -201,8 +201,9 @@ def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_ur
         # the same rows (a release may change a formula: the upgraded database then follows it)
         after = metrics(url)
         assert after.keys() >= values.keys()  # and the text metrics a later release added, from the stored texts
-        assert {m for _, m in after.keys() - values.keys()} == {"exact_match", "token_f1", "rouge_l", "bleu", "chrf",
-                                                                "string_presence", "levenshtein_similarity"}
+        assert {m for _, m in after.keys() - values.keys()} == {
+            "exact_match", "token_f1", "rouge_l", "bleu", "chrf", "string_presence", "levenshtein_similarity",
+            "id_based_context_precision", "id_based_context_recall"}
         retrieval = [k for k in values if k[1][0].isupper()]
         assert len(retrieval) > 20
         assert [k for k in retrieval if after[k] != pytest.approx(values[k], abs=1e-12)] == []
