@@ -205,30 +205,31 @@ declare
     order_used integer := 4;
     log_sum float8 := 0;
 begin
-    select array_agg(coalesce(m.correct, 0) order by m.n), array_agg(m.total order by m.n)
-      into correct, total
-    from (
-        select n.n, greatest(cardinality(hyp) - n.n + 1, 0) as total,
-               (select sum(least(h.count, coalesce(r.count, 0)))
-                from (select g, count(*) as count
-                      from generate_series(1, cardinality(hyp) - n.n + 1) as i,
-                           lateral (select array_to_string(hyp[i:i + n.n - 1], ' ') as g) as x
-                      group by g) as h
-                left join (select g, max(c) as count  -- clipped by the reference that has it most often
-                           from (select k, g, count(*) as c
-                                 from unnest(references_) with ordinality as ref(text, k),
-                                      lateral (select ragsql.bleu_tokens(ref.text, chinese) as t) as tk,
-                                      generate_series(1, cardinality(tk.t) - n.n + 1) as i,
-                                      lateral (select array_to_string(tk.t[i:i + n.n - 1], ' ') as g) as x
-                                 group by k, g) as per_ref
-                           group by g) as r using (g)) as correct
-        from generate_series(1, 4) as n
-    ) as m;
-    -- the reference length closest to the answer's (the shorter on a tie)
-    select len into ref_len
-    from (select cardinality(ragsql.bleu_tokens(r, chinese)) as len from unnest(references_) as r) as l
-    order by abs(cardinality(hyp) - len), len
-    limit 1;
+    -- every reference tokenized once; an n-gram is clipped by the reference that has it most often
+    with ref as materialized (
+        select u.k, ragsql.bleu_tokens(u.t, chinese) as toks
+        from unnest(references_) with ordinality as u(t, k)
+    ),
+    ref_counts as (
+        select x.n, x.g, max(x.c) as c
+        from (select n.n, array_to_string(ref.toks[i:i + n.n - 1], ' ') as g, ref.k, count(*) as c
+              from ref, generate_series(1, 4) as n(n), generate_series(1, cardinality(ref.toks) - n.n + 1) as i
+              group by 1, 2, 3) as x
+        group by x.n, x.g
+    ),
+    hyp_counts as (
+        select n.n, array_to_string(hyp[i:i + n.n - 1], ' ') as g, count(*) as c
+        from generate_series(1, 4) as n(n), generate_series(1, cardinality(hyp) - n.n + 1) as i
+        group by 1, 2
+    )
+    select array_agg(coalesce(m.correct, 0) order by m.n), array_agg(greatest(cardinality(hyp) - m.n + 1, 0) order by m.n),
+           -- the reference length closest to the answer's (the shorter on a tie)
+           (select cardinality(ref.toks) from ref order by abs(cardinality(hyp) - cardinality(ref.toks)),
+                                                           cardinality(ref.toks) limit 1)
+      into correct, total, ref_len
+    from (select n.n, (select sum(least(h.c, coalesce(r.c, 0))) from hyp_counts as h
+                       left join ref_counts as r on r.n = h.n and r.g = h.g where h.n = n.n) as correct
+          from generate_series(1, 4) as n(n)) as m;
     if cardinality(hyp) = 0 or coalesce(correct[1], 0) + coalesce(correct[2], 0) + coalesce(correct[3], 0)
                                 + coalesce(correct[4], 0) = 0 then
         return 0;
@@ -254,37 +255,27 @@ comment on function ragsql.bleu(text, text[], boolean) is
 
 create or replace function ragsql.chrf(answer text, reference text)
 returns float8
-language plpgsql immutable parallel safe
+language sql immutable parallel safe
 as $$
--- sacrebleu's sentence_chrf with its defaults (character 6-grams, no word n-grams, beta 2, whitespace removed)
-declare
-    h text := regexp_replace(answer, '\s', '', 'g');
-    r text := regexp_replace(reference, '\s', '', 'g');
-    n_hyp integer;
-    n_ref integer;
-    n_match integer;
-    avg_prec float8 := 0;
-    avg_rec float8 := 0;
-    orders integer := 0;
-begin
-    for n in 1 .. 6 loop
-        n_hyp := greatest(length(h) - n + 1, 0);
-        n_ref := greatest(length(r) - n + 1, 0);
-        continue when n_hyp = 0 or n_ref = 0;
-        select coalesce(sum(least(a.c, b.c)), 0) into n_match
-        from (select substr(h, i, n) as g, count(*) as c from generate_series(1, n_hyp) as i group by 1) as a
-        join (select substr(r, i, n) as g, count(*) as c from generate_series(1, n_ref) as i group by 1) as b using (g);
-        avg_prec := avg_prec + n_match::float8 / n_hyp;
-        avg_rec := avg_rec + n_match::float8 / n_ref;
-        orders := orders + 1;
-    end loop;
-    if orders = 0 or avg_prec + avg_rec = 0 then
-        return 0;
-    end if;
-    avg_prec := avg_prec / orders;
-    avg_rec := avg_rec / orders;
-    return 5 * avg_prec * avg_rec / (4 * avg_prec + avg_rec);
-end
+    -- sacrebleu's sentence_chrf with its defaults (character 6-grams, no word n-grams, beta 2, whitespace removed):
+    -- precision and recall averaged over the orders both texts have, then F-beta
+    with t as (select regexp_replace(answer, '\s', '', 'g') as h, regexp_replace(reference, '\s', '', 'g') as r),
+    grams as (
+        select n.n, 'h' as side, substr(t.h, i, n.n) as g
+        from t, generate_series(1, 6) as n(n), generate_series(1, length(t.h) - n.n + 1) as i
+        union all
+        select n.n, 'r', substr(t.r, i, n.n)
+        from t, generate_series(1, 6) as n(n), generate_series(1, length(t.r) - n.n + 1) as i
+    ),
+    per_order as (
+        select c.n, sum(c.hc) as n_hyp, sum(c.rc) as n_ref, sum(least(c.hc, c.rc)) as n_match
+        from (select n, g, count(*) filter (where side = 'h') as hc, count(*) filter (where side = 'r') as rc
+              from grams group by n, g) as c
+        group by c.n
+        having sum(c.hc) > 0 and sum(c.rc) > 0
+    ),
+    averaged as (select avg(n_match::float8 / n_hyp) as p, avg(n_match::float8 / n_ref) as r from per_order)
+    select case when coalesce(p + r, 0) = 0 then 0 else 5 * p * r / (4 * p + r) end from averaged
 $$;
 comment on function ragsql.chrf(text, text) is
     'Sentence chrF as sacrebleu''s sentence_chrf computes it by default (character n-grams 1..6 without '
