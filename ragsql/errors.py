@@ -19,7 +19,7 @@ EXIT_CODES = {
     0: "ok",
     1: "error: bad data, an unknown run/dataset/corpus, a database or endpoint failure, nothing to do",
     2: "usage: a missing or unknown option, an invalid option value",
-    3: "some judge tasks (or generated answers) failed; their values are NULL with the reason",
+    3: "some judge tasks, generated answers or synth calls failed; their values are NULL with the reason",
     4: "a quality gate of `ragsql check` failed",
     130: "interrupted (Ctrl-C): a judge run puts its unfinished tasks back to pending",
     143: "stopped by SIGTERM: the same",

@@ -75,6 +75,11 @@ def test_three_repeats_store_three_verdict_sets_and_the_spread_is_what_they_say(
     assert code == 0 and fake.stats()["chat_calls"] == calls  # judged again: nothing new is sent
     assert "judge consistency over 3 judgings of ex" in out and "RAGSQL_JUDGE_TEMPERATURE" in err
 
+    code, out, err = run_cli(capsys, "delete", "run", "ex", "--yes")  # its repeats go with it
+    assert code == 0 and "2 repeats" in out, err
+    with psycopg.connect(url) as conn:
+        assert conn.execute("select count(*) from ragsql.run where name like 'ex%'").fetchone() == (0,)
+
 
 def test_the_dry_run_counts_every_repeat_and_calls_nothing(example, capsys):
     _, fake = example

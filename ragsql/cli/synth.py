@@ -49,6 +49,10 @@ def synth_command(corpus: str, dataset: str, n: int, kinds: list[str], language:
     spans, so the eval set serves every chunking. Quotes that are not in their document and
     near-duplicate questions are dropped. The result is ready for `ragsql retrieve`, `generate`,
     `judge` and `metrics`; the same seed again sends no request (the call cache).
+
+    Exit status 3: calls to the endpoint failed or gave no usable reply (a quote its document
+    does not hold), so fewer questions may have been written (what was written is stored; the
+    same seed again retries only those requests).
     """
     from ragsql.generate import make_generator  # imports openai: only when writing
     from ragsql.synthesis import synthesize
@@ -99,4 +103,8 @@ def synth_command(corpus: str, dataset: str, n: int, kinds: list[str], language:
         if len(result.questions) < n:
             click.echo(f"only {len(result.questions)} of {n} questions: the plan's {result.attempts} requests are "
                        "spent (see dropped)", err=True)
+    if result.calls.failed:
+        click.echo(f"{result.calls.failed} of {result.attempts} calls failed or gave no usable reply (exit 3): run "
+                   "again with the same seed to retry them", err=True)
+        return 3
     return 0

@@ -62,8 +62,8 @@ def run_details(conn: psycopg.Connection, run: str) -> dict:
 
 
 def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
-    """Delete a run, dataset or corpus and everything that belongs to it (the judge-call cache stays); returns what
-    went with it ({} for a dataset that does not exist). A corpus that runs were retrieved from is refused: their measures read its chunks."""
+    """Delete a run (and its repeats R#k), dataset or corpus and everything that belongs to it (the judge-call cache
+    stays); returns what went with it ({} for a dataset that does not exist). A corpus that runs were retrieved from is refused: their measures read its chunks."""
     if kind == "corpus":
         users = [r for (r,) in conn.execute(
             "select ru.name from ragsql.retrieval_run as rr join ragsql.corpus_version as v on v.id = rr.version_id "
@@ -85,5 +85,8 @@ def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
     else:
         counts = {k: v for k, v in next(r for r in list_runs(conn) if r["run"] == name).items()
                   if k in ("results", "answers", "judge_tasks")}
+        # its repeats (R#k, ragsql judge --repeat) are copies of its answers: they go with it
+        counts["repeats"] = len(conn.execute("delete from ragsql.run where config ->> 'repeat_of' = %s returning id",
+                                             (name,)).fetchall())
         conn.execute("delete from ragsql.run where name = %s", (name,))
     return counts
