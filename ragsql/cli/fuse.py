@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ragsql import db
-from ragsql.cli.output import format_option, report
+from ragsql.cli.output import format_option, report, warn
 from ragsql.cli.specs import split_names
 from ragsql.db import fusion
 from ragsql.errors import UsageError
@@ -27,9 +27,16 @@ NORMS = ("min-max", "max", "sum", "zmuv", "rank", "none")
                    "z-score, 1-(rank-1)/n, or none (ranx's default is min-max).")
 @click.option("--weights", default=None, metavar="W1,W2,...", help="wsum only: one weight per run, in --runs order.")
 @click.option("--k", "k", default=60, show_default=True, type=click.IntRange(min=0), help="rrf's constant.")
+@click.option("--optimize", is_flag=True,
+              help="wsum / rrf: pick the weights (a grid of --step) or k (10..100) that maximise --measure on the "
+                   "dataset's judgments, as ranx's optimize_fusion does; tuned on the very queries it is scored on.")
+@click.option("--measure", default="nDCG@10", show_default=True, help="What --optimize maximises.")
+@click.option("--step", default=0.1, show_default=True, type=click.FloatRange(0.01, 0.5),
+              help="--optimize wsum: the weight grid's step.")
 @click.option("--run", "run", required=True, help="Name of the fused run to store.")
 @format_option()
-def fuse_command(runs: str, method: str, norm: str, weights: str | None, k: int, run: str, fmt: str) -> None:
+def fuse_command(runs: str, method: str, norm: str, weights: str | None, k: int, optimize: bool, measure: str,
+                 step: float, run: str, fmt: str) -> None:
     """Fuse runs of one dataset into a new run, as ranx's fuse(runs, norm, method) computes it.
 
     Scores per query and document equal ranx's; equal fused scores are ranked by document id
@@ -46,11 +53,27 @@ def fuse_command(runs: str, method: str, norm: str, weights: str | None, k: int,
             parsed = [float(w) for w in split_names(weights) or []]
         except ValueError:
             raise UsageError(f'--weights "{weights}": expected numbers, e.g. --weights 0.7,0.3') from None
+    if optimize and method.lower() not in ("wsum", "rrf"):
+        raise UsageError(f"--optimize tunes wsum's weights or rrf's k, not {method}")
+    if optimize and (parsed is not None or k != 60):
+        raise UsageError("--optimize picks the weights or k itself: drop --weights / --k")
+    tuned, warnings = None, []
     with db.connect() as conn:
         db.ensure_schema(conn)
+        if optimize:
+            best, trials = fusion.optimize(conn, names, method.lower(), norm, measure, step)
+            parsed, k = best["weights"], best["k"]
+            tuned = {"measure": measure, "trials": len(trials),
+                     "best": max(t["score"] for t in trials if t["score"] is not None)}
+            warnings.append(f"the {'weights' if method.lower() == 'wsum' else 'k'} were tuned for {measure} on this "
+                            "dataset's own judgments: its scores here are optimistic; judge it on other queries")
         run_id, queries, results = fusion.fuse(conn, run, names, method, norm, parsed, k)
     if fmt == "json":
         report({"run": run, "runs": names, "method": method, "norm": norm, "weights": parsed, "k": k,
-                "queries": queries, "results": results})
-    else:
-        click.echo(f"run {run}: {method} of {', '.join(names)} ({norm} scores): {queries} queries, {results} results")
+                "optimized": tuned, "queries": queries, "results": results}, warnings)
+        return
+    chosen = f", weights {parsed}" if parsed else f", k {k}" if method.lower() == "rrf" else ""
+    click.echo(f"run {run}: {method} of {', '.join(names)} ({norm} scores{chosen}): {queries} queries, "
+               f"{results} results" + (f"; {measure} {tuned['best']:.4f} over {tuned['trials']} trials" if tuned else ""))
+    for line in warnings:
+        warn(line)

@@ -138,3 +138,40 @@ def test_the_cli_stores_a_fused_run_and_refuses_bad_input_in_one_line(fresh_db, 
         assert (code, out) == (status, "") and err.startswith(line) and err.count("\n") == 1, err
     with psycopg.connect(fresh_db) as conn:
         assert conn.execute("select count(*) from ragsql.run where name = 'w'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("method", ["wsum", "rrf"])
+def test_optimize_picks_what_ranx_optimize_fusion_picks(fresh_db, capsys, method):
+    from ranx import Qrels, optimize_fusion
+
+    from tests.conftest import run_cli
+
+    rng = random.Random(11)
+    runs = []
+    for _ in range(3):
+        runs.append({f"q{q}": {d: round(rng.uniform(0, 10), 6) + i * 1e-7
+                               for i, d in enumerate(rng.sample([f"d{i}" for i in range(40)], 25))}
+                     for q in range(30)})
+    qrels = {f"q{q}": {f"d{i}": rng.choice([1, 2]) for i in rng.sample(range(40), 6)} for q in range(30)}
+    with psycopg.connect(fresh_db) as conn:
+        dataset = load.ensure_dataset(conn, "opt")
+        load.add_queries(conn, dataset, [(q, None, None, None) for q in qrels])
+        load.add_judgments(conn, dataset, [(q, d, g, None) for q, docs in qrels.items() for d, g in docs.items()])
+        for n, run in enumerate(runs, 1):
+            run_id = load.create_run(conn, f"r{n}", dataset)
+            load.add_run_results(conn, run_id, ((q, None, d, s, None) for q, docs in run.items()
+                                                for d, s in docs.items()), rank_by_score=True)
+        conn.commit()
+    want = optimize_fusion(Qrels(qrels), [Run(r) for r in runs], norm="min-max", method=method, metric="ndcg@10",
+                           show_progress=False)
+    code, out, err = run_cli(capsys, "fuse", "--runs", "r1,r2,r3", "--method", method, "--optimize",
+                             "--measure", "ndcg@10", "--run", "tuned", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    if method == "wsum":
+        assert got["weights"] == list(want["weights"]) and got["optimized"]["trials"] == 62
+    else:
+        assert got["k"] == want["k"] and got["optimized"]["trials"] == 10
+    assert any("tuned for ndcg@10 on this dataset's own judgments" in w for w in got["warnings"])
+    code, _, err = run_cli(capsys, "fuse", "--runs", "r1,r2", "--method", "combsum", "--optimize", "--run", "x")
+    assert code == 2 and "--optimize tunes wsum's weights or rrf's k" in err
