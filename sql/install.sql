@@ -79,6 +79,6 @@ select not exists (select from ragsql.schema_migration where name = '0110_contex
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint ef25c93b720f4d19acfe86f54371939553de20b55679bf023340474aec230237
+\set ragsql_fingerprint 44f3a117484cbe198391423622cad48101c377f36f68901cd219380cff5fd1e4
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

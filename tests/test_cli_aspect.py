@@ -29,8 +29,9 @@ def test_an_added_aspect_is_judged_read_and_removed_with_its_verdicts(example_ru
     code, out, _ = run_cli(capsys, "aspect", "add", "cites_sources", "--definition", "Does it cite?", "--replace",
                            "--lower-is-better")
     assert code == 0 and out.startswith("replaced aspect cites_sources")
-    code, out, _ = run_cli(capsys, "aspect", "remove", "cites_sources", "--yes")
-    assert (code, out.strip()) == (0, "removed aspect cites_sources (12 verdicts)")
+    code, out, _ = run_cli(capsys, "aspect", "remove", "cites_sources", "--yes", "--format", "json")
+    assert code == 0 and json.loads(out) == {"aspect": "cites_sources", "removed": True, "verdicts": 12,
+                                             "warnings": []}
     with psycopg.connect(example_run) as conn:
         assert conn.execute("select count(*) from ragsql.aspect_verdict where aspect = 'cites_sources'").fetchone() == (0,)
 

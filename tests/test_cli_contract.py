@@ -183,8 +183,8 @@ def _labelled_sheet(capsys, tmp_path, run: str) -> Path:
 
 
 def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tmp_path):
-    """ingest, import (jsonl, csv, trec), retrieve, generate, judge (and its dry run), check, review import and db
-    status print one JSON
+    """ingest, import (jsonl, csv, trec), retrieve, generate, judge (and its dry run), check, review import, db
+    status, fuse and aspect add / remove print one JSON
     object on stdout whose keys are exactly those the README lists."""
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -202,7 +202,11 @@ def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tm
         "check": _json(capsys, "check", "--run", "j", "--min", "AP=0", "--max", "faithfulness=1"),
         "review import": _json(capsys, "review", "import", str(_labelled_sheet(capsys, tmp_path, "j")),
                                "--reviewer", "r"),
+        "aspect add": _json(capsys, "aspect", "add", "cites", "--definition", "Does it cite?"),
+        "aspect remove": _json(capsys, "aspect", "remove", "cites", "--yes"),
     }
+    _json(capsys, "import", "jsonl", str(EXAMPLE), "--dataset", "j", "--run", "ji2")
+    got["fuse"] = _json(capsys, "fuse", "--runs", "ji,ji2", "--run", "jf")
     trec = _json(capsys, "import", "trec", "--dataset", "jt", "--qrels", str(qrels))
     documented = _documented_keys()
     assert set(documented) == set(got)
@@ -215,6 +219,7 @@ def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tm
     assert got["retrieve"]["queries"] == 12 and g["answers"] > 0 and g["answers"] + g["no_context"] == g["queries"]
     assert got["judge"]["done"] > 0 and got["judge"]["failed"] == 0 and got["judge --dry-run"]["dry_run"] is True
     assert got["db status"]["schema_version"] and trec["judgments"] == 1
+    assert got["fuse"]["queries"] == 12 and got["aspect add"]["done"] == "added" and got["aspect remove"]["removed"]
 
 
 def _pgbin(tool: str) -> str:

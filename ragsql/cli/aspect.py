@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ragsql import db
-from ragsql.cli.output import FORMATS, render
+from ragsql.cli.output import FORMATS, format_option, render, report
 from ragsql.db import aspects
 from ragsql.errors import UsageError
 
@@ -28,12 +28,16 @@ def aspect_group() -> None:
 @click.option("--lower-is-better", is_flag=True,
               help="Yes is the bad verdict (as for harmfulness): compare and check read a rise as a drop.")
 @click.option("--replace", is_flag=True, help="Change the definition of an aspect of that name.")
-def add_command(name: str, definition: str, lower_is_better: bool, replace: bool) -> None:
+@format_option()
+def add_command(name: str, definition: str, lower_is_better: bool, replace: bool, fmt: str) -> None:
     """Add an aspect NAME (lower-case letters, digits, _)."""
     with db.connect() as conn:
         db.ensure_schema(conn)
         with conn.transaction():
             done = aspects.add(conn, name, definition, not lower_is_better, replace)
+    if fmt == "json":
+        report({"aspect": name, "done": done, "metric": f"aspect:{name}", "higher_is_better": not lower_is_better})
+        return
     click.echo(f"{done} aspect {name}: judge it with `ragsql judge --run RUN --metrics aspect_critique`, "
                f"read it as aspect:{name}")
 
@@ -51,7 +55,8 @@ def list_command(fmt: str) -> None:
 @aspect_group.command("remove")
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Really remove it and its verdicts (nothing is removed without it).")
-def remove_command(name: str, yes: bool) -> None:
+@format_option()
+def remove_command(name: str, yes: bool, fmt: str) -> None:
     """Remove your aspect NAME and its verdicts (built-ins stay)."""
     if not yes:
         raise UsageError(f"aspect remove {name}: add --yes to remove it and its verdicts")
@@ -59,4 +64,7 @@ def remove_command(name: str, yes: bool) -> None:
         db.ensure_schema(conn)
         with conn.transaction():
             verdicts = aspects.remove(conn, name)
+    if fmt == "json":
+        report({"aspect": name, "removed": True, "verdicts": verdicts})
+        return
     click.echo(f"removed aspect {name} ({verdicts} verdicts)")

@@ -46,7 +46,7 @@ def check_metrics(ctx: click.Context, param: click.Parameter, value: str | None)
         return None
     from ragsql.orchestrator.runner import METRICS
 
-    asked = value.replace(",", " ").split()
+    asked = split_names(value) or []
     wrong = [m for m in asked if m not in METRICS]
     if wrong:
         raise click.BadParameter(f"unknown metric {wrong[0]!r}; choose from {', '.join(METRICS)}")

@@ -8,6 +8,7 @@ import click
 
 from ragsql import db
 from ragsql.cli.output import format_option, progress, render, report, stderr_console
+from ragsql.cli.specs import split_names
 from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["synth_command"]
@@ -16,7 +17,7 @@ KINDS = ("single", "multi", "comparison")
 
 
 def _kinds(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
-    kinds = list(dict.fromkeys(value.replace(",", " ").split()))
+    kinds = list(dict.fromkeys(split_names(value) or []))
     wrong = [k for k in kinds if k not in KINDS]
     if wrong or not kinds:
         raise click.BadParameter(f"choose from {', '.join(KINDS)}" + (f", not {wrong[0]!r}" if wrong else ""))

@@ -340,6 +340,30 @@ end
 $$;
 comment on function ragsql._run_id(text) is 'Id of the named run; raises no_data_found for an unknown run.';
 
+create or replace function ragsql.run_judgments(run_id bigint)
+returns table (query_id bigint, qid text, docno text, relevance integer)
+language sql stable parallel safe
+as $$
+    -- a run retrieved from a corpus version by ragsql reads the dataset's gold evidence mapped onto that version's
+    -- chunks; any other run reads the dataset's judgments
+    select j.query_id, q.qid, j.docno, j.relevance
+    from ragsql.run as ru
+    join ragsql.query as q on q.dataset_id = ru.dataset_id
+    join ragsql.judgment as j on j.query_id = q.id
+    where ru.id = run_judgments.run_id
+      and not exists (select from ragsql.retrieval_run as rr where rr.run_id = ru.id)
+    union all
+    select vj.query_id, q.qid, vj.docno, vj.relevance
+    from ragsql.retrieval_run as rr
+    join ragsql.run as ru on ru.id = rr.run_id
+    cross join lateral ragsql.version_judgment(rr.version_id, ru.dataset_id) as vj
+    join ragsql.query as q on q.id = vj.query_id
+    where rr.run_id = run_judgments.run_id
+$$;
+comment on function ragsql.run_judgments(bigint) is
+    'The judgments a run is evaluated on: its dataset''s, or for a run of ragsql retrieve the dataset''s gold '
+    'evidence mapped onto the chunks of its corpus version (ragsql.version_judgment).';
+
 create or replace function ragsql._evaluate(run_id bigint, measures text[], rel_level integer)
 returns table (
     query_id bigint, qid text, ord integer, measure text, value float8,
@@ -363,21 +387,7 @@ as $$
         from spec as sp
     ),
     judged_row as materialized (
-        -- every judgment of the run's dataset: read once; a run retrieved from a corpus version by ragsql
-        -- reads the dataset's gold evidence mapped onto that version's chunks instead
-        select j.query_id, q.qid, j.docno, j.relevance
-        from ragsql.run as ru
-        join ragsql.query as q on q.dataset_id = ru.dataset_id
-        join ragsql.judgment as j on j.query_id = q.id
-        where ru.id = _evaluate.run_id
-          and not exists (select from ragsql.retrieval_run as rr where rr.run_id = ru.id)
-        union all
-        select vj.query_id, q.qid, vj.docno, vj.relevance
-        from ragsql.retrieval_run as rr
-        join ragsql.run as ru on ru.id = rr.run_id
-        cross join lateral ragsql.version_judgment(rr.version_id, ru.dataset_id) as vj
-        join ragsql.query as q on q.id = vj.query_id
-        where rr.run_id = _evaluate.run_id
+        select * from ragsql.run_judgments(_evaluate.run_id)  -- read once
     ),
     query_profile as (
         -- R, N (judged non-relevant: grades 0 .. level - 1) and the cumulative ideal DCG (linear and exponential

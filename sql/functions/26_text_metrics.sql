@@ -401,18 +401,7 @@ begin
     end if;
     return query
     with gold as (
-        select j.query_id, j.docno
-        from ragsql.run as ru
-        join ragsql.query as q on q.dataset_id = ru.dataset_id
-        join ragsql.judgment as j on j.query_id = q.id
-        where ru.id = rid and j.relevance >= 1
-          and not exists (select from ragsql.retrieval_run as rr where rr.run_id = ru.id)
-        union
-        select vj.query_id, vj.docno
-        from ragsql.retrieval_run as rr
-        join ragsql.run as ru on ru.id = rr.run_id
-        cross join lateral ragsql.version_judgment(rr.version_id, ru.dataset_id) as vj
-        where rr.run_id = rid and vj.relevance >= 1
+        select distinct j.query_id, j.docno from ragsql.run_judgments(rid) as j where j.relevance >= 1
     ),
     used as (
         select distinct c.query_id, c.docno from ragsql.answer_context as c where c.run_id = rid
