@@ -1,13 +1,13 @@
 """Benchmark: how well the offline judge discriminates — pairwise accuracy on the labelled pairs, this tree
 against earlier versions of the offline judge.
 
-    python bench/judge_pairs.py [--baseline-ref f0a368c --baseline-ref de62085] [--json]
+    python bench/judge_pairs.py [--baseline-ref 7b29077 --baseline-ref f0a368c] [--json]
 
 Runs `ragsql judge-check --offline` on tests/data/judge_pairs/dev.jsonl (the pairs the heuristics were tuned
 on) and heldout.jsonl (other questions, with evasive and restating phrasings of their own), in a scratch
 database (RAGSQL_DATABASE_URL's server, else the embedded one), in the same run with this tree's offline judge
 and with the heuristics of each `--baseline-ref` (its ragsql/judge/heuristics.py, lexical.py and offline.py laid
-over a copy of this tree, so the pipeline and the pairs are the same; default f0a368c = v2, de62085 = v1), each
+over a copy of this tree, so the pipeline and the pairs are the same; default 7b29077 = v3, f0a368c = v2), each
 on an empty judge-call cache. Prints accuracy per metric and language; a pair counts 1 when the better side
 scores strictly higher, 1/2 on a tie. The RAGAS paper's agreement with humans for gpt-3.5 (faithfulness 0.95, answer
 relevance 0.78, context relevance 0.70) is the bar the issue names.
@@ -64,10 +64,10 @@ def baseline_tree(ref: str, into: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-ref", action="append", metavar="REF",
-                        help="git ref of an earlier offline judge, repeatable (default: f0a368c = v2, de62085 = v1)")
+                        help="git ref of an earlier offline judge, repeatable (default: 7b29077 = v3, f0a368c = v2)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    refs = args.baseline_ref or ["f0a368c", "de62085"]
+    refs = args.baseline_ref or ["7b29077", "f0a368c"]
     url = scratch_database()
     figures: dict = {}
     with tempfile.TemporaryDirectory() as tmp:

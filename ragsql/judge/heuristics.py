@@ -9,7 +9,8 @@ Overlap is the share of one text's content tokens found in another. The threshol
   supported-level overlap with a negation (不/没/非/无/未/否, not/no/never/n't) on one side only of the statement
   and its closest context sentence is contradicted.
 * usefulness: a context is useful when it covers ≥ 0.6 of some statement of the reference (else the answer).
-* sentence_relevance: a context sentence is relevant when it covers ≥ 0.5 of the question's content tokens.
+* sentence_relevance: a context sentence is relevant when it covers ≥ 0.5 of the question's content tokens (see
+  `relevant`), or when it goes on from a relevant sentence of the same context and names one thing asked about.
 * classify: an answer statement is TP when one reference statement covers ≥ 0.5 of it, else FP; a reference
   statement is TP when one answer statement covers ≥ 0.5 of it, else FN.
 * rating: 1 + round(4 × similarity) clipped to 1..5 (similarity is computed by the caller).
@@ -36,7 +37,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from ragsql.judge.language import detect_language, split_sentences
-from ragsql.judge.lexical import (content_tokens, content_words, coverage, has_negation, is_number, key_terms,
+from ragsql.judge.lexical import (calculations, content_tokens, content_words, coverage, has_negation, is_number, key_terms,
                                   missing_terms, similarity)
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.judge.verdicts import CITATION
@@ -132,9 +133,10 @@ def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
     Supported: the contexts hold all of its key terms (`lexical.key_terms`: every number within the
     best-matching sentence, and its neighbours, of some context — a number is a local fact —, every name somewhere
     in the contexts — an earlier sentence may introduce it —, all but one in four, at least one, of the others) and one context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two
-    key terms or more). Contradicted: it lacks a number or name where the closest sentence has another of the
-    same kind, or a clause and the context clause matching it differ in negation. Partial: PARTIAL overlap,
-    or key terms missing. Unsupported otherwise."""
+    key terms or more); a number the statement itself derives by a calculation that holds ("log2(4) = 2") needs no
+    context. Contradicted: it lacks a number or name where the closest sentence has another of the same kind, or a
+    clause and the context clause matching it differ in negation. Partial: PARTIAL overlap, or key terms missing.
+    Unsupported: a calculation it states does not hold, or too little overlap."""
     core = strip_filler(statement)
     score, where = _best(core, [set(content_tokens(c)) for c in contexts])
     if not where:
@@ -143,9 +145,12 @@ def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
     terms = key_terms(core)
     if score < (PARTIAL if len(terms) >= 2 else SUPPORTED):
         return ("partial" if score >= PARTIAL else "unsupported"), reason
+    derived, wrong = calculations(core)
+    if wrong:
+        return "unsupported", f"{reason}; the calculation {wrong[0]} does not hold"
     near, _, _ = missing_terms(core, " ".join(_window(core, c) for c in contexts))
     anywhere, soft, n_soft = missing_terms(core, " ".join(contexts))
-    strict = [t for t in near if is_number(t)] + [t for t in anywhere if not is_number(t)]
+    strict = [t for t in near if is_number(t) and t not in derived] + [t for t in anywhere if not is_number(t)]
     if strict or len(soft) > max(1, n_soft // 4):
         closest = _window(core, contexts[where - 1], 0)
         numbers = {is_number(t) for t in strict}
@@ -244,7 +249,18 @@ def _sentence_relevance(request: JudgeRequest[Any]) -> dict[str, Any]:
     question = request.inputs["question"]
     items = request.items or tuple((ci, s) for ci, c in enumerate(request.inputs["contexts"], 1)
                                    for s in split_sentences(c))
-    return {"relevant": [i for i, (_, sentence) in enumerate(items, 1) if relevant(sentence, question)]}
+    chosen: list[int] = []
+    for i, (context, sentence) in enumerate(items, 1):
+        follows = bool(chosen) and chosen[-1] == i - 1 and items[i - 2][0] == context
+        if relevant(sentence, question) or (follows and _mentions(sentence, question)):
+            chosen.append(i)
+    return {"relevant": chosen}
+
+
+def _mentions(sentence: str, question: str) -> bool:
+    """Whether the sentence names one thing the question asks about: enough for a sentence that goes on from a
+    relevant one in the same context (the explanation a relevant sentence starts)."""
+    return _found(sentence, _asked(question)) >= 1
 
 
 _FUNCTION_TAGS = ("r", "d", "f", "p", "c", "u", "y", "e", "o", "zg")  # jieba: pronouns (哪里), adverbs (通常), …
@@ -264,10 +280,15 @@ def relevant(sentence: str, question: str) -> bool:
     and two items at least (long questions seldom come back whole in one sentence), or one item and a cause when
     the question asks why — counted both as content tokens (CJK bigrams catch part of a word: 负责 for 负责人) and
     as whole words (`_asked`: a question word such as 多少 does not count as half of what was asked)."""
-    lowered, tokens = sentence.lower(), set(content_tokens(sentence))
     words, asked = _asked(question), set(content_tokens(question))
-    found = sum(w in lowered if re.search(f"[{_CJK}]", w) else w in tokens for w in words)
-    return _holds(len(words), found, question, sentence) or _holds(len(asked), len(asked & tokens), question, sentence)
+    return (_holds(len(words), _found(sentence, words), question, sentence)
+            or _holds(len(asked), len(asked & set(content_tokens(sentence))), question, sentence))
+
+
+def _found(sentence: str, words: set[str]) -> int:
+    """How many of `words` the sentence holds (Chinese as substrings, others as content tokens)."""
+    lowered, tokens = sentence.lower(), set(content_tokens(sentence))
+    return sum(w in lowered if re.search(f"[{_CJK}]", w) else w in tokens for w in words)
 
 
 def _holds(asked: int, shared: int, question: str, sentence: str) -> bool:

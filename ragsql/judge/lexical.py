@@ -13,11 +13,13 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import ast
+import operator
 import re
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "content_tokens", "content_words", "coverage", "has_negation", "is_number",
+__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "calculations", "content_tokens", "content_words", "coverage", "has_negation", "is_number",
            "key_terms", "missing_terms", "similarity"]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -138,6 +140,55 @@ def key_terms(text: str) -> dict[str, bool]:
             elif word.flag.startswith(_ZH_KEY_FLAGS) and len(w) >= 2 and not set(w) <= _ZH_STOP and not w.isdigit():
                 terms.setdefault(w, False)
     return terms
+
+
+_CALCULATION = re.compile(
+    r"(?P<expr>(?:(?:log2|log10|ln|sqrt)\s*\(|\d[\d,]*(?:\.\d+)?|[+\-*/×÷^()]|\s)+?)"
+    r"\s*(?:=|≈)\s*(?P<result>\d[\d,]*(?:\.\d+)?)(?![\d.]*\d)")
+_FUNCTIONS = {"log2": math.log2, "log10": math.log10, "ln": math.log, "sqrt": math.sqrt}
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.Pow: operator.pow, ast.USub: operator.neg}
+
+
+def _evaluate(node: ast.AST) -> float:
+    """The value of a parsed expression of numbers, + - * / **, and log2 / log10 / ln / sqrt; ValueError else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return float(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise ValueError("exponent too large")
+        return _OPERATORS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_evaluate(node.operand))
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS
+            and len(node.args) == 1 and not node.keywords):
+        return _FUNCTIONS[node.func.id](_evaluate(node.args[0]))
+    raise ValueError("not arithmetic")
+
+
+def calculations(text: str) -> tuple[set[str], list[str]]:
+    """The results of the calculations a text states ("log2(4) = 2", "3/4 = 0.75", "1 / 3 ≈ 0.33"): those that hold
+    (the result equals the expression to the result's own precision) and those that do not, as "expr = result".
+    Only expressions of numbers, operators and log2 / log10 / ln / sqrt with at least one operation count: "nDCG =
+    0.5" states no calculation."""
+    holds: set[str] = set()
+    fails: list[str] = []
+    for match in _CALCULATION.finditer(text):
+        expr, result = match.group("expr").strip(), match.group("result").replace(",", "")
+        if not re.search(r"[+\-*/×÷^(]", expr):
+            continue
+        source = re.sub(r"(?<=\d),(?=\d{3})", "", expr).replace("×", "*").replace("÷", "/").replace("^", "**")
+        try:
+            value = _evaluate(ast.parse(source, mode="eval").body)
+        except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, RecursionError):
+            continue
+        decimals = len(result.partition(".")[2])
+        if abs(value - float(result)) <= 0.5 * 10 ** -decimals + 1e-9:
+            holds.add(result)
+        else:
+            fails.append(f"{expr} = {result}")
+    return holds, fails
 
 
 def is_number(term: str) -> bool:

@@ -39,7 +39,7 @@ class OfflineJudge:
     """
 
     offline = True
-    model = "offline-heuristic-v3"
+    model = "offline-heuristic-v4"
 
     def __init__(self, embedder: _Embedder | None = None):
         self._embedder = embedder

@@ -195,3 +195,49 @@ def test_the_cache_key_holds_every_input_the_heuristics_read():
     assert judge.request_hash(on_topic) != judge.request_hash(off_topic)
     (got_on, _), (got_off, _) = _judge(on_topic, off_topic)
     assert got_on.model_dump() != got_off.model_dump()
+
+
+NDCG_CONTEXT = ("Normalized DCG (nDCG@k) divides the DCG by the ideal DCG, the value obtained by sorting all judged "
+                "documents of the query by grade. The result lies between 0 and 1, with 1 meaning the ranking is as "
+                "good as possible. For example, with a single relevant document of grade 1 ranked third, nDCG = "
+                "(1 / log2 4) / 1 = 0.5.")  # the demo corpus
+
+
+def test_a_number_the_statement_derives_by_a_true_calculation_needs_no_context():
+    """"log2(4) = 2" grounds the 2 (the context has log2 4 but never 2); a calculation that does not hold makes the
+    statement unsupported, with the reason naming it; "nDCG = 0.5" is no calculation."""
+    (verdict, _), = _judge(p.verify([
+        "nDCG is 0.5: the gain 1 is discounted by log2(4) = 2, and the ideal DCG is 1.",
+        "nDCG is 0.5: the gain 1 is discounted by log2(4) = 3, and the ideal DCG is 1.",
+        "nDCG is 0.7: the gain 1 is discounted by log2(4) = 2, and the ideal DCG is 1."], [NDCG_CONTEXT]))
+    labels = [v.verdict for v in verdict.verdicts]
+    assert labels[0] == "supported" and labels[1] == "unsupported" and labels[2] != "supported", labels
+    assert "the calculation log2(4) = 3 does not hold" in verdict.verdicts[1].reason
+
+
+@pytest.mark.parametrize("text, holds, fails", [
+    ("3/4 = 0.75 and 1 / 3 ≈ 0.33", {"0.75", "0.33"}, []),
+    ("(1/1 + 1/3) / 2 = 0.67, so MRR is 0.67", {"0.67"}, []),
+    ("1,000 × 2 = 2,000", {"2000"}, []),
+    ("共 3 + 4 = 7 个", {"7"}, []),
+    ("2/3 = 0.6", set(), ["2/3 = 0.6"]),            # 0.667 is not 0.6 to one decimal
+    ("nDCG = 0.5 and recall = 1", set(), []),       # a name, not an expression
+    ("E = mc^2 = 5", set(), []),                    # letters: not arithmetic
+    ("2 ^ 1000 = 1", set(), []),                    # an exponent beyond 64 is not evaluated
+])
+def test_calculations_are_read_only_from_numbers_operators_and_known_functions(text, holds, fails):
+    from ragsql.judge.lexical import calculations
+
+    assert calculations(text) == (holds, fails)
+
+
+def test_a_sentence_going_on_from_a_relevant_one_is_relevant_when_it_names_what_was_asked():
+    """The explanation after a relevant sentence counts when it names a thing asked about (地球), not a sentence
+    that names it after an irrelevant one, nor one that names nothing asked."""
+    question = "为什么地球上会有四季变化？"
+    (seasons, _), (moon, _) = _judge(
+        p.sentence_relevance(question, ["四季的成因是黄赤交角。地球自转轴与公转轨道面的垂线之间存在约23.5度的夹角。"
+                                        "太阳直射北半球时，北半球处于夏季。"]),
+        p.sentence_relevance(question, ["牛顿发现了万有引力。潮汐摩擦会消耗地球的自转能量。"]))
+    assert seasons.relevant == [1, 2]
+    assert moon.relevant == []
