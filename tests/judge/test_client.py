@@ -240,14 +240,14 @@ def test_concurrency_bound_is_respected():
 
 
 def test_rpm_limit_spaces_calls():
-    """rpm=120 sends at most one request every half second: four requests span at least 1.5 s. Arrival times at
-    the server jitter with the machine's load (one gap of 0.436 s followed by two of 0.50 s was seen under a load
-    of 5), so a single gap may be a little short; without the limit every gap is a few milliseconds."""
+    """rpm=120 sends at most one request every half second. Times are arrivals at the fake server: the first
+    request also opens the connection (~60 ms here), so it arrives late and the first gap looks that much shorter
+    (0.436 s was measured); the later requests reuse the connection. Without the limit every gap is a few ms."""
     with FakeOpenAI() as fake:
         _run(_client(fake, rpm=120), *[VERIFY] * 4)
         times = [e["time"] for e in fake.log]
         gaps = [b - a for a, b in zip(times, times[1:])]
-        assert len(gaps) == 3 and times[-1] - times[0] >= 1.45 and min(gaps) >= 0.3, gaps
+        assert len(gaps) == 3 and gaps[0] >= 0.35 and min(gaps[1:]) >= 0.45, gaps
 
 
 def test_fake_embeddings_are_deterministic_and_normalised(fake):
