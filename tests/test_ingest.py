@@ -18,7 +18,7 @@ from ragsql.ingest import ingest
 from ragsql.llm.settings import EndpointSettings
 
 DEMO = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "demo" / "corpus.jsonl"
-OFFLINE = EndpointSettings()  # no endpoint: the default embedder is the offline one
+OFFLINE = EndpointSettings(embedder="offline")  # no endpoint; ingests with the hashed n-grams unless told
 
 
 @pytest.fixture

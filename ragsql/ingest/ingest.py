@@ -68,7 +68,8 @@ def ingest(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> IngestSummary:
     """Ingest `paths` (files or folders) into `corpus` and chunk it into the version (splitter, chunk_size,
-    overlap, embedder spec as for `ragsql judge`: default openai when an endpoint is configured, else offline).
+    overlap, embedder spec as for `ragsql judge`; none given: settings.embedder (RAGSQL_EMBEDDER), else auto, which is
+    openai when an endpoint is configured, else e5).
 
     on_report gets each bad or skipped file's line as it is found; on_progress (done, total) documents chunked.
     """
@@ -76,7 +77,8 @@ def ingest(
     if not corpus or not corpus.strip():
         raise InputError("the corpus name must not be empty")
     chunker = Chunker(splitter, chunk_size, overlap)
-    model = make_embedder(embedder, settings or EndpointSettings.from_env())
+    settings = settings or EndpointSettings.from_env()
+    model = make_embedder(embedder or settings.embedder, settings)
     summary = IngestSummary(corpus, embedder=model.name)
 
     def report(line: str) -> None:

@@ -57,6 +57,7 @@ class EndpointSettings:
     seed: int = 0
     temperature: float = 0.0
     max_tokens: int = 2048
+    embedder: str | None = None  # the spec `ingest` uses when none is given (RAGSQL_EMBEDDER); None: auto
 
     @property
     def configured(self) -> bool:
@@ -66,14 +67,15 @@ class EndpointSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> EndpointSettings:
         """Settings from RAGSQL_JUDGE_{BASE_URL,API_KEY,MODEL,RPM,TPM,CONCURRENCY,TIMEOUT,TEMPERATURE},
-        RAGSQL_EMBED_MODEL and
-        OPENAI_{BASE_URL,API_KEY}; keyword overrides (None = keep) win over the environment."""
+        RAGSQL_EMBED_MODEL, RAGSQL_EMBEDDER and OPENAI_{BASE_URL,API_KEY}; keyword overrides (None = keep) win
+        over the environment."""
         env = os.environ if env is None else env
         values: dict[str, object] = {
             "base_url": env.get("RAGSQL_JUDGE_BASE_URL") or env.get("OPENAI_BASE_URL") or None,
             "api_key": env.get("RAGSQL_JUDGE_API_KEY") or env.get("OPENAI_API_KEY") or None,
             "model": env.get("RAGSQL_JUDGE_MODEL") or DEFAULT_JUDGE_MODEL,
             "embed_model": env.get("RAGSQL_EMBED_MODEL") or DEFAULT_EMBED_MODEL,
+            "embedder": env.get("RAGSQL_EMBEDDER", "").strip() or None,
             "rpm": _number(env, "RAGSQL_JUDGE_RPM"),
             "tpm": _number(env, "RAGSQL_JUDGE_TPM"),
             "concurrency": _number(env, "RAGSQL_JUDGE_CONCURRENCY", int),

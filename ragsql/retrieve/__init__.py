@@ -16,7 +16,7 @@ from ragsql.db import corpus as corpus_db
 from ragsql.db import gold as gold_db
 from ragsql.db import retrieval as db
 from ragsql.db.retrieval import RunSpec, Version
-from ragsql.embed import make_embedder
+from ragsql.embed import embed_queries, make_embedder
 from ragsql.errors import InputError
 from ragsql.judge.language import detect_language
 from ragsql.llm.calls import CallFailed
@@ -63,9 +63,11 @@ def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: st
     reranker = make_reranker(spec.rerank, settings) if spec.rerank else None  # a bad model fails before any work
     languages = [(lang or detect_language(text)).lower()[:2] for _, text, lang in queries]
     terms = corpus_db.query_terms(conn, [(text, lang) for (_, text, _), lang in zip(queries, languages)], SEGMENTERS)
-    vectors = _embed(version, [text for _, text, _ in queries], settings) if needs_vectors else [None] * len(queries)
+    vectors, embedder_source = (_embed(version, [text for _, text, _ in queries], settings) if needs_vectors
+                                else ([None] * len(queries), None))
     config = {"source": "ragsql retrieve", "corpus": corpus, "corpus_version": version.id,
-              "chunking": version.chunking, "embedder": version.embedder, **asdict(spec),
+              "chunking": version.chunking, "embedder": version.embedder,
+              **({"embedder_source": embedder_source} if embedder_source else {}), **asdict(spec),
               **({"reranker": reranker.config} if reranker is not None else {})}
     summary = RetrievalSummary(run=run, version=version, spec=spec, config=config)
     with conn.transaction():
@@ -147,15 +149,16 @@ def _check(spec: RunSpec) -> None:
         raise InputError("hybrid retrieval needs at least one path with a positive weight")
 
 
-def _embed(version: Version, texts: list[str], settings: EndpointSettings | None) -> list:
-    """Embeddings of the query texts by the embedder the corpus version was built with."""
+def _embed(version: Version, texts: list[str], settings: EndpointSettings | None) -> tuple[list, str | None]:
+    """Embeddings of the query texts by the embedder the corpus version was built with, and where that embedder
+    comes from when it says (a package and its version)."""
     embedder = make_embedder(version.embedder, settings or EndpointSettings.from_env())
 
     async def go():
         try:
-            vectors, _ = await embedder.embed(texts)
+            vectors, _ = await embed_queries(embedder, texts)
             return vectors
         finally:
             await embedder.aclose()
 
-    return list(asyncio.run(go()))
+    return list(asyncio.run(go())), getattr(embedder, "source", None)

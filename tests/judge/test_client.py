@@ -240,12 +240,14 @@ def test_concurrency_bound_is_respected():
 
 
 def test_rpm_limit_spaces_calls():
-    """rpm=120 sends at most one request every half second."""
+    """rpm=120 sends at most one request every half second. Times are arrivals at the fake server: the first
+    request also opens the connection (~60 ms here), so it arrives late and the first gap looks that much shorter
+    (0.436 s was measured); the later requests reuse the connection. Without the limit every gap is a few ms."""
     with FakeOpenAI() as fake:
         _run(_client(fake, rpm=120), *[VERIFY] * 4)
         times = [e["time"] for e in fake.log]
         gaps = [b - a for a, b in zip(times, times[1:])]
-        assert len(gaps) == 3 and min(gaps) >= 0.45, gaps
+        assert len(gaps) == 3 and gaps[0] >= 0.35 and min(gaps[1:]) >= 0.45, gaps
 
 
 def test_fake_embeddings_are_deterministic_and_normalised(fake):

@@ -15,7 +15,7 @@ from ragsql.ingest import ingest
 from ragsql.llm.settings import EndpointSettings
 from ragsql.retrieve import RunSpec, retrieve_run
 
-OFFLINE = EndpointSettings()
+OFFLINE = EndpointSettings(embedder="offline")  # no endpoint; ingests with the hashed n-grams unless told
 SPEC = RunSpec(mode="bm25", k=10, candidates=50, weights={"bm25": 1}, rrf_k=60, expand=0)
 MOON = "The Moon orbits the Earth every 27.3 days. Its far side never faces us."
 EARTH = "Earth turns on its axis once a day, which gives day and night."

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 
 import numpy as np
@@ -15,6 +14,7 @@ from ragsql.cli import main
 from ragsql.embed import MINILM, SentenceTransformerEmbedder, make_embedder
 from ragsql.errors import InputError, JudgeError
 from ragsql.llm.settings import EndpointSettings
+from tests.conftest import network_refused
 
 PASSWORD, STEPS, PARIS = ("How do I reset my password?", "Steps to change your account password",
                           "The capital of France is Paris")
@@ -37,19 +37,8 @@ def _vectors(texts: list[str]) -> np.ndarray:
 @pytest.fixture(scope="module")
 def probe() -> tuple[np.ndarray, list]:
     """The three probe sentences embedded once with every outbound connection refused, and the attempts made."""
-    real, attempts = socket.socket.connect, []
-
-    def refuse(sock, address):
-        if sock.family in (socket.AF_INET, socket.AF_INET6):
-            attempts.append(address)
-            raise OSError(f"no network in this test (tried {address})")
-        return real(sock, address)
-
-    socket.socket.connect = refuse
-    try:
+    with network_refused() as attempts:
         return _vectors([PASSWORD, STEPS, PARIS]), attempts
-    finally:
-        socket.socket.connect = real
 
 
 def test_minilm_vectors_are_384_unit_length_deterministic_and_offline(probe):
