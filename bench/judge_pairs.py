@@ -4,7 +4,8 @@ against earlier versions of the offline judge.
     python bench/judge_pairs.py [--baseline-ref 7b29077 --baseline-ref f0a368c] [--json]
 
 Runs `ragsql judge-check --offline` on tests/data/judge_pairs/dev.jsonl (the pairs the heuristics were tuned
-on) and heldout.jsonl (other questions, with evasive and restating phrasings of their own), in a scratch
+on), heldout.jsonl (other questions, with evasive and restating phrasings of their own) and
+bench/data/qa/pairs.jsonl (pairs from SQuAD and CMRC 2018 dev paragraphs: public data), in a scratch
 database (RAGSQL_DATABASE_URL's server, else the embedded one), in the same run with this tree's offline judge
 and with the heuristics of each `--baseline-ref` (its ragsql/judge/heuristics.py, lexical.py and offline.py laid
 over a copy of this tree, so the pipeline and the pairs are the same; default 7b29077 = v3, f0a368c = v2), each
@@ -31,6 +32,8 @@ sys.path.insert(0, str(ROOT))
 from bench.retrieval_metrics import scratch_database  # noqa: E402
 
 PAIRS = ROOT / "tests" / "data" / "judge_pairs"
+SPLITS = {"dev": PAIRS / "dev.jsonl", "heldout": PAIRS / "heldout.jsonl",
+          "public": ROOT / "bench" / "data" / "qa" / "pairs.jsonl"}  # SQuAD / CMRC 2018 pairs (make_pairs.py there)
 JUDGE_FILES = ("ragsql/judge/heuristics.py", "ragsql/judge/lexical.py", "ragsql/judge/offline.py")
 METRICS = ("faithfulness", "answer_relevancy", "context_relevance", "context_recall", "context_precision",
            "answer_correctness", "answer_similarity")
@@ -72,26 +75,27 @@ def main() -> int:
     figures: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"this tree": ROOT, **{ref: baseline_tree(ref, Path(tmp)) for ref in refs}}
-        for split in ("dev", "heldout"):
+        for split, path in SPLITS.items():
             # each judge on a fresh judge-call cache: v2's cache key missed the question of an answer-relevancy
             # request, so its figures depended on what had been judged before
             figures[split] = {}
             for name, tree in trees.items():
                 reset_cache(url)
-                figures[split][name] = judge_check(tree, url, PAIRS / f"{split}.jsonl")
+                figures[split][name] = judge_check(tree, url, path)
     if args.json:
         print(json.dumps({split: {name: {"accuracy": {" ".join(k): v for k, v in acc.items()}, "seconds": sec}
                                   for name, (acc, sec) in f.items()} for split, f in figures.items()}, indent=2))
         return 0
     names = list(trees)
     head = " ".join(f"{n[:10]:>10}" for n in names)
-    print(f"{'metric':20} {'lang':4} | dev: {head} | held out: {head}")
+    print(f"{'metric':20} {'lang':4} | " + " | ".join(f"{split}: {head}" for split in SPLITS))
     for metric in METRICS:
         for lang in ("en", "zh"):
             cells = [" ".join(f"{figures[split][n][0].get((metric, lang), float('nan')):>10.3f}" for n in names)
-                     for split in ("dev", "heldout")]
-            print(f"{metric:20} {lang:4} |      {cells[0]} |           {cells[1]}")
-    for split in ("dev", "heldout"):
+                     for split in SPLITS]
+            print(f"{metric:20} {lang:4} | " + " | ".join(" " * len(f"{split}: ") + cell
+                                                          for split, cell in zip(SPLITS, cells)))
+    for split in SPLITS:
         print(f"{split}: " + "; ".join(f"{n} min {min(acc.values()):.3f} in {sec:.1f} s"
                                         for n, (acc, sec) in figures[split].items()))
     return 0

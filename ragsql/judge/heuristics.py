@@ -82,7 +82,7 @@ def _pieces(sentence: str) -> list[str]:
     return out
 
 
-_FILLER = re.compile(r"^\s*(?:(?:the |my )?(?:short |final )?answer(?: is)?\s*[:：]?|in short,?|yes,?|no,?|"
+_FILLER = re.compile(r"^\s*(?:(?:the |my )?(?:short |final )?answer\b(?: is\b)?\s*[:：]?|in short\b,?|yes\b,?|no\b,?|"
                      r"(?:according to|based on) the (?:retrieved )?(?:context|contexts|passages?|documents?),?|"
                      r"答案是|答案[:：]|回答[:：]|答[:：]|简而言之，?|总之，?|根据(?:检索到的)?(?:上下文|资料|文档|内容)，?)\s*",
                      re.IGNORECASE)
@@ -162,7 +162,36 @@ def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
         return "partial", f"{reason}; the contexts lack {missing}"
     if _negation_clash(core, contexts[where - 1]):
         return "contradicted", f"{reason} (negation differs)"
+    swapped = _substitution(core, contexts)
+    if swapped:
+        return "contradicted", f"{reason}; it copies the context but says {swapped[0]} where it says {swapped[1]}"
     return "supported", reason
+
+
+_WORD = re.compile(rf"\d(?:[\d,.]*\d)?[A-Za-z]*|[A-Za-z][\w'-]*|[{_CJK}]")
+
+
+def _substitution(statement: str, contexts: Sequence[str]) -> tuple[str, str] | None:
+    """A statement copied from a context sentence (4 in 5 of its words in order, 6 words at least) but for a short
+    span that holds a number or a capitalised name on either side and words the contexts lack: (the statement's
+    span, the context's). A copied sentence with its answer swapped, or one judged against contexts whose answer
+    was swapped, shares most words with them and would otherwise pass."""
+    words = _WORD.findall(statement)
+    if len(words) < 6:
+        return None
+    known = {w.lower() for c in contexts for w in _WORD.findall(c)}
+    for sentence in (s for c in contexts for s in split_sentences(c) or [c]):
+        theirs = _WORD.findall(sentence)
+        matcher = SequenceMatcher(None, [w.lower() for w in words], [w.lower() for w in theirs], autojunk=False)
+        if sum(b.size for b in matcher.get_matching_blocks()) < 0.8 * len(words):
+            continue
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+            ours, other = words[i1:i2], theirs[j1:j2]
+            if (op == "replace" and len(ours) <= 4 and len(other) <= 4
+                    and any(w.lower() not in known for w in ours)
+                    and any(w[0].isdigit() or w[0].isupper() for w in ours + other)):
+                return " ".join(ours), " ".join(other)
+    return None
 
 
 _CLAUSE_BREAK = re.compile(r"[，,；;：:、（）()]|\s(?:and|but|or|while|which|whereas)\s|而且|并且|但是|但|却|而")

@@ -241,3 +241,22 @@ def test_a_sentence_going_on_from_a_relevant_one_is_relevant_when_it_names_what_
         p.sentence_relevance(question, ["牛顿发现了万有引力。潮汐摩擦会消耗地球的自转能量。"]))
     assert seasons.relevant == [1, 2]
     assert moon.relevant == []
+
+
+NORMANS = ("The English name Normans comes from the French words Normans/Normanz, which is itself borrowed from Old "
+           "Norse, Latinized as Nortmannus (recorded in Medieval Latin, 9th century) to mean Norseman, Viking.")
+
+
+def test_a_copied_sentence_with_a_number_or_name_swapped_is_contradicted_either_way():
+    """A statement copied from the context but for a swapped span holding a number or a name is contradicted, and
+    so is the original sentence judged against the swapped context; a copy whose changed word is an ordinary word
+    (a paraphrase) stays supported."""
+    original = "Nortmannus was recorded in Medieval Latin, 9th century, to mean Norseman, Viking."
+    swapped = original.replace("9th century", "complex")
+    (against_original, _), (against_swapped, _) = _judge(
+        p.verify([original, swapped, original.replace("to mean", "meaning")], [NORMANS]),
+        p.verify([original], [NORMANS.replace("9th", "12th")]))
+    labels = [v.verdict for v in against_original.verdicts]
+    assert labels == ["supported", "contradicted", "supported"], labels
+    assert "says complex where it says 9th century" in against_original.verdicts[1].reason
+    assert [v.verdict for v in against_swapped.verdicts] == ["contradicted"]
