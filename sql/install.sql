@@ -55,6 +55,10 @@ select not exists (select from ragsql.schema_migration where name = '0110_contex
 \if :migrate
 \ir migrations/0110_context_id_metrics.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0120_result_integrity') as migrate \gset
+\if :migrate
+\ir migrations/0120_result_integrity.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -79,6 +83,6 @@ select not exists (select from ragsql.schema_migration where name = '0110_contex
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 44f3a117484cbe198391423622cad48101c377f36f68901cd219380cff5fd1e4
+\set ragsql_fingerprint 4b12dd4800bf5f34b431c1ec266c715f53f9ea9aec6d3041a9c6fbee8706d9a3
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
