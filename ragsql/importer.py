@@ -2,9 +2,10 @@
 
 Files are streamed into COPY, reading them once per table they feed, so no import holds its rows in
 memory. A TREC run is read once, in blocks: each query's results are ranked in Python as soon as the file
-moves on to the next query, and copied straight into ragsql.run_result while the next block is parsed, so
-memory holds two blocks and the largest query (formats.trec.rank_run). Labels (judgments, reference answers) of a query already in the dataset are kept when the file
-gives the same ones again, replaced with replace=True, and otherwise the import is refused.
+moves on to the next query and copied straight into ragsql.run_result while the next block is parsed, so
+memory holds two blocks and the largest query (formats.trec.rank_run). Labels (judgments, reference
+answers) of a query already in the dataset are kept when the file gives the same ones again, replaced with
+replace=True, and otherwise the import is refused.
 """
 
 from __future__ import annotations

@@ -83,6 +83,6 @@ select not exists (select from ragsql.schema_migration where name = '0120_result
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 4b12dd4800bf5f34b431c1ec266c715f53f9ea9aec6d3041a9c6fbee8706d9a3
+\set ragsql_fingerprint 9e6ad0d78f659f3322bc2d205e64bd8a8ded64bc001f5c96bf94fc8ee62ee414
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -72,7 +72,8 @@ def write(folder: Path, data: bytes) -> str:
 
 
 def test_ties_rank_by_docno_descending_in_utf8_byte_order(tmp_path):
-    """Equal scores rank by docno descending in byte order: 'é' (c3 a9) and '中' (e4 b8 ad) above 'z', 'd9' above 'd10'."""
+    """Equal scores rank by docno descending in byte order: 'é' (c3 a9) and '中' (e4 b8 ad) above 'z', 'd9' above
+    'd10'; -0.0 ties with 0.0."""
     path = write(tmp_path, "t1 Q0 d10 1 0.5 r\nt1 Q0 z 2 0.5 r\nt1 Q0 中 3 0.5 r\nt1 Q0 é 4 0.5 r\n"
                            "t1 Q0 d9 5 0.5 r\nt1 Q0 top 6 0.9 r\nt1 Q0 -0 7 -0.0 r\nt1 Q0 +0 8 0.0 r\n".encode())
     assert rankings(path) == {"t1": [("top", 0.9), ("中", 0.5), ("é", 0.5), ("z", 0.5), ("d9", 0.5), ("d10", 0.5),
@@ -107,11 +108,12 @@ def test_a_query_split_over_blocks_is_ranked_whole_and_a_duplicate_names_its_lin
 def test_comments_blank_lines_and_extra_fields_inside_a_block(tmp_path):
     """A '#' line of six fields is a comment wherever it is, a blank or whitespace-only line is skipped, a BOM
     starts line 1 only, fields after the tag are ignored, and the lines keep their numbers."""
-    path = write(tmp_path, "\ufeffq1 Q0 a 1 3 r\n#q1 Q0 b 2 2 r\n\n \t\x0c\r\nq1 Q0 c 3 1 r x y\r\nq1 Q0 a 4 0 r\n".encode())
+    text = "\ufeffq1 Q0 a 1 3 r\n#q1 Q0 b 2 2 r\n\n \t\x0c\r\nq1 Q0 c 3 1 r x y\r\n"
+    path = write(tmp_path, (text + "q1 Q0 a 4 0 r\n").encode())
     with pytest.raises(InputError, match="a is retrieved twice for query q1") as caught:
         rankings(path)
     assert caught.value.line == 6
-    path = write(tmp_path, "\ufeffq1 Q0 a 1 3 r\n#q1 Q0 b 2 2 r\n\n \t\x0c\r\nq1 Q0 c 3 1 r x y\r\n".encode())
+    path = write(tmp_path, text.encode())
     assert rankings(path) == {"q1": [("a", 3.0), ("c", 1.0)]}
     path = write(tmp_path, b"q1 Q0 a 1 3 r\n#q1 Q0 b 2 2 r\nq1 Q0 c 3 1 r\n")
     assert rankings(path) == {"q1": [("a", 3.0), ("c", 1.0)]}
@@ -152,9 +154,9 @@ def test_generated_runs_with_ties_rank_as_written_out(tmp_path):
 _token = st.sampled_from(["q1", "q2", "q3", "d1", "d2", "d3", "é", "中", "a\\b", "x#", "Q0", "1", "0.5", "2", "-1",
                           "1e3", "1_0", "nan", "inf", "1e999", "x" * 251, "d\x00", "d\x07", "d\x85e", "d\xa0e"])
 _line = st.one_of(
-    st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.just("Q0"), st.sampled_from(["d1", "d2", "d3", "é", "中", "a\\b"]),
-              st.just("1"), st.sampled_from(["0.5", "1", "1.0", "-0.0", "0", "2"]), st.just("r"))
-    .map(" ".join),
+    st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.just("Q0"),
+              st.sampled_from(["d1", "d2", "d3", "é", "中", "a\\b"]), st.just("1"),
+              st.sampled_from(["0.5", "1", "1.0", "-0.0", "0", "2"]), st.just("r")).map(" ".join),
     st.lists(_token, min_size=0, max_size=8).map(" ".join),
     st.sampled_from(["", "  ", "# comment q1 Q0 d1 1 1 r", "#q1 Q0 d2 1 1 r", "# q1 Q0 d3 1 r", " # not a comment",
                      "\r", "\ufeff", "\x0c"]),

@@ -18,8 +18,8 @@ __all__ = ["RankedBlock", "parse_qrels", "parse_run", "rank_run", "trec_eval_ord
 
 # Controls that str.split() does not split on: an id holding one is an error (and \x01 marks line ends below).
 _UNSAFE = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
-# The same test on UTF-8 bytes, ten times faster: the ASCII ones are what bytes.translate does not delete from the
-# block; the others (U+007F..U+009F but U+0085) are encoded as \xc2 and a second byte.
+# The same test on the UTF-8 bytes, several times faster: the ASCII ones are what bytes.translate does not delete
+# from the block; the others (U+007F..U+009F but U+0085) are encoded as \xc2 and a second byte.
 _SAFE_BYTES = bytes(sorted(set(range(256)) - set(range(0x00, 0x09)) - set(range(0x0e, 0x1c)) - {0x7f}))
 # Lines trec_eval skips: a comment ('#' in column 0) or nothing but whitespace.
 _SKIPPED = re.compile(r"^(?:#[^\n]*|[^\S\n]*)(?:\n|\Z)", re.MULTILINE)

@@ -32,11 +32,11 @@ comment on function ragsql._bm25_drop_partition() is
 
 -- ragsql.run_result's references to its run and query, kept by statement triggers (migration 0120): a foreign
 -- key checks each inserted row with a query of its own, two thirds of the time of a 1M-row import, where these
--- check every row of a statement with one join. They do what the two foreign keys did: a result must name a
--- run and a query of one dataset, whose rows are locked (for key share) until commit so that no other
--- transaction deletes them first; deleting a run or a query deletes its results; a run or a query with results
--- keeps its (id, dataset_id); and run or query is truncated only with run_result. The errors keep the foreign
--- keys' SQLSTATE (23503), names and details.
+-- check the distinct keys of a statement's rows in one pass. They do what the two foreign keys did: a result
+-- must name a run and a query of one dataset, whose rows are locked (for key share) until commit so that no
+-- other transaction deletes them first; deleting a run or a query deletes its results; a run or a query with
+-- results keeps its (id, dataset_id); and run or query is truncated only with run_result. The errors keep the
+-- foreign keys' SQLSTATE (23503), names and details.
 create or replace function ragsql._run_result_check()
 returns trigger
 language plpgsql
@@ -59,7 +59,8 @@ begin
     where not exists (select from ragsql.run as r where r.id = k.run_id and r.dataset_id = k.dataset_id)
     limit 1;
     if found then
-        raise exception 'insert or update on table "run_result" violates foreign key constraint "run_result_run_id_dataset_id_fkey"'
+        raise exception 'insert or update on table "run_result" violates foreign key constraint '
+                        '"run_result_run_id_dataset_id_fkey"'
             using errcode = 'foreign_key_violation', schema = 'ragsql', table = 'run_result',
                   constraint = 'run_result_run_id_dataset_id_fkey',
                   detail = format('Key (run_id, dataset_id)=(%s, %s) is not present in table "run".',
@@ -73,7 +74,8 @@ begin
     where not exists (select from ragsql.query as q where q.dataset_id = k.dataset_id and q.id = k.query_id)
     limit 1;
     if found then
-        raise exception 'insert or update on table "run_result" violates foreign key constraint "run_result_dataset_id_query_id_fkey"'
+        raise exception 'insert or update on table "run_result" violates foreign key constraint '
+                        '"run_result_dataset_id_query_id_fkey"'
             using errcode = 'foreign_key_violation', schema = 'ragsql', table = 'run_result',
                   constraint = 'run_result_dataset_id_query_id_fkey',
                   detail = format('Key (dataset_id, query_id)=(%s, %s) is not present in table "query".',
@@ -113,7 +115,8 @@ as $$
 begin
     if tg_table_name = 'run' then
         if exists (select from ragsql.run_result as r where r.run_id = old.id and r.dataset_id = old.dataset_id) then
-            raise exception 'update or delete on table "run" violates foreign key constraint "run_result_run_id_dataset_id_fkey" on table "run_result"'
+            raise exception 'update or delete on table "run" violates foreign key constraint '
+                            '"run_result_run_id_dataset_id_fkey" on table "run_result"'
                 using errcode = 'foreign_key_violation', schema = 'ragsql', table = 'run',
                       constraint = 'run_result_run_id_dataset_id_fkey',
                       detail = format('Key (id, dataset_id)=(%s, %s) is still referenced from table "run_result".',
@@ -121,8 +124,10 @@ begin
         end if;
     elsif exists (select from ragsql.run_result as r
                   where r.query_id = old.id and r.dataset_id = old.dataset_id
-                    and r.run_id = any (array(select ru.id from ragsql.run as ru where ru.dataset_id = old.dataset_id))) then
-        raise exception 'update or delete on table "query" violates foreign key constraint "run_result_dataset_id_query_id_fkey" on table "run_result"'
+                    and r.run_id = any (array(select ru.id from ragsql.run as ru
+                                              where ru.dataset_id = old.dataset_id))) then
+        raise exception 'update or delete on table "query" violates foreign key constraint '
+                        '"run_result_dataset_id_query_id_fkey" on table "run_result"'
             using errcode = 'foreign_key_violation', schema = 'ragsql', table = 'query',
                   constraint = 'run_result_dataset_id_query_id_fkey',
                   detail = format('Key (dataset_id, id)=(%s, %s) is still referenced from table "run_result".',

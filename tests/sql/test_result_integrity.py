@@ -109,7 +109,8 @@ def test_a_run_being_filled_cannot_be_deleted_and_a_deleted_run_cannot_be_filled
         assert a.execute("select count(*) from ragsql.run_result").fetchone()[0] == 0
         a.commit()
 
-        run = a.execute("insert into ragsql.run (name, dataset_id) values ('again', %s) returning id", (ds,)).fetchone()[0]
+        run = a.execute("insert into ragsql.run (name, dataset_id) values ('again', %s) returning id",
+                        (ds,)).fetchone()[0]
         a.commit()
         b.execute("delete from ragsql.run where id = %s", (run,))
         errors = []
