@@ -16,7 +16,7 @@ from ragsql.db import results
 from ragsql.errors import InputError
 from ragsql.formats import context_docno, files
 from ragsql.importer import import_records, import_trec
-from tests.loading import load_trec
+from tests.loading import generated_run, load_trec
 
 DATA = Path(__file__).resolve().parent / "data"
 EXAMPLE = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
@@ -156,29 +156,6 @@ def stored(conn, run: str) -> list[tuple[str, int, str, float]]:
         """,
         (run,),
     ).fetchall()
-
-
-def generated_run(path: Path, layout: str, seed: int = 15) -> list[tuple[str, int, str, float]]:
-    """A run of 30 queries × 40 results with one-decimal scores (many ties) and ids in several scripts, in one of
-    the layouts below; returns its rows ranked by trec_eval's rule written out (score, then the docno's UTF-8
-    bytes, both descending)."""
-    rng = random.Random(seed)
-    lines, ranked = [], []
-    for topic in range(30):
-        docnos = rng.sample([f"D{i}" for i in range(300)] + ["é1", "中文", "Ω", "a\\b", "x#1"], 40)
-        rows = [(f"T{topic:02}", docno, round(rng.uniform(0, 2), 1)) for docno in docnos]
-        rows.sort(key=lambda row: -row[2])
-        ranked += [(q, rank, d, s) for rank, (q, d, s) in enumerate(
-            sorted(rows, key=lambda row: (row[2], row[1].encode()), reverse=True), start=1)]
-        if layout != "rank order":
-            rng.shuffle(rows)
-        lines += [f"{q} Q0 {d} {rank} {s} tag" for rank, (q, d, s) in enumerate(rows, start=1)]
-    if layout == "queries come back":
-        lines = lines[:500] + lines[800:] + lines[500:800]
-    elif layout == "all shuffled":
-        rng.shuffle(lines)
-    path.write_text("# a header\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    return sorted(ranked)
 
 
 @pytest.mark.parametrize("layout", ["rank order", "shuffled within queries", "queries come back", "all shuffled"])
