@@ -1,25 +1,32 @@
 """Imports of eval sets and runs (TREC qrels/runs, JSONL/CSV records), each in one transaction.
 
 Files are streamed into COPY, reading them once per table they feed, so no import holds its rows in
-memory. Labels (judgments, reference answers) of a query already in the dataset are kept when the file
-gives the same ones again, replaced with replace=True, and otherwise the import is refused.
+memory. A TREC run is read once, in blocks: each query's results are ranked in Python as soon as the file
+moves on to the next query and copied straight into ragsql.run_result while the next block is parsed, so
+memory holds two blocks and the largest query (formats.trec.rank_run). Labels (judgments, reference
+answers) of a query already in the dataset are kept when the file gives the same ones again, replaced with
+replace=True, and otherwise the import is refused.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ragsql.db import gold, load
+from ragsql.db import gold, load, results
 from ragsql.errors import InputError
-from ragsql.formats import Record, parse_qrels, parse_records, parse_run
+from ragsql.formats import Record, RankedBlock, parse_qrels, parse_records, parse_run, rank_run
 from ragsql.formats.files import text_lines
 
 __all__ = ["ImportSummary", "import_trec", "import_records"]
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -47,38 +54,80 @@ def import_trec(
     become unjudged queries. The run is named run_name, else after the tag column of its first line."""
     qrels_path, run_path = str(qrels_path), (str(run_path) if run_path is not None else None)
     _require_name("dataset", dataset)
+    if run_path is not None and run_name is not None:
+        _require_name("run", run_name)
     judged = list(dict.fromkeys(qid for qid, _, _ in parse_qrels(text_lines(qrels_path), qrels_path)))
     if not judged:
         raise InputError("the qrels file holds no judgments (it is empty, or only comments and blank lines)",
                          qrels_path)
-    topics: dict[str, None] = {}
-    if run_path is not None:
-        for qid, _, _, tag in parse_run(text_lines(run_path), run_path):
-            run_name = run_name or tag
-            topics[qid] = None
-        if not topics:
-            raise InputError("the run file holds no results (it is empty, or only comments and blank lines)",
-                             run_path)
-        _require_name("run", run_name)
-    summary = ImportSummary(dataset, run_name if run_path is not None else None)
+    summary = ImportSummary(dataset)
     idle = conn.info.transaction_status == TransactionStatus.IDLE
     gold.require_corpus(conn, corpus)
     with conn.transaction():
         dataset_id = load.ensure_dataset(conn, dataset)
-        qids = dict.fromkeys(judged) | topics
-        summary.queries = load.add_queries(conn, dataset_id, ((qid, None, None, None) for qid in qids))
+        summary.queries = load.add_queries(conn, dataset_id, ((qid, None, None, None) for qid in judged))
         summary.judgments = _add_judgments(
             conn, dataset_id, dataset, judged, qrels_path, replace,
             lambda: ((qid, docno, rel, None) for qid, docno, rel in parse_qrels(text_lines(qrels_path), qrels_path)),
         )
         if run_path is not None:
             config = {"source": "trec", "file": os.path.abspath(run_path), "qrels": os.path.abspath(qrels_path)}
-            run_id = load.create_run(conn, run_name, dataset_id, config, replace=replace)
-            rows = ((qid, None, docno, score, None) for qid, docno, score, _ in parse_run(text_lines(run_path), run_path))
-            summary.results = load.add_run_results(conn, run_id, rows, rank_by_score=True)
+            _add_trec_run(conn, summary, dataset_id, judged, run_path, run_name, config, replace)
         summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
     _analyze(conn, idle)
     return summary
+
+
+def _add_trec_run(
+    conn: psycopg.Connection, summary: ImportSummary, dataset_id: int, judged: list[str], path: str,
+    name: str | None, config: dict, replace: bool,
+) -> None:
+    """Stream a TREC run into a new run, block by block: its new topics become queries, the queries each block
+    completes are ranked in Python and copied straight into the results; a query the file comes back to is ranked
+    whole by the database at the end. The run is named `name`, else after the tag of its first line."""
+    ids = results.query_ids(conn, dataset_id, judged)
+    run_id = None
+    unranked = 0
+    for block, rankings in _read_ahead(_ranked_texts(path)):
+        if run_id is None:
+            name = name or block.tag
+            _require_name("run", name)
+            run_id = load.create_run(conn, name, dataset_id, config, replace=replace)
+        if new := [qid for qid in block.qids if qid not in ids]:
+            summary.queries += load.add_queries(conn, dataset_id, ((qid, None, None, None) for qid in new))
+            ids.update(results.query_ids(conn, dataset_id, new))
+        results.copy_ranked(conn, run_id, dataset_id, ((ids[qid], text) for qid, text in rankings))
+        summary.results += block.rows
+        qids, docnos, scores = block.loose
+        unranked += results.stage_unranked(conn, zip(map(ids.__getitem__, qids), docnos, scores)) if qids else 0
+    if run_id is None:
+        raise InputError("the run file holds no results (it is empty, or only comments and blank lines)", path)
+    if unranked:
+        try:
+            results.rank_staged(conn, run_id, dataset_id)
+        except InputError:
+            # a docno given twice for a query the file came back to: read the file whole to say where
+            for _ in parse_run(text_lines(path), path):
+                pass
+            raise
+    summary.run = name
+
+
+def _ranked_texts(path: str) -> Iterator[tuple[RankedBlock, list[tuple[str, str]]]]:
+    """Each block of a run with the COPY text of every query it completes: all the Python work of a block."""
+    for block in rank_run(path):
+        yield block, [(qid, results.ranking_text(docnos, scores)) for qid, docnos, scores in block.queries]
+
+
+def _read_ahead(items: Iterator[T]) -> Iterator[T]:
+    """The items of `items`, each made in a thread of its own while the caller works on the one before: the next
+    block of a run is parsed while the database stores the last (psycopg lets go of the GIL while it waits)."""
+    end = object()
+    with ThreadPoolExecutor(1, thread_name_prefix="ragsql-read") as pool:
+        coming = pool.submit(next, items, end)
+        while (item := coming.result()) is not end:
+            coming = pool.submit(next, items, end)
+            yield item
 
 
 def import_records(

@@ -55,6 +55,10 @@ select not exists (select from ragsql.schema_migration where name = '0110_contex
 \if :migrate
 \ir migrations/0110_context_id_metrics.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0120_result_integrity') as migrate \gset
+\if :migrate
+\ir migrations/0120_result_integrity.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -79,6 +83,6 @@ select not exists (select from ragsql.schema_migration where name = '0110_contex
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 44f3a117484cbe198391423622cad48101c377f36f68901cd219380cff5fd1e4
+\set ragsql_fingerprint 9e6ad0d78f659f3322bc2d205e64bd8a8ded64bc001f5c96bf94fc8ee62ee414
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

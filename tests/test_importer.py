@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import threading
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from ragsql.cli import main
+from ragsql.db import results
 from ragsql.errors import InputError
-from ragsql.formats import context_docno
+from ragsql.formats import context_docno, files
 from ragsql.importer import import_records, import_trec
+from tests.loading import generated_run, load_trec
 
 DATA = Path(__file__).resolve().parent / "data"
 EXAMPLE = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
@@ -141,6 +145,75 @@ def test_trec_existing_run_needs_replace(conn, tmp_path):
         import_trec(conn, "ds", qrels, second)
     import_trec(conn, "ds", qrels, second, replace=True)
     assert ranking(conn, "r") == {"t1": [("d7", 1.0), ("d8", 0.5)]}
+
+
+def stored(conn, run: str) -> list[tuple[str, int, str, float]]:
+    return conn.execute(
+        """
+        select q.qid, r.rank, r.docno, r.score from ragsql.run_result as r
+        join ragsql.run as ru on ru.id = r.run_id join ragsql.query as q on q.id = r.query_id
+        where ru.name = %s order by q.qid, r.rank
+        """,
+        (run,),
+    ).fetchall()
+
+
+@pytest.mark.parametrize("layout", ["rank order", "shuffled within queries", "queries come back", "all shuffled"])
+def test_trec_run_is_ranked_as_the_database_ranks_it(conn, tmp_path, monkeypatch, layout):
+    """Generated runs with ties, read in small blocks: the import stores the ranks that trec_eval's rule gives and
+    that the database's window function (score desc, docno collate "C" desc) gives to the same file."""
+    monkeypatch.setattr(files, "BLOCK_BYTES", 2000)
+    run = tmp_path / "gen.run"
+    expected = generated_run(run, layout)
+    qrels = write(tmp_path, "q.qrels", "T00 0 D1 1\n")
+    summary = import_trec(conn, "ds", qrels, run, run_name="fast")
+    load_trec(conn, Path(qrels), run, run_name="sql")
+    assert (summary.results, summary.queries) == (1200, 30)
+    assert stored(conn, "fast") == stored(conn, "sql") == expected
+
+
+@pytest.mark.parametrize(("tail", "line", "message"), [
+    ("T29 Q0 late 1 x tag\n", 1202, "score 'x' is not a number"),
+    ("T29 Q0 NEW 1 1 tag\nT29 Q0 NEW 1 1 tag\n", 1203, "NEW is retrieved twice for query T29"),
+    ("T03 Q0 NEW 1 1 tag\nT03 Q0 NEW 1 1 tag\n", 1203, "NEW is retrieved twice for query T03"),
+])
+def test_trec_bad_line_after_many_blocks_stores_nothing(conn, tmp_path, monkeypatch, tail, line, message):
+    """A bad line after many blocks were stored, a duplicate in the last query, or one in a query the file comes
+    back to (found by the database, then placed by reading the file again): file and line, nothing stored."""
+    monkeypatch.setattr(files, "BLOCK_BYTES", 2000)
+    run = tmp_path / "gen.run"
+    generated_run(run, "rank order")
+    run.write_text(run.read_text(encoding="utf-8") + tail, encoding="utf-8")
+    qrels = write(tmp_path, "q.qrels", "T00 0 D1 1\n")
+    with pytest.raises(InputError, match=message) as caught:
+        import_trec(conn, "ds", qrels, run, run_name="r")
+    assert (caught.value.path, caught.value.line) == (str(run), line)
+    assert [count(conn, t) for t in ("dataset", "query", "judgment", "run", "run_result")] == [0, 0, 0, 0, 0]
+
+
+def test_trec_database_lost_halfway_stores_nothing_and_leaves_no_thread(fresh_db, tmp_path, monkeypatch, capsys):
+    """The server ends the import's connection after some blocks were copied: one error line, exit 1, nothing
+    stored, and the thread that read ahead is gone."""
+    monkeypatch.setattr(files, "BLOCK_BYTES", 2000)
+    run = tmp_path / "gen.run"
+    generated_run(run, "rank order")
+    qrels = write(tmp_path, "q.qrels", "T00 0 D1 1\n")
+    copy_ranked = results.copy_ranked
+    calls = []
+
+    def copy_then_lose_the_connection(conn, *args):
+        calls.append(1)
+        if len(calls) == 4:
+            with psycopg.connect(fresh_db, autocommit=True) as admin:
+                admin.execute("select pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        return copy_ranked(conn, *args)
+
+    monkeypatch.setattr(results, "copy_ranked", copy_then_lose_the_connection)
+    assert main(["import", "trec", "--dataset", "d", "--qrels", qrels, "--run", str(run)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("ragsql: error: ") and len(calls) == 4, err
+    assert [count(fresh_db, t) for t in ("dataset", "query", "run", "run_result")] == [0, 0, 0, 0]
+    assert not [t for t in threading.enumerate() if t.name.startswith("ragsql-read")]
 
 
 def test_jsonl_cli_import_stores_every_table(fresh_db, capsys):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from ragsql.formats import files
+from ragsql.importer import import_trec
 from tests.loading import load_trec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec"
@@ -69,3 +71,23 @@ def test_per_query_and_complete_means_equal_trec_eval(db, pair):
         and abs((want := expected["mean_complete"][ref_name]) - summary[ours]) > 1e-9
     ]
     assert not mean_differences, mean_differences
+
+
+_FILES = sorted({(expected["qrels"], expected["run"]) for expected in EXPECTED.values()})
+
+
+@pytest.mark.parametrize(("qrels", "run"), _FILES, ids=[run.rsplit("/", 1)[1] for _, run in _FILES])
+def test_the_importer_stores_the_reference_loaders_rankings(db, monkeypatch, qrels, run):
+    """`ragsql import trec` (ranks in Python, COPY straight into the table, 20 kB blocks) stores every real run
+    exactly as the loader above does (ranks by the database's window function): same qid, rank, docno, score."""
+    monkeypatch.setattr(files, "BLOCK_BYTES", 20_000)
+    db.execute("select 1")  # a transaction open, so that the import's is a savepoint and the test's rollback undoes it
+    import_trec(db, "imported", _path(qrels), _path(run), run_name="imported")
+    load_trec(db, _path(qrels), _path(run), run_name="loaded")
+    rows = """
+        select q.qid, r.rank, r.docno, r.score from ragsql.run_result as r
+        join ragsql.run as ru on ru.id = r.run_id join ragsql.query as q on q.id = r.query_id
+        where ru.name = %s order by q.qid, r.rank
+        """
+    imported, loaded = db.execute(rows, ("imported",)).fetchall(), db.execute(rows, ("loaded",)).fetchall()
+    assert imported and imported == loaded

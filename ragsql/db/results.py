@@ -1,0 +1,92 @@
+"""A ranked run's results into ragsql.run_result: COPY straight into the table, and the few rows that only the whole
+run can rank (a query the file comes back to) through a staging table and one window function.
+
+Works inside the caller's transaction. Duplicates meet the table's unique (run_id, query_id, docno) index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import islice
+
+import psycopg
+
+from ragsql.errors import InputError
+
+__all__ = ["copy_ranked", "query_ids", "rank_staged", "ranking_text", "stage_unranked"]
+
+_COPY = "copy ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score) from stdin"
+_RANKS = list(map(str, range(1001)))  # str(rank), grown for the longest ranking seen
+
+
+def query_ids(conn: psycopg.Connection, dataset_id: int, qids: Sequence[str]) -> dict[str, int]:
+    """{qid: query id} of these qids of the dataset (the ones it holds)."""
+    return dict(conn.execute("select qid, id from ragsql.query where dataset_id = %s and qid = any(%s)",
+                             (dataset_id, list(qids))).fetchall())
+
+
+def ranking_text(docnos: Sequence[str], scores: Sequence[float]) -> str:
+    """COPY text of one query's ranking for copy_ranked, rank i for the i-th docno, each line starting with \\x02
+    where copy_ranked puts the run, dataset and query ids (an id never holds a control character).
+
+    A score is written as its shortest round-trip repr, which float8 reads back exactly; a backslash is the only
+    character to escape, as ids hold no tab, newline or carriage return (a run line is split on whitespace)."""
+    global _RANKS
+    ranks = _RANKS
+    if len(ranks) <= len(docnos):  # a new list, never one another thread is reading, replaced whole
+        ranks = _RANKS = list(map(str, range(max(len(docnos) + 1, 2 * len(ranks)))))
+    text = "\x02" + "\n\x02".join(map("\t".join, zip(islice(ranks, 1, None), docnos, map(repr, scores)))) + "\n"
+    return text.replace("\\", "\\\\") if "\\" in text else text
+
+
+def copy_ranked(conn: psycopg.Connection, run_id: int, dataset_id: int, rankings: Iterable[tuple[int, str]]) -> None:
+    """COPY (query id, ranking_text) rankings straight into the run's results."""
+    with conn.cursor().copy(_COPY) as copy:
+        for query_id, text in rankings:
+            copy.write(text.replace("\x02", f"{run_id}\t{dataset_id}\t{query_id}\t"))
+
+
+def stage_unranked(conn: psycopg.Connection, rows: Iterable[tuple[int, str, float]]) -> int:
+    """Add (query id, docno, score) rows to the temporary table _stage_unranked (made on first use, dropped at
+    commit); the row count."""
+    conn.execute("create temp table if not exists _stage_unranked (query_id bigint, docno text, score float8) "
+                 "on commit drop")
+    count = 0
+    with conn.cursor().copy("copy _stage_unranked (query_id, docno, score) from stdin (format binary)") as copy:
+        copy.set_types(["int8", "text", "float8"])
+        for row in rows:
+            copy.write_row(row)
+            count += 1
+    return count
+
+
+def rank_staged(conn: psycopg.Connection, run_id: int, dataset_id: int) -> None:
+    """Rank the staged rows with the results the run already holds for their queries, as trec_eval ranks (score
+    descending, ties by docno descending in byte order), and store them; the stage is emptied. A docno twice
+    for a query is an InputError."""
+    conn.execute(
+        """
+        with moved as (
+            delete from ragsql.run_result as r
+            where r.run_id = %s and r.query_id in (select distinct s.query_id from _stage_unranked as s)
+            returning r.query_id, r.docno, r.score
+        )
+        insert into _stage_unranked (query_id, docno, score) select query_id, docno, score from moved
+        """,
+        (run_id,),
+    )
+    try:
+        conn.execute(
+            """
+            insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score)
+            select %s, %s, s.query_id,
+                   row_number() over (partition by s.query_id order by s.score desc, s.docno collate "C" desc),
+                   s.docno, s.score
+            from _stage_unranked as s
+            """,
+            (run_id, dataset_id),
+        )
+    except psycopg.errors.UniqueViolation as exc:
+        detail = (exc.diag.message_detail or exc.diag.message_primary or str(exc)).strip()
+        raise InputError(f"duplicate result in a run ({detail})") from exc
+    conn.execute("truncate _stage_unranked")

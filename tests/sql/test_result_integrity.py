@@ -1,0 +1,132 @@
+"""ragsql.run_result's references to its run and query, kept by statement triggers (migration 0120) as the two
+foreign keys kept them: checked on insert and update, cascaded on delete, fixed keys, truncation together, and
+the referenced rows locked against a concurrent delete."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+
+INSERT = "insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno) values (%s, %s, %s, %s, %s)"
+
+
+def _dataset(conn, name: str, qids=("q1", "q2")) -> tuple[int, int, list[int]]:
+    """(dataset id, run id, query ids) of a new dataset with a run and these queries."""
+    ds = conn.execute("insert into ragsql.dataset (name) values (%s) returning id", (name,)).fetchone()[0]
+    queries = [conn.execute("insert into ragsql.query (dataset_id, qid) values (%s, %s) returning id",
+                            (ds, qid)).fetchone()[0] for qid in qids]
+    run = conn.execute("insert into ragsql.run (name, dataset_id) values (%s, %s) returning id",
+                       (f"{name}-run", ds)).fetchone()[0]
+    return ds, run, queries
+
+
+def _results(conn, run: int) -> list[tuple[int, str]]:
+    return conn.execute("select query_id, docno from ragsql.run_result where run_id = %s order by 1, 2",
+                        (run,)).fetchall()
+
+
+def test_a_result_must_name_a_run_and_a_query_of_its_dataset(db):
+    """An unknown run or query, a run of another dataset or a query of another dataset is SQLSTATE 23503 naming
+    the key and the constraint, on insert (one row or many), update and COPY; nothing of the statement is kept."""
+    ds, run, (q1, _) = _dataset(db, "a")
+    other_ds, other_run, (other_q, _) = _dataset(db, "b")
+    db.execute(INSERT, (run, ds, q1, 1, "d1"))
+    cases = [
+        ((run + 999, ds, q1, 2, "x"), "run_result_run_id_dataset_id_fkey", f"({run + 999}, {ds})"),
+        ((other_run, ds, q1, 2, "x"), "run_result_run_id_dataset_id_fkey", f"({other_run}, {ds})"),
+        ((run, ds, q1 + 999, 2, "x"), "run_result_dataset_id_query_id_fkey", f"({ds}, {q1 + 999})"),
+        ((run, ds, other_q, 2, "x"), "run_result_dataset_id_query_id_fkey", f"({ds}, {other_q})"),
+    ]
+    for row, constraint, key in cases:
+        with pytest.raises(psycopg.errors.ForeignKeyViolation) as caught, db.transaction():
+            db.execute("insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno) "
+                       "values (%s, %s, %s, 3, 'ok'), (%s, %s, %s, %s, %s)", (run, ds, q1, *row))
+        assert caught.value.diag.constraint_name == constraint and key in caught.value.diag.message_detail
+    with pytest.raises(psycopg.errors.ForeignKeyViolation), db.transaction():
+        db.execute("update ragsql.run_result set query_id = %s where run_id = %s", (other_q, run))
+    with pytest.raises(psycopg.errors.ForeignKeyViolation), db.transaction():
+        with db.cursor().copy("copy ragsql.run_result (run_id, dataset_id, query_id, rank, docno) from stdin") as copy:
+            copy.write_row((run, ds, q1, 5, "c"))
+            copy.write_row((run, ds, other_q, 6, "c"))
+    assert _results(db, run) == [(q1, "d1")] and _results(db, other_run) == []
+
+
+def test_deleting_a_run_a_query_or_a_dataset_deletes_their_results(db):
+    """A deleted run takes its results, a deleted query its results in every run, a deleted dataset all of its
+    results; results of other runs and datasets stay."""
+    ds, run, (q1, q2) = _dataset(db, "a")
+    second = db.execute("insert into ragsql.run (name, dataset_id) values ('a2', %s) returning id", (ds,)).fetchone()[0]
+    other_ds, other_run, (other_q, _) = _dataset(db, "b")
+    for r in (run, second):
+        for q in (q1, q2):
+            db.execute(INSERT, (r, ds, q, 1, "d"))
+    db.execute(INSERT, (other_run, other_ds, other_q, 1, "d"))
+    db.execute("delete from ragsql.run where id = %s", (second,))
+    assert _results(db, second) == [] and _results(db, run) == [(q1, "d"), (q2, "d")]
+    db.execute("delete from ragsql.query where id = %s", (q1,))
+    assert _results(db, run) == [(q2, "d")]
+    db.execute("delete from ragsql.dataset where id = %s", (ds,))
+    count = db.execute("select count(*) from ragsql.run_result where dataset_id = %s", (ds,)).fetchone()[0]
+    assert count == 0 and _results(db, other_run) == [(other_q, "d")]
+
+
+def test_a_run_or_query_with_results_keeps_its_key_and_is_truncated_only_with_them(db):
+    """Moving a run or query with results to another dataset is SQLSTATE 23503 (without results it is allowed);
+    truncating run or query alone while results exist is refused; with run_result in the same command it works."""
+    ds, run, (q1, q2) = _dataset(db, "a")
+    other_ds, _, _ = _dataset(db, "b", ("x1",))
+    db.execute(INSERT, (run, ds, q1, 1, "d"))
+    for statement, params in [("update ragsql.run set dataset_id = %s where id = %s", (other_ds, run)),
+                              ("update ragsql.query set dataset_id = %s where id = %s", (other_ds, q1))]:
+        with pytest.raises(psycopg.errors.ForeignKeyViolation, match="still referenced"), db.transaction():
+            db.execute(statement, params)
+    db.execute("update ragsql.query set dataset_id = %s where id = %s", (other_ds, q2))
+    db.execute("update ragsql.query set text = 'same key' where id = %s", (q1,))
+    for table in ("run", "query"):
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="cannot truncate"), db.transaction():
+            db.execute(f"truncate ragsql.{table} cascade")
+    db.execute("truncate ragsql.run_result, ragsql.run, ragsql.query cascade")
+    assert db.execute("select count(*) from ragsql.run_result").fetchone()[0] == 0
+
+
+def test_a_run_being_filled_cannot_be_deleted_and_a_deleted_run_cannot_be_filled(fresh_db):
+    """Results inserted for a run lock it until commit, so a concurrent delete waits and then deletes them too;
+    a run deleted by a transaction that commits first refuses the results that wait on it (as with foreign keys)."""
+    with psycopg.connect(fresh_db) as a, psycopg.connect(fresh_db) as b:
+        ds, run, (q1, _) = _dataset(a, "a")
+        a.commit()
+        a.execute(INSERT, (run, ds, q1, 1, "d"))
+        deleted = threading.Thread(target=lambda: (b.execute("delete from ragsql.run where id = %s", (run,)),
+                                                   b.commit()))
+        deleted.start()
+        time.sleep(0.5)
+        assert deleted.is_alive()  # waits for a's lock on the run
+        a.commit()
+        deleted.join(10)
+        assert a.execute("select count(*) from ragsql.run_result").fetchone()[0] == 0
+        a.commit()
+
+        run = a.execute("insert into ragsql.run (name, dataset_id) values ('again', %s) returning id",
+                        (ds,)).fetchone()[0]
+        a.commit()
+        b.execute("delete from ragsql.run where id = %s", (run,))
+        errors = []
+
+        def insert() -> None:
+            try:
+                a.execute(INSERT, (run, ds, q1, 1, "d"))
+            except psycopg.Error as exc:
+                errors.append(exc)
+            a.rollback()
+
+        inserting = threading.Thread(target=insert)
+        inserting.start()
+        time.sleep(0.5)
+        assert inserting.is_alive()  # waits for b's delete
+        b.commit()
+        inserting.join(10)
+        assert [type(e) for e in errors] == [psycopg.errors.ForeignKeyViolation]
+        assert a.execute("select count(*) from ragsql.run_result").fetchone()[0] == 0
