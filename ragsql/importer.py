@@ -74,7 +74,7 @@ def import_trec(
             config = {"source": "trec", "file": os.path.abspath(run_path), "qrels": os.path.abspath(qrels_path)}
             _add_trec_run(conn, summary, dataset_id, judged, run_path, run_name, config, replace)
         summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
-    _analyze(conn, idle)
+    _analyze(conn, idle, ("query", "judgment", "run_result"))
     return summary
 
 
@@ -317,8 +317,9 @@ def _ignore(line: int, message: str) -> None:
     """Drop a bad record already reported by the first pass."""
 
 
-def _analyze(conn: psycopg.Connection, idle: bool) -> None:
-    """Refresh planner statistics; commit them when the import ran in a transaction of its own."""
-    load.analyze(conn)
+def _analyze(conn: psycopg.Connection, idle: bool, tables: tuple[str, ...] = load.LOADED) -> None:
+    """Refresh planner statistics of the tables an import wrote; commit them when the import ran in a
+    transaction of its own."""
+    load.analyze(conn, tables)
     if idle and not conn.autocommit:
         conn.commit()

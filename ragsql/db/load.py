@@ -25,6 +25,7 @@ __all__ = [
     "create_run",
     "add_run_results",
     "add_answers",
+    "LOADED",
     "analyze",
     "synthesized",
     "delete_synthesized",
@@ -277,9 +278,13 @@ def delete_synthesized(conn: psycopg.Connection, dataset_id: int, seed: str) -> 
                  (dataset_id, seed))
 
 
-def analyze(conn: psycopg.Connection) -> None:
-    """Refresh planner statistics of the tables bulk loads write (call after commit)."""
-    for table in ("query", "judgment", "reference_answer", "run_result", "answer", "answer_context"):
+LOADED = ("query", "judgment", "reference_answer", "run_result", "answer", "answer_context")
+"""The tables bulk loads write."""
+
+
+def analyze(conn: psycopg.Connection, tables: Sequence[str] = LOADED) -> None:
+    """Refresh planner statistics of these tables of schema ragsql (by default every table bulk loads write)."""
+    for table in tables:
         conn.execute(sql.SQL("analyze ragsql.{}").format(sql.Identifier(table)))
 
 
