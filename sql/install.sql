@@ -59,6 +59,10 @@ select not exists (select from ragsql.schema_migration where name = '0120_result
 \if :migrate
 \ir migrations/0120_result_integrity.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0140_run_keys') as migrate \gset
+\if :migrate
+\ir migrations/0140_run_keys.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -83,6 +87,6 @@ select not exists (select from ragsql.schema_migration where name = '0120_result
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 9e6ad0d78f659f3322bc2d205e64bd8a8ded64bc001f5c96bf94fc8ee62ee414
+\set ragsql_fingerprint a2be5e0917ab5359777685eb5ec6500ce6e041a23f9b52b5edb67e8cf800a263
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

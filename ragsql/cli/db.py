@@ -24,14 +24,24 @@ def db_group() -> None:
 
 
 @db_group.command("init")
-def init_command() -> None:
+@click.option("--distribute", is_flag=True,
+              help="On a Citus coordinator: also distribute the schema (sql/citus.sql): run tables by run_id.")
+def init_command(distribute: bool) -> None:
     """Apply sql/ (idempotent: running it twice changes nothing)."""
     with db.connect() as conn:
         # e.g. the roles ragsql_reader and ragsql_writer not created: the installer may not create roles
-        conn.add_notice_handler(lambda d: click.echo(f"ragsql: {d.severity.lower()}: {d.message_primary}", err=True))
-        version = db.install(conn)
+        conn.add_notice_handler(_echo_notice)
+        version = db.distribute(conn) if distribute else db.install(conn)
+        layout = ", distributed on Citus" if db.distributed(conn) else ""
         conn.commit()
-    click.echo(f"ragsql schema ready (version {version})")
+    click.echo(f"ragsql schema ready (version {version}{layout})")
+
+
+def _echo_notice(diag: psycopg.errors.Diagnostic) -> None:
+    # Citus warns of every function or view over a table it does not manage (the corpus stays on the coordinator
+    # by design, see sql/citus.sql): that is the layout, not a problem to report
+    if "not in Citus' metadata" not in (diag.message_primary or ""):
+        click.echo(f"ragsql: {diag.severity.lower()}: {diag.message_primary}", err=True)
 
 
 @db_group.command("url")

@@ -28,6 +28,8 @@ __all__ = [
     "migration_names",
     "fingerprint",
     "install",
+    "distribute",
+    "distributed",
     "schema_version",
     "ensure_schema",
 ]
@@ -99,13 +101,18 @@ def _apply(conn: psycopg.Connection, path: Path) -> None:
         raise SchemaError(f"{path.name}: {str(exc).strip().splitlines()[0]}") from exc
 
 
-def install(conn: psycopg.Connection, *, when_changed: bool = False) -> str:
+def install(conn: psycopg.Connection, *, when_changed: bool = False, distribute: bool = False) -> str:
     """Apply sql/ in one transaction under the install lock and return the schema version.
 
     Migrations recorded in ragsql.schema_migration are skipped. With when_changed, nothing is applied when
     the database already records this fingerprint (another process may have installed it while we waited).
+    With distribute, or when the database is already distributed (an upgrade), sql/citus.sql follows in the same
+    transaction: on a Citus coordinator it distributes what is not yet distributed.
     """
     with conn.transaction():
+        if distribute and not _has_citus(conn):
+            raise SchemaError("--distribute needs a Citus coordinator: this database has no citus extension "
+                              "(one server needs only `ragsql db init`)")
         conn.execute(_LOCK)
         if not (when_changed and _installed(conn) == fingerprint()):
             applied: set[str] | None = None
@@ -116,7 +123,26 @@ def install(conn: psycopg.Connection, *, when_changed: bool = False) -> str:
                         continue
                 _apply(conn, path)
             conn.execute("call ragsql._record_install(%s, %s)", (__version__, fingerprint()))
+            if distribute or distributed(conn):
+                _apply(conn, sql_dir() / "citus.sql")
     return schema_version(conn) or ""
+
+
+def _has_citus(conn: psycopg.Connection) -> bool:
+    return conn.execute("select exists (select from pg_extension where extname = 'citus')").fetchone()[0]
+
+
+def distributed(conn: psycopg.Connection) -> bool:
+    """Whether ragsql's run-scoped tables are distributed (sql/citus.sql ran on this Citus coordinator)."""
+    if not _has_citus(conn):
+        return False
+    return conn.execute("select exists (select from pg_dist_partition "
+                        "where logicalrelid = to_regclass('ragsql.run_result'))").fetchone()[0]
+
+
+def distribute(conn: psycopg.Connection) -> str:
+    """Install sql/ and distribute it on a Citus coordinator (sql/citus.sql); SchemaError without Citus."""
+    return install(conn, distribute=True)
 
 
 def schema_version(conn: psycopg.Connection) -> str | None:
