@@ -162,7 +162,8 @@ async def finish_task(conn: psycopg.AsyncConnection, task: Task, worker: str, er
                       judge: str | None = None) -> bool:
     """Close a task held by `worker` (failed when error is given) as judged by `judge`; False when the worker
     lost it."""
-    cur = await conn.execute("select ragsql._finish_judge_task(%s, %s, %s, %s)", (task.id, worker, error, judge))
+    cur = await conn.execute("select ragsql._finish_judge_task(%s, %s, %s, %s, %s)",
+                             (task.run_id, task.id, worker, error, judge))
     return (await cur.fetchone())[0]
 
 
@@ -171,7 +172,7 @@ async def release_tasks(conn: psycopg.AsyncConnection, workers_like: str, rid: i
     its way out or after a lost connection); the claim does not count as an attempt."""
     cur = await conn.execute(
         "update ragsql.judge_task set status = 'pending', lease_until = null, worker = null, "
-        "attempts = greatest(attempts - 1, 0), updated_at = clock_timestamp() "
+        "attempts = greatest(attempts - 1, 0), updated_at = statement_timestamp() "
         "where status = 'running' and worker like %s and (%s::bigint is null or run_id = %s)",
         (workers_like, rid, rid))
     return cur.rowcount

@@ -283,7 +283,16 @@ LOADED = ("query", "judgment", "reference_answer", "run_result", "answer", "answ
 
 
 def analyze(conn: psycopg.Connection, tables: Sequence[str] = LOADED) -> None:
-    """Refresh planner statistics of these tables of schema ragsql (by default every table bulk loads write)."""
+    """Refresh planner statistics of these tables of schema ragsql (by default every table bulk loads write).
+
+    On Citus, tables distributed or replicated to the workers are left out: their shards are planned with the
+    workers' own statistics (autovacuum keeps them), and an analyze after the load's writes to the coordinator's
+    placements is refused inside the load's transaction."""
+    if conn.execute("select to_regclass('pg_catalog.pg_dist_partition') is not null").fetchone()[0]:
+        spread = {r[0] for r in conn.execute(
+            "select c.relname from pg_dist_partition as p join pg_class as c on c.oid = p.logicalrelid "
+            "where c.relnamespace = 'ragsql'::regnamespace")}
+        tables = [t for t in tables if t not in spread]
     for table in tables:
         conn.execute(sql.SQL("analyze ragsql.{}").format(sql.Identifier(table)))
 

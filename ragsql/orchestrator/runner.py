@@ -102,7 +102,7 @@ async def release_dead_workers(conn, rid: int) -> int:
     if not dead:
         return 0
     cur = await conn.execute(
-        "update ragsql.judge_task set status = 'pending', lease_until = null, updated_at = clock_timestamp() "
+        "update ragsql.judge_task set status = 'pending', lease_until = null, updated_at = statement_timestamp() "
         "where run_id = %s and status = 'running' and worker = any(%s)", (rid, dead))
     return cur.rowcount
 
@@ -226,8 +226,8 @@ async def _renew(wdb: WorkerDb, claimed, name: str) -> None:
         await asyncio.sleep(LEASE_SECONDS / 3)
         async with wdb.lock:
             for task in claimed:
-                await wdb.conn.execute("select ragsql._renew_judge_lease(%s, %s, make_interval(secs => %s))",
-                                       (task.id, name, LEASE_SECONDS))
+                await wdb.conn.execute("select ragsql._renew_judge_lease(%s, %s, %s, make_interval(secs => %s))",
+                                       (task.run_id, task.id, name, LEASE_SECONDS))
 
 
 async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult) -> None:

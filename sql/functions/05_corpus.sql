@@ -35,8 +35,11 @@ comment on function ragsql.text_terms(text, text) is
 
 create or replace function ragsql.version_judgment(version_id bigint, dataset_id bigint)
 returns table (query_id bigint, docno text, relevance integer, coarse boolean)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with v as (
         select cv.id, cv.corpus_id from ragsql.corpus_version as cv where cv.id = version_judgment.version_id
     ),
@@ -77,7 +80,8 @@ as $$
     )
     select m.query_id, m.docno, max(m.relevance)::integer, bool_and(m.coarse)
     from mapped as m
-    group by m.query_id, m.docno
+    group by m.query_id, m.docno;
+end
 $$;
 comment on function ragsql.version_judgment(bigint, bigint) is
     'Gold labels of a dataset''s queries on the chunks (docno c<id>) of a corpus version: a chunk overlapping a '

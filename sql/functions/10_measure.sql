@@ -342,23 +342,32 @@ comment on function ragsql._run_id(text) is 'Id of the named run; raises no_data
 
 create or replace function ragsql.run_judgments(run_id bigint)
 returns table (query_id bigint, qid text, docno text, relevance integer)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+declare
+    version bigint;
+begin
     -- a run retrieved from a corpus version by ragsql reads the dataset's gold evidence mapped onto that version's
-    -- chunks; any other run reads the dataset's judgments
-    select j.query_id, q.qid, j.docno, j.relevance
-    from ragsql.run as ru
-    join ragsql.query as q on q.dataset_id = ru.dataset_id
-    join ragsql.judgment as j on j.query_id = q.id
-    where ru.id = run_judgments.run_id
-      and not exists (select from ragsql.retrieval_run as rr where rr.run_id = ru.id)
-    union all
-    select vj.query_id, q.qid, vj.docno, vj.relevance
-    from ragsql.retrieval_run as rr
-    join ragsql.run as ru on ru.id = rr.run_id
-    cross join lateral ragsql.version_judgment(rr.version_id, ru.dataset_id) as vj
-    join ragsql.query as q on q.id = vj.query_id
-    where rr.run_id = run_judgments.run_id
+    -- chunks; any other run reads the dataset's judgments. The version is looked up first, by the run's key: on
+    -- Citus that is one shard, and each branch below then reads only reference (or coordinator) tables.
+    select rr.version_id into version from ragsql.retrieval_run as rr where rr.run_id = run_judgments.run_id;
+    if version is null then
+        return query
+        select j.query_id, q.qid, j.docno, j.relevance
+        from ragsql.run as ru
+        join ragsql.query as q on q.dataset_id = ru.dataset_id
+        join ragsql.judgment as j on j.query_id = q.id
+        where ru.id = run_judgments.run_id;
+    else
+        return query
+        select vj.query_id, q.qid, vj.docno, vj.relevance
+        from ragsql.run as ru
+        cross join lateral ragsql.version_judgment(version, ru.dataset_id) as vj
+        join ragsql.query as q on q.id = vj.query_id
+        where ru.id = run_judgments.run_id;
+    end if;
+end
 $$;
 comment on function ragsql.run_judgments(bigint) is
     'The judgments a run is evaluated on: its dataset''s, or for a run of ragsql retrieve the dataset''s gold '
@@ -368,8 +377,22 @@ create or replace function ragsql._evaluate(run_id bigint, measures text[], rel_
 returns table (
     query_id bigint, qid text, ord integer, measure text, value float8,
     relevant bigint, retrieved boolean)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+declare
+    j_query bigint[];
+    j_qid text[];
+    j_docno text[];
+    j_rel integer[];
+begin
+    -- the judgments are read first (ragsql.run_judgments), and the query over the run's results gets them as
+    -- arrays: on Citus that query is then one shard's, with no function inside that reads other tables
+    select coalesce(array_agg(g.query_id), '{}'), coalesce(array_agg(g.qid), '{}'),
+           coalesce(array_agg(g.docno), '{}'), coalesce(array_agg(g.relevance), '{}')
+    into j_query, j_qid, j_docno, j_rel
+    from ragsql.run_judgments(_evaluate.run_id) as g;
+    return query
     with spec as materialized (
         select s.ord, s.measure, s.family, s.k, s.p, s.rel, coalesce(s.rel, _evaluate.rel_level) as level
         from ragsql._measure_spec(_evaluate.measures) as s
@@ -387,7 +410,7 @@ as $$
         from spec as sp
     ),
     judged_row as materialized (
-        select * from ragsql.run_judgments(_evaluate.run_id)  -- read once
+        select * from unnest(j_query, j_qid, j_docno, j_rel) as g(query_id, qid, docno, relevance)
     ),
     query_profile as (
         -- R, N (judged non-relevant: grades 0 .. level - 1) and the cumulative ideal DCG (linear and exponential
@@ -517,22 +540,27 @@ as $$
            p.n_rel,
            p.retrieved
     from spec as s
-    join profile as p on p.level = s.level
+    join profile as p on p.level = s.level;
+end
 $$;
 comment on function ragsql._evaluate(bigint, text[], integer) is
     'Every requested measure for every judged query of a run, from one pass over its relevant hits.';
 
 create or replace function ragsql.evaluate(run text, measures text[] default null, rel_level integer default 1)
 returns table (qid text, measure text, value float8, relevant bigint, retrieved boolean)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     select e.qid, e.measure, e.value, e.relevant, e.retrieved
     from ragsql._evaluate(
         ragsql._run_id(evaluate.run),
         coalesce(evaluate.measures, array(select d.measure from ragsql.default_measure as d order by d.position)),
         evaluate.rel_level
     ) as e
-    order by e.qid collate "C", e.ord
+    order by e.qid collate "C", e.ord;
+end
 $$;
 comment on function ragsql.evaluate(text, text[], integer) is
     'Per-query values of several measures in one pass (default: ragsql.default_measure). Covers every query '
@@ -558,8 +586,11 @@ create or replace function ragsql.summarize(run text, measures text[] default nu
 returns table (
     measure text, value float8, queries bigint, answerable bigint, no_relevant bigint,
     missing bigint, value_answerable float8)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     select e.measure,
            -- counts (NumRet, NumRel, NumRelRet) add up over queries, as trec_eval and ir_measures report them
            case when e.measure ~ '^Num' then sum(e.value) else avg(e.value) end,
@@ -575,7 +606,8 @@ as $$
         summarize.rel_level
     ) as e
     group by e.measure, e.ord
-    order by e.ord
+    order by e.ord;
+end
 $$;
 comment on function ragsql.summarize(text, text[], integer) is
     'Run value of each measure: value = mean over all judged queries (trec_eval -c; missing = 0; the sum for '

@@ -5,8 +5,11 @@
 
 create or replace function ragsql._unmatched_gold(dataset_id bigint, corpus_id bigint, version_id bigint)
 returns table (query_id bigint, kind text, evidence text, reason text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with scope as (
         select c.name as corpus
         from (select 1) as one
@@ -102,7 +105,8 @@ as $$
         when m.document_id is not null then _unmatched_gold.version_id is not null and not m.chunked
         when _unmatched_gold.version_id is not null then not m.chunk_in_version
         else not m.chunk_known
-    end
+    end;
+end
 $$;
 comment on function ragsql._unmatched_gold(bigint, bigint, bigint) is
     'Gold evidence (positive grade) of a dataset that matches nothing in a corpus (every corpus when null) or, '
@@ -148,14 +152,18 @@ comment on function ragsql._corpus_id(text) is
 
 create or replace function ragsql.dataset_unmatched_gold(dataset text, corpus text default null)
 returns table (qid text, kind text, evidence text, reason text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     select q.qid, u.kind, u.evidence, u.reason
     from ragsql._unmatched_gold(
         ragsql._dataset_id(dataset_unmatched_gold.dataset), ragsql._corpus_id(dataset_unmatched_gold.corpus), null
     ) as u
     join ragsql.query as q on q.id = u.query_id
-    order by q.qid collate "C", u.kind desc, u.evidence, u.reason
+    order by q.qid collate "C", u.kind desc, u.evidence, u.reason;
+end
 $$;
 comment on function ragsql.dataset_unmatched_gold(text, text) is
     'Gold evidence of a dataset (grade > 0) that matches nothing in a corpus: a span or quote whose document the '
@@ -165,14 +173,21 @@ comment on function ragsql.dataset_unmatched_gold(text, text) is
 
 create or replace function ragsql.run_unmatched_gold(run text)
 returns table (qid text, kind text, evidence text, reason text, dropped boolean)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(run_unmatched_gold.run);
+    version bigint;
+begin
+    -- the run's own row first, by its key (one shard on Citus); the query below reads no run-scoped table
+    select rr.version_id into version from ragsql.retrieval_run as rr where rr.run_id = rid;
+    return query
     with ru as materialized (
-        select r.id, r.dataset_id, rr.version_id, v.corpus_id
+        select r.id, r.dataset_id, v.id as version_id, v.corpus_id
         from ragsql.run as r
-        left join ragsql.retrieval_run as rr on rr.run_id = r.id
-        left join ragsql.corpus_version as v on v.id = rr.version_id
-        where r.id = ragsql._run_id(run_unmatched_gold.run)
+        left join ragsql.corpus_version as v on v.id = version
+        where r.id = rid
     ),
     unmatched as (
         -- a retrieval run: the evidence that maps onto no chunk of its corpus version
@@ -206,7 +221,8 @@ as $$
            not exists (select from judged as j where j.query_id = u.query_id)
     from unmatched as u
     join ragsql.query as q on q.id = u.query_id
-    order by q.qid collate "C", u.kind desc, u.evidence, u.reason
+    order by q.qid collate "C", u.kind desc, u.evidence, u.reason;
+end
 $$;
 comment on function ragsql.run_unmatched_gold(text) is
     'Gold evidence (grade > 0) of a run''s dataset that matches nothing the run is judged on: for a run of '

@@ -138,8 +138,11 @@ create or replace function ragsql._generation_scope(run_id bigint, task_kind tex
 returns table (
     query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
     task_status text, task_error text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     select q.id,
            q.qid,
            q.text,
@@ -153,15 +156,19 @@ as $$
     left join ragsql.answer as a on a.run_id = ru.id and a.query_id = q.id
     left join ragsql.judge_task as t
       on t.run_id = ru.id and t.query_id = q.id and t.kind = _generation_scope.task_kind
-    where ru.id = _generation_scope.run_id
+    where ru.id = _generation_scope.run_id;
+end
 $$;
 comment on function ragsql._generation_scope(bigint, text) is
     'Every query of the run''s dataset with its question, answer, reference and context counts and judge task state.';
 
 create or replace function ragsql._run_embedder(run_id bigint, embedder text)
 returns text
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return (
     select coalesce(_run_embedder.embedder, (
         select e.embedder
         from ragsql.text_embedding as e
@@ -176,6 +183,8 @@ as $$
         order by e.created_at desc, e.embedder
         limit 1
     ))
+    );
+end
 $$;
 comment on function ragsql._run_embedder(bigint, text) is
     'The embedder a run''s embedding metrics use: the one given, else that of the newest embedding of its questions or answers.';

@@ -4,8 +4,11 @@
 create or replace function ragsql._statement_judge(
     run_id bigint, purposes text[], model text, prompt_version text)
 returns table (judge_model text, judge_prompt_version text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     select coalesce(p.model, _statement_judge.model),
            coalesce(p.prompt_version, _statement_judge.prompt_version)
     from (select) as one
@@ -18,7 +21,8 @@ as $$
           and (_statement_judge.prompt_version is null or v.prompt_version = _statement_judge.prompt_version)
         order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
         limit 1
-    ) as p on true
+    ) as p on true;
+end
 $$;
 comment on function ragsql._statement_judge(bigint, text[], text, text) is
     'The (model, prompt_version) of the statement verdicts a run''s metric reads: the filters, completed by the newest LLM verdict, else the newest offline one.';
@@ -28,8 +32,11 @@ create or replace function ragsql._statement_tally(
 returns table (
     query_id bigint, texts bigint, texts_unjudged bigint, statements bigint, judged bigint,
     supported bigint, partial bigint, unsupported bigint, contradicted bigint)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with target as (
         -- the texts whose statements are judged: the answer, or each distinct reference answer
         select distinct a.query_id, t.text_hash
@@ -89,7 +96,8 @@ as $$
     left join ragsql.text_statement as s on s.extraction_id = c.extraction_id
     left join verdict as v
       on v.query_id = c.query_id and v.extraction_id = s.extraction_id and v.statement_no = s.statement_no
-    group by c.query_id
+    group by c.query_id;
+end
 $$;
 comment on function ragsql._statement_tally(bigint, text, text, text) is
     'Per answered query: the texts a purpose judges, how many lack verdicts, their statements and the verdict counts.';

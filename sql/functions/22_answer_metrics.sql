@@ -5,8 +5,11 @@ create or replace function ragsql.answer_similarity(run text, embedder text defa
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with ctx as materialized (
         select ru.id as run_id, ragsql._run_embedder(ru.id, answer_similarity.embedder) as embedder
         from (select ragsql._run_id(answer_similarity.run) as id) as ru
@@ -58,7 +61,8 @@ as $$
     from ctx as c
     cross join ragsql._generation_scope(c.run_id, 'answer_similarity') as s
     left join pair as p on p.query_id = s.query_id
-    order by s.qid collate "C"
+    order by s.qid collate "C";
+end
 $$;
 comment on function ragsql.answer_similarity(text, text) is
     'Answer similarity per query = mean over the distinct reference answers t_i of max(cos(answer, t_i), 0) (seed '
@@ -70,8 +74,11 @@ create or replace function ragsql.answer_relevancy_cosine(run text, embedder tex
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with ctx as materialized (
         select ru.id as run_id, ragsql._run_embedder(ru.id, answer_relevancy_cosine.embedder) as embedder
         from (select ragsql._run_id(answer_relevancy_cosine.run) as id) as ru
@@ -100,7 +107,8 @@ as $$
       on eq.text_hash = ragsql.text_hash(s.question) and eq.embedder = c.embedder
     left join ragsql.text_embedding as ea
       on ea.text_hash = ragsql.text_hash(s.answer) and ea.embedder = c.embedder
-    order by s.qid collate "C"
+    order by s.qid collate "C";
+end
 $$;
 comment on function ragsql.answer_relevancy_cosine(text, text) is
     'Answer relevancy by embeddings per query = max(cos(question, answer), 0) (seed rag-eval-core-dimensions '
@@ -114,8 +122,11 @@ create or replace function ragsql.answer_relevancy(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, answer_relevancy.model) as judge_model,
@@ -176,7 +187,8 @@ as $$
     from judge as j
     cross join ragsql._generation_scope(j.run_id, 'answer_relevancy') as s
     left join generated as g on g.query_id = s.query_id
-    order by s.qid collate "C"
+    order by s.qid collate "C";
+end
 $$;
 comment on function ragsql.answer_relevancy(text, text, text, text) is
     'Answer relevancy (RAGAS) per query = mean over the generated questions q_i of max(cos(q, q_i), 0) (seed '
@@ -189,8 +201,11 @@ create or replace function ragsql.answer_relevancy_rating(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, answer_relevancy_rating.model) as judge_model,
@@ -224,7 +239,8 @@ as $$
     left join ragsql.rating as r
       on r.run_id = j.run_id and r.query_id = s.query_id and r.criterion = 'answer_relevancy'
      and r.model = j.judge_model and r.prompt_version = j.judge_prompt_version
-    order by s.qid collate "C"
+    order by s.qid collate "C";
+end
 $$;
 comment on function ragsql.answer_relevancy_rating(text, text, text) is
     'Answer relevancy by rating per query = (s - 1) / 4 for the judge''s score s in 1..5 (seed '

@@ -6,8 +6,11 @@ create or replace function ragsql.context_precision(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, context_precision.model) as judge_model,
@@ -50,7 +53,8 @@ as $$
     from judge as j
     cross join ragsql._generation_scope(j.run_id, 'context_precision') as s
     left join judged as v on v.query_id = s.query_id
-    order by s.qid collate "C"
+    order by s.qid collate "C";
+end
 $$;
 comment on function ragsql.context_precision(text, text, text) is
     'LLM context precision per query = sum over contexts i of P@i * rel_i / (useful contexts), 0 when none, '
@@ -63,8 +67,11 @@ create or replace function ragsql.context_relevance(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, context_relevance.model) as judge_model,
@@ -117,7 +124,8 @@ as $$
     from judge as j
     cross join ragsql._generation_scope(j.run_id, 'context_relevance') as s
     left join per_context as c on c.query_id = s.query_id
-    order by s.qid collate "C"
+    order by s.qid collate "C";
+end
 $$;
 comment on function ragsql.context_relevance(text, text, text) is
     'Context relevance per query = context sentences relevant to the question / all context sentences (seed '
@@ -200,8 +208,11 @@ create or replace function ragsql.aspect_critique(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with judge as materialized (
         select ru.id as run_id,
                d.definition_hash,
@@ -242,7 +253,8 @@ as $$
       on v.run_id = j.run_id and v.query_id = s.query_id and v.aspect = aspect_critique.aspect
      and v.definition_hash = j.definition_hash and v.model = j.judge_model
      and v.prompt_version = j.judge_prompt_version
-    order by s.qid collate "C"
+    order by s.qid collate "C";
+end
 $$;
 comment on function ragsql.aspect_critique(text, text, text, text) is
     'Aspect critique per query = 1 if the judge answers yes to the aspect''s definition, else 0 (RAGAS aspect '
@@ -253,8 +265,11 @@ create or replace function ragsql._citation_tally(run text, model text, prompt_v
 returns table (
     query_id bigint, qid text, answered boolean, sentences bigint, cited_sentences bigint, citations bigint,
     supporting bigint, reason text, judge_model text, judge_prompt_version text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, _citation_tally.model) as judge_model,
@@ -297,7 +312,8 @@ as $$
            j.judge_prompt_version
     from judge as j
     cross join ragsql._generation_scope(j.run_id, 'citations') as s
-    left join counted as c on c.query_id = s.query_id
+    left join counted as c on c.query_id = s.query_id;
+end
 $$;
 comment on function ragsql._citation_tally(text, text, text) is
     'Per query: answer sentences, those with a citation, citations and supporting citations of one citation verdict set.';

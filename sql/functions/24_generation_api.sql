@@ -121,8 +121,11 @@ comment on function ragsql._evaluate_generation(text, text[], text, text, text, 
 
 create or replace function ragsql._default_generation_metrics(run text)
 returns text[]
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return (
     select array(
         select d.metric
         from (
@@ -136,6 +139,8 @@ as $$
         ) as d
         order by d.pos
     )
+    );
+end
 $$;
 comment on function ragsql._default_generation_metrics(text) is
     'Every metric of ragsql.generation_metric, then aspect:<name> for each aspect judged in the run.';

@@ -5,22 +5,30 @@
 
 create or replace function ragsql.cached_response(request_hash text)
 returns table (call_id bigint, response jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     select c.id, c.response
     from ragsql.judge_call as c
-    where c.request_hash = cached_response.request_hash and c.status = 'ok'
+    where c.request_hash = cached_response.request_hash and c.status = 'ok';
+end
 $$;
 comment on function ragsql.cached_response(text) is
     'The successful call for a request hash and its validated reply, or no row: ask before calling the judge.';
 
 create or replace function ragsql.cached_responses(request_hashes text[])
 returns table (request_hash text, call_id bigint, response jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     select c.request_hash, c.id, c.response
     from ragsql.judge_call as c
-    where c.request_hash = any (cached_responses.request_hashes) and c.status = 'ok'
+    where c.request_hash = any (cached_responses.request_hashes) and c.status = 'ok';
+end
 $$;
 comment on function ragsql.cached_responses(text[]) is
     'ragsql.cached_response for many request hashes at once (e.g. a dry run counting what the cache holds).';
@@ -120,6 +128,9 @@ comment on function ragsql._release_call_claims(text) is
 -- earlier signatures (before the judge argument); dropping them keeps calls unambiguous
 drop function if exists ragsql._enqueue_judge_tasks(bigint, text[], boolean, boolean);
 drop function if exists ragsql._finish_judge_task(bigint, text, text);
+-- before the run argument (issue 17)
+drop function if exists ragsql._renew_judge_lease(bigint, text, interval);
+drop function if exists ragsql._finish_judge_task(bigint, text, text, text);
 
 create or replace function ragsql._enqueue_judge_tasks(
     run_id bigint, kinds text[], retry_failed boolean default true, reset_done boolean default false,
@@ -141,7 +152,7 @@ begin
     on conflict (run_id, query_id, kind) do nothing;
     get diagnostics added = row_count;
     update ragsql.judge_task as t
-    set status = 'pending', attempts = 0, worker = null, updated_at = clock_timestamp()
+    set status = 'pending', attempts = 0, worker = null, updated_at = statement_timestamp()
     where t.run_id = _enqueue_judge_tasks.run_id
       and t.kind = any (_enqueue_judge_tasks.kinds)
       and (t.status = 'failed' and _enqueue_judge_tasks.retry_failed
@@ -165,6 +176,8 @@ returns setof ragsql.judge_task
 language plpgsql volatile
 as $$
 #variable_conflict use_column
+declare
+    now_ts timestamptz := clock_timestamp();
 begin
     if worker is null or btrim(worker) = '' then
         raise exception 'a worker name is required'
@@ -183,14 +196,15 @@ begin
     update ragsql.judge_task as t
     set status = 'failed',
         lease_until = null,
-        last_error = format('lease expired %s times (last worker %s)', t.attempts, t.worker),
-        updated_at = clock_timestamp()
-    where t.id in (
+        -- what format('lease expired %s times (last worker %s)', ...) wrote, in operators Citus ships to a shard
+        last_error = 'lease expired ' || t.attempts::text || ' times (last worker ' || coalesce(t.worker, '') || ')',
+        updated_at = now_ts
+    where t.run_id = _claim_judge_tasks.run_id and t.id in (
         select e.id
         from ragsql.judge_task as e
         where e.run_id = _claim_judge_tasks.run_id
           and e.status = 'running'
-          and e.lease_until < clock_timestamp()
+          and e.lease_until < now_ts
           and e.attempts >= _claim_judge_tasks.max_attempts
         for update skip locked
     );
@@ -200,15 +214,15 @@ begin
     set status = 'running',
         attempts = t.attempts + 1,
         worker = _claim_judge_tasks.worker,
-        lease_until = clock_timestamp() + _claim_judge_tasks.lease,
-        updated_at = clock_timestamp()
-    where t.id in (
+        lease_until = now_ts + _claim_judge_tasks.lease,
+        updated_at = now_ts
+    where t.run_id = _claim_judge_tasks.run_id and t.id in (
         select c.id
         from ragsql.judge_task as c
         where c.run_id = _claim_judge_tasks.run_id
           and (_claim_judge_tasks.kinds is null or c.kind = any (_claim_judge_tasks.kinds))
           and (c.status = 'pending'
-               or c.status = 'running' and c.lease_until < clock_timestamp()
+               or c.status = 'running' and c.lease_until < now_ts
                   and c.attempts < _claim_judge_tasks.max_attempts)
         order by c.id
         limit _claim_judge_tasks.n
@@ -222,39 +236,47 @@ comment on function ragsql._claim_judge_tasks(bigint, text, integer, interval, i
     'whose lease expired, with for update skip locked so concurrent workers never get the same task and never '
     'wait for each other. A task whose lease expired max_attempts times is marked failed instead.';
 
-create or replace function ragsql._renew_judge_lease(task_id bigint, worker text, lease interval default '5 minutes')
+-- The task functions take the run with the task id: the key of ragsql.judge_task is (run_id, id), so the lookup
+-- is one index probe on one server and one shard on Citus. Timestamps are taken once into a variable: Citus
+-- refuses volatile functions (clock_timestamp) and stable ones over columns (format) in a distributed update.
+create or replace function ragsql._renew_judge_lease(
+    run_id bigint, task_id bigint, worker text, lease interval default '5 minutes')
 returns boolean
-language sql volatile
+language plpgsql volatile
 as $$
-    with renewed as (
-        update ragsql.judge_task as t
-        set lease_until = clock_timestamp() + _renew_judge_lease.lease, updated_at = clock_timestamp()
-        where t.id = _renew_judge_lease.task_id and t.status = 'running' and t.worker = _renew_judge_lease.worker
-        returning t.id
-    )
-    select exists (select from renewed)
+declare
+    now_ts timestamptz := clock_timestamp();
+begin
+    update ragsql.judge_task as t
+    set lease_until = now_ts + _renew_judge_lease.lease, updated_at = now_ts
+    where t.run_id = _renew_judge_lease.run_id and t.id = _renew_judge_lease.task_id
+      and t.status = 'running' and t.worker = _renew_judge_lease.worker;
+    return found;
+end
 $$;
-comment on function ragsql._renew_judge_lease(bigint, text, interval) is
-    'Extends the lease of a task the worker still holds; false when it lost the task.';
+comment on function ragsql._renew_judge_lease(bigint, bigint, text, interval) is
+    'Extends the lease of a task (run, id) the worker still holds; false when it lost the task.';
 
 create or replace function ragsql._finish_judge_task(
-    task_id bigint, worker text, error text default null, judge text default null)
+    run_id bigint, task_id bigint, worker text, error text default null, judge text default null)
 returns boolean
-language sql volatile
+language plpgsql volatile
 as $$
-    with finished as (
-        update ragsql.judge_task as t
-        set status = case when _finish_judge_task.error is null then 'done' else 'failed' end,
-            last_error = _finish_judge_task.error,
-            judge = _finish_judge_task.judge,
-            lease_until = null,
-            updated_at = clock_timestamp()
-        where t.id = _finish_judge_task.task_id and t.status = 'running' and t.worker = _finish_judge_task.worker
-        returning t.id
-    )
-    select exists (select from finished)
+declare
+    now_ts timestamptz := clock_timestamp();
+begin
+    update ragsql.judge_task as t
+    set status = case when _finish_judge_task.error is null then 'done' else 'failed' end,
+        last_error = _finish_judge_task.error,
+        judge = _finish_judge_task.judge,
+        lease_until = null,
+        updated_at = now_ts
+    where t.run_id = _finish_judge_task.run_id and t.id = _finish_judge_task.task_id
+      and t.status = 'running' and t.worker = _finish_judge_task.worker;
+    return found;
+end
 $$;
-comment on function ragsql._finish_judge_task(bigint, text, text, text) is
-    'Marks a task the worker holds done, or failed with the error, by the given judge (model and embedder); call '
-    'it in the transaction that stores the verdicts, so a killed worker leaves either both or neither. False when '
-    'the worker lost the task (its lease expired and another worker claimed it): roll back then.';
+comment on function ragsql._finish_judge_task(bigint, bigint, text, text, text) is
+    'Marks a task (run, id) the worker holds done, or failed with the error, by the given judge (model and '
+    'embedder); call it in the transaction that stores the verdicts, so a killed worker leaves either both or '
+    'neither. False when the worker lost the task (its lease expired and another worker claimed it): roll back then.';

@@ -355,8 +355,11 @@ create or replace function ragsql.text_metric(run text, metric text)
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     select q.qid,
            s.best,
            case when a.query_id is null then 'no answer'
@@ -375,7 +378,8 @@ as $$
                                                then 'zh' else 'en' end) as lang) as l
         where btrim(a.text) <> '' and r.refs is not null
     ) as s on true
-    where ru.id = ragsql._run_id(text_metric.run)
+    where ru.id = ragsql._run_id(text_metric.run);
+end
 $$;
 comment on function ragsql.text_metric(text, text) is
     'Per-query value of a text metric of a run (rows of ragsql.generation_metric computed_by text_metric): the best over '

@@ -400,13 +400,18 @@ comment on function ragsql.holm(float8[]) is
 
 create or replace function ragsql.higher_is_better(measure text)
 returns boolean
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return (
     select coalesce(
         (select m.higher_is_better from ragsql.generation_metric as m where m.metric = lower(btrim(higher_is_better.measure))),
         (select a.higher_is_better from ragsql.aspect as a
          where 'aspect:' || a.name = lower(btrim(higher_is_better.measure))),
         true)
+    );
+end
 $$;
 comment on function ragsql.higher_is_better(text) is
     'False for metrics where lower is better (contradiction_rate, aspect:harmfulness, aspect:maliciousness), else true.';
@@ -643,15 +648,19 @@ comment on function ragsql.compare(text, text, text[], integer, float8, float8, 
 create or replace function ragsql.compare_queries(
     run_a text, run_b text, measures text[] default null, rel_level integer default 1, judge text default null)
 returns table (measure text, qid text, question text, baseline_value float8, value float8, diff float8)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     select p.measure, p.qid, q.text, p.a, p.b, p.b - p.a
     from ragsql._paired_values(compare_queries.run_a, compare_queries.run_b, compare_queries.measures,
                                compare_queries.rel_level, compare_queries.judge) as p
     join ragsql.run as ru on ru.name = compare_queries.run_a
     left join ragsql.query as q on q.dataset_id = ru.dataset_id and q.qid = p.qid
     where p.a is not null and p.b is not null
-    order by p.ord, p.qid collate "C"
+    order by p.ord, p.qid collate "C";
+end
 $$;
 comment on function ragsql.compare_queries(text, text, text[], integer, text) is
     'Every query both runs have a value for, per measure: the question, both values and b - a.';
@@ -702,8 +711,11 @@ comment on function ragsql.measure_ci(text, text[], integer, float8, float8, int
 
 create or replace function ragsql.run_config(run text)
 returns table (key text, value text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     -- the run's configuration as dotted keys (retriever, chunking, embedder, ...), and the judges that
     -- closed its judge tasks
     with recursive flat (key, value) as (
@@ -725,7 +737,8 @@ as $$
     from ragsql.judge_task as t
     where t.run_id = ragsql._run_id(run_config.run)
     having count(t.judge) > 0
-    order by 1
+    order by 1;
+end
 $$;
 comment on function ragsql.run_config(text) is
     'A run''s configuration as (key, value) rows: its config flattened to dotted keys, and judge = the judge '
@@ -750,8 +763,11 @@ create or replace function ragsql.history(
 returns table (
     run text, created_at timestamptz, measure text, kind text, value float8, ci_low float8, ci_high float8,
     queries bigint, best boolean, latest boolean, config jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     with runs as (
         -- in order of creation; runs created in one transaction share created_at, their ids order them
         select ru.name, ru.created_at, ru.config, row_number() over (order by ru.created_at, ru.id) as position,
@@ -781,7 +797,8 @@ as $$
            v.position = v.runs,
            v.config
     from valued as v
-    order by v.measure, v.position
+    order by v.measure, v.position;
+end
 $$;
 comment on function ragsql.history(text, text[], boolean, integer, float8, float8, integer, text) is
     'Every run value of a dataset over time, per measure (default: the default measures and every judged metric '
@@ -806,8 +823,11 @@ create or replace function ragsql.statement_verdicts(
 returns table (
     qid text, purpose text, model text, prompt_version text, statement_no integer, statement text, verdict text,
     reason text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     -- the verdict set each purpose's metric reads (ragsql._statement_judge), statement by statement
     select q.qid, v.purpose, v.model, v.prompt_version, v.statement_no, s.statement, v.verdict, v.reason
     from ragsql.run as ru
@@ -819,7 +839,8 @@ as $$
     join ragsql.text_statement as s on s.extraction_id = v.extraction_id and s.statement_no = v.statement_no
     join ragsql.query as q on q.id = v.query_id
     where ru.name = statement_verdicts.run
-    order by q.qid collate "C", v.purpose, v.statement_no
+    order by q.qid collate "C", v.purpose, v.statement_no;
+end
 $$;
 comment on function ragsql.statement_verdicts(text, text[], text) is
     'The judge''s statement-by-statement verdicts (supported, partial, unsupported, contradicted) with reasons, '

@@ -88,12 +88,15 @@ language sql immutable parallel safe
 as $$ select array['contradicted', 'unsupported', 'partial', 'supported'] $$;
 comment on function ragsql._verdict_levels() is 'Statement verdicts from worst to best: the ordinal scale weighted kappa uses.';
 
-create or replace function ragsql.judge_agreement(run text default null)
+create or replace function ragsql._judge_agreement(run_name text)
 returns table (
     run text, metric text, kind text, judge_model text, pairs bigint, reviewers bigint, accuracy float8,
     kappa float8, weighted_kappa float8, mean_abs_error float8, spearman float8, kendall float8, note text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     -- each (reviewer, item) label is one pair with the judge's value on the reviewer's sheet. kind 'verdict':
     -- statement verdicts (accuracy, kappa, linear-weighted kappa on contradicted < unsupported < partial <
     -- supported); kind 'score': metric values (mean absolute error, Spearman, Kendall; accuracy and kappa
@@ -103,7 +106,7 @@ as $$
                l.judge_model, l.reviewer, l.score, l.judge_value, l.verdict, l.judge_verdict
         from ragsql.review_label as l
         join ragsql.run as ru on ru.id = l.run_id
-        where judge_agreement.run is null or ru.name = judge_agreement.run
+        where _judge_agreement.run_name is null or ru.name = _judge_agreement.run_name
     ),
     grouped as (
         select l.run, l.metric, l.kind, l.judge_model, count(*) as pairs, count(distinct l.reviewer) as reviewers,
@@ -130,7 +133,18 @@ as $$
            case when g.pairs < 10 then format('only %s labelled pairs: at least 10 are needed for agreement statistics',
                                               g.pairs) end
     from grouped as g
-    order by g.run, g.metric, g.kind
+    order by g.run, g.metric, g.kind;
+end
+$$;
+comment on function ragsql._judge_agreement(text) is 'ragsql.judge_agreement in PL/pgSQL (Citus plans its queries; an output column may not share the argument''s name there).';
+
+create or replace function ragsql.judge_agreement(run text default null)
+returns table (
+    run text, metric text, kind text, judge_model text, pairs bigint, reviewers bigint, accuracy float8,
+    kappa float8, weighted_kappa float8, mean_abs_error float8, spearman float8, kendall float8, note text)
+language sql stable parallel safe
+as $$
+    select * from ragsql._judge_agreement(judge_agreement.run)
 $$;
 comment on function ragsql.judge_agreement(text) is
     'Judge-human agreement per run, metric, kind (score: the metric''s value; verdict: statement verdicts) and '
@@ -170,22 +184,25 @@ end
 $$;
 comment on function ragsql._normal_quantile(float8) is 'The standard normal quantile (Acklam''s approximation, 1e-9).';
 
-create or replace function ragsql.ppi_mean(run text, metric text, alpha float8 default 0.05, judge text default null)
+create or replace function ragsql._ppi_mean(run_ text, metric_ text, alpha_ float8, judge_ text)
 returns table (
     metric text, judge_model text, judge_mean float8, rectifier float8, estimate float8, ci_low float8,
     ci_high float8, unlabelled bigint, labelled bigint, note text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     -- prediction-powered mean (ARES's pp_mean_iid_asymptotic): the judge's mean over every query with a
     -- value, minus its mean error (judge - human) on the labelled queries; half-width
     -- z(1 - alpha/2) * sqrt(var(judge) / N + var(judge - human) / n), population variances
     with judged as (
         select g.qid, g.value
-        from ragsql.generation_measure(ppi_mean.run, ppi_mean.metric, ppi_mean.judge) as g
-        where g.value is not null and ragsql._check_resampling(1, ppi_mean.alpha)
+        from ragsql.generation_measure(_ppi_mean.run_, _ppi_mean.metric_, _ppi_mean.judge_) as g
+        where g.value is not null and ragsql._check_resampling(1, _ppi_mean.alpha_)
     ),
     model as (
-        select s.judge_model from ragsql.summarize_generation(ppi_mean.run, array[ppi_mean.metric], ppi_mean.judge) as s
+        select s.judge_model from ragsql.summarize_generation(_ppi_mean.run_, array[_ppi_mean.metric_], _ppi_mean.judge_) as s
     ),
     human as (
         -- one label per query: the mean of its reviewers' scores
@@ -193,7 +210,7 @@ as $$
         from ragsql.review_label as l
         join ragsql.run as ru on ru.id = l.run_id
         join ragsql.query as q on q.id = l.query_id
-        where ru.name = ppi_mean.run and l.metric = lower(btrim(ppi_mean.metric)) and l.item = ''
+        where ru.name = _ppi_mean.run_ and l.metric = lower(btrim(_ppi_mean.metric_)) and l.item = ''
         group by q.qid
     ),
     stats as (
@@ -203,41 +220,56 @@ as $$
         from judged as j
         left join human as h on h.qid = j.qid
     )
-    select lower(btrim(ppi_mean.metric)), s.model, s.judge_mean, s.rectifier, s.judge_mean - s.rectifier,
-           s.judge_mean - s.rectifier - ragsql._normal_quantile(1 - ppi_mean.alpha / 2)
+    select lower(btrim(_ppi_mean.metric_)), s.model, s.judge_mean, s.rectifier, s.judge_mean - s.rectifier,
+           s.judge_mean - s.rectifier - ragsql._normal_quantile(1 - _ppi_mean.alpha_ / 2)
                * sqrt(s.judge_var / s.n_all + s.error_var / nullif(s.n_lab, 0)),
-           s.judge_mean - s.rectifier + ragsql._normal_quantile(1 - ppi_mean.alpha / 2)
+           s.judge_mean - s.rectifier + ragsql._normal_quantile(1 - _ppi_mean.alpha_ / 2)
                * sqrt(s.judge_var / s.n_all + s.error_var / nullif(s.n_lab, 0)),
            s.n_all, s.n_lab,
-           case when s.n_all = 0 then format('%s has no judged value in run %s', ppi_mean.metric, ppi_mean.run)
+           case when s.n_all = 0 then format('%s has no judged value in run %s', _ppi_mean.metric_, _ppi_mean.run_)
                 when s.n_lab = 0 then format('no human label of %s in run %s: see ragsql review export',
-                                             ppi_mean.metric, ppi_mean.run) end
-    from stats as s
+                                             _ppi_mean.metric_, _ppi_mean.run_) end
+    from stats as s;
+end
+$$;
+
+comment on function ragsql._ppi_mean(text, text, float8, text) is
+    'ragsql.ppi_mean in PL/pgSQL (Citus plans its queries; there an argument may not share an output column''s name).';
+
+create or replace function ragsql.ppi_mean(run text, metric text, alpha float8 default 0.05, judge text default null)
+returns table (
+    metric text, judge_model text, judge_mean float8, rectifier float8, estimate float8, ci_low float8,
+    ci_high float8, unlabelled bigint, labelled bigint, note text)
+language sql stable parallel safe
+as $$
+    select * from ragsql._ppi_mean(ppi_mean.run, ppi_mean.metric, ppi_mean.alpha, ppi_mean.judge)
 $$;
 comment on function ragsql.ppi_mean(text, text, float8, text) is
     'Prediction-powered estimate of a generation metric''s run mean (ARES''s PPI): the judge''s mean over all '
     'judged queries corrected by its mean error on the human-labelled ones (ragsql.review_label scores), with '
     'the asymptotic (1 - alpha) interval; null with a note without labels.';
 
-create or replace function ragsql.ppi_compare(
-    run_a text, run_b text, metric text, alpha float8 default 0.05, judge text default null)
+create or replace function ragsql._ppi_compare(run_a_ text, run_b_ text, metric_ text, alpha_ float8, judge_ text)
 returns table (
     metric text, baseline_estimate float8, estimate float8, diff float8, ci_low float8, ci_high float8,
     queries bigint, labelled_both bigint, labelled_a bigint, labelled_b bigint, method text, note text)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     -- the prediction-powered difference run_b - run_a. Paired, when two or more queries are labelled in both
     -- runs: the mean per-query difference of the judge's values over the queries both runs have a value for,
     -- minus the mean difference of the judge's errors (judge - human) over the queries labelled in both;
     -- half-width z(1 - alpha/2) * sqrt(var(judge diff) / N + var(error diff) / n), population variances.
     -- Otherwise, with labels in each run, the two ppi_mean estimates as independent: half-widths add in
     -- quadrature.
-    with a as (select * from ragsql.ppi_mean(ppi_compare.run_a, ppi_compare.metric, ppi_compare.alpha, ppi_compare.judge)),
-    b as (select * from ragsql.ppi_mean(ppi_compare.run_b, ppi_compare.metric, ppi_compare.alpha, ppi_compare.judge)),
+    with a as (select * from ragsql.ppi_mean(_ppi_compare.run_a_, _ppi_compare.metric_, _ppi_compare.alpha_, _ppi_compare.judge_)),
+    b as (select * from ragsql.ppi_mean(_ppi_compare.run_b_, _ppi_compare.metric_, _ppi_compare.alpha_, _ppi_compare.judge_)),
     judged as (
         select ja.qid, ja.value as value_a, jb.value as value_b
-        from ragsql.generation_measure(ppi_compare.run_a, ppi_compare.metric, ppi_compare.judge) as ja
-        join ragsql.generation_measure(ppi_compare.run_b, ppi_compare.metric, ppi_compare.judge) as jb
+        from ragsql.generation_measure(_ppi_compare.run_a_, _ppi_compare.metric_, _ppi_compare.judge_) as ja
+        join ragsql.generation_measure(_ppi_compare.run_b_, _ppi_compare.metric_, _ppi_compare.judge_) as jb
           on jb.qid = ja.qid
         where ja.value is not null and jb.value is not null
     ),
@@ -246,7 +278,7 @@ as $$
         from ragsql.review_label as l
         join ragsql.run as ru on ru.id = l.run_id
         join ragsql.query as q on q.id = l.query_id
-        where ru.name in (ppi_compare.run_a, ppi_compare.run_b) and l.metric = lower(btrim(ppi_compare.metric))
+        where ru.name in (_ppi_compare.run_a_, _ppi_compare.run_b_) and l.metric = lower(btrim(_ppi_compare.metric_))
           and l.item = ''
         group by ru.name, q.qid
     ),
@@ -254,16 +286,16 @@ as $$
         select j.value_b - j.value_a as judge_diff,
                (j.value_b - hb.score) - (j.value_a - ha.score) as error_diff
         from judged as j
-        left join human as ha on ha.run = ppi_compare.run_a and ha.qid = j.qid
-        left join human as hb on hb.run = ppi_compare.run_b and hb.qid = j.qid
+        left join human as ha on ha.run = _ppi_compare.run_a_ and ha.qid = j.qid
+        left join human as hb on hb.run = _ppi_compare.run_b_ and hb.qid = j.qid
     ),
     p as (
         select count(*) as n_all, avg(judge_diff) as judge_mean, var_pop(judge_diff) as judge_var,
                count(error_diff) as n_lab, avg(error_diff) as error_mean, var_pop(error_diff) as error_var
         from paired
     ),
-    z as (select ragsql._normal_quantile(1 - ppi_compare.alpha / 2) as z)
-    select lower(btrim(ppi_compare.metric)), a.estimate, b.estimate,
+    z as (select ragsql._normal_quantile(1 - _ppi_compare.alpha_ / 2) as z)
+    select lower(btrim(_ppi_compare.metric_)), a.estimate, b.estimate,
            case when p.n_lab >= 2 then p.judge_mean - p.error_mean else b.estimate - a.estimate end,
            case when p.n_lab >= 2 then p.judge_mean - p.error_mean
                                        - z.z * sqrt(p.judge_var / p.n_all + p.error_var / p.n_lab)
@@ -278,7 +310,21 @@ as $$
                 then coalesce(a.note, b.note, 'no prediction-powered estimate')
                 when p.n_lab < 2 then 'fewer than two queries labelled in both runs: the runs'' estimates are '
                                       'combined as independent' end
-    from a, b, p, z
+    from a, b, p, z;
+end
+$$;
+
+comment on function ragsql._ppi_compare(text, text, text, float8, text) is
+    'ragsql.ppi_compare in PL/pgSQL (Citus plans its queries; there an argument may not share an output column''s name).';
+
+create or replace function ragsql.ppi_compare(
+    run_a text, run_b text, metric text, alpha float8 default 0.05, judge text default null)
+returns table (
+    metric text, baseline_estimate float8, estimate float8, diff float8, ci_low float8, ci_high float8,
+    queries bigint, labelled_both bigint, labelled_a bigint, labelled_b bigint, method text, note text)
+language sql stable parallel safe
+as $$
+    select * from ragsql._ppi_compare(ppi_compare.run_a, ppi_compare.run_b, ppi_compare.metric, ppi_compare.alpha, ppi_compare.judge)
 $$;
 comment on function ragsql.ppi_compare(text, text, text, float8, text) is
     'Prediction-powered difference of a generation metric between two runs (run_b - run_a) with its (1 - alpha) '
@@ -288,8 +334,11 @@ comment on function ragsql.ppi_compare(text, text, text, float8, text) is
 create or replace function ragsql.review_sample(
     run text, sample integer, stratify text default null, seed float8 default 0.42, judge text default null)
 returns table (qid text, stratum integer)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return query
     -- answered queries in a seeded random order (the same seed, the same sample on any server); with
     -- stratify, taken in turn from the quintiles of that metric's value (queries without a value last)
     with answered as (
@@ -318,7 +367,8 @@ as $$
     select s.qid, s.stratum::integer
     from (select s.*, row_number() over (partition by s.stratum order by s.draw, s.qid) as turn from strata as s) as s
     order by s.turn, s.stratum
-    limit review_sample.sample
+    limit review_sample.sample;
+end
 $$;
 comment on function ragsql.review_sample(text, integer, text, float8, text) is
     'Which answered queries of a run to review: a seeded random sample, stratified by the quintiles of a '

@@ -5,8 +5,11 @@
 
 create or replace function ragsql._answers_digest(run_id bigint)
 returns text
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+begin
+    return (
     select md5(coalesce(string_agg(a.query_id::text || E'\x1f' || a.text || E'\x1f' || coalesce((
         select string_agg(c.position::text || E'\x1e' || coalesce(c.docno, '') || E'\x1e' || c.text, E'\x1d'
                           order by c.position)
@@ -14,6 +17,8 @@ as $$
         E'\x1c' order by a.query_id), ''))
     from ragsql.answer as a
     where a.run_id = _answers_digest.run_id
+    );
+end
 $$;
 comment on function ragsql._answers_digest(bigint) is
     'A digest of a run''s answers and their contexts: equal digests, the same things to judge.';
@@ -70,16 +75,30 @@ comment on function ragsql.repeat_run(text, integer) is
     'contexts (config.repeat_of, config.repeat), created when missing and refreshed when the answers changed. '
     'Returns its name.';
 
+create or replace function ragsql._judge_repeats(run_ text)
+returns table (repeat integer, run text)
+language plpgsql stable parallel safe
+as $$
+#variable_conflict use_column
+begin
+    return query
+    select 1, r.name from ragsql.run as r where r.id = ragsql._run_id(_judge_repeats.run_)
+    union all
+    select (r.config ->> 'repeat')::integer, r.name
+    from ragsql.run as r
+    where r.config ->> 'repeat_of' = _judge_repeats.run_ and r.config ? 'repeat'
+    order by 1;
+end
+$$;
+
+comment on function ragsql._judge_repeats(text) is
+    'ragsql.judge_repeats in PL/pgSQL (Citus plans its queries; there an argument may not share an output column''s name).';
+
 create or replace function ragsql.judge_repeats(run text)
 returns table (repeat integer, run text)
 language sql stable parallel safe
 as $$
-    select 1, r.name from ragsql.run as r where r.id = ragsql._run_id(judge_repeats.run)
-    union all
-    select (r.config ->> 'repeat')::integer, r.name
-    from ragsql.run as r
-    where r.config ->> 'repeat_of' = judge_repeats.run and r.config ? 'repeat'
-    order by 1
+    select * from ragsql._judge_repeats(judge_repeats.run)
 $$;
 comment on function ragsql.judge_repeats(text) is
     'A run and its judge repeats ("<run>#k", k >= 2), numbered from 1.';

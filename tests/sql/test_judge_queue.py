@@ -51,7 +51,7 @@ def test_two_connections_never_claim_the_same_task(fresh_db):
                     conn.commit()
                     return
                 for task_id, *_ in rows:
-                    assert conn.execute("select ragsql._finish_judge_task(%s, %s)", (task_id, name)).fetchone()[0]
+                    assert conn.execute("select ragsql._finish_judge_task(%s, %s, %s)", (run_id, task_id, name)).fetchone()[0]
                 conn.commit()
                 with lock:
                     claimed.extend(task_id for task_id, *_ in rows)
@@ -74,13 +74,13 @@ def test_expired_lease_is_reclaimed_and_the_old_worker_cannot_finish(db):
     (task_id, _, kind, attempts), = db.execute(CLAIM, (run_id, "w1", 10, "5 minutes")).fetchall()
     assert (kind, attempts) == ("faithfulness", 1)
     assert db.execute(CLAIM, (run_id, "w2", 10, "5 minutes")).fetchall() == []
-    assert db.execute("select ragsql._renew_judge_lease(%s, 'w1', '1 minute')", (task_id,)).fetchone()[0] is True
+    assert db.execute("select ragsql._renew_judge_lease(%s, %s, 'w1', '1 minute')", (run_id, task_id)).fetchone()[0] is True
     db.execute("update ragsql.judge_task set lease_until = clock_timestamp() - interval '1 second' where id = %s", (task_id,))
     assert db.execute(CLAIM, (run_id, "w2", 10, "5 minutes")).fetchall() == [(task_id, db.execute(
         "select query_id from ragsql.judge_task").fetchone()[0], "faithfulness", 2)]
-    assert db.execute("select ragsql._finish_judge_task(%s, 'w1')", (task_id,)).fetchone()[0] is False
-    assert db.execute("select ragsql._renew_judge_lease(%s, 'w1')", (task_id,)).fetchone()[0] is False
-    assert db.execute("select ragsql._finish_judge_task(%s, 'w2')", (task_id,)).fetchone()[0] is True
+    assert db.execute("select ragsql._finish_judge_task(%s, %s, 'w1')", (run_id, task_id)).fetchone()[0] is False
+    assert db.execute("select ragsql._renew_judge_lease(%s, %s, 'w1')", (run_id, task_id)).fetchone()[0] is False
+    assert db.execute("select ragsql._finish_judge_task(%s, %s, 'w2')", (run_id, task_id)).fetchone()[0] is True
     assert db.execute("select status, worker, lease_until from ragsql.judge_task").fetchone() == ("done", "w2", None)
 
 
@@ -89,8 +89,8 @@ def test_finished_and_failed_tasks_are_not_reclaimed(db):
     run_id = answered_run(db, 2)
     enqueue(db, run_id, ["faithfulness"])
     first, second = sorted(db.execute(CLAIM, (run_id, "w", 2, "5 minutes")).fetchall(), key=lambda t: t[1])
-    db.execute("select ragsql._finish_judge_task(%s, 'w')", (first[0],))
-    db.execute("select ragsql._finish_judge_task(%s, 'w', 'HTTP 500 after 5 attempts')", (second[0],))
+    db.execute("select ragsql._finish_judge_task(%s, %s, 'w')", (run_id, first[0]))
+    db.execute("select ragsql._finish_judge_task(%s, %s, 'w', 'HTTP 500 after 5 attempts')", (run_id, second[0]))
     db.execute("update ragsql.judge_task set updated_at = clock_timestamp() - interval '1 day'")
     assert db.execute(CLAIM, (run_id, "other", 10, "1 second")).fetchall() == []
     reasons = db.execute("select qid, value, reason from ragsql.generation_measure('r', 'faithfulness')").fetchall()
@@ -137,7 +137,8 @@ def test_done_tasks_go_back_to_pending_for_another_judge_only(db):
     run_id = answered_run(db, 2)
     enqueue(db, run_id, ["faithfulness"])
     for (task_id,) in db.execute("select id from ragsql._claim_judge_tasks(%s, 'w', 10)", (run_id,)).fetchall():
-        assert db.execute("select ragsql._finish_judge_task(%s, 'w', null, 'model-a + emb')", (task_id,)).fetchone()[0]
+        assert db.execute("select ragsql._finish_judge_task(%s, %s, 'w', null, 'model-a + emb')",
+                          (run_id, task_id)).fetchone()[0]
     same = "select ragsql._enqueue_judge_tasks(%s, array['faithfulness'], judge => %s)"
     assert db.execute(same, (run_id, "model-a + emb")).fetchone()[0] == 0
     assert db.execute(same, (run_id, "model-b + emb")).fetchone()[0] == 2
