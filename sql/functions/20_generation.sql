@@ -143,19 +143,31 @@ as $$
 #variable_conflict use_column
 begin
     return query
+    -- counts joined as grouped subqueries filtered by the run, not correlated subqueries: Citus plans these (one
+    -- shard) and refuses those
     select q.id,
            q.qid,
            q.text,
            a.text,
-           (select count(*) from ragsql.reference_answer as r where r.query_id = q.id),
-           (select count(*) from ragsql.answer_context as c where c.run_id = ru.id and c.query_id = q.id),
+           coalesce(rc.n, 0),
+           coalesce(cc.n, 0),
            t.status,
            t.last_error
     from ragsql.run as ru
     join ragsql.query as q on q.dataset_id = ru.dataset_id
-    left join ragsql.answer as a on a.run_id = ru.id and a.query_id = q.id
+    left join ragsql.answer as a on a.run_id = _generation_scope.run_id and a.query_id = q.id
+    left join (select r.query_id, count(*) as n
+               from ragsql.reference_answer as r
+               join ragsql.query as rq on rq.id = r.query_id
+               join ragsql.run as rr on rr.dataset_id = rq.dataset_id
+               where rr.id = _generation_scope.run_id
+               group by r.query_id) as rc on rc.query_id = q.id
+    left join (select c.query_id, count(*) as n
+               from ragsql.answer_context as c
+               where c.run_id = _generation_scope.run_id
+               group by c.query_id) as cc on cc.query_id = q.id
     left join ragsql.judge_task as t
-      on t.run_id = ru.id and t.query_id = q.id and t.kind = _generation_scope.task_kind
+      on t.run_id = _generation_scope.run_id and t.query_id = q.id and t.kind = _generation_scope.task_kind
     where ru.id = _generation_scope.run_id;
 end
 $$;

@@ -55,14 +55,17 @@ as $$
 declare
     spec record;
     rid bigint := ragsql._run_id(run);
+    has_task boolean;
 begin
     perform ragsql._unit_weight(partial_weight, 'partial_weight');
     perform ragsql._correctness_weights(factual_weight, similarity_weight);
     for spec in select * from ragsql._generation_metric_spec(metrics) loop
+        -- looked up first: on Citus a query naming a run-scoped table runs on its shard, where the metric
+        -- functions below could not run their own distributed queries
+        has_task := exists (select from ragsql.judge_task as t where t.run_id = rid and t.kind = spec.task_kind);
         return query
         select spec.ord, f.qid, spec.metric, f.value, f.reason, f.judge_model, f.judge_prompt_version,
-               f.judge_embedder, f.detail,
-               exists (select from ragsql.judge_task as t where t.run_id = rid and t.kind = spec.task_kind)
+               f.judge_embedder, f.detail, has_task
         from (
             select * from ragsql.faithfulness(run, model, prompt_version, partial_weight)
             where spec.family = 'faithfulness'
@@ -124,7 +127,13 @@ returns text[]
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    judged text[];
 begin
+    -- the run's aspects first, by its key (one shard on Citus, which allows no correlated subquery here)
+    select array_agg(distinct v.aspect) into judged
+    from ragsql.aspect_verdict as v
+    where v.run_id = ragsql._run_id(_default_generation_metrics.run);
     return (
     select array(
         select d.metric
@@ -134,8 +143,7 @@ begin
             union all
             select 'aspect:' || a.name, 1000 + row_number() over (order by a.name collate "C")
             from ragsql.aspect as a
-            where exists (select from ragsql.aspect_verdict as v
-                          where v.run_id = ragsql._run_id(_default_generation_metrics.run) and v.aspect = a.name)
+            where a.name = any (judged)
         ) as d
         order by d.pos
     )

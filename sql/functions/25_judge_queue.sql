@@ -44,6 +44,7 @@ language plpgsql volatile
 as $$
 #variable_conflict use_column
 declare
+    now_ts timestamptz := clock_timestamp();
     got boolean;
     held_by text;
 begin
@@ -58,10 +59,10 @@ begin
         return;
     end if;
     insert into ragsql.judge_call_claim as k (request_hash, owner, lease_until)
-    values (_claim_call.request_hash, _claim_call.owner, clock_timestamp() + _claim_call.lease)
+    values (_claim_call.request_hash, _claim_call.owner, now_ts + _claim_call.lease)
     on conflict (request_hash) do update
-    set owner = excluded.owner, lease_until = excluded.lease_until, claimed_at = clock_timestamp()
-    where k.lease_until < clock_timestamp() or k.owner = excluded.owner or k.owner = _claim_call.take_from
+    set owner = excluded.owner, lease_until = excluded.lease_until, claimed_at = now_ts
+    where k.lease_until < now_ts or k.owner = excluded.owner or k.owner = _claim_call.take_from
     returning true into got;
     if got is null then
         select k.owner into held_by from ragsql.judge_call_claim as k where k.request_hash = _claim_call.request_hash;
@@ -97,15 +98,19 @@ comment on function ragsql._claim_call(text, text, interval, timestamptz, text) 
 
 create or replace function ragsql._renew_call_claims(owner text, lease interval default '1 minute')
 returns bigint
-language sql volatile
+language plpgsql volatile
 as $$
-    with renewed as (
-        update ragsql.judge_call_claim as k
-        set lease_until = clock_timestamp() + _renew_call_claims.lease
-        where k.owner = _renew_call_claims.owner
-        returning 1
-    )
-    select count(*) from renewed
+declare
+    now_ts timestamptz := clock_timestamp();
+    renewed bigint;
+begin
+    -- the time taken once: Citus ships no volatile function (clock_timestamp) to the shards of an update
+    update ragsql.judge_call_claim as k
+    set lease_until = now_ts + _renew_call_claims.lease
+    where k.owner = _renew_call_claims.owner;
+    get diagnostics renewed = row_count;
+    return renewed;
+end
 $$;
 comment on function ragsql._renew_call_claims(text, interval) is
     'Extends the lease of every request claim the owner holds; returns how many.';
