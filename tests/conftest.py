@@ -26,10 +26,31 @@ LOCAL_OPT_IN = os.environ.get("RAGSQL_TEST_LOCAL") == "1"
 collect_ignore = [] if LOCAL_OPT_IN else ["local"]
 
 
-def pytest_report_header(config) -> str:
-    return ("tests/local (torch, ragsql[local]): " +
+def _citus_coordinator() -> bool:
+    """Whether RAGSQL_DATABASE_URL names a database with the citus extension (tests/citus runs only there)."""
+    url = os.environ.get("RAGSQL_DATABASE_URL")
+    if not url:
+        return False
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            return conn.execute("select exists (select from pg_extension where extname = 'citus')").fetchone()[0]
+    except psycopg.Error:
+        return False
+
+
+CITUS = _citus_coordinator()
+if not CITUS:
+    collect_ignore.append("citus")
+
+
+def pytest_report_header(config) -> list[str]:
+    return ["tests/local (torch, ragsql[local]): " +
             ("on" if LOCAL_OPT_IN else "not collected; opt in with RAGSQL_TEST_LOCAL=1 after "
-                                       "pip install torch==2.13.0 -e '.[test,local]' (a CPU build of torch)"))
+                                       "pip install torch==2.13.0 -e '.[test,local]' (a CPU build of torch)"),
+            "tests/citus (distributed layout): " +
+            ("on, against the coordinator in RAGSQL_DATABASE_URL" if CITUS else
+             "not collected; run it with: bash ../shared/citus/build.sh; export RAGSQL_DATABASE_URL=$(bash "
+             "../shared/citus/cluster.sh start); pytest tests/citus")]
 
 TEMPLATE = f"ragsql_tmpl_{os.getpid()}"
 DEMO = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "demo"

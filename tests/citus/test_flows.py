@@ -1,0 +1,142 @@
+"""ragsql's flows on the distributed layout (Citus) give what they give on one server, and trec_eval's values."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TREC = ROOT / "tests" / "data" / "trec"
+EXPECTED = json.loads((TREC / "expected.json").read_text())["pairs"]
+EXAMPLE = ROOT / "ragsql" / "data" / "example_evalset.jsonl"
+MEASURES = {"P_5": "P@5", "P_10": "P@10", "recall_10": "R@10", "recip_rank": "RR", "ndcg_cut_10": "nDCG@10",
+            "map": "AP", "Rprec": "Rprec", "success_5": "Success@5"}
+RUN_TABLES = ["answer", "run_result", "answer_context", "statement_verdict", "context_verdict",
+              "context_sentence_verdict", "generated_question", "rating", "aspect_verdict", "citation_verdict",
+              "judge_task", "retrieval_run", "retrieval_query", "review_label"]
+# generation metrics that run on the distributed layout today (README, "Scale out on Citus": what does not yet)
+GENERATION = ["faithfulness", "contradiction_rate", "context_recall", "answer_similarity", "answer_correctness_f1",
+              "answer_correctness"]
+
+
+def test_distribute_puts_run_tables_by_run_id_in_one_group_and_is_repeatable(citus):
+    """Run-scoped tables are hash-distributed by run_id in one co-location group, the dataset tables are reference
+    tables, the corpus stays on the coordinator; db init --distribute and db init again change nothing."""
+    layout = "select c.relname, p.partmethod, p.colocationid, column_to_column_name(p.logicalrelid, p.partkey) " \
+             "from pg_dist_partition as p join pg_class as c on c.oid = p.logicalrelid order by 1"
+    before = citus.rows(layout)
+    hashed = {name: (group, column) for name, method, group, column in before if method == "h"}
+    assert sorted(hashed) == sorted(RUN_TABLES)
+    assert {v for v in hashed.values()} == {(hashed["answer"][0], "run_id")}
+    reference = {name for name, method, _, _ in before if method == "n"}
+    assert {"dataset", "query", "judgment", "run", "judge_call", "judge_call_claim"} <= reference
+    assert not {"corpus", "chunk", "chunk_term", "bm25_list"} & {name for name, *_ in before}
+    assert "distributed on Citus" in citus.cli("db", "init", "--distribute").stdout
+    assert "distributed on Citus" in citus.cli("db", "init").stdout
+    assert citus.rows(layout) == before
+
+
+def test_distribute_on_one_server_says_so_in_one_line(single):
+    """--distribute on a server without Citus exits 1 with one line naming the problem, and installs nothing new."""
+    done = single.cli("db", "init", "--distribute", ok=False)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "ragsql: error: --distribute needs a Citus coordinator: this database has no citus extension (one server "
+        "needs only `ragsql db init`)"]
+
+
+@pytest.mark.parametrize("pair", ["trec_eval.test", "cast2021.org_manual_bm25"])
+def test_import_trec_and_metrics_equal_trec_eval_and_one_server(citus, single, pair):
+    """import trec then metrics: per-query values equal the embedded server's exactly and run means trec_eval's."""
+    expected = EXPECTED[pair]
+    args = ("import", "trec", "--dataset", pair, "--qrels", str(TREC / expected["qrels"].removeprefix("data/")),
+            "--run", str(TREC / expected["run"].removeprefix("data/")), "--run-name", pair)
+    per_query, means = {}, {}
+    for side in (citus, single):
+        side.cli(*args)
+        measures = ",".join(MEASURES.values())
+        per_query[side.name] = {(r["qid"], r["measure"]): r["value"] for r in side.json(
+            "metrics", "--run", pair, "--measures", measures, "--per-query")}
+        means[side.name] = {r["measure"]: r["value"] for r in side.json("metrics", "--run", pair, "--measures", measures)}
+    assert per_query["citus"] == per_query["single"]
+    assert len(per_query["citus"]) == len(MEASURES) * len(expected["per_query"] | dict.fromkeys(
+        expected["queries"]["in_qrels_not_in_run"]))
+    differences = [(name, want, means["citus"][ours]) for name, ours in MEASURES.items()
+                   if abs((want := expected["mean_complete"][name]) - means["citus"][ours]) > 1e-9]
+    assert not differences
+
+
+def _generation(side, run: str) -> dict[tuple[str, str], tuple]:
+    return {(metric, qid): (value, reason) for metric in GENERATION for qid, value, reason in side.rows(
+        "select qid, value, reason from ragsql.generation_measure(%s, %s)", (run, metric))}
+
+
+def test_import_eval_set_and_offline_judge_store_the_same_verdicts_and_scores(citus, single):
+    """import jsonl + judge --offline: the same tasks, verdict rows and generation metric values on both layouts."""
+    counts = {}
+    for side in (citus, single):
+        side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex1")
+        side.cli("judge", "--run", "ex1", "--offline", "--embedder", "offline", "--workers", "2")
+        counts[side.name] = side.rows(
+            "select (select count(*) from ragsql.judge_task where status = 'done'), "
+            "(select count(*) from ragsql.statement_verdict), (select count(*) from ragsql.context_verdict), "
+            "(select count(*) from ragsql.generated_question), (select count(*) from ragsql.aspect_verdict)")
+    assert counts["citus"] == counts["single"]
+    assert counts["citus"][0][0] > 0 and counts["citus"][0][1] > 0
+    got, want = _generation(citus, "ex1"), _generation(single, "ex1")
+    assert len(got) == len(GENERATION) * 12
+    assert sum(v is not None for v, _ in got.values()) > 0
+    # cosines are float4 sums in pgvector, whose build here (0.8.1, PostgreSQL 15) and the embedded one's add in
+    # another order: the embedding metrics agree to 1e-7, every other value and every reason exactly
+    assert got.keys() == want.keys()
+    differences = [(key, got[key], want[key]) for key in got
+                   if got[key][1] != want[key][1] or (got[key][0] is None) != (want[key][0] is None)
+                   or got[key][0] is not None and abs(got[key][0] - want[key][0]) > (
+                       1e-6 if key[0] in ("answer_similarity", "answer_correctness") else 0)]
+    assert not differences, differences[:5]
+
+
+def test_judge_queue_two_workers_share_a_run_without_overlap(citus):
+    """Two workers claiming from one run's queue on the cluster never get the same task, and every task is done."""
+    citus.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exq", "--run", "q1")
+    (rid,), = citus.rows("select id from ragsql.run where name = 'q1'")
+    with psycopg.connect(citus.url) as conn:
+        added = conn.execute("select ragsql._enqueue_judge_tasks(%s, array['faithfulness', 'context_recall', "
+                             "'answer_relevancy'])", (rid,)).fetchone()[0]
+        conn.commit()
+    assert added == 36
+    claimed: dict[str, list[int]] = {"w1": [], "w2": []}
+    waits: list[float] = []
+
+    def work(name: str) -> None:
+        with psycopg.connect(citus.url) as conn:
+            while True:
+                started = time.perf_counter()
+                rows = conn.execute("select id from ragsql._claim_judge_tasks(%s, %s, 2)", (rid, name)).fetchall()
+                waits.append(time.perf_counter() - started)
+                if not rows:
+                    conn.commit()
+                    return
+                for (task_id,) in rows:
+                    assert conn.execute("select ragsql._renew_judge_lease(%s, %s, %s)",
+                                        (rid, task_id, name)).fetchone()[0]
+                    assert conn.execute("select ragsql._finish_judge_task(%s, %s, %s)",
+                                        (rid, task_id, name)).fetchone()[0]
+                conn.commit()
+                claimed[name].extend(task_id for (task_id,) in rows)
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in claimed]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    every = claimed["w1"] + claimed["w2"]
+    assert len(every) == len(set(every)) == 36
+    assert citus.rows("select status, count(*) from ragsql.judge_task where run_id = %s group by status",
+                      (rid,)) == [("done", 36)]
+    assert max(waits) < 1.0, f"a claim waited {max(waits):.2f} s"
