@@ -87,6 +87,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint f9ea0e48434eefcbe78b99b4bcb614a2cb398941f78df6e68dfaf8356d44cb83
+\set ragsql_fingerprint e11673800c16408435081c7041348235137aa38840e030f182bb81a3160a415a
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -8,11 +8,18 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(answer_similarity.run);
+    emb text := ragsql._run_embedder(rid, answer_similarity.embedder);
+    scope jsonb;
 begin
+    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
+    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_similarity') as g);
     return query
     with ctx as materialized (
-        select ru.id as run_id, ragsql._run_embedder(ru.id, answer_similarity.embedder) as embedder
-        from (select ragsql._run_id(answer_similarity.run) as id) as ru
+        select ru.id as run_id, emb as embedder
+        from (select rid as id) as ru
     ),
     pair as materialized (
         select a.query_id,
@@ -59,7 +66,9 @@ begin
                 then jsonb_build_object('references', p.refs, 'embedded', p.refs_embedded)
            end
     from ctx as c
-    cross join ragsql._generation_scope(c.run_id, 'answer_similarity') as s
+    cross join jsonb_to_recordset(scope) as s(
+        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+        task_status text, task_error text)
     left join pair as p on p.query_id = s.query_id
     order by s.qid collate "C";
 end
@@ -77,11 +86,18 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(answer_relevancy_cosine.run);
+    emb text := ragsql._run_embedder(rid, answer_relevancy_cosine.embedder);
+    scope jsonb;
 begin
+    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
+    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_relevancy') as g);
     return query
     with ctx as materialized (
-        select ru.id as run_id, ragsql._run_embedder(ru.id, answer_relevancy_cosine.embedder) as embedder
-        from (select ragsql._run_id(answer_relevancy_cosine.run) as id) as ru
+        select ru.id as run_id, emb as embedder
+        from (select rid as id) as ru
     )
     select s.qid,
            ragsql.similarity_score(eq.embedding, ea.embedding),
@@ -102,7 +118,9 @@ begin
            c.embedder,
            null::jsonb
     from ctx as c
-    cross join ragsql._generation_scope(c.run_id, 'answer_relevancy') as s
+    cross join jsonb_to_recordset(scope) as s(
+        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+        task_status text, task_error text)
     left join ragsql.text_embedding as eq
       on eq.text_hash = ragsql.text_hash(s.question) and eq.embedder = c.embedder
     left join ragsql.text_embedding as ea
@@ -125,18 +143,25 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(answer_relevancy.run);
+    emb text := ragsql._run_embedder(rid, answer_relevancy.embedder);
+    scope jsonb;
 begin
+    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
+    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_relevancy') as g);
     return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, answer_relevancy.model) as judge_model,
                coalesce(p.prompt_version, answer_relevancy.prompt_version) as judge_prompt_version,
-               ragsql._run_embedder(ru.id, answer_relevancy.embedder) as embedder
-        from (select ragsql._run_id(answer_relevancy.run) as id) as ru
+               emb as embedder
+        from (select rid as id) as ru
         left join lateral (
             select g.model, g.prompt_version
             from ragsql.generated_question as g
-            where g.run_id = ru.id
+            where g.run_id = rid
               and ragsql._judge_matches(answer_relevancy.model, g.model)
               and (answer_relevancy.prompt_version is null or g.prompt_version = answer_relevancy.prompt_version)
             order by ragsql._judge_preference(g.model), g.created_at desc, g.model, g.prompt_version
@@ -153,7 +178,7 @@ begin
                bool_or(eq.embedding is not null) as question_embedded
         from judge as j
         join ragsql.generated_question as g
-          on g.run_id = j.run_id and g.model = j.judge_model and g.prompt_version = j.judge_prompt_version
+          on g.run_id = rid and g.model = j.judge_model and g.prompt_version = j.judge_prompt_version
         join ragsql.query as q on q.id = g.query_id
         left join ragsql.text_embedding as eq
           on eq.text_hash = ragsql.text_hash(q.text) and eq.embedder = j.embedder
@@ -185,7 +210,9 @@ begin
                 then jsonb_build_object('questions', g.questions, 'noncommittal', g.noncommittal)
            end
     from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'answer_relevancy') as s
+    cross join jsonb_to_recordset(scope) as s(
+        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+        task_status text, task_error text)
     left join generated as g on g.query_id = s.query_id
     order by s.qid collate "C";
 end
@@ -204,17 +231,23 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(answer_relevancy_rating.run);
+    scope jsonb;
 begin
+    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
+    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_relevancy_rating') as g);
     return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, answer_relevancy_rating.model) as judge_model,
                coalesce(p.prompt_version, answer_relevancy_rating.prompt_version) as judge_prompt_version
-        from (select ragsql._run_id(answer_relevancy_rating.run) as id) as ru
+        from (select rid as id) as ru
         left join lateral (
             select r.model, r.prompt_version
             from ragsql.rating as r
-            where r.run_id = ru.id
+            where r.run_id = rid
               and r.criterion = 'answer_relevancy'
               and ragsql._judge_matches(answer_relevancy_rating.model, r.model)
               and (answer_relevancy_rating.prompt_version is null
@@ -235,9 +268,11 @@ begin
            null::text,
            case when r.score is not null then jsonb_build_object('score', r.score) end
     from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'answer_relevancy_rating') as s
+    cross join jsonb_to_recordset(scope) as s(
+        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+        task_status text, task_error text)
     left join ragsql.rating as r
-      on r.run_id = j.run_id and r.query_id = s.query_id and r.criterion = 'answer_relevancy'
+      on r.run_id = rid and r.query_id = s.query_id and r.criterion = 'answer_relevancy'
      and r.model = j.judge_model and r.prompt_version = j.judge_prompt_version
     order by s.qid collate "C";
 end

@@ -9,17 +9,23 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(context_precision.run);
+    scope jsonb;
 begin
+    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
+    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'context_precision') as g);
     return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, context_precision.model) as judge_model,
                coalesce(p.prompt_version, context_precision.prompt_version) as judge_prompt_version
-        from (select ragsql._run_id(context_precision.run) as id) as ru
+        from (select rid as id) as ru
         left join lateral (
             select v.model, v.prompt_version
             from ragsql.context_verdict as v
-            where v.run_id = ru.id
+            where v.run_id = rid
               and ragsql._judge_matches(context_precision.model, v.model)
               and (context_precision.prompt_version is null or v.prompt_version = context_precision.prompt_version)
             order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
@@ -30,7 +36,7 @@ begin
         select v.query_id, count(*) as verdicts, array_agg(v.useful order by v.position) as useful
         from judge as j
         join ragsql.context_verdict as v
-          on v.run_id = j.run_id and v.model = j.judge_model and v.prompt_version = j.judge_prompt_version
+          on v.run_id = rid and v.model = j.judge_model and v.prompt_version = j.judge_prompt_version
         group by v.query_id
     )
     select s.qid,
@@ -51,7 +57,9 @@ begin
            null::text,
            case when v.query_id is not null then jsonb_build_object('useful', to_jsonb(v.useful)) end
     from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'context_precision') as s
+    cross join jsonb_to_recordset(scope) as s(
+        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+        task_status text, task_error text)
     left join judged as v on v.query_id = s.query_id
     order by s.qid collate "C";
 end
@@ -70,17 +78,23 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(context_relevance.run);
+    scope jsonb;
 begin
+    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
+    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'context_relevance') as g);
     return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, context_relevance.model) as judge_model,
                coalesce(p.prompt_version, context_relevance.prompt_version) as judge_prompt_version
-        from (select ragsql._run_id(context_relevance.run) as id) as ru
+        from (select rid as id) as ru
         left join lateral (
             select v.model, v.prompt_version
             from ragsql.context_sentence_verdict as v
-            where v.run_id = ru.id
+            where v.run_id = rid
               and ragsql._judge_matches(context_relevance.model, v.model)
               and (context_relevance.prompt_version is null or v.prompt_version = context_relevance.prompt_version)
             order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
@@ -95,12 +109,12 @@ begin
                coalesce(sum(sv.sentences), 0) as sentences,
                coalesce(sum(sv.relevant), 0) as relevant
         from judge as j
-        join ragsql.answer_context as c on c.run_id = j.run_id and c.text ~ '\S'
+        join ragsql.answer_context as c on c.run_id = rid and c.text ~ '\S'
         left join (
             select v.query_id, v.position, count(*) as sentences, count(*) filter (where v.relevant) as relevant
             from judge as j2
             join ragsql.context_sentence_verdict as v
-              on v.run_id = j2.run_id and v.model = j2.judge_model and v.prompt_version = j2.judge_prompt_version
+              on v.run_id = rid and v.model = j2.judge_model and v.prompt_version = j2.judge_prompt_version
             group by v.query_id, v.position
         ) as sv on sv.query_id = c.query_id and sv.position = c.position
         group by c.query_id
@@ -122,7 +136,9 @@ begin
                 then jsonb_build_object('sentences', c.sentences, 'relevant', c.relevant)
            end
     from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'context_relevance') as s
+    cross join jsonb_to_recordset(scope) as s(
+        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+        task_status text, task_error text)
     left join per_context as c on c.query_id = s.query_id
     order by s.qid collate "C";
 end
@@ -211,19 +227,26 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(aspect_critique.run);
+    definition text := ragsql._aspect_definition_hash(aspect_critique.aspect);
+    scope jsonb;
 begin
+    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
+    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'aspect_critique') as g);
     return query
     with judge as materialized (
         select ru.id as run_id,
                d.definition_hash,
                coalesce(p.model, aspect_critique.model) as judge_model,
                coalesce(p.prompt_version, aspect_critique.prompt_version) as judge_prompt_version
-        from (select ragsql._run_id(aspect_critique.run) as id) as ru
-        cross join (select ragsql._aspect_definition_hash(aspect_critique.aspect) as definition_hash) as d
+        from (select rid as id) as ru
+        cross join (select definition as definition_hash) as d
         left join lateral (
             select v.model, v.prompt_version
             from ragsql.aspect_verdict as v
-            where v.run_id = ru.id
+            where v.run_id = rid
               and v.aspect = aspect_critique.aspect
               and v.definition_hash = d.definition_hash
               and ragsql._judge_matches(aspect_critique.model, v.model)
@@ -238,7 +261,7 @@ begin
                when s.answer is null then 'no answer in the run'
                when v.verdict is not null then null
                when exists (select from ragsql.aspect_verdict as o
-                            where o.run_id = j.run_id and o.query_id = s.query_id
+                            where o.run_id = rid and o.query_id = s.query_id
                               and o.aspect = aspect_critique.aspect and o.definition_hash is distinct from j.definition_hash)
                    then format('only verdicts on an earlier definition of aspect %s', aspect_critique.aspect)
                else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
@@ -248,9 +271,11 @@ begin
            null::text,
            null::jsonb
     from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'aspect_critique') as s
+    cross join jsonb_to_recordset(scope) as s(
+        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+        task_status text, task_error text)
     left join ragsql.aspect_verdict as v
-      on v.run_id = j.run_id and v.query_id = s.query_id and v.aspect = aspect_critique.aspect
+      on v.run_id = rid and v.query_id = s.query_id and v.aspect = aspect_critique.aspect
      and v.definition_hash = j.definition_hash and v.model = j.judge_model
      and v.prompt_version = j.judge_prompt_version
     order by s.qid collate "C";
@@ -268,17 +293,23 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(_citation_tally.run);
+    scope jsonb;
 begin
+    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
+    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'citations') as g);
     return query
     with judge as materialized (
         select ru.id as run_id,
                coalesce(p.model, _citation_tally.model) as judge_model,
                coalesce(p.prompt_version, _citation_tally.prompt_version) as judge_prompt_version
-        from (select ragsql._run_id(_citation_tally.run) as id) as ru
+        from (select rid as id) as ru
         left join lateral (
             select v.model, v.prompt_version
             from ragsql.citation_verdict as v
-            where v.run_id = ru.id
+            where v.run_id = rid
               and ragsql._judge_matches(_citation_tally.model, v.model)
               and (_citation_tally.prompt_version is null or v.prompt_version = _citation_tally.prompt_version)
             order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
@@ -293,7 +324,7 @@ begin
                count(*) filter (where v.supports) as supporting
         from judge as j
         join ragsql.citation_verdict as v
-          on v.run_id = j.run_id and v.model = j.judge_model and v.prompt_version = j.judge_prompt_version
+          on v.run_id = rid and v.model = j.judge_model and v.prompt_version = j.judge_prompt_version
         group by v.query_id
     )
     select s.query_id,
@@ -311,7 +342,9 @@ begin
            j.judge_model,
            j.judge_prompt_version
     from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'citations') as s
+    cross join jsonb_to_recordset(scope) as s(
+        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+        task_status text, task_error text)
     left join counted as c on c.query_id = s.query_id;
 end
 $$;

@@ -128,12 +128,13 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
+    rid constant bigint := ragsql._run_id(_default_generation_metrics.run);
     judged text[];
 begin
     -- the run's aspects first, by its key (one shard on Citus, which allows no correlated subquery here)
     select array_agg(distinct v.aspect) into judged
     from ragsql.aspect_verdict as v
-    where v.run_id = ragsql._run_id(_default_generation_metrics.run);
+    where v.run_id = rid;
     return (
     select array(
         select d.metric

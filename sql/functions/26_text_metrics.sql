@@ -358,6 +358,9 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    -- looked up first: the query below names the run id on its run-scoped table (one shard on Citus)
+    rid constant bigint := ragsql._run_id(text_metric.run);
 begin
     return query
     select q.qid,
@@ -369,7 +372,7 @@ begin
            case when s.best is not null then jsonb_build_object('references', cardinality(r.refs), 'language', s.lang) end
     from ragsql.run as ru
     join ragsql.query as q on q.dataset_id = ru.dataset_id
-    left join ragsql.answer as a on a.run_id = ru.id and a.query_id = q.id
+    left join ragsql.answer as a on a.run_id = rid and a.query_id = q.id
     cross join lateral (select array_agg(ra.text order by ra.position) as refs
                         from ragsql.reference_answer as ra where ra.query_id = q.id) as r
     left join lateral (
@@ -378,7 +381,7 @@ begin
                                                then 'zh' else 'en' end) as lang) as l
         where btrim(a.text) <> '' and r.refs is not null
     ) as s on true
-    where ru.id = ragsql._run_id(text_metric.run);
+    where ru.id = rid;
 end
 $$;
 comment on function ragsql.text_metric(text, text) is
@@ -397,15 +400,21 @@ as $$
 -- evidence mapped onto that version's chunks, as the retrieval measures read it).
 declare
     rid constant bigint := ragsql._run_id(run);
+    gold_query bigint[];
+    gold_docno text[];
 begin
     if metric not in ('id_based_context_precision', 'id_based_context_recall') then
         raise exception 'no context id metric "%"', metric
             using errcode = 'invalid_parameter_value',
                   hint = 'see: select metric from ragsql.generation_metric where computed_by = ''context_id_metric''';
     end if;
+    -- the gold ids first (ragsql.run_judgments reads other tables): the query below then reads only the run's
+    -- contexts, one shard on Citus
+    select coalesce(array_agg(g.query_id), '{}'), coalesce(array_agg(g.docno), '{}') into gold_query, gold_docno
+    from (select distinct j.query_id, j.docno from ragsql.run_judgments(rid) as j where j.relevance >= 1) as g;
     return query
     with gold as (
-        select distinct j.query_id, j.docno from ragsql.run_judgments(rid) as j where j.relevance >= 1
+        select g.query_id, g.docno from unnest(gold_query, gold_docno) as g(query_id, docno)
     ),
     used as (
         select distinct c.query_id, c.docno from ragsql.answer_context as c where c.run_id = rid

@@ -148,9 +148,10 @@ begin
         raise exception 'fusion needs two runs or more' using errcode = 'invalid_parameter_value';
     end if;
     dataset := ragsql._comparable_runs(runs[1], runs[2]);  -- ragsql.fused checks the rest; an error stores nothing
-    select array_agg(distinct rr.version_id) into versions
-    from unnest(runs) as n(name)
-    left join ragsql.retrieval_run as rr on rr.run_id = ragsql._run_id(n.name);
+    -- each run's version by its key (one shard on Citus each), not in one query over all of them
+    select array_agg(distinct (select rr.version_id from ragsql.retrieval_run as rr where rr.run_id = n.id))
+    into versions
+    from unnest(array(select ragsql._run_id(x) from unnest(runs) as x)) as n(id);
     if array_position(versions, null) is not null and cardinality(versions) > 1 then
         raise exception 'runs retrieved by ragsql from a corpus and imported runs do not fuse: their ids differ'
             using errcode = 'invalid_parameter_value';

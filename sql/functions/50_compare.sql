@@ -714,7 +714,14 @@ returns table (key text, value text)
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid constant bigint := ragsql._run_id(run_config.run);
+    judges text;
 begin
+    -- the judges first, by the run's key (one shard on Citus); the query below reads only the run's row
+    select string_agg(distinct t.judge, ', ' order by t.judge) into judges
+    from ragsql.judge_task as t
+    where t.run_id = rid;
     return query
     -- the run's configuration as dotted keys (retriever, chunking, embedder, ...), and the judges that
     -- closed its judge tasks
@@ -722,7 +729,7 @@ begin
         select e.key, e.value
         from ragsql.run as ru
         cross join lateral jsonb_each(ru.config) as e
-        where ru.id = ragsql._run_id(run_config.run)
+        where ru.id = rid
         union all
         select f.key || '.' || e.key, e.value
         from flat as f
@@ -733,10 +740,8 @@ begin
     from flat as f
     where jsonb_typeof(f.value) <> 'object'
     union all
-    select 'judge', string_agg(distinct t.judge, ', ' order by t.judge)
-    from ragsql.judge_task as t
-    where t.run_id = ragsql._run_id(run_config.run)
-    having count(t.judge) > 0
+    select 'judge', judges
+    where judges is not null
     order by 1;
 end
 $$;

@@ -337,16 +337,23 @@ returns table (qid text, stratum integer)
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid constant bigint := ragsql._run_id(review_sample.run);
+    answered_qids text[];
 begin
+    -- the answered queries first, by the run's key (one shard on Citus); the query below calls
+    -- ragsql.generation_measure, which reads the run's tables itself
+    select array_agg(q.qid) into answered_qids
+    from ragsql.answer as a
+    join ragsql.query as q on q.id = a.query_id
+    where a.run_id = rid;
     return query
     -- answered queries in a seeded random order (the same seed, the same sample on any server); with
     -- stratify, taken in turn from the quintiles of that metric's value (queries without a value last)
     with answered as (
-        select q.qid
-        from ragsql.answer as a
-        join ragsql.query as q on q.id = a.query_id
-        where a.run_id = ragsql._run_id(review_sample.run)
-          and ragsql._check_resampling(review_sample.sample, 0.5)
+        select x.qid
+        from unnest(answered_qids) as x(qid)
+        where ragsql._check_resampling(review_sample.sample, 0.5)
     ),
     valued as (
         select a.qid, g.value
