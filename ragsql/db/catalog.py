@@ -16,13 +16,17 @@ def _rows(conn: psycopg.Connection, query: str, params: tuple = ()) -> list[dict
 
 def list_runs(conn: psycopg.Connection) -> list[dict]:
     """Every run: its dataset, when it was made, its ranked results, answers, judge tasks and judges."""
+    # counts as subqueries grouped by run id, not correlated ones: Citus runs these on every shard at once
     return _rows(conn, """
         select r.name as run, d.name as dataset, r.created_at,
-               (select count(*) from ragsql.run_result as x where x.run_id = r.id) as results,
-               (select count(*) from ragsql.answer as x where x.run_id = r.id) as answers,
-               (select count(*) from ragsql.judge_task as x where x.run_id = r.id) as judge_tasks,
-               (select string_agg(distinct t.judge, ', ') from ragsql.judge_task as t where t.run_id = r.id) as judges
+               coalesce(x.n, 0) as results, coalesce(a.n, 0) as answers, coalesce(t.n, 0) as judge_tasks,
+               t.judges
         from ragsql.run as r join ragsql.dataset as d on d.id = r.dataset_id
+        left join (select x.run_id, count(*) as n from ragsql.run_result as x group by x.run_id) as x
+          on x.run_id = r.id
+        left join (select a.run_id, count(*) as n from ragsql.answer as a group by a.run_id) as a on a.run_id = r.id
+        left join (select t.run_id, count(*) as n, string_agg(distinct t.judge, ', ') as judges
+                   from ragsql.judge_task as t group by t.run_id) as t on t.run_id = r.id
         order by r.created_at, r.id""")
 
 
@@ -48,7 +52,9 @@ def list_corpora(conn: psycopg.Connection) -> list[dict]:
                (select count(*) from ragsql.corpus_version as v where v.corpus_id = c.id) as versions,
                (select count(*) from ragsql.chunk as k join ragsql.corpus_version as v on v.id = k.version_id
                 where v.corpus_id = c.id) as chunks,
-               (select count(*) from ragsql.retrieval_run as rr join ragsql.corpus_version as v on v.id = rr.version_id
+               (select coalesce(sum(rr.n), 0)::bigint from ragsql.corpus_version as v
+                join (select rr.version_id, count(*) as n from ragsql.retrieval_run as rr group by rr.version_id) as rr
+                  on rr.version_id = v.id
                 where v.corpus_id = c.id) as runs
         from ragsql.corpus as c
         order by c.created_at, c.id""")

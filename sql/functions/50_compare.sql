@@ -429,14 +429,20 @@ declare
     spelled text;
     message text;
     hint text;
+    rid bigint;
+    ranked boolean := false;
 begin
     if measures is not null and cardinality(measures) = 0 then
         raise exception 'no measure named' using errcode = 'invalid_parameter_value';
     end if;
     ord := 0;
     if measures is null then
-        if exists (select from ragsql.run_result as r join ragsql.run as ru on ru.id = r.run_id
-                   where ru.name = any (_metric_spec.runs)) then
+        -- by run id, one run at a time: on Citus each probe is one shard's
+        foreach name in array _metric_spec.runs loop
+            rid := ragsql._run_id(name);
+            ranked := ranked or exists (select 1 from ragsql.run_result as r where r.run_id = rid);
+        end loop;
+        if ranked then
             for measure in select d.measure from ragsql.default_measure as d order by d.position loop
                 ord := ord + 1;
                 kind := 'retrieval';
@@ -831,19 +837,29 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint;
+    judged_purpose text[];
+    judged_model text[];
+    judged_version text[];
 begin
+    -- the run and each purpose's verdict set (ragsql._statement_judge) first: the query below then reads the
+    -- run's verdicts by its id, one shard on Citus
+    select ru.id into rid from ragsql.run as ru where ru.name = statement_verdicts.run;
+    select array_agg(p.purpose), array_agg(j.judge_model), array_agg(j.judge_prompt_version)
+    into judged_purpose, judged_model, judged_version
+    from unnest(statement_verdicts.purposes) as p(purpose)
+    cross join lateral ragsql._statement_judge(rid, array[p.purpose], statement_verdicts.judge, null) as j
+    where rid is not null;
     return query
-    -- the verdict set each purpose's metric reads (ragsql._statement_judge), statement by statement
+    -- the verdict set each purpose's metric reads, statement by statement
     select q.qid, v.purpose, v.model, v.prompt_version, v.statement_no, s.statement, v.verdict, v.reason
-    from ragsql.run as ru
-    cross join lateral unnest(statement_verdicts.purposes) as p(purpose)
-    cross join lateral ragsql._statement_judge(ru.id, array[p.purpose], statement_verdicts.judge, null) as j
+    from unnest(judged_purpose, judged_model, judged_version) as j(purpose, judge_model, judge_prompt_version)
     join ragsql.statement_verdict as v
-      on v.run_id = ru.id and v.purpose = p.purpose and v.model = j.judge_model
+      on v.run_id = rid and v.purpose = j.purpose and v.model = j.judge_model
      and v.prompt_version = j.judge_prompt_version
     join ragsql.text_statement as s on s.extraction_id = v.extraction_id and s.statement_no = v.statement_no
     join ragsql.query as q on q.id = v.query_id
-    where ru.name = statement_verdicts.run
     order by q.qid collate "C", v.purpose, v.statement_no;
 end
 $$;
