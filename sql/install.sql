@@ -87,6 +87,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 3ed60e2ec4f28130c1318e2ea7137753af09b9e2923899a1c9c32efe0fb69ad4
+\set ragsql_fingerprint d715bcceb81ee1aa01f24832703b48daac6337de39965070a52eef74a84f59ff
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

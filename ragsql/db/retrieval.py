@@ -12,7 +12,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from ragsql.db import names
-from ragsql.db.load import _copy, create_run
+from ragsql.db.load import _copy, analyze, create_run
 from ragsql.errors import InputError
 
 __all__ = ["Version", "RunSpec", "dataset_queries", "find_version", "start_run", "add_queries", "retrieve",
@@ -111,7 +111,7 @@ def add_queries(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple]) ->
 def retrieve(conn: psycopg.Connection, run_id: int) -> int:
     """Rank every query of the run (one statement); returns the result rows written."""
     written = conn.execute("select ragsql.retrieve_run(%s)", (run_id,)).fetchone()[0]
-    conn.execute("analyze ragsql.run_result")
+    analyze(conn, ("run_result",))
     return written
 
 
@@ -147,22 +147,27 @@ def replace_results(conn: psycopg.Connection, run_id: int, k: int, rows: Iterabl
 
 def run_report(conn: psycopg.Connection, run_id: int) -> dict[str, int]:
     """Queries searched, with no result, and with only document-level (coarse) gold in this chunking."""
-    return dict(zip(("queries", "empty", "coarse"), conn.execute(
+    # three statements, each reading one layout's tables: on Citus the run's rows are on one shard and the
+    # corpus the gold maps onto stays on the coordinator
+    searched, empty = conn.execute(
         """
-        with q as (select query_id from ragsql.retrieval_query where run_id = %(run)s),
-        gold as (
-            select vj.query_id, bool_and(vj.coarse) as coarse
-            from ragsql.retrieval_run as rr
-            join ragsql.run as ru on ru.id = rr.run_id
-            cross join lateral ragsql.version_judgment(rr.version_id, ru.dataset_id) as vj
-            where rr.run_id = %(run)s
-            group by vj.query_id
-        )
         select count(*),
-               count(*) filter (where not exists (select from ragsql.run_result as r
-                                                  where r.run_id = %(run)s and r.query_id = q.query_id)),
-               (select count(*) from gold where coarse)
-        from q
+               count(*) filter (where not exists (select 1 from ragsql.run_result as r
+                                                  where r.run_id = q.run_id and r.query_id = q.query_id))
+        from ragsql.retrieval_query as q
+        where q.run_id = %s
         """,
-        {"run": run_id},
-    ).fetchone()))
+        (run_id,),
+    ).fetchone()
+    version_id, dataset_id = conn.execute(
+        "select rr.version_id, ru.dataset_id from ragsql.retrieval_run as rr join ragsql.run as ru on ru.id = rr.run_id "
+        "where rr.run_id = %s", (run_id,)).fetchone()
+    coarse = conn.execute(
+        """
+        select count(*) from (
+            select vj.query_id from ragsql.version_judgment(%s, %s) as vj group by vj.query_id having bool_and(vj.coarse)
+        ) as g
+        """,
+        (version_id, dataset_id),
+    ).fetchone()[0]
+    return {"queries": searched, "empty": empty, "coarse": coarse}

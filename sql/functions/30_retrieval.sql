@@ -452,20 +452,28 @@ language plpgsql volatile
 as $$
 declare
     r ragsql.retrieval_run;
+    dataset bigint;
+    searched jsonb;
     written bigint;
 begin
     select * into r from ragsql.retrieval_run as rr where rr.run_id = retrieve_run.run_id;
     if r.run_id is null then
         raise exception 'run % is not a retrieval run', run_id using errcode = 'no_data_found';
     end if;
+    select ru.dataset_id into dataset from ragsql.run as ru where ru.id = r.run_id;
+    -- the run's queries first, by its key: on Citus they live on one shard, and the search below reads the
+    -- corpus, which stays on the coordinator, so the insert's select must name no run-scoped table
+    select coalesce(jsonb_agg(q), '[]') into searched
+    from (select q.query_id, q.text, q.terms, q.embedding
+          from ragsql.retrieval_query as q
+          where q.run_id = r.run_id) as q;
     delete from ragsql.run_result as rs where rs.run_id = r.run_id;
     insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score, text)
-    select r.run_id, ru.dataset_id, q.query_id,
+    select r.run_id, dataset, q.query_id,
            row_number() over (partition by q.query_id order by hit.score desc, hit.chunk_id),
            'c' || hit.chunk_id, hit.score,
            case when r.expand > 0 then ragsql.expanded_text(hit.chunk_id, r.expand) else c.text end
-    from ragsql.retrieval_query as q
-    join ragsql.run as ru on ru.id = q.run_id
+    from jsonb_to_recordset(searched) as q(query_id bigint, text text, terms text[], embedding vector)
     cross join lateral (
         select s.chunk_id, s.score from ragsql.bm25(r.version_id, q.terms, r.k) as s where r.mode = 'bm25'
         union all
@@ -479,8 +487,7 @@ begin
                                   r.rrf_k) as s
         where r.mode = 'hybrid'
     ) as hit
-    join ragsql.chunk as c on c.id = hit.chunk_id
-    where q.run_id = r.run_id;
+    join ragsql.chunk as c on c.id = hit.chunk_id;
     get diagnostics written = row_count;
     return written;
 end
