@@ -61,14 +61,14 @@ async def top_results(conn: psycopg.AsyncConnection, rid: int, top_n: int) -> tu
         left join lateral (
             select rr.rank, rr.docno, rr.text
             from ragsql.run_result as rr
-            where rr.run_id = ru.id and rr.query_id = q.id and btrim(coalesce(rr.text, '')) <> ''
+            where rr.run_id = %(run)s and rr.query_id = q.id and btrim(coalesce(rr.text, '')) <> ''
             order by rr.rank
-            limit %s
+            limit %(top)s
         ) as r on true
-        where ru.id = %s
+        where ru.id = %(run)s
         group by ru.dataset_id, q.id
         order by q.id
-        """, (top_n, rid))
+        """, {"run": rid, "top": top_n})  # the run id on run_result too: on Citus one shard's query
     rows = await cur.fetchall()
     if not rows:
         cur = await conn.execute("select dataset_id from ragsql.run where id = %s", (rid,))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import psycopg
 from psycopg.rows import dict_row
 
+from ragsql.db import names
+
 __all__ = ["delete", "list_corpora", "list_datasets", "list_runs", "run_details"]
 
 
-def _rows(conn: psycopg.Connection, query: str, params: tuple = ()) -> list[dict]:
+def _rows(conn: psycopg.Connection, query: str, params: tuple | dict = ()) -> list[dict]:
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, params)
         return cur.fetchall()
@@ -89,8 +91,13 @@ def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
         counts = found[0]
         conn.execute("delete from ragsql.dataset where name = %s", (name,))
     else:
-        counts = {k: v for k, v in next(r for r in list_runs(conn) if r["run"] == name).items()
-                  if k in ("results", "answers", "judge_tasks")}
+        # counted by the run's id, not from list_runs: on Citus a read of every shard would keep the delete of a
+        # reference row that cascades to the shards from running in this transaction
+        counts = _rows(conn, """
+            select (select count(*) from ragsql.run_result as x where x.run_id = %(id)s) as results,
+                   (select count(*) from ragsql.answer as x where x.run_id = %(id)s) as answers,
+                   (select count(*) from ragsql.judge_task as x where x.run_id = %(id)s) as judge_tasks""",
+                       {"id": names.run_id(conn, name)})[0]
         # its repeats (R#k, ragsql judge --repeat) are copies of its answers: they go with it
         counts["repeats"] = len(conn.execute("delete from ragsql.run where config ->> 'repeat_of' = %s returning id",
                                              (name,)).fetchall())

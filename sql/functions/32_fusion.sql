@@ -138,7 +138,9 @@ as $$
 declare
     dataset bigint;
     new_id bigint;
-    versions bigint[];
+    versions bigint[] := '{}';
+    name text;
+    rid bigint;
 begin
     if exists (select from ragsql.run as r where r.name = fuse.run) then
         raise exception 'run "%" already exists', run
@@ -149,9 +151,11 @@ begin
     end if;
     dataset := ragsql._comparable_runs(runs[1], runs[2]);  -- ragsql.fused checks the rest; an error stores nothing
     -- each run's version by its key (one shard on Citus each), not in one query over all of them
-    select array_agg(distinct (select rr.version_id from ragsql.retrieval_run as rr where rr.run_id = n.id))
-    into versions
-    from unnest(array(select ragsql._run_id(x) from unnest(runs) as x)) as n(id);
+    foreach name in array runs loop
+        rid := ragsql._run_id(name);
+        versions := versions || (select rr.version_id from ragsql.retrieval_run as rr where rr.run_id = rid);
+    end loop;
+    select array_agg(distinct v) into versions from unnest(versions) as v;
     if array_position(versions, null) is not null and cardinality(versions) > 1 then
         raise exception 'runs retrieved by ragsql from a corpus and imported runs do not fuse: their ids differ'
             using errcode = 'invalid_parameter_value';
