@@ -13,11 +13,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragsql.db import install
 
 ROOT = Path(__file__).resolve().parents[2]
-# Citus 13 supports PostgreSQL 15 to 17: the embedded server (PostgreSQL 18) is the one-server side
 
 
 class Side:
@@ -64,6 +64,28 @@ def citus() -> Side:
     url = os.environ["RAGSQL_DATABASE_URL"]
     _reset(url, distribute=True)
     return Side("citus", _env(RAGSQL_DATABASE_URL=url), url)
+
+
+@pytest.fixture(scope="session")
+def plain() -> Side:
+    """One server of the cluster's own build (PostgreSQL 15): a database on the coordinator without the citus
+    extension. Text search stems as PostgreSQL 15 does (the embedded 18 stems 'adding' to 'add', 15 to 'ad'),
+    so ranked retrieval from an ingested corpus is compared with this one."""
+    admin_url = os.environ["RAGSQL_DATABASE_URL"]
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute("set client_min_messages = warning")
+        admin.execute("drop database if exists ragsql_plain with (force)")
+        admin.execute("create database ragsql_plain")
+    params = conninfo_to_dict(admin_url)
+    params["dbname"] = "ragsql_plain"
+    url = make_conninfo(**params)
+    with psycopg.connect(url) as conn:
+        conn.execute("create extension if not exists vector")
+        conn.commit()
+    _reset(url, distribute=False)
+    yield Side("plain", _env(RAGSQL_DATABASE_URL=url), url)
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute("drop database if exists ragsql_plain with (force)")
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.citus.conftest import Side
+
 ROOT = Path(__file__).resolve().parents[2]
 TREC = ROOT / "tests" / "data" / "trec"
 EXPECTED = json.loads((TREC / "expected.json").read_text())["pairs"]
@@ -140,3 +142,91 @@ def test_judge_queue_two_workers_share_a_run_without_overlap(citus):
     assert citus.rows("select status, count(*) from ragsql.judge_task where run_id = %s group by status",
                       (rid,)) == [("done", 36)]
     assert max(waits) < 1.0, f"a claim waited {max(waits):.2f} s"
+
+
+def _close(a, b, tol: float = 1e-6) -> bool:
+    """Equal, floats to tol (pgvector's float4 sums add in another order on the two builds)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= tol
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k], tol) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, tol) for x, y in zip(a, b))
+    return a == b
+
+
+def test_judge_with_the_fake_openai_endpoint_stores_the_same_scores(citus, single):
+    """judge against an OpenAI-compatible endpoint (tests/fake_openai.py) then scores: the same calls, verdicts and
+    scores on both layouts."""
+    from tests.fake_openai import FakeOpenAI
+
+    scores = {}
+    with FakeOpenAI() as fake:
+        for side in (citus, single):
+            side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exf", "--run", "f1")
+            env = dict(side.env, RAGSQL_JUDGE_BASE_URL=fake.base_url, RAGSQL_JUDGE_API_KEY="test-key",
+                       RAGSQL_JUDGE_MODEL="fake-judge")
+            remote = Side(side.name, env, side.url)
+            remote.cli("judge", "--run", "f1", "--embedder", "offline", "--workers", "4")
+            scores[side.name] = [r for r in remote.json("scores", "--run", "f1") if r["kind"] == "generation"]
+    assert [r["measure"] for r in scores["citus"]] == [r["measure"] for r in scores["single"]]
+    assert any("fake-judge" in (r.get("source") or "") for r in scores["citus"])
+    assert _close(scores["citus"], scores["single"])
+
+
+def test_retrieve_fuse_generate_and_judge_on_a_small_corpus(citus, plain):
+    """ingest + retrieve (bm25, vector, hybrid) + fuse + generate + judge: the same ranked rows and measures as one
+    server of the same PostgreSQL (15; the embedded 18's English stemmer makes other BM25 terms)."""
+    demo = ROOT / "ragsql" / "data" / "demo"
+    ranked, values = {}, {}
+    for side in (citus, plain):
+        side.cli("ingest", str(demo / "corpus.jsonl"), "--corpus", "demo", "--embedder", "offline")
+        side.cli("import", "jsonl", str(demo / "evalset.jsonl"), "--dataset", "demo")
+        for mode in ("bm25", "vector", "hybrid"):
+            side.cli("retrieve", "--dataset", "demo", "--corpus", "demo", "--run", f"demo-{mode}", "--mode", mode)
+        side.cli("fuse", "--runs", "demo-bm25,demo-vector", "--run", "demo-fused")
+        side.cli("generate", "--run", "demo-hybrid", "--offline")
+        side.cli("judge", "--run", "demo-hybrid", "--offline", "--embedder", "offline")
+        ranked[side.name] = side.rows(
+            "select ru.name, q.qid, r.rank, r.docno, r.score from ragsql.run_result as r "
+            "join ragsql.run as ru on ru.id = r.run_id join ragsql.query as q on q.id = r.query_id "
+            "where ru.name like 'demo-%%' order by 1, 2, 3")
+        values[side.name] = {run: side.json("scores", "--run", run)
+                             for run in ("demo-bm25", "demo-vector", "demo-hybrid", "demo-fused")}
+    assert len(ranked["citus"]) > 1000
+    assert ranked["citus"] == ranked["plain"]
+    # run means add the same per-query values in another order (last bits of a float8)
+    differences = [(run, a, b) for run in values["citus"]
+                   for a, b in zip(values["citus"][run], values["plain"][run]) if not _close(a, b, 1e-12)]
+    assert [len(v) for v in values["citus"].values()] == [len(v) for v in values["plain"].values()]
+    assert not differences, differences[:3]
+
+
+def test_compare_diagnose_report_check_and_delete_read_the_same_on_both_layouts(citus, single, tmp_path):
+    """compare (bootstrap, randomization test), diagnose, report, check, list and delete give the same output."""
+    out = {}
+    for side in (citus, single):
+        side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exc", "--run", "c1")
+        side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exc", "--run", "c2")
+        for run in ("c1", "c2"):
+            side.cli("judge", "--run", run, "--offline", "--embedder", "offline")
+        out[side.name] = {
+            "compare": side.json("compare", "c1", "c2", "--resamples", "2000"),
+            "diagnose": side.json("diagnose", "--run", "c1"),
+            "report": side.cli("report", "--run", "c1", "--compare", "c2", "--resamples", "2000").stdout,
+            "check": side.cli("check", "--run", "c2", "--baseline", "c1", "--min", "faithfulness=0.5",
+                              "--format", "json", ok=False).stdout,
+        }
+        html = tmp_path / f"report-{side.name}.html"
+        side.cli("report", "--run", "c1", "--html", str(html))
+        assert html.stat().st_size > 10_000
+        deleted = side.cli("delete", "run", "c2", "--yes").stdout
+        assert deleted.startswith("deleted run c2 (27 results, 12 answers")
+        assert side.rows("select count(*) from ragsql.answer as a join ragsql.run as r on r.id = a.run_id "
+                         "where r.name = 'c2'") == [(0,)]
+    assert out["citus"]["compare"] and _close(out["citus"]["compare"], out["single"]["compare"])
+    assert _close(out["citus"]["diagnose"], out["single"]["diagnose"])
+    # the report's last table counts every call the database stores, other tests' included: compared up to it
+    head = {name: o["report"].split("judge cost (every stored call)")[0] for name, o in out.items()}
+    assert "diagnosis of c1" in head["citus"] and head["citus"] == head["single"]
+    assert _close(json.loads(out["citus"]["check"]), json.loads(out["single"]["check"]))
