@@ -87,6 +87,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 526f113403c9f92416a576373f281415f0f4784a424333a4af37e6ec761b9ecb
+\set ragsql_fingerprint dc3be202a1f9f295b11efabf52e2bea450685794ffa804a99cfae7f44c24e3ed
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

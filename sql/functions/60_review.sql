@@ -123,7 +123,7 @@ begin
         group by l.run, l.metric, l.kind, l.judge_model
     )
     select g.run, g.metric, g.kind, g.judge_model, g.pairs, g.reviewers,
-           case when g.pairs >= 10 and g.categorical then g.accuracy end,
+           case when g.pairs >= 10 and g.categorical then g.accuracy::float8 end,
            case when g.pairs >= 10 and g.categorical then ragsql.cohen_kappa(g.judge_text, g.human_text) end,
            case when g.pairs >= 10 and g.kind = 'verdict'
                 then ragsql.cohen_kappa(g.judge_text, g.human_text, ragsql._verdict_levels(), 'linear') end,

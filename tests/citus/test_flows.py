@@ -79,11 +79,24 @@ def _generation(side, run: str) -> dict[tuple[str, str], tuple]:
 
 
 def test_import_eval_set_and_offline_judge_store_the_same_verdicts_and_scores(citus, single):
-    """import jsonl + judge --offline: the same tasks, verdict rows and generation metric values on both layouts."""
+    """import jsonl + judge --offline (on the cluster two judge processes at once, as on two machines): the same
+    tasks, verdict rows and generation metric values on both layouts, every task done by exactly one process."""
     counts = {}
     for side in (citus, single):
         side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex1")
-        side.cli("judge", "--run", "ex1", "--offline", "--embedder", "offline", "--workers", "2")
+        judge = ("judge", "--run", "ex1", "--offline", "--embedder", "offline", "--workers", "2", "--format", "json")
+        if side is citus:
+            outputs: list[dict] = []
+            processes = [threading.Thread(target=lambda: outputs.append(json.loads(side.cli(*judge).stdout)))
+                         for _ in range(2)]
+            for process in processes:
+                process.start()
+            for process in processes:
+                process.join(timeout=300)
+            done = [o["done"] for o in outputs]
+        else:
+            done = [json.loads(side.cli(*judge).stdout)["done"]]
+        assert sum(done) == 96, done
         counts[side.name] = side.rows(
             "select (select count(*) from ragsql.judge_task where status = 'done'), "
             "(select count(*) from ragsql.statement_verdict), (select count(*) from ragsql.context_verdict), "
