@@ -243,3 +243,29 @@ def test_compare_diagnose_report_check_and_delete_read_the_same_on_both_layouts(
     head = {name: o["report"].split("judge cost (every stored call)")[0] for name, o in out.items()}
     assert "diagnosis of c1" in head["citus"] and head["citus"] == head["single"]
     assert _close(json.loads(out["citus"]["check"]), json.loads(out["single"]["check"]))
+
+
+def test_review_sheet_labels_agreement_and_ppi_are_the_same_on_both_layouts(citus, single, tmp_path):
+    """review export + the same labels imported: the same sheet, agreement statistics and PPI estimates."""
+    from tests.test_review import fill
+
+    out = {}
+    for side in (citus, single):
+        side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exr", "--run", "r1")
+        side.cli("judge", "--run", "r1", "--offline", "--embedder", "offline")
+        sheet_path = tmp_path / f"sheet-{side.name}.jsonl"
+        side.cli("review", "export", "--run", "r1", "--sample", "12", "--stratify", "faithfulness",
+                 "--output", str(sheet_path))
+        sheet = [json.loads(line) for line in sheet_path.read_text().splitlines()]
+        labelled = tmp_path / f"labelled-{side.name}.jsonl"
+        labelled.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in fill(sheet, 7, "ann")))
+        side.cli("review", "import", str(labelled))
+        out[side.name] = (sheet,
+                          side.rows("select * from ragsql.judge_agreement('r1')"),
+                          side.rows("select * from ragsql.ppi_mean('r1', 'faithfulness')"))
+    assert len(out["citus"][0]) == 12 and len(out["citus"][1]) > 0
+    assert _close(out["citus"][0], out["single"][0])
+    # the embedding metrics' judge values differ in the 7th digit (pgvector's float4 sums), the statistics with them
+    for got, want in ((out["citus"][1], out["single"][1]), (out["citus"][2], out["single"][2])):
+        differences = [(a, b) for a, b in zip(got, want) if not _close(list(a), list(b))]
+        assert len(got) == len(want) and not differences, differences[:3]
