@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -40,6 +41,10 @@ def test_distribute_puts_run_tables_by_run_id_in_one_group_and_is_repeatable(cit
     assert not {"corpus", "chunk", "chunk_term", "bm25_list"} & {name for name, *_ in before}
     assert "distributed on Citus" in citus.cli("db", "init", "--distribute").stdout
     assert "distributed on Citus" in citus.cli("db", "init").stdout
+    for script in ("install.sql", "citus.sql"):  # as a DBA upgrades with psql
+        done = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(ROOT / "sql" / script), citus.url],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
     assert citus.rows(layout) == before
 
 
