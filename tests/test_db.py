@@ -69,12 +69,13 @@ def test_psql_and_db_init_install_the_same_schema_and_twice_changes_nothing(serv
 
 
 def test_install_sql_holds_only_psql_includes_and_every_file_exists():
-    """install.sql lists every SQL file once; no other file holds a psql meta-command."""
+    """install.sql lists every SQL file once but citus.sql (the second entry point: distributing on Citus); no other
+    file holds a psql meta-command."""
     files = install_files()
     assert len(files) == len(set(files)) and all(f.exists() for f in files)
-    on_disk = {p for p in sql_dir().rglob("*.sql") if p.name != "install.sql"}
+    on_disk = {p for p in sql_dir().rglob("*.sql") if p.name not in ("install.sql", "citus.sql")}
     assert on_disk == set(files)
-    for path in files:
+    for path in [*files, sql_dir() / "citus.sql"]:
         assert not any(line.lstrip().startswith("\\") for line in path.read_text().splitlines()), path
 
 
