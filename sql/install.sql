@@ -2,7 +2,7 @@
 --   psql -v ON_ERROR_STOP=1 -f sql/install.sql "$DATABASE_URL"
 -- Functions, views and grants are idempotent and applied every time; a migration runs once: the
 -- \if around it skips one that ragsql.schema_migration records. The last step records the version
--- and fingerprint (sha256 of these files; a test keeps the value true), so that ragsql commands know
+-- and fingerprint (sha256 of these files and citus.sql; a test keeps the value true), so that ragsql commands know
 -- the database is current. `ragsql db init` applies the same files, in this order (it reads the \ir
 -- lines and skips recorded migrations itself).
 -- pgvector is not a trusted extension: a non-superuser needs a DBA to run
@@ -87,6 +87,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint dc3be202a1f9f295b11efabf52e2bea450685794ffa804a99cfae7f44c24e3ed
+\set ragsql_fingerprint 51aa1440186cab468eb3a6a62e4d21ce2802ff685987e69ba016d6205cef604d
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

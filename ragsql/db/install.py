@@ -68,10 +68,11 @@ def migration_names() -> list[str]:
 
 @cache
 def fingerprint() -> str:
-    """sha256 of ragsql's version and of every file install.sql applies (path and bytes, in order)."""
+    """sha256 of ragsql's version and of every file install.sql applies (path and bytes, in order), then citus.sql:
+    a change to the distribution reaches a distributed database with the next command, as an upgrade does."""
     digest = hashlib.sha256(__version__.encode() + b"\0")
     root = sql_dir()
-    for path in install_files():
+    for path in [*install_files(), root / "citus.sql"]:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
