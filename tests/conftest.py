@@ -43,6 +43,14 @@ if not CITUS:
     collect_ignore.append("citus")
 
 
+def pytest_ignore_collect(collection_path, config):
+    """tests/citus is not collected without a Citus coordinator, even when named on the command line."""
+    here = Path(__file__).parent
+    if not CITUS and collection_path.is_relative_to(here / "citus"):
+        return True
+    return None
+
+
 def pytest_report_header(config) -> list[str]:
     return ["tests/local (torch, ragsql[local]): " +
             ("on" if LOCAL_OPT_IN else "not collected; opt in with RAGSQL_TEST_LOCAL=1 after "
