@@ -55,6 +55,9 @@ def remove(conn: psycopg.Connection, name: str) -> int:
         raise InputError(f'unknown aspect "{name}" (your aspects: {", ".join(known) or "none"})')
     if existing[0]:
         raise InputError(f'aspect "{name}" is built in and stays')
+    # on Citus the count reads every shard; in parallel, it would keep the delete of the reference row (which
+    # cascades to the shards) from running in this transaction. One server keeps the setting as an unused name.
+    conn.execute("select set_config('citus.multi_shard_modify_mode', 'sequential', true)")
     verdicts = conn.execute("select count(*) from ragsql.aspect_verdict where aspect = %s", (name,)).fetchone()[0]
     conn.execute("delete from ragsql.aspect where name = %s", (name,))
     return verdicts
