@@ -274,3 +274,16 @@ def test_review_sheet_labels_agreement_and_ppi_are_the_same_on_both_layouts(citu
     for got, want in ((out["citus"][1], out["single"][1]), (out["citus"][2], out["single"][2])):
         differences = [(a, b) for a, b in zip(got, want) if not _close(list(a), list(b))]
         assert len(got) == len(want) and not differences, differences[:3]
+
+
+def test_a_user_aspect_is_judged_scored_and_removed_with_its_verdicts(citus, single):
+    """aspect add + judge aspect_critique + scores + aspect remove: the same values and verdict count."""
+    out = {}
+    for side in (citus, single):
+        side.cli("aspect", "add", "cites", "--definition", "Does the answer name its source?")
+        side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exa", "--run", "a1")
+        side.cli("judge", "--run", "a1", "--offline", "--embedder", "offline", "--metrics", "aspect_critique")
+        scores = [r for r in side.json("scores", "--run", "a1") if r["measure"] == "aspect:cites"]
+        out[side.name] = (scores, side.cli("aspect", "remove", "cites", "--yes").stdout)
+    assert out["citus"][0] and out["citus"] == out["single"]
+    assert out["citus"][1].strip() == "removed aspect cites (12 verdicts)"
