@@ -59,6 +59,10 @@ select not exists (select from ragsql.schema_migration where name = '0120_result
 \if :migrate
 \ir migrations/0120_result_integrity.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0130_ragas_metrics') as migrate \gset
+\if :migrate
+\ir migrations/0130_ragas_metrics.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -69,6 +73,7 @@ select not exists (select from ragsql.schema_migration where name = '0120_result
 \ir functions/24_generation_api.sql
 \ir functions/25_judge_queue.sql
 \ir functions/26_text_metrics.sql
+\ir functions/27_ragas_metrics.sql
 \ir functions/30_retrieval.sql
 \ir functions/32_fusion.sql
 \ir functions/35_maintenance.sql
@@ -83,6 +88,6 @@ select not exists (select from ragsql.schema_migration where name = '0120_result
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 9e6ad0d78f659f3322bc2d205e64bd8a8ded64bc001f5c96bf94fc8ee62ee414
+\set ragsql_fingerprint a40a387b66d956758c0577914f17f5ccc1fe77cf56daa2284e069c39b1b0a986
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

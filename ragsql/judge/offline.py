@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ragsql.judge import heuristics
+from ragsql.judge import heuristics, ragas_heuristics
 from ragsql.judge.lexical import coverage
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.llm.calls import CallRecord, request_hash
@@ -24,6 +24,7 @@ from ragsql.llm.calls import CallRecord, request_hash
 __all__ = ["OfflineJudge"]
 
 T = TypeVar("T", bound=BaseModel)
+_TASKS = {**heuristics.TASKS, **ragas_heuristics.TASKS}
 
 
 class _Embedder(Protocol):
@@ -65,8 +66,8 @@ class OfflineJudge:
             if request.kind == "rating":
                 reply = heuristics.rating(await self._similarity(request.inputs["question"],
                                                                  request.inputs["answer"]))
-            elif request.kind in heuristics.TASKS:
-                reply = heuristics.TASKS[request.kind](request)
+            elif request.kind in _TASKS:
+                reply = _TASKS[request.kind](request)
             else:
                 raise ValueError(f"the offline judge has no task {request.kind!r}")
             verdict = request.schema.model_validate(reply, context=request.context)

@@ -106,6 +106,23 @@ begin
             union all
             select * from ragsql.citation_validity(run, model, prompt_version)
             where spec.family = 'citation_validity'
+            union all
+            select * from ragsql.response_groundedness(run, model, prompt_version)
+            where spec.family = 'response_groundedness'
+            union all
+            select * from ragsql.nv_context_relevance(run, model, prompt_version)
+            where spec.family = 'nv_context_relevance'
+            union all
+            select * from ragsql.context_entity_recall(run, model, prompt_version)
+            where spec.family = 'context_entity_recall'
+            union all
+            select * from ragsql.factual_correctness(run, substring(spec.metric from '\(mode=(\w+)\)'), 1.0, null,
+                                                     null, model, prompt_version)
+            where spec.family like 'factual\_correctness(mode=%)'
+            union all
+            select * from ragsql.noise_sensitivity(run, substring(spec.metric from '\(mode=(\w+)\)'), model,
+                                                   prompt_version)
+            where spec.family like 'noise\_sensitivity(mode=%)'
             union all  -- the metrics that need no judge, each family computed by one function
             select * from ragsql.text_metric(run, spec.metric)
             where spec.family = 'text_metric'
@@ -186,7 +203,9 @@ comment on function ragsql.generation_measure(text, text, text, text, text, floa
     'answer_relevancy_rating, answer_relevancy_cosine, context_precision, context_relevance, context_recall, '
     'answer_similarity, answer_correctness_f1, answer_correctness, citation_coverage, citation_validity, '
     'exact_match, token_f1, rouge_l, bleu, chrf, string_presence, levenshtein_similarity, '
-    'id_based_context_precision, id_based_context_recall, aspect:<name>), with '
+    'id_based_context_precision, id_based_context_recall, response_groundedness, nv_context_relevance, '
+    'context_entity_recall, factual_correctness(mode=f1|precision|recall), '
+    'noise_sensitivity(mode=relevant|irrelevant), aspect:<name>), with '
     'the reason '
     'when it is null. See ragsql.evaluate_generation.';
 
