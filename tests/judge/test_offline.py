@@ -49,11 +49,16 @@ def _all_requests() -> list[p.JudgeRequest]:
         p.critique("What is the capital of France?", answer, ["harmfulness", "maliciousness", "coherence",
                    "correctness", "conciseness", ("politeness", "Is the answer polite?")], contexts=contexts),
         p.citations([("Paris is the capital of France.", [contexts[0]]), ("Bananas are blue.", [contexts[1]])]),
+        p.entities("Paris is the capital of France."),
+        p.claims(answer, atomicity="high", coverage="high"),
+        p.attribution(statements_of(answer), contexts),
+        p.groundedness(answer, contexts, judge_pass=2),
+        p.context_rating("What is the capital of France?", contexts, judge_pass=1),
     ]
 
 
 def test_every_task_returns_a_schema_valid_verdict_and_an_ok_record():
-    """All ten tasks validate against their schema and context; the record is an ok, free, one-attempt chat."""
+    """All fifteen tasks validate against their schema and context; the record is an ok, free, one-attempt chat."""
     judge = OfflineJudge()
     requests = _all_requests()
     assert sorted(r.kind for r in requests) == sorted(p.PROMPT_NAMES)
@@ -77,7 +82,8 @@ def test_every_reason_starts_with_offline():
         if "reason" in dumped:
             reasons.append(dumped["reason"])
         for item in dumped.get("verdicts", []):
-            reasons.append(item["reason"])
+            if "reason" in item or "contexts" not in item:  # attribution's entries carry no reason
+                reasons.append(item["reason"])
     assert len(reasons) > 10 and all(r.startswith("offline:") for r in reasons), reasons
 
 
