@@ -152,3 +152,40 @@ def test_offline_judge_gives_every_new_metric_labelled_offline(example_run, caps
     for metric in METRICS:
         assert rows[metric]["covered"] >= 6, (metric, rows[metric])
         assert "OFFLINE" in rows[metric]["source"], rows[metric]
+
+
+def test_metrics_and_scores_reach_the_new_metrics_and_bad_names_are_one_line(example_run, capsys):
+    """`ragsql metrics --measures` and `ragsql scores --per-query` show the new metrics' values (equal to SQL);
+    mixing them with retrieval measures, or an unknown one, is one line."""
+    assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "factual_correctness noise_sensitivity")[0] == 0
+    code, out, err = run_cli(capsys, "metrics", "--run", "ex", "--measures",
+                             "factual_correctness(mode=f1), noise_sensitivity(mode=irrelevant)", "--format", "json")
+    assert code == 0, err
+    got = {r["measure"]: r for r in json.loads(out)}
+    for metric in ("factual_correctness(mode=f1)", "noise_sensitivity(mode=irrelevant)"):
+        values = [v for v, _ in _values(example_run, metric).values() if v is not None]
+        assert got[metric]["value"] == pytest.approx(sum(values) / len(values))
+        assert got[metric]["covered"] == len(values) and got[metric]["queries"] == 12
+    code, out, _ = run_cli(capsys, "metrics", "--run", "ex", "--measures", "noise_sensitivity(mode=relevant)",
+                           "--per-query", "--format", "json")
+    assert code == 0 and len(json.loads(out)) == 12
+    code, out, _ = run_cli(capsys, "scores", "--run", "ex", "--per-query", "--format", "json")
+    assert {r["measure"] for r in json.loads(out)} >= {"factual_correctness(mode=precision)",
+                                                       "noise_sensitivity(mode=relevant)"}
+    code, _, err = run_cli(capsys, "metrics", "--run", "ex", "--measures", "nDCG@10 factual_correctness(mode=f1)")
+    assert code == 2 and err.count("\n") == 1 and "mixes generation metrics and retrieval measures" in err
+
+
+def test_atomicity_and_coverage_are_stored_with_the_claims(example_run, capsys):
+    """Judging with --atomicity high --coverage high stores claims under that setting beside the default ones;
+    the SQL function reads either."""
+    assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "factual_correctness")[0] == 0
+    assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "factual_correctness", "--again",
+                   "--atomicity", "high", "--coverage", "high")[0] == 0
+    versions = {v for (v,) in _rows(example_run, "select distinct prompt_version from ragsql.statement_extraction "
+                                                 "where prompt_version like 'claims.%%'")}
+    assert versions == {"claims.v1[atomicity=low,coverage=low]", "claims.v1[atomicity=high,coverage=high]"}
+    for a in ("low", "high"):
+        covered = _rows(example_run, "select count(value) from ragsql.factual_correctness('ex', 'f1', 1.0, %s, %s)",
+                        a, a)[0][0]
+        assert covered >= 6, a
