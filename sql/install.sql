@@ -88,6 +88,6 @@ select not exists (select from ragsql.schema_migration where name = '0130_ragas_
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint a40a387b66d956758c0577914f17f5ccc1fe77cf56daa2284e069c39b1b0a986
+\set ragsql_fingerprint 51f1aa112484b6a028efab6897fe4f1e2eaa6b6defcce9c3a0dd1ad010f753e5
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

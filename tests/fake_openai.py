@@ -8,7 +8,7 @@ replies, a server that dies).
         assert fake.chat_calls == 6
 
 The default responder reads the ``Task: <name>`` marker on the first line of the system message and the
-tagged user message that ``ragsql.judge.prompts`` builds, and answers every one of the 15 judge tasks with
+tagged user message that ``ragsql.judge.prompts`` builds, and answers every one of the 16 judge tasks with
 valid JSON, and ``generate`` with the first sentence of the first context and its citation. ``responder=``
 replaces it: ``(task, messages, request_json) -> content``.
 
@@ -196,6 +196,10 @@ def default_responder(task: str, messages: list[dict[str, Any]], request_json: d
         terms = _terms(_between(user, "answer" if task == "groundedness" else "question"))
         share = sum(t in pool for t in terms) / len(terms) if terms else 0.0
         reply = {"rating": 2 if share >= 0.6 else 1 if share >= 0.3 else 0}
+    elif task == "rubric":  # the share of the question's terms in the answer, as for rating
+        q_terms, a_terms = _terms(_between(user, "question")), set(_terms(_between(user, "answer")))
+        share = sum(t in a_terms for t in q_terms) / len(q_terms) if q_terms else 0.0
+        reply = {"score": 1 + round(4 * share), "reason": "fake"}
     elif task == "generate":
         reply = _generated(user)
     elif task == "synthesize":

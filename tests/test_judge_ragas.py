@@ -14,12 +14,14 @@ from tests.conftest import run_cli
 from tests.fake_openai import FakeOpenAI, default_responder
 
 RAGAS = ["response_groundedness", "nv_context_relevance", "context_entity_recall", "factual_correctness",
-         "noise_sensitivity"]
+         "noise_sensitivity", "rubrics_score"]
 METRICS = ["response_groundedness", "nv_context_relevance", "context_entity_recall", "factual_correctness(mode=f1)",
            "factual_correctness(mode=precision)", "factual_correctness(mode=recall)",
-           "noise_sensitivity(mode=relevant)", "noise_sensitivity(mode=irrelevant)"]
+           "noise_sensitivity(mode=relevant)", "noise_sensitivity(mode=irrelevant)", "rubrics_score:default",
+           "rubrics_score:reference"]
 TASK_OF = {"response_groundedness": "groundedness", "nv_context_relevance": "context_rating",
-           "context_entity_recall": "entities", "factual_correctness": "claims", "noise_sensitivity": "attribution"}
+           "context_entity_recall": "entities", "factual_correctness": "claims", "noise_sensitivity": "attribution",
+           "rubrics_score": "rubric"}
 
 
 @pytest.fixture
@@ -50,7 +52,8 @@ def test_endpoint_judges_every_ragas_metric_and_stores_every_verdict(example_run
     for metric in METRICS:
         values = _values(example_run, metric)
         assert len(values) == 12
-        assert all(0 <= v <= 1 if v is not None else r == "the reference answers name no entity"
+        top = 5 if metric.startswith("rubrics_score") else 1  # RAGAS's rubric score is 1..5, not scaled
+        assert all(0 <= v <= top if v is not None else r == "the reference answers name no entity"
                    for v, r in values.values()), (metric, values)
         assert sum(v is not None for v, _ in values.values()) >= 6, (metric, values)
     # response_groundedness = mean of the two passes / 2, from the stored rows
@@ -189,3 +192,33 @@ def test_atomicity_and_coverage_are_stored_with_the_claims(example_run, capsys):
         covered = _rows(example_run, "select count(value) from ragsql.factual_correctness('ex', 'f1', 1.0, %s, %s)",
                         a, a)[0][0]
         assert covered >= 6, a
+
+
+def test_rubric_cli_add_judge_score_remove(example_run, endpoint, capsys):
+    """`ragsql rubric add` stores five descriptions and a metric; judging rubrics_score asks one call per rubric
+    and answer; scores shows rubrics_score:NAME; bad input is one line and stores nothing; remove drops it all."""
+    code, out, err = run_cli(capsys, "rubric", "add", "cited", "--score1", "No source.", "--score2", "Vague.",
+                             "--score3", "Some.", "--score4", "Most.", "--score5", "Every claim cited.",
+                             "--format", "json")
+    assert code == 0 and json.loads(out)["metric"] == "rubrics_score:cited", err
+    code, _, err = run_cli(capsys, "rubric", "add", "Bad-Name", *sum(([f"--score{i}", "x"] for i in range(1, 6)), []))
+    assert code != 0 and err.count("\n") == 1 and "lower-case letters" in err
+    code, _, err = run_cli(capsys, "rubric", "add", "blank", "--score1", " ",
+                           *sum(([f"--score{i}", "x"] for i in range(2, 6)), []))
+    assert code != 0 and err.count("\n") == 1 and "empty: 1" in err
+    before = endpoint.chat_calls
+    assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "rubrics_score")[0] == 0
+    assert endpoint.chat_calls - before == 12 * 3  # default, reference and cited; every query has a reference
+    scores = {q: v for q, (v, _) in _values(example_run, "rubrics_score:cited").items()}
+    stored = dict(_rows(example_run, "select q.qid, v.score::float8 from ragsql.rubric_verdict v "
+                                     "join ragsql.query q on q.id = v.query_id where v.rubric = 'cited'"))
+    assert scores == stored and len(stored) == 12 and set(stored.values()) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    code, out, _ = run_cli(capsys, "rubric", "list", "--format", "json")
+    listed = {r["name"]: r for r in json.loads(out)}
+    assert listed["cited"]["verdicts"] == 12 and listed["default"]["builtin"]
+    code, out, err = run_cli(capsys, "rubric", "remove", "cited", "--yes", "--format", "json")
+    assert code == 0 and json.loads(out)["verdicts"] == 12, err
+    assert _rows(example_run, "select count(*) from ragsql.generation_metric where metric like 'rubrics_score:c%%'") \
+        == [(0,)]
+    code, _, err = run_cli(capsys, "rubric", "remove", "default", "--yes")
+    assert code != 0 and "built in and stays" in err

@@ -40,8 +40,10 @@ __all__ = [
     "store_entities",
     "store_extraction",
     "store_graded_verdicts",
+    "rubrics",
     "store_questions",
     "store_rating",
+    "store_rubric_verdicts",
     "store_sentence_verdicts",
     "store_statement_verdicts",
     "task_counts",
@@ -348,6 +350,23 @@ async def store_entities(conn, text: str, model: str, prompt_version: str, call_
     """The entities of a text, stored once per (text, model, prompt version)."""
     await _insert(conn, "entity_extraction", ("text_hash", "model", "prompt_version", "entities", "call_id"),
                   [(text_hash(text), model, prompt_version, list(entities), call_id)])
+
+
+async def store_rubric_verdicts(conn, task: Task, model: str, prompt_version: str,
+                                rows: Sequence[tuple[str, str, int, str, int]]) -> None:
+    """(rubric, definition hash, score 1-5, reason, call id) rows of an answer."""
+    await _insert(conn, "rubric_verdict",
+                  ("run_id", "query_id", "rubric", "model", "prompt_version", "definition_hash", "score", "reason",
+                   "call_id"),
+                  [(task.run_id, task.query_id, rubric, model, prompt_version, digest, score, reason, call_id)
+                   for rubric, digest, score, reason, call_id in rows])
+
+
+async def rubrics(conn: psycopg.AsyncConnection) -> list[tuple[str, list[str], bool, str]]:
+    """(name, five descriptions, with reference, definition hash) of every rubric, by name."""
+    cur = await conn.execute("select name, descriptions, with_reference, ragsql._rubric_hash(name) "
+                             "from ragsql.rubric order by name collate \"C\"")
+    return [tuple(r) for r in await cur.fetchall()]
 
 
 async def aspects(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:

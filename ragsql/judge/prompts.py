@@ -44,6 +44,7 @@ __all__ = [
     "load_prompt",
     "questions",
     "rating",
+    "rubric",
     "sentence_relevance",
     "statements",
     "synthesize",
@@ -53,7 +54,7 @@ __all__ = [
 
 PROMPT_NAMES = ("statements", "answer_analysis", "questions", "verify", "classify", "usefulness",
                 "sentence_relevance", "rating", "critique", "citations", "entities", "claims", "attribution",
-                "groundedness", "context_rating")
+                "groundedness", "context_rating", "rubric")
 CLAIM_SETTINGS = ("low", "high")
 """RAGAS's atomicity and coverage levels of claim decomposition (factual correctness); its default is low, low."""
 GENERATION_PROMPTS = ("generate", "synthesize")
@@ -61,7 +62,7 @@ GENERATION_PROMPTS = ("generate", "synthesize")
 BUILTIN_ASPECTS = ("harmfulness", "maliciousness", "coherence", "correctness", "conciseness")
 
 _TAGS = ("question", "answer", "reference", "text", "contexts", "context", "statements", "answer_statements",
-         "reference_statements", "sentences", "claims", "claim", "sentence", "cited")
+         "reference_statements", "sentences", "claims", "claim", "sentence", "cited", "rubric", "references")
 _TAG_RE = re.compile(r"<(/?\s*)(" + "|".join(sorted(_TAGS, key=len, reverse=True)) + r")(?![\w-])", re.I)
 _LANG_WORDS = {"en": {"en": "English", "zh": "Chinese"}, "zh": {"en": "英文", "zh": "中文"}}
 _TARGETS = {"en": {"reference": "reference answer", "answer": "answer"}, "zh": {"reference": "标准答案", "answer": "回答"}}
@@ -355,6 +356,22 @@ def context_rating(question: str, contexts: Sequence[str], *, judge_pass: int,
     lang = _language(language, question)
     return _two_pass("context_rating", lang, judge_pass, {"question": question, "contexts": list(contexts)},
                      question=escape(question.strip()), contexts=_contexts(contexts))
+
+
+def rubric(question: str, answer: str, descriptions: Sequence[str], *, references: Sequence[str] = (),
+           contexts: Sequence[str] = (), language: str | None = None) -> JudgeRequest[v.Rating]:
+    """RAGAS's rubrics score: the answer scored 1-5 by five score descriptions, with the reference answers and
+    contexts to judge it by when given."""
+    if len(descriptions) != 5 or not all(d.strip() for d in descriptions):
+        raise ValueError("a rubric has five non-empty score descriptions, for scores 1 to 5")
+    lang = _language(language, question)
+    extra = "".join([*(_block("reference", r) + "\n" for r in references),
+                     f"<contexts>\n{_contexts(contexts)}\n</contexts>\n" if contexts else ""])
+    return _request("rubric", lang, v.Rating,
+                    inputs={"question": question, "answer": answer, "descriptions": list(descriptions),
+                            "references": list(references), "contexts": list(contexts)},
+                    rubric="\n".join(f"score{i}_description: {_one_line(d)}" for i, d in enumerate(descriptions, 1)),
+                    question=escape(question.strip()), answer=escape(answer.strip()), extra_block=extra)
 
 
 def generate(question: str, contexts: Sequence[tuple[str, str]], *,

@@ -13,6 +13,9 @@
 * context_rating: pass 1 rates 2 when a context sentence is relevant to the question (`heuristics.relevant`), 1
   when one shares a content token with the question, else 0; pass 2 by the share of the question's content tokens
   the contexts hold (≥ 0.5: 2, ≥ 0.25: 1).
+* rubric: the rubric's text cannot be read; the score is 1 + round(4 q), q the share of the reference's content
+  tokens the answer holds (a rubric with reference), else the share of the answer's statements the contexts
+  support, else the share of the question's content tokens in the answer — and the reason says so.
 """
 
 from __future__ import annotations
@@ -105,8 +108,22 @@ def _context_rating(request: JudgeRequest[Any]) -> dict[str, Any]:
     return {"rating": 1 if any(asked & set(content_tokens(s)) for s in sentences) else 0}
 
 
+def _rubric(request: JudgeRequest[Any]) -> dict[str, Any]:
+    answer, references, contexts = request.inputs["answer"], request.inputs["references"], request.inputs["contexts"]
+    if references:
+        share, basis = max(coverage(r, set(content_tokens(answer))) for r in references), "reference tokens in it"
+    elif contexts and h.statements_of(answer):
+        found = h.statements_of(answer)
+        share = sum(h.support(s, contexts)[0] == "supported" for s in found) / len(found)
+        basis = "its statements the contexts support"
+    else:
+        share, basis = coverage(request.inputs["question"], set(content_tokens(answer))), "question tokens in it"
+    return {"score": 1 + round(4 * share),
+            "reason": f"offline: the rubric is not read; {share:.2f} of {basis}"}
+
+
 TASKS: dict[str, Callable[[JudgeRequest[Any]], dict[str, Any]]] = {
     "entities": _entities, "claims": _claims, "attribution": _attribution, "groundedness": _groundedness,
-    "context_rating": _context_rating,
+    "context_rating": _context_rating, "rubric": _rubric,
 }
 """The reply builder of each of these tasks, as `heuristics.TASKS` holds those of the first ten."""

@@ -1,14 +1,15 @@
 """The judge task kinds of RAGAS's later metrics: response_groundedness and nv_context_relevance (two 0/1/2 judge
 passes), context_entity_recall (entities of the references and of the contexts), factual_correctness (claims of
-each side checked against the other) and noise_sensitivity (per-context support of the answer's and the
-references' statements). Extractions other metrics make are reused: the answer's statements come from the same
+each side checked against the other), noise_sensitivity (per-context support of the answer's and the references'
+statements) and rubrics_score (a 1-5 score per stored rubric). Extractions other metrics make are reused: the answer's statements come from the same
 answer_analysis call as faithfulness's, the references' from context_recall's statements calls.
 
 Calls per answer, over what the default metrics already make (one reference answer, n contexts):
 response_groundedness 2, nv_context_relevance 2 (0 when the contexts are part of the question),
 context_entity_recall 2 (one per reference answer, plus one for the contexts), factual_correctness 4 (claims of the
 answer and of the reference, then each checked against the other), noise_sensitivity 3 (which contexts support the
-answer's statements, which the reference's, and the answer's statements against the reference)."""
+answer's statements, which the reference's, and the answer's statements against the reference), rubrics_score 1 per
+rubric (the two built-ins and each of `ragsql rubric add`'s; a rubric with reference skips a query without one)."""
 
 from __future__ import annotations
 
@@ -132,10 +133,27 @@ async def noise_sensitivity(job: Job) -> list[Store]:
     return stores
 
 
+async def rubrics_score(job: Job) -> list[Store]:
+    rubrics = [r for r in await job.judging.calls.run(db.rubrics)
+               if job.references() or not r[2]]  # a rubric with reference skips a query without one
+    contexts = [c.text for c in job.sample.contexts]
+    requests = [p.rubric(job.sample.question, job.sample.answer, descriptions, contexts=contexts,
+                         references=job.references() if with_reference else (), language=job.language)
+                for _, descriptions, with_reference, _ in rubrics]
+    if not requests:
+        return []
+    got = await together(*(job.ask(r) for r in requests))
+    rows = [(name, digest, g.verdict.score, g.verdict.reason, g.call_id)
+            for (name, _, _, digest), g in zip(rubrics, got)]
+    version = requests[0].prompt_version
+    return [lambda c: db.store_rubric_verdicts(c, job.task, job.model, version, rows)]
+
+
 KINDS = {
     "response_groundedness": response_groundedness,
     "nv_context_relevance": nv_context_relevance,
     "context_entity_recall": context_entity_recall,
     "factual_correctness": factual_correctness,
     "noise_sensitivity": noise_sensitivity,
+    "rubrics_score": rubrics_score,
 }

@@ -123,6 +123,10 @@ begin
             select * from ragsql.noise_sensitivity(run, substring(spec.metric from '\(mode=(\w+)\)'), model,
                                                    prompt_version)
             where spec.family like 'noise\_sensitivity(mode=%)'
+            union all
+            select * from ragsql.rubrics_score(run, substr(spec.metric, length('rubrics_score:') + 1), model,
+                                               prompt_version)
+            where spec.family like 'rubrics\_score:%'
             union all  -- the metrics that need no judge, each family computed by one function
             select * from ragsql.text_metric(run, spec.metric)
             where spec.family = 'text_metric'
@@ -205,7 +209,7 @@ comment on function ragsql.generation_measure(text, text, text, text, text, floa
     'exact_match, token_f1, rouge_l, bleu, chrf, string_presence, levenshtein_similarity, '
     'id_based_context_precision, id_based_context_recall, response_groundedness, nv_context_relevance, '
     'context_entity_recall, factual_correctness(mode=f1|precision|recall), '
-    'noise_sensitivity(mode=relevant|irrelevant), aspect:<name>), with '
+    'noise_sensitivity(mode=relevant|irrelevant), rubrics_score:<rubric>, aspect:<name>), with '
     'the reason '
     'when it is null. See ragsql.evaluate_generation.';
 

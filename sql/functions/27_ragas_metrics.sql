@@ -5,6 +5,49 @@
 -- scores a missing input 0 (no entity in the reference, no claim in the answer) these give null and the reason.
 
 -- ---------------------------------------------------------------------------------------------------
+-- The verdict set a metric reads
+
+create or replace function ragsql._newest_verdicts(
+    run_id bigint, verdicts text, keys text[], model text, prompt_version text, version_like text default '%',
+    definition_hash text default null)
+returns table (judge_model text, judge_prompt_version text)
+language sql stable parallel safe
+as $$
+    select coalesce(p.model, _newest_verdicts.model),
+           coalesce(p.prompt_version, _newest_verdicts.prompt_version)
+    from (select) as one
+    left join lateral (
+        select v.model, v.prompt_version
+        from (
+            select g.model, g.prompt_version, g.created_at
+            from ragsql.graded_verdict as g
+            where _newest_verdicts.verdicts = 'graded_verdict'
+              and g.run_id = _newest_verdicts.run_id and g.metric = any (_newest_verdicts.keys)
+            union all
+            select s.model, s.prompt_version, s.created_at
+            from ragsql.statement_verdict as s
+            where _newest_verdicts.verdicts = 'statement_verdict'
+              and s.run_id = _newest_verdicts.run_id and s.purpose = any (_newest_verdicts.keys)
+            union all
+            select r.model, r.prompt_version, r.created_at
+            from ragsql.rubric_verdict as r
+            where _newest_verdicts.verdicts = 'rubric_verdict'
+              and r.run_id = _newest_verdicts.run_id and r.rubric = any (_newest_verdicts.keys)
+              and r.definition_hash = _newest_verdicts.definition_hash
+        ) as v
+        where ragsql._judge_matches(_newest_verdicts.model, v.model)
+          and (_newest_verdicts.prompt_version is null or v.prompt_version = _newest_verdicts.prompt_version)
+          and v.prompt_version like _newest_verdicts.version_like
+        order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
+        limit 1
+    ) as p on true
+$$;
+comment on function ragsql._newest_verdicts(bigint, text, text[], text, text, text, text) is
+    'The (model, prompt_version) of the verdicts a run''s metric reads from one verdict table (graded_verdict by '
+    'metric, statement_verdict by purpose, rubric_verdict by rubric and definition hash): the filters, completed by '
+    'the newest LLM judge''s, else the newest offline one''s.';
+
+-- ---------------------------------------------------------------------------------------------------
 -- The NVIDIA metrics: two judge passes, each a 0/1/2 rating
 
 create or replace function ragsql._graded_metric(run text, metric text, model text, prompt_version text)
@@ -14,20 +57,10 @@ returns table (
 language sql stable parallel safe
 as $$
     with judge as materialized (
-        select ru.id as run_id,
-               coalesce(p.model, _graded_metric.model) as judge_model,
-               coalesce(p.prompt_version, _graded_metric.prompt_version) as judge_prompt_version
+        select ru.id as run_id, j.judge_model, j.judge_prompt_version
         from (select ragsql._run_id(_graded_metric.run) as id) as ru
-        left join lateral (
-            select v.model, v.prompt_version
-            from ragsql.graded_verdict as v
-            where v.run_id = ru.id
-              and v.metric = _graded_metric.metric
-              and ragsql._judge_matches(_graded_metric.model, v.model)
-              and (_graded_metric.prompt_version is null or v.prompt_version = _graded_metric.prompt_version)
-            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-            limit 1
-        ) as p on true
+        cross join ragsql._newest_verdicts(ru.id, 'graded_verdict', array[_graded_metric.metric],
+                                           _graded_metric.model, _graded_metric.prompt_version) as j
     ),
     rated as materialized (
         select v.query_id,
@@ -257,24 +290,13 @@ returns table (
 language sql stable parallel safe
 as $$
     with judge as materialized (
-        select ru.id as run_id,
-               coalesce(p.model, factual_correctness.model) as judge_model,
-               coalesce(p.prompt_version, factual_correctness.prompt_version) as judge_prompt_version,
+        select ru.id as run_id, j.judge_model, j.judge_prompt_version,
                ragsql._factual_mode(factual_correctness.mode, factual_correctness.beta) as mode
         from (select ragsql._run_id(factual_correctness.run) as id) as ru
-        left join lateral (
-            select v.model, v.prompt_version
-            from ragsql.statement_verdict as v
-            where v.run_id = ru.id
-              and v.purpose in ('factual_precision', 'factual_recall')
-              and ragsql._judge_matches(factual_correctness.model, v.model)
-              and (factual_correctness.prompt_version is null
-                   or v.prompt_version = factual_correctness.prompt_version)
-              and v.prompt_version like '%' || ragsql._claim_setting(factual_correctness.atomicity,
-                                                                     factual_correctness.coverage)
-            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-            limit 1
-        ) as p on true
+        cross join ragsql._newest_verdicts(
+            ru.id, 'statement_verdict', array['factual_precision', 'factual_recall'], factual_correctness.model,
+            factual_correctness.prompt_version,
+            '%' || ragsql._claim_setting(factual_correctness.atomicity, factual_correctness.coverage)) as j
     ),
     answer_side as materialized (
         select t.*
@@ -369,21 +391,11 @@ returns table (
 language sql stable parallel safe
 as $$
     with judge as materialized (
-        select ru.id as run_id,
-               coalesce(p.model, noise_sensitivity.model) as judge_model,
-               coalesce(p.prompt_version, noise_sensitivity.prompt_version) as judge_prompt_version,
+        select ru.id as run_id, j.judge_model, j.judge_prompt_version,
                ragsql._noise_mode(noise_sensitivity.mode) as mode
         from (select ragsql._run_id(noise_sensitivity.run) as id) as ru
-        left join lateral (
-            select v.model, v.prompt_version
-            from ragsql.statement_verdict as v
-            where v.run_id = ru.id
-              and v.purpose = 'noise_sensitivity'
-              and ragsql._judge_matches(noise_sensitivity.model, v.model)
-              and (noise_sensitivity.prompt_version is null or v.prompt_version = noise_sensitivity.prompt_version)
-            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-            limit 1
-        ) as p on true
+        cross join ragsql._newest_verdicts(ru.id, 'statement_verdict', array['noise_sensitivity'],
+                                           noise_sensitivity.model, noise_sensitivity.prompt_version) as j
     ),
     tally as materialized (
         select t.*
@@ -471,3 +483,73 @@ comment on function ragsql.noise_sensitivity(text, text, text, text) is
     'answer''s statements are faithfulness''s, the references'' those of context_recall (shared extractions); '
     'per-context support is ragsql.statement_attribution, the reference check purpose noise_sensitivity of '
     'ragsql.statement_verdict. Example (RAGAS docs, LIC): 1 incorrect statement of 3 from a relevant context -> 1/3.';
+
+-- ---------------------------------------------------------------------------------------------------
+-- Rubrics score
+
+create or replace function ragsql._rubric_hash(rubric text)
+returns text
+language plpgsql stable parallel safe
+as $$
+declare
+    found text;
+begin
+    select ragsql.text_hash(array_to_string(r.descriptions, E'\n')
+                            || case when r.with_reference then E'\nwith reference' else '' end)
+      into found
+    from ragsql.rubric as r
+    where r.name = _rubric_hash.rubric;
+    if found is null then
+        raise exception 'unknown rubric "%"', rubric
+            using errcode = 'invalid_parameter_value', hint = 'see: select name, descriptions from ragsql.rubric';
+    end if;
+    return found;
+end
+$$;
+comment on function ragsql._rubric_hash(text) is
+    'ragsql.text_hash of a rubric''s five descriptions joined by newlines (and a line "with reference" when it '
+    'shows the references): the definition_hash its verdicts are stored under; invalid_parameter_value when unknown.';
+
+create or replace function ragsql.rubrics_score(
+    run text, rubric text default 'default', model text default null, prompt_version text default null)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    with judge as materialized (
+        select ru.id as run_id, d.definition_hash, r.with_reference, j.judge_model, j.judge_prompt_version
+        from (select ragsql._run_id(rubrics_score.run) as id) as ru
+        cross join (select ragsql._rubric_hash(rubrics_score.rubric) as definition_hash) as d
+        join ragsql.rubric as r on r.name = rubrics_score.rubric
+        cross join ragsql._newest_verdicts(ru.id, 'rubric_verdict', array[rubrics_score.rubric], rubrics_score.model,
+                                           rubrics_score.prompt_version, '%', d.definition_hash) as j
+    )
+    select s.qid,
+           v.score::float8,
+           case
+               when s.answer is null then 'no answer in the run'
+               when j.with_reference and s.n_references = 0 then 'no reference answer'
+               when v.score is not null then null
+               when exists (select from ragsql.rubric_verdict as o
+                            where o.run_id = j.run_id and o.query_id = s.query_id and o.rubric = rubrics_score.rubric
+                              and o.definition_hash is distinct from j.definition_hash)
+                   then format('only scores by an earlier version of rubric %s', rubrics_score.rubric)
+               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+           end,
+           j.judge_model,
+           j.judge_prompt_version,
+           null::text,
+           null::jsonb
+    from judge as j
+    cross join ragsql._generation_scope(j.run_id, 'rubrics_score') as s
+    left join ragsql.rubric_verdict as v
+      on v.run_id = j.run_id and v.query_id = s.query_id and v.rubric = rubrics_score.rubric
+     and v.definition_hash = j.definition_hash and v.model = j.judge_model
+     and v.prompt_version = j.judge_prompt_version
+    order by s.qid collate "C"
+$$;
+comment on function ragsql.rubrics_score(text, text, text, text) is
+    'Rubrics score per query (RAGAS RubricsScore) = the judge''s score 1..5 of the answer by the rubric''s five '
+    'descriptions (ragsql.rubric; the built-ins default and reference are RAGAS''s default rubrics), not scaled, as '
+    'RAGAS returns it. Only scores by the rubric''s current descriptions count. Metric name rubrics_score:<rubric>.';

@@ -1,5 +1,5 @@
 -- RAGAS's remaining LLM metrics (issue 16): context_entity_recall, noise_sensitivity, factual_correctness,
--- response_groundedness and the NVIDIA-style context relevance. Their formulas are in
+-- response_groundedness, the NVIDIA-style context relevance and rubrics_score with stored rubrics. Their formulas are in
 -- sql/functions/27_ragas_metrics.sql; this file adds the verdict tables they read and their registry rows.
 --
 -- Extractions stay shared: noise_sensitivity reads the answer statements faithfulness extracted and the
@@ -101,6 +101,71 @@ values
     ('noise_sensitivity(mode=irrelevant)', 30, 'noise_sensitivity', true,
      'answer statements that only an irrelevant context supports and the reference does not / answer statements '
      '(RAGAS; lower is better)', false)
+on conflict (metric) do nothing;
+
+-- Rubrics (RAGAS RubricsScore): five score descriptions the judge scores each answer by. A rubric is a metric,
+-- rubrics_score:<name>, a row of the registry like every other ('ragsql rubric add' adds both).
+create table if not exists ragsql.rubric (
+    name text primary key check (name ~ '^[a-z][a-z0-9_]*$'),
+    descriptions text[] not null
+        check (cardinality(descriptions) = 5 and array_position(descriptions, null) is null),
+    with_reference boolean not null default false,
+    builtin boolean not null default false,
+    created_at timestamptz not null default now()
+);
+comment on table ragsql.rubric is
+    'Rubrics for RAGAS''s rubrics_score: descriptions[s] says what earns score s (1..5). with_reference: the judge '
+    'also sees the reference answers. The built-ins are RAGAS''s default rubrics, reference-free and with reference.';
+
+insert into ragsql.rubric (name, descriptions, with_reference, builtin)
+values
+    ('default', array[
+        'The response is entirely incorrect and fails to address any aspect of the user input.',
+        'The response contains partial accuracy but includes major errors or significant omissions that affect its '
+        'relevance to the user input.',
+        'The response is mostly accurate but lacks clarity, thoroughness, or minor details needed to fully address '
+        'the user input.',
+        'The response is accurate and clear, with only minor omissions or slight inaccuracies in addressing the user '
+        'input.',
+        'The response is completely accurate, clear, and thoroughly addresses the user input without any errors or '
+        'omissions.'], false, true),
+    ('reference', array[
+        'The response is entirely incorrect, irrelevant, or does not align with the reference in any meaningful way.',
+        'The response partially matches the reference but contains major errors, significant omissions, or '
+        'irrelevant information.',
+        'The response aligns with the reference overall but lacks sufficient detail, clarity, or contains minor '
+        'inaccuracies.',
+        'The response is mostly accurate, aligns closely with the reference, and contains only minor issues or '
+        'omissions.',
+        'The response is fully accurate, completely aligns with the reference, and is clear, thorough, and '
+        'detailed.'], true, true)
+on conflict (name) do nothing;
+
+create table if not exists ragsql.rubric_verdict (
+    run_id bigint not null,
+    query_id bigint not null,
+    rubric text not null references ragsql.rubric (name) on update cascade on delete cascade,
+    model text not null check (btrim(model) <> ''),
+    prompt_version text not null,
+    definition_hash text not null check (definition_hash ~ '^[0-9a-f]{64}$'),
+    score integer not null check (score between 1 and 5),
+    reason text,
+    call_id bigint not null references ragsql.judge_call (id),
+    created_at timestamptz not null default now(),
+    primary key (run_id, query_id, rubric, model, prompt_version, definition_hash),
+    foreign key (run_id, query_id) references ragsql.answer (run_id, query_id) on delete cascade
+);
+comment on table ragsql.rubric_verdict is
+    'The judge''s 1-5 score of an answer by a rubric, with its reason. definition_hash = ragsql.text_hash of the '
+    'rubric''s descriptions joined by newlines (and '' with reference'' when it has one) when judged: after they '
+    'change, old scores no longer count.';
+
+insert into ragsql.generation_metric (metric, position, task_kind, needs_reference, description, higher_is_better)
+values
+    ('rubrics_score:default', 31, 'rubrics_score', false,
+     'the judge''s 1-5 score by RAGAS''s reference-free default rubric (RAGAS rubrics_score; not scaled)', true),
+    ('rubrics_score:reference', 32, 'rubrics_score', true,
+     'the judge''s 1-5 score by RAGAS''s default rubric with reference (RAGAS rubrics_score; not scaled)', true)
 on conflict (metric) do nothing;
 
 insert into ragsql.schema_migration (name) values ('0130_ragas_metrics') on conflict do nothing;

@@ -54,11 +54,13 @@ def _all_requests() -> list[p.JudgeRequest]:
         p.attribution(statements_of(answer), contexts),
         p.groundedness(answer, contexts, judge_pass=2),
         p.context_rating("What is the capital of France?", contexts, judge_pass=1),
+        p.rubric("What is the capital of France?", answer, ["wrong", "poor", "fair", "good", "perfect"],
+                 references=["Paris."]),
     ]
 
 
 def test_every_task_returns_a_schema_valid_verdict_and_an_ok_record():
-    """All fifteen tasks validate against their schema and context; the record is an ok, free, one-attempt chat."""
+    """All sixteen tasks validate against their schema and context; the record is an ok, free, one-attempt chat."""
     judge = OfflineJudge()
     requests = _all_requests()
     assert sorted(r.kind for r in requests) == sorted(p.PROMPT_NAMES)

@@ -43,6 +43,8 @@ def _builds(question: str) -> dict[str, p.JudgeRequest]:
                                      language=detect_language(question)),
         "groundedness": p.groundedness(ANSWER, CONTEXTS, judge_pass=1, language=detect_language(question)),
         "context_rating": p.context_rating(question, CONTEXTS, judge_pass=1),
+        "rubric": p.rubric(question, ANSWER, ["wrong", "poor", "fair", "good", "perfect"], references=[REFERENCE],
+                           contexts=CONTEXTS),
     }
 
 
@@ -59,7 +61,7 @@ def _identifiers(template: str) -> set[str]:
 @pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("name", p.PROMPT_NAMES)
 def test_every_prompt_file_loads_with_task_marker_guard_and_json_shape(name, lang):
-    """Each of the 30 files has a version, a system section starting with `Task: <name>` that calls tagged
+    """Each of the 32 files has a version, a system section starting with `Task: <name>` that calls tagged
     text data, asks for a JSON object only and shows its shape, and a user section."""
     prompt = p.load_prompt(name, lang)
     assert prompt.version == f"{name}.v1"

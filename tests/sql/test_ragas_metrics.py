@@ -314,9 +314,31 @@ def test_new_metrics_are_registered_with_direction_and_comments(db):
     assert rows == {"response_groundedness": True, "nv_context_relevance": True, "context_entity_recall": True,
                     "factual_correctness(mode=f1)": True, "factual_correctness(mode=precision)": True,
                     "factual_correctness(mode=recall)": True, "noise_sensitivity(mode=relevant)": False,
-                    "noise_sensitivity(mode=irrelevant)": False}
+                    "noise_sensitivity(mode=irrelevant)": False, "rubrics_score:default": True,
+                    "rubrics_score:reference": True}
     for fn in ("response_groundedness", "nv_context_relevance", "context_entity_recall", "factual_correctness",
-               "noise_sensitivity"):
+               "noise_sensitivity", "rubrics_score"):
         comment = db.execute("select obj_description(p.oid, 'pg_proc') from pg_proc p "
                              "where p.proname = %s and p.pronamespace = 'ragsql'::regnamespace", (fn,)).fetchone()[0]
         assert comment and "RAGAS" in comment, fn
+
+
+def test_rubrics_score_reads_scores_by_the_current_descriptions(db):
+    """The judge's 1-5 score, not scaled (as RAGAS returns it); scores by earlier descriptions do not count; a
+    rubric with reference is null for a query without one; an unknown rubric is invalid_parameter_value."""
+    run_id, q = sample(db, qid="q1", question="?", answer="a", references=("ref",))
+    sample(db, qid="q2", question="?", answer="b")
+    digest = db.execute("select ragsql._rubric_hash('default')").fetchone()[0]
+    assert digest == db.execute("select ragsql.text_hash(array_to_string(descriptions, E'\\n')) from ragsql.rubric "
+                                "where name = 'default'").fetchone()[0]
+    for rubric, score, h in (("default", 4, digest), ("reference", 2, "0" * 64)):
+        db.execute("insert into ragsql.rubric_verdict (run_id, query_id, rubric, model, prompt_version, "
+                   "definition_hash, score, reason, call_id) values (%s, %s, %s, 'judge', 'rubric.v1', %s, %s, 'r', "
+                   "%s)", (run_id, q, rubric, h, score, call(db, "judge", "rubric", "rubric.v1")))
+    assert measure(db, "r", "rubrics_score:default") == {
+        "q1": (4.0, None), "q2": (None, "no verdicts of model judge, prompt rubric.v1")}
+    got = measure(db, "r", "rubrics_score:reference")
+    assert got == {"q1": (None, "only scores by an earlier version of rubric reference"),
+                   "q2": (None, "no reference answer")}
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match='unknown generation metric'):
+        measure(db, "r", "rubrics_score:nope")
