@@ -88,6 +88,6 @@ select not exists (select from ragsql.schema_migration where name = '0130_ragas_
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 51f1aa112484b6a028efab6897fe4f1e2eaa6b6defcce9c3a0dd1ad010f753e5
+\set ragsql_fingerprint 7d1a9093ad78e41d2b502b114821125d84adf0df18eec79cb80f0d3998ce2ec7
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -133,6 +133,9 @@ begin
             union all
             select * from ragsql.context_id_metric(run, spec.metric)
             where spec.family = 'context_id_metric'
+            union all
+            select * from ragsql.string_context_metric(run, spec.metric)
+            where spec.family = 'string_context_metric'
         ) as f;
     end loop;
 end
@@ -208,7 +211,8 @@ comment on function ragsql.generation_measure(text, text, text, text, text, floa
     'answer_similarity, answer_correctness_f1, answer_correctness, citation_coverage, citation_validity, '
     'exact_match, token_f1, rouge_l, bleu, chrf, string_presence, levenshtein_similarity, '
     'id_based_context_precision, id_based_context_recall, response_groundedness, nv_context_relevance, '
-    'context_entity_recall, factual_correctness(mode=f1|precision|recall), '
+    'context_entity_recall, factual_correctness(mode=f1|precision|recall), non_llm_context_precision_with_reference, '
+    'non_llm_context_recall, '
     'noise_sensitivity(mode=relevant|irrelevant), rubrics_score:<rubric>, aspect:<name>), with '
     'the reason '
     'when it is null. See ragsql.evaluate_generation.';

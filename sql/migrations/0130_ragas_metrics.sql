@@ -1,5 +1,6 @@
 -- RAGAS's remaining LLM metrics (issue 16): context_entity_recall, noise_sensitivity, factual_correctness,
--- response_groundedness, the NVIDIA-style context relevance and rubrics_score with stored rubrics. Their formulas are in
+-- response_groundedness, the NVIDIA-style context relevance and rubrics_score with stored rubrics; and the
+-- non-LLM context precision and recall (no judge: Levenshtein similarity of context texts). Their formulas are in
 -- sql/functions/27_ragas_metrics.sql; this file adds the verdict tables they read and their registry rows.
 --
 -- Extractions stay shared: noise_sensitivity reads the answer statements faithfulness extracted and the
@@ -166,6 +167,21 @@ values
      'the judge''s 1-5 score by RAGAS''s reference-free default rubric (RAGAS rubrics_score; not scaled)', true),
     ('rubrics_score:reference', 32, 'rubrics_score', true,
      'the judge''s 1-5 score by RAGAS''s default rubric with reference (RAGAS rubrics_score; not scaled)', true)
+on conflict (metric) do nothing;
+
+-- RAGAS's non-LLM context precision and recall: string similarity of retrieved and reference contexts, no judge
+comment on column ragsql.generation_metric.computed_by is
+    'For a metric with no judge task: the function that computes it, text_metric (the answer against its '
+    'references), context_id_metric (the ids of the answer''s contexts against the gold ids) or '
+    'string_context_metric (the texts of the answer''s contexts against the gold texts); null otherwise.';
+insert into ragsql.generation_metric (metric, position, task_kind, needs_reference, description, computed_by)
+values
+    ('non_llm_context_precision_with_reference', 33, null, false,
+     'ContextPrecision over the answer''s contexts with rel_i = 1 when the context''s best Levenshtein similarity '
+     'to a gold text (relevance >= 1) is >= 0.5 (RAGAS NonLLMContextPrecisionWithReference)', 'string_context_metric'),
+    ('non_llm_context_recall', 34, null, false,
+     'share of the gold texts (relevance >= 1) whose best Levenshtein similarity to a context of the answer is > 0.5 '
+     '(RAGAS NonLLMContextRecall)', 'string_context_metric')
 on conflict (metric) do nothing;
 
 insert into ragsql.schema_migration (name) values ('0130_ragas_metrics') on conflict do nothing;
