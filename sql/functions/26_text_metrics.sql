@@ -139,11 +139,11 @@ language plpgsql immutable parallel safe strict
 as $$
 -- Hyyrö's bit-parallel Levenshtein (2003), in blocks of 62 bits held in bigints: each block's sum then stays below
 -- 2^63, and ~, + and << are masked back to 62 bits (uint64 arithmetic wraps; bigint would overflow). The pattern
--- is the shorter text; the longer one is read as the indexes of its characters among the pattern's.
+-- is the shorter text; the longer one is read as the indexes of its characters among the pattern's (a character
+-- the pattern lacks gets the index of an all-zero row).
 declare
     w constant integer := 62;
     mask constant bigint := 4611686018427387903;  -- 2^62 - 1
-    top constant bigint := 2305843009213693952;   -- 2^61, a block's highest bit
     p text;
     t text;
     m integer;
@@ -156,14 +156,13 @@ declare
     last bigint;
     dist integer;
     c integer;
-    k integer;
+    at integer;
     x bigint;
     d0 bigint;
     hp bigint;
     hn bigint;
     hp_carry bigint;
     hn_carry bigint;
-    carry bigint;
     v_p bigint;
     v_n bigint;
 begin
@@ -178,15 +177,15 @@ begin
     from (select ch, min(n) as first
           from unnest(string_to_array(p, null)) with ordinality as u(ch, n)
           group by ch) as d;
-    select array_agg(coalesce(s.bits, 0) order by g.ci, g.bi) into pm
-    from generate_series(1, cardinality(chars)) as c1(ci)
-    cross join generate_series(0, words - 1) as c2(bi)
-    cross join lateral (select c1.ci, c2.bi) as g
-    left join (select array_position(chars, u.ch) as id, (u.n - 1) / w as bi,
-                      bit_or(1::bigint << ((u.n - 1) % w)::integer) as bits
-               from unnest(string_to_array(p, null)) with ordinality as u(ch, n)
-               group by 1, 2) as s on s.id = g.ci and s.bi = g.bi;
-    select array_agg(coalesce(array_position(chars, u.ch), 0) order by u.n) into ids
+    pm := array_fill(0::bigint, array[(cardinality(chars) + 1) * words]);
+    for c, at, x in
+        select array_position(chars, u.ch), (u.n - 1) / w, bit_or(1::bigint << ((u.n - 1) % w)::integer)
+        from unnest(string_to_array(p, null)) with ordinality as u(ch, n)
+        group by 1, 2
+    loop
+        pm[(c - 1) * words + at + 1] := x;
+    end loop;
+    select array_agg(coalesce(array_position(chars, u.ch), cardinality(chars) + 1) order by u.n) into ids
     from unnest(string_to_array(t, null)) with ordinality as u(ch, n);
     last := 1::bigint << ((m - 1) % w);
     dist := m;
@@ -194,11 +193,11 @@ begin
         v_p := (1::bigint << m) - 1;  -- m <= 62: fits
         v_n := 0;
         foreach c in array ids loop
-            x := case when c = 0 then 0 else pm[c] end;
+            x := pm[c];
             d0 := ((((x & v_p) + v_p) & mask) # v_p) | x | v_n;
             hp := v_n | (~(d0 | v_p) & mask);
             hn := d0 & v_p;
-            if hp & last <> 0 then dist := dist + 1; elsif hn & last <> 0 then dist := dist - 1; end if;
+            dist := dist + (hp & last <> 0)::integer - (hn & last <> 0)::integer;
             hp := ((hp << 1) & mask) | 1;
             hn := (hn << 1) & mask;
             v_p := hn | (~(d0 | hp) & mask);
@@ -211,25 +210,22 @@ begin
     foreach c in array ids loop
         hp_carry := 1;
         hn_carry := 0;
+        at := (c - 1) * words;
         for blk in 1 .. words loop
-            x := case when c = 0 then 0 else pm[(c - 1) * words + blk] end | hn_carry;
+            x := pm[at + blk] | hn_carry;
             v_p := vp[blk];
             v_n := vn[blk];
             d0 := ((((x & v_p) + v_p) & mask) # v_p) | x | v_n;
             hp := v_n | (~(d0 | v_p) & mask);
             hn := d0 & v_p;
-            if blk = words then
-                if hp & last <> 0 then dist := dist + 1; elsif hn & last <> 0 then dist := dist - 1; end if;
-            end if;
-            carry := hp_carry;
-            hp_carry := (hp & top) >> (w - 1);
-            hp := ((hp << 1) & mask) | carry;
-            carry := hn_carry;
-            hn_carry := (hn & top) >> (w - 1);
-            hn := ((hn << 1) & mask) | carry;
-            vp[blk] := hn | (~(d0 | hp) & mask);
-            vn[blk] := hp & d0;
+            -- the block shifted up by one, the lower block's top bit coming in
+            vp[blk] := ((hn << 1) & mask) | hn_carry | (~(d0 | ((hp << 1) & mask) | hp_carry) & mask);
+            vn[blk] := (((hp << 1) & mask) | hp_carry) & d0;
+            hp_carry := hp >> (w - 1);
+            hn_carry := hn >> (w - 1);
         end loop;
+        -- the last row's horizontal delta, read at the pattern's last position
+        dist := dist + (hp & last <> 0)::integer - (hn & last <> 0)::integer;
     end loop;
     return dist;
 end
