@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.fake_openai import FakeOpenAI, default_responder
+from tests.test_judge_run import endpoint  # noqa: F401  (the fixture: the fake server as the judge endpoint)
 
 RAGAS = ["response_groundedness", "nv_context_relevance", "context_entity_recall", "factual_correctness",
          "noise_sensitivity", "rubrics_score"]
@@ -22,16 +23,6 @@ METRICS = ["response_groundedness", "nv_context_relevance", "context_entity_reca
 TASK_OF = {"response_groundedness": "groundedness", "nv_context_relevance": "context_rating",
            "context_entity_recall": "entities", "factual_correctness": "claims", "noise_sensitivity": "attribution",
            "rubrics_score": "rubric"}
-
-
-@pytest.fixture
-def endpoint(monkeypatch):
-    """The fake OpenAI-compatible server as the judge endpoint."""
-    with FakeOpenAI() as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "test-key")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
-        yield fake
 
 
 def _rows(url: str, sql: str, *params) -> list[tuple]:
