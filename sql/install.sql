@@ -88,6 +88,6 @@ select not exists (select from ragsql.schema_migration where name = '0130_ragas_
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 8eb2f6b5fdd62cfc0f742256ce8f07d1ba51c4b203c99ce0579d0aab29ca03d2
+\set ragsql_fingerprint 9d9df02ff07216511096482e58faa782c706cfd2ec3b825417f055c657a094b3
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -203,33 +203,19 @@ returns table (
 language sql stable parallel safe
 as $$
     with judge as materialized (
-        select ru.id as run_id,
-               d.definition_hash,
-               coalesce(p.model, aspect_critique.model) as judge_model,
-               coalesce(p.prompt_version, aspect_critique.prompt_version) as judge_prompt_version
+        select ru.id as run_id, d.definition_hash, j.judge_model, j.judge_prompt_version
         from (select ragsql._run_id(aspect_critique.run) as id) as ru
         cross join (select ragsql._aspect_definition_hash(aspect_critique.aspect) as definition_hash) as d
-        left join lateral (
-            select v.model, v.prompt_version
-            from ragsql.aspect_verdict as v
-            where v.run_id = ru.id
-              and v.aspect = aspect_critique.aspect
-              and v.definition_hash = d.definition_hash
-              and ragsql._judge_matches(aspect_critique.model, v.model)
-              and (aspect_critique.prompt_version is null or v.prompt_version = aspect_critique.prompt_version)
-            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-            limit 1
-        ) as p on true
+        cross join ragsql._newest_verdicts(ru.id, 'aspect_verdict', array[aspect_critique.aspect],
+                                           aspect_critique.model, aspect_critique.prompt_version, '%',
+                                           d.definition_hash) as j
     )
     select s.qid,
-           case when v.verdict then 1.0::float8 when not v.verdict then 0.0::float8 end,
+           v.score,
            case
                when s.answer is null then 'no answer in the run'
-               when v.verdict is not null then null
-               when exists (select from ragsql.aspect_verdict as o
-                            where o.run_id = j.run_id and o.query_id = s.query_id
-                              and o.aspect = aspect_critique.aspect and o.definition_hash is distinct from j.definition_hash)
-                   then format('only verdicts on an earlier definition of aspect %s', aspect_critique.aspect)
+               when v.score is not null then null
+               when v.earlier then format('only verdicts on an earlier definition of aspect %s', aspect_critique.aspect)
                else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
            end,
            j.judge_model,
@@ -238,10 +224,8 @@ as $$
            null::jsonb
     from judge as j
     cross join ragsql._generation_scope(j.run_id, 'aspect_critique') as s
-    left join ragsql.aspect_verdict as v
-      on v.run_id = j.run_id and v.query_id = s.query_id and v.aspect = aspect_critique.aspect
-     and v.definition_hash = j.definition_hash and v.model = j.judge_model
-     and v.prompt_version = j.judge_prompt_version
+    left join ragsql._definition_scores(j.run_id, 'aspect_verdict', aspect_critique.aspect, j.definition_hash,
+                                        j.judge_model, j.judge_prompt_version) as v on v.query_id = s.query_id
     order by s.qid collate "C"
 $$;
 comment on function ragsql.aspect_critique(text, text, text, text) is

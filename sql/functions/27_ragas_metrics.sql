@@ -5,49 +5,6 @@
 -- scores a missing input 0 (no entity in the reference, no claim in the answer) these give null and the reason.
 
 -- ---------------------------------------------------------------------------------------------------
--- The verdict set a metric reads
-
-create or replace function ragsql._newest_verdicts(
-    run_id bigint, verdicts text, keys text[], model text, prompt_version text, version_like text default '%',
-    definition_hash text default null)
-returns table (judge_model text, judge_prompt_version text)
-language sql stable parallel safe
-as $$
-    select coalesce(p.model, _newest_verdicts.model),
-           coalesce(p.prompt_version, _newest_verdicts.prompt_version)
-    from (select) as one
-    left join lateral (
-        select v.model, v.prompt_version
-        from (
-            select g.model, g.prompt_version, g.created_at
-            from ragsql.graded_verdict as g
-            where _newest_verdicts.verdicts = 'graded_verdict'
-              and g.run_id = _newest_verdicts.run_id and g.metric = any (_newest_verdicts.keys)
-            union all
-            select s.model, s.prompt_version, s.created_at
-            from ragsql.statement_verdict as s
-            where _newest_verdicts.verdicts = 'statement_verdict'
-              and s.run_id = _newest_verdicts.run_id and s.purpose = any (_newest_verdicts.keys)
-            union all
-            select r.model, r.prompt_version, r.created_at
-            from ragsql.rubric_verdict as r
-            where _newest_verdicts.verdicts = 'rubric_verdict'
-              and r.run_id = _newest_verdicts.run_id and r.rubric = any (_newest_verdicts.keys)
-              and r.definition_hash = _newest_verdicts.definition_hash
-        ) as v
-        where ragsql._judge_matches(_newest_verdicts.model, v.model)
-          and (_newest_verdicts.prompt_version is null or v.prompt_version = _newest_verdicts.prompt_version)
-          and v.prompt_version like _newest_verdicts.version_like
-        order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-        limit 1
-    ) as p on true
-$$;
-comment on function ragsql._newest_verdicts(bigint, text, text[], text, text, text, text) is
-    'The (model, prompt_version) of the verdicts a run''s metric reads from one verdict table (graded_verdict by '
-    'metric, statement_verdict by purpose, rubric_verdict by rubric and definition hash): the filters, completed by '
-    'the newest LLM judge''s, else the newest offline one''s.';
-
--- ---------------------------------------------------------------------------------------------------
 -- The NVIDIA metrics: two judge passes, each a 0/1/2 rating
 
 create or replace function ragsql._graded_metric(run text, metric text, model text, prompt_version text)
@@ -526,15 +483,12 @@ as $$
                                            rubrics_score.prompt_version, '%', d.definition_hash) as j
     )
     select s.qid,
-           v.score::float8,
+           v.score,
            case
                when s.answer is null then 'no answer in the run'
                when j.with_reference and s.n_references = 0 then 'no reference answer'
                when v.score is not null then null
-               when exists (select from ragsql.rubric_verdict as o
-                            where o.run_id = j.run_id and o.query_id = s.query_id and o.rubric = rubrics_score.rubric
-                              and o.definition_hash is distinct from j.definition_hash)
-                   then format('only scores by an earlier version of rubric %s', rubrics_score.rubric)
+               when v.earlier then format('only scores by an earlier version of rubric %s', rubrics_score.rubric)
                else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
            end,
            j.judge_model,
@@ -543,10 +497,8 @@ as $$
            null::jsonb
     from judge as j
     cross join ragsql._generation_scope(j.run_id, 'rubrics_score') as s
-    left join ragsql.rubric_verdict as v
-      on v.run_id = j.run_id and v.query_id = s.query_id and v.rubric = rubrics_score.rubric
-     and v.definition_hash = j.definition_hash and v.model = j.judge_model
-     and v.prompt_version = j.judge_prompt_version
+    left join ragsql._definition_scores(j.run_id, 'rubric_verdict', rubrics_score.rubric, j.definition_hash,
+                                        j.judge_model, j.judge_prompt_version) as v on v.query_id = s.query_id
     order by s.qid collate "C"
 $$;
 comment on function ragsql.rubrics_score(text, text, text, text) is
