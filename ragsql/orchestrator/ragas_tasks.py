@@ -1,8 +1,9 @@
 """The judge task kinds of RAGAS's later metrics: response_groundedness and nv_context_relevance (two 0/1/2 judge
 passes), context_entity_recall (entities of the references and of the contexts), factual_correctness (claims of
 each side checked against the other), noise_sensitivity (per-context support of the answer's and the references'
-statements) and rubrics_score (a 1-5 score per stored rubric). Extractions other metrics make are reused: the answer's statements come from the same
-answer_analysis call as faithfulness's, the references' from context_recall's statements calls.
+statements) and rubrics_score (a 1-5 score per stored rubric). Extractions other metrics make are reused: the
+answer's statements come from the same answer_analysis call as faithfulness's, the references' from context_recall's
+statements calls.
 
 Calls per answer, over what the default metrics already make (one reference answer, n contexts):
 response_groundedness 2, nv_context_relevance 2 (0 when the contexts are part of the question),
