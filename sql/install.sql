@@ -88,6 +88,6 @@ select not exists (select from ragsql.schema_migration where name = '0130_ragas_
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 9d9df02ff07216511096482e58faa782c706cfd2ec3b825417f055c657a094b3
+\set ragsql_fingerprint e7f5b5cf10799a3dfb4cdd4b622533a4fd98e2f18eaff51b9594682ec51bbdd1
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

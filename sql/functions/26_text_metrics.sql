@@ -165,8 +165,28 @@ declare
     hn_carry bigint;
     v_p bigint;
     v_n bigint;
+    lo integer;
+    hi integer;
+    mid integer;
 begin
     if length(a) <= length(b) then p := a; t := b; else p := b; t := a; end if;
+    -- a common prefix and suffix cost nothing: found by binary search with string comparisons, then cut
+    lo := 0;
+    hi := length(p);
+    while lo < hi loop
+        mid := (lo + hi + 1) / 2;
+        if left(p, mid) = left(t, mid) then lo := mid; else hi := mid - 1; end if;
+    end loop;
+    p := substr(p, lo + 1);
+    t := substr(t, lo + 1);
+    lo := 0;
+    hi := length(p);
+    while lo < hi loop
+        mid := (lo + hi + 1) / 2;
+        if right(p, mid) = right(t, mid) then lo := mid; else hi := mid - 1; end if;
+    end loop;
+    p := left(p, length(p) - lo);
+    t := left(t, length(t) - lo);
     m := length(p);
     if m = 0 then
         return length(t);
