@@ -149,9 +149,11 @@ def test_offline_judge_gives_every_new_metric_labelled_offline(example_run, caps
 
 
 def test_metrics_and_scores_reach_the_new_metrics_and_bad_names_are_one_line(example_run, capsys):
-    """`ragsql metrics --measures` and `ragsql scores --per-query` show the new metrics' values (equal to SQL);
-    mixing them with retrieval measures, or an unknown one, is one line."""
-    assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "factual_correctness noise_sensitivity")[0] == 0
+    """`ragsql judge --metrics` takes the metrics' own names too; `ragsql metrics --measures` and `ragsql scores
+    --per-query` show the new metrics' values (equal to SQL); mixing them with retrieval measures is one line."""
+    code, out, err = run_cli(capsys, "judge", "--run", "ex", "--metrics",
+                             "factual_correctness(mode=f1) noise_sensitivity(mode=irrelevant)", "--format", "json")
+    assert code == 0 and json.loads(out)["metrics"] == ["factual_correctness", "noise_sensitivity"], err
     code, out, err = run_cli(capsys, "metrics", "--run", "ex", "--measures",
                              "factual_correctness(mode=f1), noise_sensitivity(mode=irrelevant)", "--format", "json")
     assert code == 0, err
