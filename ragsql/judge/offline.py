@@ -24,7 +24,6 @@ from ragsql.llm.calls import CallRecord, request_hash
 __all__ = ["OfflineJudge"]
 
 T = TypeVar("T", bound=BaseModel)
-_TASKS = {**heuristics.TASKS, **ragas_heuristics.TASKS}
 
 
 class _Embedder(Protocol):
@@ -66,8 +65,10 @@ class OfflineJudge:
             if request.kind == "rating":
                 reply = heuristics.rating(await self._similarity(request.inputs["question"],
                                                                  request.inputs["answer"]))
-            elif request.kind in _TASKS:
-                reply = _TASKS[request.kind](request)
+            elif request.kind in heuristics.TASKS:
+                reply = heuristics.TASKS[request.kind](request)
+            elif request.kind in ragas_heuristics.TASKS:
+                reply = ragas_heuristics.TASKS[request.kind](request)
             else:
                 raise ValueError(f"the offline judge has no task {request.kind!r}")
             verdict = request.schema.model_validate(reply, context=request.context)
