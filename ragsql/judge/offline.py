@@ -30,19 +30,32 @@ class _Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[Any]]: ...
 
 
+class _QueryEmbedder(_Embedder, Protocol):
+    name: str
+
+    async def embed_queries(self, texts: Sequence[str]) -> tuple[list[list[float]], list[Any]]: ...
+
+    async def aclose(self) -> None: ...
+
+
 class OfflineJudge:
     """Judge requests answered by lexical heuristics, with the same interface as `JudgeClient`.
 
     With an `embedder` (any object with ``async embed(texts)``, e.g. ``ragsql.embed.HashingEmbedder``) the
     1-5 rating uses the cosine of the question's and the answer's embeddings; without one it uses the share
-    of the question's content tokens found in the answer.
+    of the question's content tokens found in the answer. With a `relevance` model (unit vectors from
+    ``embed_queries`` / ``embed``, e.g. ``ragsql.embed.E5Embedder``) context sentence relevance weighs meaning
+    as well as words (`heuristics.sentence_relevance`), and the judge's model name says so
+    (``offline-heuristic-v5+e5``): its verdicts never mix with the words-only judge's.
     """
 
     offline = True
-    model = "offline-heuristic-v4"
+    version = "offline-heuristic-v5"
 
-    def __init__(self, embedder: _Embedder | None = None):
+    def __init__(self, embedder: _Embedder | None = None, relevance: _QueryEmbedder | None = None):
         self._embedder = embedder
+        self._relevance = relevance
+        self.model = self.version if relevance is None else f"{self.version}+{relevance.name.split(':')[0]}"
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
         """Cache key of a request: this judge's model, the task, the messages and every raw input the heuristics
@@ -65,6 +78,8 @@ class OfflineJudge:
             if request.kind == "rating":
                 reply = heuristics.rating(await self._similarity(request.inputs["question"],
                                                                  request.inputs["answer"]))
+            elif request.kind == "sentence_relevance" and self._relevance is not None:
+                reply = heuristics.sentence_relevance(request, await self._cosines(request))
             elif request.kind in heuristics.TASKS:
                 reply = heuristics.TASKS[request.kind](request)
             else:
@@ -88,5 +103,17 @@ class OfflineJudge:
         norm = math.sqrt(sum(x * x for x in q) * sum(x * x for x in a))
         return max(0.0, sum(x * y for x, y in zip(q, a)) / norm) if norm else 0.0
 
+    async def _cosines(self, request: JudgeRequest[Any]) -> list[float]:
+        """The relevance model's cosine between the question and each context sentence of `request`."""
+        assert self._relevance is not None
+        sentences = [sentence for _, sentence in heuristics.relevance_items(request)]
+        if not sentences or not request.inputs["question"].strip():
+            return [0.0] * len(sentences)
+        (question,), _ = await self._relevance.embed_queries([request.inputs["question"]])
+        vectors, _ = await self._relevance.embed(sentences)
+        return [sum(q * v for q, v in zip(question, vector)) for vector in vectors]
+
     async def aclose(self) -> None:
-        """Nothing to close."""
+        """Close the relevance model, if any."""
+        if self._relevance is not None:
+            await self._relevance.aclose()
