@@ -43,7 +43,7 @@ from ragsql.judge.prompts import JudgeRequest
 from ragsql.judge.verdicts import CITATION
 
 __all__ = ["ANSWERS", "COVERED", "DONT_KNOW", "GENERATOR", "NEAR", "PARTIAL", "RELEVANT", "SAME", "SUPPORTED", "TASKS", "rating",
-           "relevance_items", "sentence_relevance", "statements_of"]
+           "relevance_items", "sentence_relevance", "statements_of", "worth_weighing"]
 
 SUPPORTED, PARTIAL, COVERED, RELEVANT, ANSWERS = 0.6, 0.35, 0.5, 0.5, 0.25
 # multilingual-e5-small cosines (query: question, passage: sentence) for sentence relevance: below NEAR a
@@ -284,20 +284,27 @@ def relevance_items(request: JudgeRequest[Any]) -> tuple[tuple[int, str], ...]:
                                   for s in split_sentences(c))
 
 
-def sentence_relevance(request: JudgeRequest[Any], cosines: Sequence[float] | None = None) -> dict[str, Any]:
+def sentence_relevance(request: JudgeRequest[Any], cosines: Sequence[float | None] | None = None) -> dict[str, Any]:
     """The context sentences relevant to the question, by words (`relevant`, or `_mentions` right after a relevant
     sentence of the same context). With `cosines` (an embedding model's question–sentence similarities, one per
-    item) meaning decides too: a sentence far in meaning (< NEAR) is not relevant whatever words it shares, and one
-    very close (≥ SAME) is relevant whatever words it uses."""
+    item; None where `worth_weighing` said no) meaning decides too: a sentence far in meaning (< NEAR) is not
+    relevant whatever words it shares, and one very close (≥ SAME) that names something asked about is relevant
+    whatever else it says."""
     question, items = request.inputs["question"], relevance_items(request)
     chosen: list[int] = []
     for i, (context, sentence) in enumerate(items, 1):
         follows = bool(chosen) and chosen[-1] == i - 1 and items[i - 2][0] == context
         lexical = relevant(sentence, question) or (follows and _mentions(sentence, question))
-        if cosines is None and lexical or cosines is not None and (
-                lexical and cosines[i - 1] >= NEAR or cosines[i - 1] >= SAME):
+        cosine = None if cosines is None else cosines[i - 1]
+        if lexical if cosine is None else (lexical and cosine >= NEAR or cosine >= SAME):
             chosen.append(i)
     return {"relevant": chosen}
+
+
+def worth_weighing(sentence: str, question: str) -> bool:
+    """Whether meaning could change a sentence's relevance: it is relevant by its words or names something the
+    question asks about. Others are not relevant, and are not embedded (the e5 model is the judge's slow part)."""
+    return _mentions(sentence, question) or relevant(sentence, question)
 
 
 def _mentions(sentence: str, question: str) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import time
+from array import array
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -24,6 +26,7 @@ from ragsql.llm.calls import CallRecord, request_hash
 __all__ = ["OfflineJudge"]
 
 T = TypeVar("T", bound=BaseModel)
+_CACHED = 20_000  # relevance-model vectors kept (float32: about 30 MB for e5's 384 dimensions)
 
 
 class _Embedder(Protocol):
@@ -55,6 +58,7 @@ class OfflineJudge:
     def __init__(self, embedder: _Embedder | None = None, relevance: _QueryEmbedder | None = None):
         self._embedder = embedder
         self._relevance = relevance
+        self._cache: OrderedDict[tuple[bool, str], array] = OrderedDict()
         self.model = self.version if relevance is None else f"{self.version}+{relevance.name.split(':')[0]}"
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
@@ -103,15 +107,34 @@ class OfflineJudge:
         norm = math.sqrt(sum(x * x for x in q) * sum(x * x for x in a))
         return max(0.0, sum(x * y for x, y in zip(q, a)) / norm) if norm else 0.0
 
-    async def _cosines(self, request: JudgeRequest[Any]) -> list[float]:
-        """The relevance model's cosine between the question and each context sentence of `request`."""
-        assert self._relevance is not None
+    async def _cosines(self, request: JudgeRequest[Any]) -> list[float | None]:
+        """The relevance model's cosine between the question and each context sentence of `request` that is worth
+        weighing (`heuristics.worth_weighing`), None for the others."""
+        text = request.inputs["question"]
         sentences = [sentence for _, sentence in heuristics.relevance_items(request)]
-        if not sentences or not request.inputs["question"].strip():
-            return [0.0] * len(sentences)
-        (question,), _ = await self._relevance.embed_queries([request.inputs["question"]])
-        vectors, _ = await self._relevance.embed(sentences)
-        return [sum(q * v for q, v in zip(question, vector)) for vector in vectors]
+        weighed = [s for s in sentences if text.strip() and heuristics.worth_weighing(s, text)]
+        if not weighed:
+            return [None] * len(sentences)
+        (question,) = await self._vectors([text], query=True)
+        cosine = {s: sum(q * v for q, v in zip(question, vector))
+                  for s, vector in zip(weighed, await self._vectors(weighed))}
+        return [cosine.get(s) for s in sentences]
+
+    async def _vectors(self, texts: list[str], query: bool = False) -> list[array]:
+        """The relevance model's unit vectors of `texts`, the last _CACHED of them kept: the runs of one dataset
+        share most of their context sentences, and each is embedded once."""
+        assert self._relevance is not None
+        todo = list(dict.fromkeys(t for t in texts if (query, t) not in self._cache))
+        if todo:
+            embed = self._relevance.embed_queries if query else self._relevance.embed
+            for text, vector in zip(todo, (await embed(todo))[0]):
+                self._cache[(query, text)] = array("f", vector)
+        found = [self._cache[(query, t)] for t in texts]
+        for text in texts:
+            self._cache.move_to_end((query, text))
+        while len(self._cache) > _CACHED:
+            self._cache.popitem(last=False)
+        return found
 
     async def aclose(self) -> None:
         """Close the relevance model, if any."""
