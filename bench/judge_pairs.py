@@ -7,8 +7,9 @@ Runs `ragsql judge-check --offline` on tests/data/judge_pairs/dev.jsonl (the pai
 on), heldout.jsonl (other questions, with evasive and restating phrasings of their own) and
 bench/data/qa/pairs.jsonl (pairs from SQuAD and CMRC 2018 dev paragraphs: public data), in a scratch
 database (RAGSQL_DATABASE_URL's server, else the embedded one), in the same run with this tree's offline judge
-and with the heuristics of each `--baseline-ref` (its ragsql/judge/heuristics.py, lexical.py and offline.py laid
-over a copy of this tree, so the pipeline and the pairs are the same; default 7b29077 = v3, f0a368c = v2), each
+and with the heuristics of each `--baseline-ref` (its ragsql/judge/heuristics.py, lexical.py, offline.py and
+ragsql/orchestrator/setup.py laid over a copy of this tree, so the pipeline and the pairs are the same; default
+f864e02 = v4, 7b29077 = v3), each
 on an empty judge-call cache. Prints accuracy per metric and language; a pair counts 1 when the better side
 scores strictly higher, 1/2 on a tie. The RAGAS paper's agreement with humans for gpt-3.5 (faithfulness 0.95, answer
 relevance 0.78, context relevance 0.70) is the bar the issue names.
@@ -34,7 +35,8 @@ from bench.retrieval_metrics import scratch_database  # noqa: E402
 PAIRS = ROOT / "tests" / "data" / "judge_pairs"
 SPLITS = {"dev": PAIRS / "dev.jsonl", "heldout": PAIRS / "heldout.jsonl",
           "public": ROOT / "bench" / "data" / "qa" / "pairs.jsonl"}  # SQuAD / CMRC 2018 pairs (make_pairs.py there)
-JUDGE_FILES = ("ragsql/judge/heuristics.py", "ragsql/judge/lexical.py", "ragsql/judge/offline.py")
+JUDGE_FILES = ("ragsql/judge/heuristics.py", "ragsql/judge/lexical.py", "ragsql/judge/offline.py",
+               "ragsql/orchestrator/setup.py")  # setup.py builds the offline judge (v5: with e5)
 METRICS = ("faithfulness", "answer_relevancy", "context_relevance", "context_recall", "context_precision",
            "answer_correctness", "answer_similarity")
 
@@ -67,10 +69,10 @@ def baseline_tree(ref: str, into: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-ref", action="append", metavar="REF",
-                        help="git ref of an earlier offline judge, repeatable (default: 7b29077 = v3, f0a368c = v2)")
+                        help="git ref of an earlier offline judge, repeatable (default: f864e02 = v4, 7b29077 = v3)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    refs = args.baseline_ref or ["7b29077", "f0a368c"]
+    refs = args.baseline_ref or ["f864e02", "7b29077"]
     url = scratch_database()
     figures: dict = {}
     with tempfile.TemporaryDirectory() as tmp:

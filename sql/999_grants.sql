@@ -49,7 +49,8 @@ declare
         'judgment.text', 'gold_span.quote', 'text_statement.statement',
         'statement_verdict.reason', 'context_verdict.reason', 'rating.reason', 'aspect_verdict.reason',
         'citation_verdict.reason', 'citation_verdict.sentence', 'context_sentence_verdict.sentence',
-        'generated_question.question', 'text_embedding.embedding'];
+        'generated_question.question', 'text_embedding.embedding', 'entity_extraction.entities',
+        'graded_verdict.reason', 'rubric_verdict.reason'];
     hidden text[] := array['chunk_term', 'bm25_term', 'bm25_list'];
 begin
     -- revoked first from both, so that every install leaves the same privileges, in the same order

@@ -23,12 +23,14 @@ do $$
 declare
     reference_tables text[] := array[
         'dataset', 'query', 'judgment', 'reference_answer', 'gold_span', 'run', 'default_measure', 'aspect',
-        'generation_metric', 'judge_call', 'judge_call_claim', 'statement_extraction', 'text_statement', 'text_embedding'];
+        'generation_metric', 'judge_call', 'judge_call_claim', 'statement_extraction', 'text_statement', 'text_embedding',
+        'entity_extraction', 'rubric'];
     -- the first one anchors the co-location group
     run_tables text[] := array[
         'answer', 'run_result', 'answer_context', 'statement_verdict', 'context_verdict',
         'context_sentence_verdict', 'generated_question', 'rating', 'aspect_verdict', 'citation_verdict',
-        'judge_task', 'retrieval_run', 'retrieval_query', 'review_label'];
+        'judge_task', 'retrieval_run', 'retrieval_query', 'review_label', 'statement_attribution', 'graded_verdict',
+        'rubric_verdict'];
     t text;
     fk record;
     trg record;

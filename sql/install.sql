@@ -59,6 +59,10 @@ select not exists (select from ragsql.schema_migration where name = '0120_result
 \if :migrate
 \ir migrations/0120_result_integrity.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0130_ragas_metrics') as migrate \gset
+\if :migrate
+\ir migrations/0130_ragas_metrics.sql
+\endif
 select not exists (select from ragsql.schema_migration where name = '0140_run_keys') as migrate \gset
 \if :migrate
 \ir migrations/0140_run_keys.sql
@@ -73,6 +77,7 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir functions/24_generation_api.sql
 \ir functions/25_judge_queue.sql
 \ir functions/26_text_metrics.sql
+\ir functions/27_ragas_metrics.sql
 \ir functions/30_retrieval.sql
 \ir functions/32_fusion.sql
 \ir functions/35_maintenance.sql
@@ -87,6 +92,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 51aa1440186cab468eb3a6a62e4d21ce2802ff685987e69ba016d6205cef604d
+\set ragsql_fingerprint 0cc709d093da8b38ebbbd362908d484c9ec27510d58646b7a3367227c106989a
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

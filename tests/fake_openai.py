@@ -8,7 +8,7 @@ replies, a server that dies).
         assert fake.chat_calls == 6
 
 The default responder reads the ``Task: <name>`` marker on the first line of the system message and the
-tagged user message that ``ragsql.judge.prompts`` builds, and answers every one of the 10 judge tasks with
+tagged user message that ``ragsql.judge.prompts`` builds, and answers every one of the 16 judge tasks with
 valid JSON, and ``generate`` with the first sentence of the first context and its citation. ``responder=``
 replaces it: ``(task, messages, request_json) -> content``.
 
@@ -182,6 +182,24 @@ def default_responder(task: str, messages: list[dict[str, Any]], request_json: d
         claims = re.findall(r'<claim id="(\d+)">\n<sentence>(.*?)</sentence>\n(.*?)</claim>', user, re.S)
         reply = {"verdicts": [{"id": int(i), "supported": _covered(s, _terms(" ".join(
             re.findall(r"<cited>\n(.*?)\n</cited>", cited, re.S)))), "reason": "fake"} for i, s, cited in claims]}
+    elif task == "entities":  # capitalised words and numbers; CJK runs of two or more characters
+        text = _between(user, "text")
+        reply = {"entities": list(dict.fromkeys(re.findall(r"\b[A-Z][a-z]+\b|\d+|[\u3400-\u9fff]{2,}", text)))}
+    elif task == "claims":
+        reply = {"claims": split_sentences(_between(user, "text"))}
+    elif task == "attribution":
+        contexts = _contexts(user)
+        reply = {"verdicts": [{"id": i, "contexts": [ci for ci, c in contexts if _covered(s, _terms(c))]}
+                              for i, s in _numbered(_between(user, "statements"))]}
+    elif task in ("groundedness", "context_rating"):  # the share of the answer's (question's) terms in the contexts
+        pool = set(_terms(_between(user, "contexts")))
+        terms = _terms(_between(user, "answer" if task == "groundedness" else "question"))
+        share = sum(t in pool for t in terms) / len(terms) if terms else 0.0
+        reply = {"rating": 2 if share >= 0.6 else 1 if share >= 0.3 else 0}
+    elif task == "rubric":  # the share of the question's terms in the answer, as for rating
+        q_terms, a_terms = _terms(_between(user, "question")), set(_terms(_between(user, "answer")))
+        share = sum(t in a_terms for t in q_terms) / len(q_terms) if q_terms else 0.0
+        reply = {"score": 1 + round(4 * share), "reason": "fake"}
     elif task == "generate":
         reply = _generated(user)
     elif task == "synthesize":

@@ -130,3 +130,20 @@ def test_text_metrics_alone_need_no_judge(offline, capsys):
     assert all(0 <= v <= 1 for v in result.scores.values()) and result.scores["rouge_l"] > 0
     cli = _cli_scores(capsys, "api-text")
     assert all(cli[m] == pytest.approx(v, abs=1e-12) for m, v in result.scores.items())
+
+
+def test_evaluate_takes_ragas_later_metrics_by_their_names(offline):
+    """The Python API judges exactly the tasks RAGAS's later metrics need (by the registry) and returns them under
+    RAGAS's names, equal to SQL; the non-LLM context metrics need no judge."""
+    records = [{**r, "reference_contexts": r["retrieved_contexts"][:1]} for r in RECORDS]
+    names = ["factual_correctness(mode=precision)", "noise_sensitivity(mode=relevant)", "rubrics_score:default",
+             "non_llm_context_recall"]
+    result = ragsql.evaluate(records, metrics=names, run="api-later", dataset="api-later")
+    assert list(result.scores) == names and result.failed_tasks == 0
+    with psycopg.connect(offline) as conn:
+        for name in names:
+            sql = conn.execute("select avg(value) from ragsql.generation_measure('api-later', %s)", (name,))
+            assert result.scores[name] == pytest.approx(sql.fetchone()[0], abs=1e-12), name
+        kinds = {k for (k,) in conn.execute("select distinct kind from ragsql.judge_task")}
+    assert kinds == {"factual_correctness", "noise_sensitivity", "rubrics_score"}
+    assert result.scores["non_llm_context_recall"] == 1.0  # each gold text is the first context itself

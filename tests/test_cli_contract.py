@@ -184,7 +184,7 @@ def _labelled_sheet(capsys, tmp_path, run: str) -> Path:
 
 def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tmp_path):
     """ingest, import (jsonl, csv, trec), retrieve, generate, judge (and its dry run), check, review import, db
-    status, fuse and aspect add / remove print one JSON
+    status, fuse, aspect add / remove and rubric add / remove print one JSON
     object on stdout whose keys are exactly those the README lists."""
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -204,6 +204,9 @@ def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tm
                                "--reviewer", "r"),
         "aspect add": _json(capsys, "aspect", "add", "cites", "--definition", "Does it cite?"),
         "aspect remove": _json(capsys, "aspect", "remove", "cites", "--yes"),
+        "rubric add": _json(capsys, "rubric", "add", "cited", *(f"--score{i}={d}" for i, d in
+                                                                enumerate("none few half most all".split(), 1))),
+        "rubric remove": _json(capsys, "rubric", "remove", "cited", "--yes"),
     }
     _json(capsys, "import", "jsonl", str(EXAMPLE), "--dataset", "j", "--run", "ji2")
     got["fuse"] = _json(capsys, "fuse", "--runs", "ji,ji2", "--run", "jf")
@@ -220,6 +223,7 @@ def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tm
     assert got["judge"]["done"] > 0 and got["judge"]["failed"] == 0 and got["judge --dry-run"]["dry_run"] is True
     assert got["db status"]["schema_version"] and trec["judgments"] == 1
     assert got["fuse"]["queries"] == 12 and got["aspect add"]["done"] == "added" and got["aspect remove"]["removed"]
+    assert got["rubric add"]["metric"] == "rubrics_score:cited" and got["rubric remove"]["verdicts"] == 0
 
 
 def _pgbin(tool: str) -> str:

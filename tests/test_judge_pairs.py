@@ -47,12 +47,27 @@ def test_offline_judge_reaches_090_on_every_metric_and_language(offline_db, caps
     assert got["judge"] == "offline" and got["offline"] and got["failed_tasks"] == 0 and got["pairs"] == pairs
     accuracy = {(g["metric"], g["language"]): g["accuracy"] for g in got["groups"]}
     assert len(accuracy) == 14
-    # v4: dev ≥ 0.923 (zh context_relevance and context_precision), held out ≥ 0.917 (en answer_relevancy)
+    # v5 (as v4 here): dev ≥ 0.923 (zh context_relevance and context_precision), held out ≥ 0.917 (en answer_relevancy)
     assert min(accuracy.values()) >= 0.90, accuracy
     assert sum(g["no_value"] for g in got["groups"]) == 0
     with psycopg.connect(offline_db) as conn:  # the pairs' dataset is gone, the judge-call cache stays
         assert conn.execute("select count(*) from ragsql.dataset where name like 'judge-check-%'").fetchone()[0] == 0
         assert conn.execute("select count(*) from ragsql.judge_call").fetchone()[0] > 0
+
+
+def test_context_relevance_reaches_090_on_public_english_pairs(offline_db, capsys, tmp_path):
+    """The public English pairs for context relevance (SQuAD 2.0 dev: the answer's paragraph against a random one and
+    against the same article's paragraph sharing the most words with the question), where words alone stopped at
+    0.817: with the local e5 model weighing meaning, ≥ 0.90 (measured 0.929; Chinese, 1.000, is in the bench)."""
+    public = Path(__file__).parents[1] / "bench" / "data" / "qa" / "pairs.jsonl"
+    english = [line for line in public.read_text("utf-8").splitlines()
+               if json.loads(line)["metric"] == "context_relevance" and json.loads(line)["language"] == "en"]
+    (tmp_path / "en.jsonl").write_text("\n".join(english) + "\n", "utf-8")
+    code, out, err = run_cli(capsys, "judge-check", str(tmp_path / "en.jsonl"), "--offline", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["pairs"] == 120 and [g["metric"] for g in got["groups"]] == ["context_relevance"]
+    assert got["groups"][0]["accuracy"] >= 0.90, got["groups"]
 
 
 def test_min_accuracy_fails_with_exit_4_and_names_each_group(offline_db, capsys, tmp_path):

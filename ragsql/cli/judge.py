@@ -42,10 +42,16 @@ __all__ = ["judge_command"]
 @click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 20),
               help="Judge the answers N times, with seeds s, s+1, … (temperature: RAGSQL_JUDGE_TEMPERATURE), and "
                    "report how much the values move; repeat k >= 2 is stored as run RUN#k. Costs N times the calls.")
+@click.option("--atomicity", type=click.Choice(["low", "high"]), default="low", show_default=True,
+              help="factual_correctness: claims of one fact each (high) or as the text groups them (low), as RAGAS.")
+@click.option("--coverage", type=click.Choice(["low", "high"]), default="low", show_default=True,
+              help="factual_correctness: claims keep every detail (high) or the main facts (low), as RAGAS. Claims "
+                   "of each setting are stored apart; judge a done run again with --again.")
 @click.option("--dry-run", is_flag=True, help="Print how many calls and tokens the run needs; call nothing.")
 @format_option()
 def judge_command(run: str, metrics: list[str] | None, workers: int, model: str | None, embedder: str | None,
-                  offline: bool, again: bool, repeat: int, dry_run: bool, fmt: str) -> int:
+                  offline: bool, again: bool, repeat: int, atomicity: str, coverage: str, dry_run: bool,
+                  fmt: str) -> int:
     """Judge a run's answers and store the verdicts; generation metrics are SQL views over them.
 
     The endpoint is RAGSQL_JUDGE_BASE_URL / RAGSQL_JUDGE_API_KEY (or OPENAI_BASE_URL /
@@ -63,6 +69,7 @@ def judge_command(run: str, metrics: list[str] | None, workers: int, model: str 
         db.ensure_schema(conn)
         names.run_id(conn, run)
     judging = make_judging(settings, offline=offline, embedder=embedder, dry_run=dry_run)
+    judging.claim_settings = (atomicity, coverage)
     if repeat > 1 and judging.judge.offline:
         raise UsageError("--repeat needs an LLM judge: the offline judge gives the same verdicts every time")
     console = stderr_console()
@@ -88,6 +95,7 @@ def judge_command(run: str, metrics: list[str] | None, workers: int, model: str 
             with db.connect() as conn:
                 target = consistency.repeat_run(conn, run, k)
             judging = _seeded(settings, k, embedder, dry_run)
+            judging.claim_settings = (atomicity, coverage)
         try:
             result = asyncio.run(_judge(url, target, judging, metrics, workers, again, console, label))
         except asyncio.CancelledError:  # SIGTERM: the tasks in progress were put back before this point

@@ -1,4 +1,4 @@
-"""`ragsql metrics`: retrieval measures of a run, per run or per query."""
+"""`ragsql metrics`: retrieval measures of a run, per run or per query; generation metrics when named."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ragsql import db
 from ragsql.cli.compare import resampling_options
 from ragsql.cli.output import FORMATS, render, warn
 from ragsql.cli.specs import split_names
-from ragsql.db import compare, gold, metrics, names
+from ragsql.db import compare, generation, gold, metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import UsageError
 
@@ -24,7 +24,9 @@ __all__ = ["metrics_command"]
               help="Space- or comma-separated measures (default: ragsql.default_measure): Success@k R@k P@k "
                    "RR@k nDCG@k nDCG_burges@k AP AP@k ContextPrecision@k Rprec F1@k Bpref infAP ERR@k RBP Judged@k "
                    "NumRet NumRel NumRelRet; without @k the whole ranking; ir_measures' parameters: "
-                   "P(rel=2)@10, RBP(p=0.9).")
+                   "P(rel=2)@10, RBP(p=0.9). Or generation metrics alone (faithfulness, token_f1, "
+                   "factual_correctness(mode=f1), noise_sensitivity(mode=relevant), aspect:NAME, …; see "
+                   "ragsql.generation_metric), read from stored verdicts as `ragsql scores` reads them.")
 @click.option("--rel-level", default=1, show_default=True, type=int,
               help="Minimum grade that counts as relevant (trec_eval -l). nDCG gains ignore it.")
 @click.option("--answerable-only", is_flag=True,
@@ -46,6 +48,9 @@ def metrics_command(run: str, measures: str | None, rel_level: int, answerable_o
     with db.connect() as conn:
         db.ensure_schema(conn)
         names.run_id(conn, run)
+        if asked and _generation_names(conn, asked):
+            _generation_metrics(conn, run, asked, per_query, answerable_only or ci, fmt)
+            return
         unmatched = gold.run_unmatched(conn, run)
         if unmatched:
             warn(unmatched.line())
@@ -75,6 +80,33 @@ def metrics_command(run: str, measures: str | None, rel_level: int, answerable_o
     if fmt == "table":
         columns += ["answerable", "missing"]
     render(rows, columns, fmt, title=None if fmt != "table" else _title(run, values, rel_level, answerable_only))
+
+
+def _generation_names(conn: psycopg.Connection, asked: list[str]) -> list[str]:
+    """The names among `asked` that are generation metrics (ragsql.generation_metric, aspect:<name>)."""
+    kinds = generation.metric_kinds(conn)
+    return [m for m in asked if m.lower().strip() in kinds or m.lower().strip().startswith("aspect:")]
+
+
+def _generation_metrics(conn: psycopg.Connection, run: str, asked: list[str], per_query: bool, retrieval_only: bool,
+                        fmt: str) -> None:
+    """Generation metrics named in --measures, as `ragsql scores` computes them (ragsql.summarize_generation)."""
+    if len(_generation_names(conn, asked)) < len(asked):
+        raise UsageError("--measures mixes generation metrics and retrieval measures: ask for them separately, or "
+                         "see both with `ragsql scores`")
+    if retrieval_only:
+        raise UsageError("--ci and --answerable-only apply to retrieval measures; `ragsql scores --ci` gives "
+                         "generation metrics their intervals")
+    try:
+        if per_query:
+            rows = [{**r, "measure": r["metric"]} for r in generation.query_generation(conn, run, asked)]
+            render(rows, ["run", "qid", "measure", "value", "reason"], fmt, title=f"run {run}")
+            return
+        rows = [{**r, "measure": r["metric"]} for r in generation.run_generation(conn, run, asked)]
+    except psycopg.errors.InvalidParameterValue as exc:
+        raise UsageError(f"--measures: {exc.diag.message_primary}") from None
+    render(rows, ["run", "measure", "value", "queries", "covered", "missing", "judge_model"], fmt,
+           title=f"run {run} — generation metrics from stored verdicts (NULLs are not averaged)")
 
 
 def _title(run: str, values: list[metrics.RunValue], rel_level: int, answerable_only: bool) -> str:

@@ -15,7 +15,8 @@ from ragsql.db.compare import Resampling
 __all__ = ["scores_command"]
 
 
-_NO_JUDGE = {"text_metric": "answer and reference texts", "context_id_metric": "context ids and gold labels"}
+_NO_JUDGE = {"text_metric": "answer and reference texts", "context_id_metric": "context ids and gold labels",
+             "string_context_metric": "context texts and gold texts"}
 
 
 def _source(row: dict, no_judge: dict[str, str]) -> str:

@@ -40,13 +40,19 @@ def check_spec(what: str) -> Callable[[click.Context, click.Parameter, str | Non
     return callback
 
 
+_VARIANT = re.compile(r"\(mode=\w+\)$|:[a-z][a-z0-9_]*$")
+
+
 def check_metrics(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
-    """'faithfulness, answer_relevancy' -> the list; an unknown metric name is a usage error."""
+    """'faithfulness, answer_relevancy' -> the list; a metric of a family, as scores names it
+    (factual_correctness(mode=recall), rubrics_score:cited), asks for its judge task; an unknown metric name is a
+    usage error."""
     if not value:
         return None
     from ragsql.orchestrator.runner import METRICS
 
-    asked = split_names(value) or []
+    asked = list(dict.fromkeys(m if m in METRICS or _VARIANT.sub("", m) not in METRICS else _VARIANT.sub("", m)
+                               for m in split_names(value) or []))
     wrong = [m for m in asked if m not in METRICS]
     if wrong:
         raise click.BadParameter(f"unknown metric {wrong[0]!r}; choose from {', '.join(METRICS)}")

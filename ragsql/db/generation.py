@@ -35,6 +35,7 @@ def metric_kinds(conn: psycopg.Connection) -> dict[str, str | None]:
 
 def no_judge_metrics(conn: psycopg.Connection) -> dict[str, str]:
     """The generation metrics computed with no judge, and the function computing each: text_metric (the answer
-    against its references) or context_id_metric (the answer's context ids against the gold ids)."""
+    against its references), context_id_metric (the answer's context ids against the gold ids) or
+    string_context_metric (the texts of the answer's contexts against the gold texts)."""
     return dict(conn.execute("select metric, computed_by from ragsql.generation_metric where computed_by is not null")
                 .fetchall())

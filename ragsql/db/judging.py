@@ -33,12 +33,17 @@ __all__ = [
     "run_id",
     "run_shape",
     "store_aspect_verdicts",
+    "store_attributions",
     "store_citation_verdicts",
     "store_context_verdicts",
     "store_embeddings",
+    "store_entities",
     "store_extraction",
+    "store_graded_verdicts",
+    "rubrics",
     "store_questions",
     "store_rating",
+    "store_rubric_verdicts",
     "store_sentence_verdicts",
     "store_statement_verdicts",
     "task_counts",
@@ -319,6 +324,50 @@ async def store_citation_verdicts(conn, task: Task, model: str, prompt_version: 
                   ("run_id", "query_id", "model", "prompt_version", "sentence_no", "citation_no", "sentence", "docno",
                    "supports", "reason", "call_id"),
                   [(task.run_id, task.query_id, model, prompt_version, *row) for row in rows])
+
+
+async def store_attributions(conn, task: Task, model: str, prompt_version: str, extraction_id: int,
+                             rows: Sequence[tuple[int, int, bool]], call_id: int) -> None:
+    """(statement no, context position, supported) rows of one extraction's statements (noise sensitivity)."""
+    await _insert(conn, "statement_attribution",
+                  ("run_id", "query_id", "model", "prompt_version", "extraction_id", "statement_no", "position",
+                   "supported", "call_id"),
+                  [(task.run_id, task.query_id, model, prompt_version, extraction_id, no, pos, supported, call_id)
+                   for no, pos, supported in rows])
+
+
+async def store_graded_verdicts(conn, task: Task, metric: str, model: str, prompt_version: str,
+                                rows: Sequence[tuple[int, int | None, str | None, int | None]]) -> None:
+    """(judge pass, 0/1/2 score or None, reason, call id) rows of a two-pass metric."""
+    await _insert(conn, "graded_verdict",
+                  ("run_id", "query_id", "metric", "judge_pass", "model", "prompt_version", "score", "reason",
+                   "call_id"),
+                  [(task.run_id, task.query_id, metric, n, model, prompt_version, score, reason, call_id)
+                   for n, score, reason, call_id in rows])
+
+
+async def store_entities(conn, text: str, model: str, prompt_version: str, call_id: int,
+                         entities: Sequence[str]) -> None:
+    """The entities of a text, stored once per (text, model, prompt version)."""
+    await _insert(conn, "entity_extraction", ("text_hash", "model", "prompt_version", "entities", "call_id"),
+                  [(text_hash(text), model, prompt_version, list(entities), call_id)])
+
+
+async def store_rubric_verdicts(conn, task: Task, model: str, prompt_version: str,
+                                rows: Sequence[tuple[str, str, int, str, int]]) -> None:
+    """(rubric, definition hash, score 1-5, reason, call id) rows of an answer."""
+    await _insert(conn, "rubric_verdict",
+                  ("run_id", "query_id", "rubric", "model", "prompt_version", "definition_hash", "score", "reason",
+                   "call_id"),
+                  [(task.run_id, task.query_id, rubric, model, prompt_version, digest, score, reason, call_id)
+                   for rubric, digest, score, reason, call_id in rows])
+
+
+async def rubrics(conn: psycopg.AsyncConnection) -> list[tuple[str, list[str], bool, str]]:
+    """(name, five descriptions, with reference, definition hash) of every rubric, by name."""
+    cur = await conn.execute("select name, descriptions, with_reference, ragsql._rubric_hash(name) "
+                             "from ragsql.rubric order by name collate \"C\"")
+    return [tuple(r) for r in await cur.fetchall()]
 
 
 async def aspects(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 import time
+from array import array
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ragsql.judge import heuristics
+from ragsql.judge import heuristics, ragas_heuristics
 from ragsql.judge.lexical import coverage
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.llm.calls import CallRecord, request_hash
@@ -24,10 +26,19 @@ from ragsql.llm.calls import CallRecord, request_hash
 __all__ = ["OfflineJudge"]
 
 T = TypeVar("T", bound=BaseModel)
+_CACHED = 20_000  # relevance-model vectors kept (float32: about 30 MB for e5's 384 dimensions)
 
 
 class _Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[Any]]: ...
+
+
+class _QueryEmbedder(_Embedder, Protocol):
+    name: str
+
+    async def embed_queries(self, texts: Sequence[str]) -> tuple[list[list[float]], list[Any]]: ...
+
+    async def aclose(self) -> None: ...
 
 
 class OfflineJudge:
@@ -35,14 +46,20 @@ class OfflineJudge:
 
     With an `embedder` (any object with ``async embed(texts)``, e.g. ``ragsql.embed.HashingEmbedder``) the
     1-5 rating uses the cosine of the question's and the answer's embeddings; without one it uses the share
-    of the question's content tokens found in the answer.
+    of the question's content tokens found in the answer. With a `relevance` model (unit vectors from
+    ``embed_queries`` / ``embed``, e.g. ``ragsql.embed.E5Embedder``) context sentence relevance weighs meaning
+    as well as words (`heuristics.sentence_relevance`), and the judge's model name says so
+    (``offline-heuristic-v5+e5``): its verdicts never mix with the words-only judge's.
     """
 
     offline = True
-    model = "offline-heuristic-v4"
+    version = "offline-heuristic-v5"
 
-    def __init__(self, embedder: _Embedder | None = None):
+    def __init__(self, embedder: _Embedder | None = None, relevance: _QueryEmbedder | None = None):
         self._embedder = embedder
+        self._relevance = relevance
+        self._cache: OrderedDict[tuple[bool, str], array] = OrderedDict()
+        self.model = self.version if relevance is None else f"{self.version}+{relevance.name.split(':')[0]}"
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
         """Cache key of a request: this judge's model, the task, the messages and every raw input the heuristics
@@ -65,8 +82,12 @@ class OfflineJudge:
             if request.kind == "rating":
                 reply = heuristics.rating(await self._similarity(request.inputs["question"],
                                                                  request.inputs["answer"]))
+            elif request.kind == "sentence_relevance" and self._relevance is not None:
+                reply = heuristics.sentence_relevance(request, await self._cosines(request))
             elif request.kind in heuristics.TASKS:
                 reply = heuristics.TASKS[request.kind](request)
+            elif request.kind in ragas_heuristics.TASKS:
+                reply = ragas_heuristics.TASKS[request.kind](request)
             else:
                 raise ValueError(f"the offline judge has no task {request.kind!r}")
             verdict = request.schema.model_validate(reply, context=request.context)
@@ -88,5 +109,36 @@ class OfflineJudge:
         norm = math.sqrt(sum(x * x for x in q) * sum(x * x for x in a))
         return max(0.0, sum(x * y for x, y in zip(q, a)) / norm) if norm else 0.0
 
+    async def _cosines(self, request: JudgeRequest[Any]) -> list[float | None]:
+        """The relevance model's cosine between the question and each context sentence of `request` that is worth
+        weighing (`heuristics.worth_weighing`), None for the others."""
+        text = request.inputs["question"]
+        sentences = [sentence for _, sentence in heuristics.relevance_items(request)]
+        weighed = [s for s in sentences if text.strip() and heuristics.worth_weighing(s, text)]
+        if not weighed:
+            return [None] * len(sentences)
+        (question,) = await self._vectors([text], query=True)
+        cosine = {s: sum(q * v for q, v in zip(question, vector))
+                  for s, vector in zip(weighed, await self._vectors(weighed))}
+        return [cosine.get(s) for s in sentences]
+
+    async def _vectors(self, texts: list[str], query: bool = False) -> list[array]:
+        """The relevance model's unit vectors of `texts`, the last _CACHED of them kept: the runs of one dataset
+        share most of their context sentences, and each is embedded once."""
+        assert self._relevance is not None
+        todo = list(dict.fromkeys(t for t in texts if (query, t) not in self._cache))
+        if todo:
+            embed = self._relevance.embed_queries if query else self._relevance.embed
+            for text, vector in zip(todo, (await embed(todo))[0]):
+                self._cache[(query, text)] = array("f", vector)
+        found = [self._cache[(query, t)] for t in texts]
+        for text in texts:
+            self._cache.move_to_end((query, text))
+        while len(self._cache) > _CACHED:
+            self._cache.popitem(last=False)
+        return found
+
     async def aclose(self) -> None:
-        """Nothing to close."""
+        """Close the relevance model, if any."""
+        if self._relevance is not None:
+            await self._relevance.aclose()

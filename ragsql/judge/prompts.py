@@ -7,6 +7,7 @@ these tags is escaped (``<`` becomes ``&lt;``), so an answer cannot close its ow
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import re
@@ -28,15 +29,22 @@ __all__ = [
     "SYNTH_KINDS",
     "JudgeRequest",
     "Prompt",
+    "CLAIM_SETTINGS",
     "answer_analysis",
+    "attribution",
     "citations",
+    "claims",
     "classify",
+    "context_rating",
     "critique",
+    "entities",
     "escape",
     "generate",
+    "groundedness",
     "load_prompt",
     "questions",
     "rating",
+    "rubric",
     "sentence_relevance",
     "statements",
     "synthesize",
@@ -45,13 +53,16 @@ __all__ = [
 ]
 
 PROMPT_NAMES = ("statements", "answer_analysis", "questions", "verify", "classify", "usefulness",
-                "sentence_relevance", "rating", "critique", "citations")
+                "sentence_relevance", "rating", "critique", "citations", "entities", "claims", "attribution",
+                "groundedness", "context_rating", "rubric")
+CLAIM_SETTINGS = ("low", "high")
+"""RAGAS's atomicity and coverage levels of claim decomposition (factual correctness); its default is low, low."""
 GENERATION_PROMPTS = ("generate", "synthesize")
 """Prompts that write rather than judge: answers (`ragsql generate`) and eval questions (`ragsql synth`)."""
 BUILTIN_ASPECTS = ("harmfulness", "maliciousness", "coherence", "correctness", "conciseness")
 
 _TAGS = ("question", "answer", "reference", "text", "contexts", "context", "statements", "answer_statements",
-         "reference_statements", "sentences", "claims", "claim", "sentence", "cited")
+         "reference_statements", "sentences", "claims", "claim", "sentence", "cited", "rubric", "references")
 _TAG_RE = re.compile(r"<(/?\s*)(" + "|".join(sorted(_TAGS, key=len, reverse=True)) + r")(?![\w-])", re.I)
 _LANG_WORDS = {"en": {"en": "English", "zh": "Chinese"}, "zh": {"en": "英文", "zh": "中文"}}
 _TARGETS = {"en": {"reference": "reference answer", "answer": "answer"}, "zh": {"reference": "标准答案", "answer": "回答"}}
@@ -71,8 +82,15 @@ class Prompt:
 
     def render(self, **values: object) -> list[dict[str, str]]:
         """The chat messages with `values` substituted into the user template."""
-        user = Template(self.sections["user"]).substitute({k: str(val) for k, val in values.items()})
-        return [{"role": "system", "content": self.sections["system"]}, {"role": "user", "content": user}]
+        return self._render("", values)
+
+    def render_second(self, **values: object) -> list[dict[str, str]]:
+        """The messages of the second judge pass (sections ``system2`` and ``user2``) of a two-pass prompt."""
+        return self._render("2", values)
+
+    def _render(self, suffix: str, values: Mapping[str, object]) -> list[dict[str, str]]:
+        user = Template(self.sections["user" + suffix]).substitute({k: str(val) for k, val in values.items()})
+        return [{"role": "system", "content": self.sections["system" + suffix]}, {"role": "user", "content": user}]
 
 
 @dataclass(frozen=True)
@@ -279,6 +297,81 @@ def citations(claims: Sequence[tuple[str, Sequence[str]]], *,
         for i, (sentence, cited) in enumerate(claims, 1))
     return _request("citations", lang, v.CitationVerdicts, {"ids": len(claims)}, tuple(claims),
                     inputs={"claims": [(s, list(c)) for s, c in claims]}, claims=rendered)
+
+
+def entities(text: str, *, language: str | None = None) -> JudgeRequest[v.Entities]:
+    """The named entities of one text (a reference answer, or an answer's contexts joined by newlines)."""
+    lang = _language(language, text)
+    return _request("entities", lang, v.Entities, inputs={"text": text}, text=escape(text.strip()))
+
+
+def claims(text: str, *, atomicity: str = "low", coverage: str = "low",
+           language: str | None = None) -> JudgeRequest[v.Claims]:
+    """RAGAS's claim decomposition of one text; the settings are part of the prompt version the claims are
+    stored under (``claims.v1[atomicity=low,coverage=low]``), so claims of two settings live side by side."""
+    if atomicity not in CLAIM_SETTINGS or coverage not in CLAIM_SETTINGS:
+        raise ValueError(f"atomicity and coverage must be low or high, got {atomicity!r} and {coverage!r}")
+    lang = _language(language, text)
+    request = _request("claims", lang, v.Claims, inputs={"text": text, "atomicity": atomicity, "coverage": coverage},
+                       atomicity=atomicity, coverage=coverage, text=escape(text.strip()))
+    return dataclasses.replace(request,
+                               prompt_version=f"{request.prompt_version}[atomicity={atomicity},coverage={coverage}]")
+
+
+def attribution(statement_list: Sequence[str], contexts: Sequence[str], *,
+                language: str | None = None) -> JudgeRequest[v.Attributions]:
+    """Which contexts, each on its own, support each statement: one call per text (noise sensitivity)."""
+    _nonempty(statement_list, "statements")
+    _nonempty(contexts, "contexts")
+    lang = _language(language, " ".join(statement_list))
+    return _request("attribution", lang, v.Attributions, {"ids": len(statement_list), "contexts": len(contexts)},
+                    tuple(statement_list), inputs={"statements": list(statement_list), "contexts": list(contexts)},
+                    contexts=_contexts(contexts), statements=_numbered(statement_list))
+
+
+def _two_pass(name: str, lang: str, judge_pass: int, inputs: dict[str, Any],
+              **values: object) -> JudgeRequest[v.GradedRating]:
+    if judge_pass not in (1, 2):
+        raise ValueError(f"judge_pass must be 1 or 2, got {judge_pass!r}")
+    request = _request(name, lang, v.GradedRating, {"judge_pass": judge_pass},
+                       inputs={**inputs, "judge_pass": judge_pass}, **values)
+    if judge_pass == 2:
+        request = dataclasses.replace(request, messages=load_prompt(name, lang).render_second(**values))
+    return request
+
+
+def groundedness(answer: str, contexts: Sequence[str], *, judge_pass: int,
+                 language: str | None = None) -> JudgeRequest[v.GradedRating]:
+    """One of RAGAS's two judge passes rating 0/1/2 how far the contexts support the answer."""
+    _nonempty(contexts, "contexts")
+    lang = _language(language, answer)
+    return _two_pass("groundedness", lang, judge_pass, {"answer": answer, "contexts": list(contexts)},
+                     answer=escape(answer.strip()), contexts=_contexts(contexts))
+
+
+def context_rating(question: str, contexts: Sequence[str], *, judge_pass: int,
+                   language: str | None = None) -> JudgeRequest[v.GradedRating]:
+    """One of RAGAS's two judge passes rating 0/1/2 how relevant the contexts are to the question."""
+    _nonempty(contexts, "contexts")
+    lang = _language(language, question)
+    return _two_pass("context_rating", lang, judge_pass, {"question": question, "contexts": list(contexts)},
+                     question=escape(question.strip()), contexts=_contexts(contexts))
+
+
+def rubric(question: str, answer: str, descriptions: Sequence[str], *, references: Sequence[str] = (),
+           contexts: Sequence[str] = (), language: str | None = None) -> JudgeRequest[v.Rating]:
+    """RAGAS's rubrics score: the answer scored 1-5 by five score descriptions, with the reference answers and
+    contexts to judge it by when given."""
+    if len(descriptions) != 5 or not all(d.strip() for d in descriptions):
+        raise ValueError("a rubric has five non-empty score descriptions, for scores 1 to 5")
+    lang = _language(language, question)
+    extra = "".join([*(_block("reference", r) + "\n" for r in references),
+                     f"<contexts>\n{_contexts(contexts)}\n</contexts>\n" if contexts else ""])
+    return _request("rubric", lang, v.Rating,
+                    inputs={"question": question, "answer": answer, "descriptions": list(descriptions),
+                            "references": list(references), "contexts": list(contexts)},
+                    rubric="\n".join(f"score{i}_description: {_one_line(d)}" for i, d in enumerate(descriptions, 1)),
+                    question=escape(question.strip()), answer=escape(answer.strip()), extra_block=extra)
 
 
 def generate(question: str, contexts: Sequence[tuple[str, str]], *,

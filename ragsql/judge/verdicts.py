@@ -20,14 +20,19 @@ __all__ = [
     "VERDICT_CLASSES",
     "AnswerAnalysis",
     "AspectVerdict",
+    "Attribution",
+    "Attributions",
     "AspectVerdicts",
     "CitationVerdict",
     "CitationVerdicts",
+    "Claims",
     "Classification",
+    "Entities",
     "GeneratedAnswer",
     "ContextVerdict",
     "ContextVerdicts",
     "GeneratedQuestions",
+    "GradedRating",
     "Rating",
     "ReferenceLabel",
     "SentenceRelevance",
@@ -273,6 +278,63 @@ class CitationVerdicts(BaseModel):
         _check_ids([v.id for v in self.verdicts], info, what="citation verdict")
         self.verdicts.sort(key=lambda v: v.id)
         return self
+
+
+class Entities(BaseModel):
+    """Named entities of one text, each once in first-seen order (RAGAS context entity recall)."""
+
+    entities: list[str]
+
+    @field_validator("entities")
+    @classmethod
+    def _clean(cls, v: list[str]) -> list[str]:
+        return list(dict.fromkeys(_clean_texts(v)))
+
+
+class Claims(BaseModel):
+    """Standalone claims of one text, decomposed at the requested atomicity and coverage (RAGAS factual
+    correctness)."""
+
+    claims: list[str]
+
+    @field_validator("claims")
+    @classmethod
+    def _clean(cls, v: list[str]) -> list[str]:
+        return _clean_texts(v)
+
+
+class Attribution(BaseModel):
+    """The contexts (ids) that on their own support one numbered statement; empty when none does."""
+
+    id: int
+    contexts: list[int]
+
+    @field_validator("contexts")
+    @classmethod
+    def _unique(cls, v: list[int]) -> list[int]:
+        return sorted(set(v))
+
+
+class Attributions(BaseModel):
+    """Per-context support of every statement of a text, one entry per statement id (noise sensitivity)."""
+
+    verdicts: list[Attribution]
+
+    @model_validator(mode="after")
+    def _ids(self, info: ValidationInfo) -> Attributions:
+        _check_ids([v.id for v in self.verdicts], info, what="entry")
+        n = (info.context or {}).get("contexts")
+        bad = sorted({c for v in self.verdicts for c in v.contexts if n is not None and not 1 <= c <= n})
+        if bad:
+            raise ValueError(f"context ids must be within 1..{n}: got {bad}")
+        self.verdicts.sort(key=lambda v: v.id)
+        return self
+
+
+class GradedRating(BaseModel):
+    """One judge pass's 0/1/2 rating (RAGAS's NVIDIA metrics: response groundedness, context relevance)."""
+
+    rating: Annotated[int, Field(ge=0, le=2)]
 
 
 def citation_id(docno: str | None, position: int) -> str:

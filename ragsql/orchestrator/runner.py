@@ -28,9 +28,10 @@ from ragsql.orchestrator.service import CallFailed, Judging, Tally, WorkerDb
 
 __all__ = ["METRICS", "JudgePlan", "JudgeResult", "choose_kinds", "judge_run", "plan_run"]
 
-# CLI metric names (RAGAS spelling) -> task kinds; answer_relevancy_rating costs one more call, so only on request.
+# CLI metric names (RAGAS spelling) -> task kinds; answer_relevancy_rating and RAGAS's later metrics cost calls the
+# others do not share, so they are judged only on request (tasks.OPT_IN).
 METRICS = {name: name for name in t.KINDS}
-DEFAULT_METRICS = [m for m in METRICS if m != "answer_relevancy_rating"]
+DEFAULT_METRICS = [m for m in METRICS if m not in t.OPT_IN]
 LEASE_SECONDS = 120.0
 MAX_BATCH = 32  # most tasks one worker claims at once
 
@@ -78,7 +79,8 @@ async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[l
         skipped.update({m: "no reference answers" for m in wanted if m in t.NEEDS_REFERENCE})
     if shape["with_contexts"] == 0:
         skipped.update({m: "no contexts" for m in wanted
-                        if m in ("faithfulness", "context_precision", "context_relevance", "context_recall")})
+                        if m in ("faithfulness", "context_precision", "context_relevance", "context_recall",
+                                 *t.NEEDS_CONTEXTS)})
     if metrics is None and "citations" in wanted and not await _any_citation(conn, rid):
         skipped["citations"] = "no answer cites its contexts"
     return [METRICS[m] for m in wanted if m not in skipped], skipped

@@ -79,8 +79,10 @@ class Answer(Generic[T]):
 class Judging:
     """Shared by every worker of a process: the judge, the embedder, the in-flight map and the tally."""
 
-    def __init__(self, judge: Any, embedder: Any, *, dry_run: bool = False, stand_in: Any = None):
+    def __init__(self, judge: Any, embedder: Any, *, dry_run: bool = False, stand_in: Any = None,
+                 claim_settings: tuple[str, str] = ("low", "low")):
         self.judge = judge
+        self.claim_settings = claim_settings  # RAGAS's (atomicity, coverage) of factual_correctness's claims
         self.embedder = embedder
         self.dry_run = dry_run
         self.stand_in = stand_in  # the offline judge that answers for the real one in a dry run

@@ -4,98 +4,22 @@ built identically by each, so the cache and the in-flight map make them one call
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from ragsql.db import judging as db
-from ragsql.db.judging import Sample, Task
 from ragsql.judge import prompts as p
-from ragsql.judge.language import LANGUAGES, detect_language, split_sentences
+from ragsql.judge.language import detect_language, split_sentences
 from ragsql.judge.verdicts import CITATION, citation_id, context_citations
-from ragsql.orchestrator.service import Judging
+from ragsql.orchestrator import ragas_tasks
+from ragsql.orchestrator.job import QUESTIONS_PER_ANSWER, Job, Store, TaskFailed, together
 
-__all__ = ["KINDS", "NEEDS_REFERENCE", "TaskFailed", "run_task", "together"]
+__all__ = ["KINDS", "NEEDS_CONTEXTS", "NEEDS_REFERENCE", "OPT_IN", "Job", "TaskFailed", "run_task", "together"]
 
-Store = Callable[[object], Awaitable[None]]  # stores rows on the worker's connection, inside the task's transaction
-T = TypeVar("T")
-
-NEEDS_REFERENCE = {"context_recall", "answer_similarity", "answer_correctness"}
-QUESTIONS_PER_ANSWER = 3
+NEEDS_REFERENCE = {"context_recall", "answer_similarity", "answer_correctness", *ragas_tasks.NEEDS_REFERENCE}
+NEEDS_CONTEXTS = ragas_tasks.NEEDS_CONTEXTS
+OPT_IN = {"answer_relevancy_rating", *ragas_tasks.KINDS}
+"""Kinds judged only when asked for (`ragsql judge --metrics`): each costs calls the default metrics do not share."""
 NONCOMMITTAL_PLACEHOLDER = "(none: the answer is non-committal)"
-
-
-class TaskFailed(Exception):
-    """The task cannot be judged; its metrics are null with this reason."""
-
-
-async def together(*aws: Awaitable[Any]) -> list[Any]:
-    """asyncio.gather that lets every call finish before a failure is raised: a task is never closed while one
-    of its own calls is still in flight (the first failure is raised once all are over)."""
-    results = await asyncio.gather(*aws, return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results
-
-
-@dataclass
-class Job:
-    """A task being judged: the sample and the shared service (calls and reads go through its own connections)."""
-
-    task: Task
-    sample: Sample
-    judging: Judging
-
-    @property
-    def language(self) -> str | None:
-        lang = (self.sample.language or "").lower()[:2]
-        return lang if lang in LANGUAGES else None
-
-    @property
-    def model(self) -> str:
-        return self.judging.model
-
-    async def ask(self, request):
-        return await self.judging.ask(request)
-
-    def contexts(self) -> list[str]:
-        if not self.sample.contexts:
-            raise TaskFailed("the answer has no contexts")
-        return [c.text for c in self.sample.contexts]
-
-    def references(self) -> list[str]:
-        return self.sample.references
-
-    async def answer_analysis(self):
-        """The answer's statements and generated questions, one call shared by three metrics."""
-        request = p.answer_analysis(self.sample.answer, question=self.sample.question or self.sample.answer,
-                                    n=QUESTIONS_PER_ANSWER, language=self.language)
-        got = await self.ask(request)
-        extraction = await self._extraction(self.sample.answer, request.prompt_version, got)
-        return request, got, extraction
-
-    async def reference_statements(self, reference: str):
-        request = p.statements(reference, question=self.sample.question or None, language=self.language)
-        got = await self.ask(request)
-        return got.verdict.statements, await self._extraction(reference, request.prompt_version, got)
-
-    async def _extraction(self, text: str, prompt_version: str, got) -> int:
-        if self.judging.dry_run:
-            return 0
-        return await self.judging.calls.run(db.store_extraction, text, self.model, prompt_version, got.call_id,
-                                            got.verdict.statements)
-
-    async def verify(self, statements: list[str], purpose: str, extraction: int) -> list[Store]:
-        """Statements against every context, one call; verdict rows for `purpose`."""
-        if not statements:
-            return []
-        request = p.verify(statements, self.contexts(), language=self.language)
-        got = await self.ask(request)
-        rows = [(v.id, v.verdict, v.reason) for v in got.verdict.verdicts]
-        return [lambda c: db.store_statement_verdicts(c, self.task, purpose, self.model, request.prompt_version,
-                                                      extraction, rows, got.call_id)]
 
 
 async def faithfulness(job: Job) -> list[Store]:
@@ -255,6 +179,7 @@ KINDS: dict[str, Callable[[Job], Awaitable[list[Store]]]] = {
     "answer_correctness": answer_correctness,
     "aspect_critique": aspect_critique,
     "citations": citations,
+    **ragas_tasks.KINDS,
 }
 
 

@@ -80,15 +80,21 @@ def forest(comparisons: dict[str, Sequence[Comparison]], higher: dict[str, bool]
     return _svg(figure, "forest")
 
 
+def _scale(measure: str) -> tuple[float, float]:
+    """A measure's range: [0, 1], but 1..5 for a rubric score (RAGAS returns it unscaled)."""
+    return (1.0, 5.0) if measure.startswith("rubrics_score:") else (0.0, 1.0)
+
+
 def heat_map(per_query: Sequence[dict]) -> str:
-    """Queries × measures, each cell the query's value (grey where there is none)."""
+    """Queries × measures, each cell the query's value on its range (grey where there is none)."""
     measures = list(dict.fromkeys(r["measure"] for r in per_query))
     qids = sorted(dict.fromkeys(r["qid"] for r in per_query))
     grid = np.full((len(qids), len(measures)), np.nan)
     index = {q: i for i, q in enumerate(qids)}
     for r in per_query:
         if r["value"] is not None:
-            grid[index[r["qid"]], measures.index(r["measure"])] = r["value"]
+            low, high = _scale(r["measure"])
+            grid[index[r["qid"]], measures.index(r["measure"])] = (r["value"] - low) / (high - low)
     figure, axis = plt.subplots(figsize=(max(6.0, 0.28 * len(measures) + 2), max(3.0, 0.16 * len(qids) + 1.5)))
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#d4d4d4")
     image = axis.pcolormesh(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1, edgecolors="white", linewidth=0.2)
@@ -107,7 +113,7 @@ def distributions(per_query: Sequence[dict], limit: int = 16) -> str:
     figure, axes = plt.subplots(rows, columns, figsize=(8, 1.7 * rows), squeeze=False)
     for axis, measure in zip(axes.flat, measures):
         values = [r["value"] for r in per_query if r["measure"] == measure and r["value"] is not None]
-        axis.hist(values, bins=10, range=(0, 1), color=COLORS[0], alpha=0.85)
+        axis.hist(values, bins=10, range=_scale(measure), color=COLORS[0], alpha=0.85)
         missing = sum(1 for r in per_query if r["measure"] == measure and r["value"] is None)
         axis.set_title(measure + (f" ({missing} none)" if missing else ""), fontsize=8)
         axis.tick_params(labelsize=7)

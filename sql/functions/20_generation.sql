@@ -201,3 +201,89 @@ $$;
 comment on function ragsql._run_embedder(bigint, text) is
     'The embedder a run''s embedding metrics use: the one given, else that of the newest embedding of its questions or answers.';
 
+-- ---------------------------------------------------------------------------------------------------
+-- The verdict set a metric reads, and scores on user definitions (aspects, rubrics)
+
+create or replace function ragsql._newest_verdicts(
+    run_id bigint, verdicts text, keys text[], model text, prompt_version text, version_like text default '%',
+    definition_hash text default null)
+returns table (judge_model text, judge_prompt_version text)
+language plpgsql stable parallel safe
+as $$
+#variable_conflict use_column
+begin
+    -- PL/pgSQL, not SQL: Citus cannot plan a SQL function's parameterized body over distributed tables
+    return query
+    select coalesce(p.model, _newest_verdicts.model),
+           coalesce(p.prompt_version, _newest_verdicts.prompt_version)
+    from (select) as one
+    left join lateral (
+        select v.model, v.prompt_version
+        from (
+            select g.model, g.prompt_version, g.created_at
+            from ragsql.graded_verdict as g
+            where _newest_verdicts.verdicts = 'graded_verdict'
+              and g.run_id = _newest_verdicts.run_id and g.metric = any (_newest_verdicts.keys)
+            union all
+            select s.model, s.prompt_version, s.created_at
+            from ragsql.statement_verdict as s
+            where _newest_verdicts.verdicts = 'statement_verdict'
+              and s.run_id = _newest_verdicts.run_id and s.purpose = any (_newest_verdicts.keys)
+            union all
+            select a.model, a.prompt_version, a.created_at
+            from ragsql.aspect_verdict as a
+            where _newest_verdicts.verdicts = 'aspect_verdict'
+              and a.run_id = _newest_verdicts.run_id and a.aspect = any (_newest_verdicts.keys)
+              and a.definition_hash = _newest_verdicts.definition_hash
+            union all
+            select r.model, r.prompt_version, r.created_at
+            from ragsql.rubric_verdict as r
+            where _newest_verdicts.verdicts = 'rubric_verdict'
+              and r.run_id = _newest_verdicts.run_id and r.rubric = any (_newest_verdicts.keys)
+              and r.definition_hash = _newest_verdicts.definition_hash
+        ) as v
+        where ragsql._judge_matches(_newest_verdicts.model, v.model)
+          and (_newest_verdicts.prompt_version is null or v.prompt_version = _newest_verdicts.prompt_version)
+          and v.prompt_version like _newest_verdicts.version_like
+        order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
+        limit 1
+    ) as p on true;
+end
+$$;
+comment on function ragsql._newest_verdicts(bigint, text, text[], text, text, text, text) is
+    'The (model, prompt_version) of the verdicts a run''s metric reads from one verdict table (graded_verdict by '
+    'metric, statement_verdict by purpose, aspect_verdict by aspect and rubric_verdict by rubric, both with the '
+    'definition hash): the filters, completed by the newest LLM judge''s, else the newest offline one''s.';
+
+create or replace function ragsql._definition_scores(
+    run_id bigint, verdicts text, name text, definition_hash text, model text, prompt_version text)
+returns table (query_id bigint, score float8, earlier boolean)
+language plpgsql stable parallel safe
+as $$
+#variable_conflict use_column
+begin
+    -- PL/pgSQL, not SQL: Citus cannot plan a SQL function's parameterized body over distributed tables
+    return query
+    select v.query_id,
+           max(v.score) filter (where v.definition_hash = _definition_scores.definition_hash
+                                  and v.model = _definition_scores.model
+                                  and v.prompt_version = _definition_scores.prompt_version),
+           bool_or(v.definition_hash is distinct from _definition_scores.definition_hash)
+    from (
+        select a.query_id, case when a.verdict then 1.0 else 0.0 end::float8 as score, a.definition_hash, a.model,
+               a.prompt_version
+        from ragsql.aspect_verdict as a
+        where _definition_scores.verdicts = 'aspect_verdict'
+          and a.run_id = _definition_scores.run_id and a.aspect = _definition_scores.name
+        union all
+        select r.query_id, r.score::float8, r.definition_hash, r.model, r.prompt_version
+        from ragsql.rubric_verdict as r
+        where _definition_scores.verdicts = 'rubric_verdict'
+          and r.run_id = _definition_scores.run_id and r.rubric = _definition_scores.name
+    ) as v
+    group by v.query_id;
+end
+$$;
+comment on function ragsql._definition_scores(bigint, text, text, text, text, text) is
+    'Per answered query: the score of a user-defined criterion (an aspect''s yes as 1, no as 0; a rubric''s 1-5) '
+    'by the given judge on the given definition, and whether it has verdicts on an earlier definition.';

@@ -43,12 +43,13 @@ begin
         from ragsql.answer as a
         cross join lateral (
             select ragsql.text_hash(a.text) as text_hash
-            where _statement_tally.purpose in ('faithfulness', 'correctness_answer')
+            where _statement_tally.purpose in ('faithfulness', 'correctness_answer', 'factual_precision',
+                                               'noise_sensitivity')
             union all
             select ragsql.text_hash(r.text)
             from ragsql.reference_answer as r
             where r.query_id = a.query_id
-              and _statement_tally.purpose in ('context_recall', 'correctness_reference')
+              and _statement_tally.purpose in ('context_recall', 'correctness_reference', 'factual_recall')
         ) as t
         where a.run_id = _statement_tally.run_id
     ),
@@ -76,6 +77,11 @@ begin
                    (select n.id
                     from (select e.id from ragsql.statement_extraction as e
                           where e.text_hash = tg.text_hash
+                            -- claims (factual_correctness) are extractions of their own, one per setting
+                            and case when _statement_tally.purpose like 'factual\_%'
+                                     then e.prompt_version = split_part(_statement_tally.prompt_version, '+', 2)
+                                     else e.prompt_version not like 'claims.%'
+                                end
                           order by e.id desc
                           limit 1) as n
                     where not exists (select from ragsql.text_statement as s where s.extraction_id = n.id))

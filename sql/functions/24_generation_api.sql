@@ -109,12 +109,36 @@ begin
             union all
             select * from ragsql.citation_validity(run, model, prompt_version)
             where spec.family = 'citation_validity'
+            union all
+            select * from ragsql.response_groundedness(run, model, prompt_version)
+            where spec.family = 'response_groundedness'
+            union all
+            select * from ragsql.nv_context_relevance(run, model, prompt_version)
+            where spec.family = 'nv_context_relevance'
+            union all
+            select * from ragsql.context_entity_recall(run, model, prompt_version)
+            where spec.family = 'context_entity_recall'
+            union all
+            select * from ragsql.factual_correctness(run, substring(spec.metric from '\(mode=(\w+)\)'), 1.0, null,
+                                                     null, model, prompt_version)
+            where spec.family like 'factual\_correctness(mode=%)'
+            union all
+            select * from ragsql.noise_sensitivity(run, substring(spec.metric from '\(mode=(\w+)\)'), model,
+                                                   prompt_version)
+            where spec.family like 'noise\_sensitivity(mode=%)'
+            union all
+            select * from ragsql.rubrics_score(run, substr(spec.metric, length('rubrics_score:') + 1), model,
+                                               prompt_version)
+            where spec.family like 'rubrics\_score:%'
             union all  -- the metrics that need no judge, each family computed by one function
             select * from ragsql.text_metric(run, spec.metric)
             where spec.family = 'text_metric'
             union all
             select * from ragsql.context_id_metric(run, spec.metric)
             where spec.family = 'context_id_metric'
+            union all
+            select * from ragsql.string_context_metric(run, spec.metric)
+            where spec.family = 'string_context_metric'
         ) as f;
     end loop;
 end
@@ -200,7 +224,10 @@ comment on function ragsql.generation_measure(text, text, text, text, text, floa
     'answer_relevancy_rating, answer_relevancy_cosine, context_precision, context_relevance, context_recall, '
     'answer_similarity, answer_correctness_f1, answer_correctness, citation_coverage, citation_validity, '
     'exact_match, token_f1, rouge_l, bleu, chrf, string_presence, levenshtein_similarity, '
-    'id_based_context_precision, id_based_context_recall, aspect:<name>), with '
+    'id_based_context_precision, id_based_context_recall, response_groundedness, nv_context_relevance, '
+    'context_entity_recall, factual_correctness(mode=f1|precision|recall), non_llm_context_precision_with_reference, '
+    'non_llm_context_recall, '
+    'noise_sensitivity(mode=relevant|irrelevant), rubrics_score:<rubric>, aspect:<name>), with '
     'the reason '
     'when it is null. See ragsql.evaluate_generation.';
 

@@ -135,32 +135,125 @@ comment on function ragsql.rouge_tokens(text) is
 
 create or replace function ragsql.levenshtein_distance(a text, b text)
 returns integer
-language plpgsql immutable parallel safe
+language plpgsql immutable parallel safe strict
 as $$
+-- Hyyrö's bit-parallel Levenshtein (2003), in blocks of 62 bits held in bigints: each block's sum then stays below
+-- 2^63, and ~, + and << are masked back to 62 bits (uint64 arithmetic wraps; bigint would overflow). The pattern
+-- is the shorter text; the longer one is read as the indexes of its characters among the pattern's (a character
+-- the pattern lacks gets the index of an all-zero row).
 declare
-    x text[] := regexp_split_to_array(a, '');
-    y text[] := regexp_split_to_array(b, '');
-    prev integer[];
-    cur integer[];
+    w constant integer := 62;
+    mask constant bigint := 4611686018427387903;  -- 2^62 - 1
+    p text;
+    t text;
+    m integer;
+    words integer;
+    chars text[];
+    pm bigint[];
+    ids integer[];
+    vp bigint[];
+    vn bigint[];
+    last bigint;
+    dist integer;
+    c integer;
+    at integer;
+    x bigint;
+    d0 bigint;
+    hp bigint;
+    hn bigint;
+    hp_carry bigint;
+    hn_carry bigint;
+    v_p bigint;
+    v_n bigint;
+    lo integer;
+    hi integer;
+    mid integer;
 begin
-    if a = '' or b = '' then
-        return greatest(length(a), length(b));
-    end if;
-    prev := array(select generate_series(0, cardinality(y)));
-    cur := prev;
-    for i in 1 .. cardinality(x) loop
-        cur[1] := i;
-        for j in 1 .. cardinality(y) loop
-            cur[j + 1] := least(prev[j + 1] + 1, cur[j] + 1, prev[j] + (x[i] <> y[j])::integer);
-        end loop;
-        prev := cur;
+    if length(a) <= length(b) then p := a; t := b; else p := b; t := a; end if;
+    -- a common prefix and suffix cost nothing: found by binary search with string comparisons, then cut
+    lo := 0;
+    hi := length(p);
+    while lo < hi loop
+        mid := (lo + hi + 1) / 2;
+        if left(p, mid) = left(t, mid) then lo := mid; else hi := mid - 1; end if;
     end loop;
-    return prev[cardinality(y) + 1];
+    p := substr(p, lo + 1);
+    t := substr(t, lo + 1);
+    lo := 0;
+    hi := length(p);
+    while lo < hi loop
+        mid := (lo + hi + 1) / 2;
+        if right(p, mid) = right(t, mid) then lo := mid; else hi := mid - 1; end if;
+    end loop;
+    p := left(p, length(p) - lo);
+    t := left(t, length(t) - lo);
+    m := length(p);
+    if m = 0 then
+        return length(t);
+    end if;
+    words := (m + w - 1) / w;
+    -- the pattern's distinct characters, and per character and block the bits of the positions holding it
+    select array_agg(ch order by first) into chars
+    from (select ch, min(n) as first
+          from unnest(string_to_array(p, null)) with ordinality as u(ch, n)
+          group by ch) as d;
+    pm := array_fill(0::bigint, array[(cardinality(chars) + 1) * words]);
+    for c, at, x in
+        select array_position(chars, u.ch), (u.n - 1) / w, bit_or(1::bigint << ((u.n - 1) % w)::integer)
+        from unnest(string_to_array(p, null)) with ordinality as u(ch, n)
+        group by 1, 2
+    loop
+        pm[(c - 1) * words + at + 1] := x;
+    end loop;
+    select array_agg(coalesce(array_position(chars, u.ch), cardinality(chars) + 1) order by u.n) into ids
+    from unnest(string_to_array(t, null)) with ordinality as u(ch, n);
+    last := 1::bigint << ((m - 1) % w);
+    dist := m;
+    if words = 1 then
+        v_p := (1::bigint << m) - 1;  -- m <= 62: fits
+        v_n := 0;
+        foreach c in array ids loop
+            x := pm[c];
+            d0 := ((((x & v_p) + v_p) & mask) # v_p) | x | v_n;
+            hp := v_n | (~(d0 | v_p) & mask);
+            hn := d0 & v_p;
+            dist := dist + (hp & last <> 0)::integer - (hn & last <> 0)::integer;
+            hp := ((hp << 1) & mask) | 1;
+            hn := (hn << 1) & mask;
+            v_p := hn | (~(d0 | hp) & mask);
+            v_n := hp & d0;
+        end loop;
+        return dist;
+    end if;
+    vp := array_fill(mask, array[words]);
+    vn := array_fill(0::bigint, array[words]);
+    foreach c in array ids loop
+        hp_carry := 1;
+        hn_carry := 0;
+        at := (c - 1) * words;
+        for blk in 1 .. words loop
+            x := pm[at + blk] | hn_carry;
+            v_p := vp[blk];
+            v_n := vn[blk];
+            d0 := ((((x & v_p) + v_p) & mask) # v_p) | x | v_n;
+            hp := v_n | (~(d0 | v_p) & mask);
+            hn := d0 & v_p;
+            -- the block shifted up by one, the lower block's top bit coming in
+            vp[blk] := ((hn << 1) & mask) | hn_carry | (~(d0 | ((hp << 1) & mask) | hp_carry) & mask);
+            vn[blk] := (((hp << 1) & mask) | hp_carry) & d0;
+            hp_carry := hp >> (w - 1);
+            hn_carry := hn >> (w - 1);
+        end loop;
+        -- the last row's horizontal delta, read at the pattern's last position
+        dist := dist + (hp & last <> 0)::integer - (hn & last <> 0)::integer;
+    end loop;
+    return dist;
 end
 $$;
 comment on function ragsql.levenshtein_distance(text, text) is
-    'Character edits (insert, delete, substitute) turning one text into the other; no length limit (unlike '
-    'fuzzystrmatch''s 255 characters), time proportional to the product of the lengths.';
+    'Character edits (insert, delete, substitute) turning one text into the other, as rapidfuzz''s '
+    'Levenshtein.distance: Hyyrö''s bit-parallel algorithm, time proportional to the longer length times '
+    'ceil(shorter length / 62); no length limit (unlike fuzzystrmatch''s 255 characters). Null when a text is null.';
 
 create or replace function ragsql.bleu_tokens(content text, chinese boolean)
 returns text[]
@@ -444,3 +537,136 @@ comment on function ragsql.context_id_metric(text, text) is
     'RAGAS''s id_based_context_precision (gold ids among the answer''s distinct context ids / those ids) and '
     'id_based_context_recall (the same / the query''s gold ids, relevance >= 1), per query of a run; null with a '
     'reason when the answer used no context or the query has no gold id.';
+
+create or replace function ragsql.levenshtein_similarity(a text, b text)
+returns float8
+language sql immutable parallel safe strict
+as $$
+    select case when a = '' and b = '' then 1
+                else 1 - ragsql.levenshtein_distance(a, b)::float8 / greatest(length(a), length(b))
+           end
+$$;
+comment on function ragsql.levenshtein_similarity(text, text) is
+    '1 - Levenshtein distance / length of the longer text (1 for two empty texts): RAGAS''s NonLLMStringSimilarity, '
+    'rapidfuzz''s 1 - Levenshtein.normalized_distance.';
+
+create or replace function ragsql.string_context_metric(run text, metric text, threshold float8 default 0.5)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language plpgsql stable parallel safe
+as $$
+-- RAGAS's NonLLMContextPrecisionWithReference and NonLLMContextRecall: the texts of the answer's contexts (in prompt
+-- order) against the query's gold texts (judgments with relevance >= 1 and a text: RAGAS's reference_contexts).
+declare
+    rid constant bigint := ragsql._run_id(run);
+begin
+    if metric not in ('non_llm_context_precision_with_reference', 'non_llm_context_recall') then
+        raise exception 'no string context metric "%"', metric
+            using errcode = 'invalid_parameter_value',
+                  hint = 'see: select metric from ragsql.generation_metric where computed_by = ''string_context_metric''';
+    elsif threshold is null or threshold < 0 or threshold > 1 or threshold = 'NaN'::float8 then
+        raise exception 'threshold must be between 0 and 1, got %', threshold
+            using errcode = 'invalid_parameter_value', hint = 'RAGAS''s default: 0.5';
+    end if;
+    return query
+    with retrieved as materialized (
+        select c.query_id, c.position, c.text from ragsql.answer_context as c where c.run_id = rid
+    ),
+    gold as materialized (
+        select j.query_id, j.docno, j.text
+        from ragsql.run as ru
+        join ragsql.query as q on q.dataset_id = ru.dataset_id
+        join ragsql.judgment as j on j.query_id = q.id
+        where ru.id = rid and j.relevance >= 1 and j.text is not null
+    ),
+    pair as materialized (
+        select r.query_id, r.position, g.docno, ragsql.levenshtein_similarity(r.text, g.text) as similarity
+        from retrieved as r
+        join gold as g on g.query_id = r.query_id
+    ),
+    per_context as (
+        -- RAGAS precision: a retrieved context is relevant when its best similarity is >= threshold
+        select p.query_id, p.position, (max(p.similarity) >= threshold)::integer as rel
+        from pair as p
+        group by p.query_id, p.position
+    ),
+    precision_at as (
+        select x.query_id,
+               sum(x.rel * x.hits::float8 / x.position_rank) as numerator,
+               sum(x.rel) as relevant
+        from (select pc.*,
+                     sum(pc.rel) over (partition by pc.query_id order by pc.position) as hits,
+                     row_number() over (partition by pc.query_id order by pc.position) as position_rank
+              from per_context as pc) as x
+        group by x.query_id
+    ),
+    per_gold as (
+        -- RAGAS recall: a gold text is retrieved when its best similarity is > threshold (strictly, as RAGAS)
+        select p.query_id, p.docno, (max(p.similarity) > threshold)::integer as found
+        from pair as p
+        group by p.query_id, p.docno
+    ),
+    recall as (
+        select g.query_id, sum(g.found) as found, count(*) as gold from per_gold as g group by g.query_id
+    ),
+    counts as (
+        select q.id, q.qid,
+               (select count(*) from retrieved as r where r.query_id = q.id) as retrieved,
+               (select count(*) from gold as g where g.query_id = q.id) as reference
+        from ragsql.run as ru
+        join ragsql.query as q on q.dataset_id = ru.dataset_id
+        where ru.id = rid
+    )
+    select c.qid,
+           case when c.retrieved = 0 or c.reference = 0 then null
+                when metric = 'non_llm_context_precision_with_reference'
+                    then case when pa.relevant > 0 then pa.numerator / pa.relevant else 0 end
+                else rc.found::float8 / rc.gold end,
+           case when c.retrieved = 0 then 'no retrieved contexts'
+                when c.reference = 0 then 'no reference context texts' end,
+           null::text, null::text, null::text,
+           case when c.retrieved > 0 and c.reference > 0 then
+               case when metric = 'non_llm_context_precision_with_reference'
+                    then jsonb_build_object('contexts', c.retrieved, 'relevant', pa.relevant, 'threshold', threshold)
+                    else jsonb_build_object('reference_contexts', rc.gold, 'found', rc.found, 'threshold', threshold)
+               end
+           end
+    from counts as c
+    left join precision_at as pa on pa.query_id = c.id
+    left join recall as rc on rc.query_id = c.id
+    order by c.qid collate "C";
+end
+$$;
+comment on function ragsql.string_context_metric(text, text, float8) is
+    'RAGAS''s non-LLM context metrics per query of a run, no judge: non_llm_context_precision_with_reference = '
+    'sum over the answer''s contexts i of P@i * rel_i / sum rel_i (0 when none), rel_i = 1 when the context''s best '
+    'ragsql.levenshtein_similarity to a gold text (judgments with relevance >= 1 and a text) is >= threshold; '
+    'non_llm_context_recall = gold texts whose best similarity to a context is > threshold (strictly, as RAGAS) / '
+    'gold texts. threshold defaults to RAGAS''s 0.5. Null with a reason without contexts or gold texts.';
+
+create or replace function ragsql.non_llm_context_precision_with_reference(run text, threshold float8 default 0.5)
+returns table (qid text, value float8, reason text)
+language sql stable parallel safe
+as $$
+    select m.qid, m.value, m.reason
+    from ragsql.string_context_metric(non_llm_context_precision_with_reference.run,
+                                      'non_llm_context_precision_with_reference',
+                                      non_llm_context_precision_with_reference.threshold) as m
+$$;
+comment on function ragsql.non_llm_context_precision_with_reference(text, float8) is
+    'RAGAS NonLLMContextPrecisionWithReference per query: ContextPrecision over the answer''s contexts, rel_i = 1 '
+    'when the context''s best Levenshtein similarity to a gold text is >= threshold (default 0.5). See '
+    'ragsql.string_context_metric.';
+
+create or replace function ragsql.non_llm_context_recall(run text, threshold float8 default 0.5)
+returns table (qid text, value float8, reason text)
+language sql stable parallel safe
+as $$
+    select m.qid, m.value, m.reason
+    from ragsql.string_context_metric(non_llm_context_recall.run, 'non_llm_context_recall',
+                                      non_llm_context_recall.threshold) as m
+$$;
+comment on function ragsql.non_llm_context_recall(text, float8) is
+    'RAGAS NonLLMContextRecall per query: gold texts whose best Levenshtein similarity to a context of the answer '
+    'is > threshold (default 0.5) / gold texts. See ragsql.string_context_metric.';

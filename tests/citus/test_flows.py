@@ -21,7 +21,8 @@ MEASURES = {"P_5": "P@5", "P_10": "P@10", "recall_10": "R@10", "recip_rank": "RR
             "map": "AP", "Rprec": "Rprec", "success_5": "Success@5"}
 RUN_TABLES = ["answer", "run_result", "answer_context", "statement_verdict", "context_verdict",
               "context_sentence_verdict", "generated_question", "rating", "aspect_verdict", "citation_verdict",
-              "judge_task", "retrieval_run", "retrieval_query", "review_label"]
+              "judge_task", "retrieval_run", "retrieval_query", "review_label", "statement_attribution",
+              "graded_verdict", "rubric_verdict"]
 # generation metrics that run on the distributed layout today (README, "Scale out on Citus": what does not yet)
 GENERATION = ["faithfulness", "contradiction_rate", "context_recall", "answer_similarity", "answer_correctness_f1",
               "answer_correctness"]
@@ -36,8 +37,15 @@ def test_distribute_puts_run_tables_by_run_id_in_one_group_and_is_repeatable(cit
     hashed = {name: (group, column) for name, method, group, column in before if method == "h"}
     assert sorted(hashed) == sorted(RUN_TABLES)
     assert {v for v in hashed.values()} == {(hashed["answer"][0], "run_id")}
+    # a table a later migration adds with a run_id column belongs in citus.sql's run tables too
+    with_run_id = {name for (name,) in citus.rows(
+        "select c.table_name from information_schema.columns as c join information_schema.tables as t "
+        "using (table_schema, table_name) where c.table_schema = 'ragsql' and c.column_name = 'run_id' "
+        "and t.table_type = 'BASE TABLE'")}
+    assert with_run_id == set(hashed), with_run_id ^ set(hashed)
     reference = {name for name, method, _, _ in before if method == "n"}
-    assert {"dataset", "query", "judgment", "run", "judge_call", "judge_call_claim"} <= reference
+    assert {"dataset", "query", "judgment", "run", "judge_call", "judge_call_claim", "entity_extraction",
+            "rubric"} <= reference
     assert not {"corpus", "chunk", "chunk_term", "bm25_list"} & {name for name, *_ in before}
     assert "distributed on Citus" in citus.cli("db", "init", "--distribute").stdout
     assert "distributed on Citus" in citus.cli("db", "init").stdout
@@ -287,3 +295,25 @@ def test_a_user_aspect_is_judged_scored_and_removed_with_its_verdicts(citus, sin
         out[side.name] = (scores, side.cli("aspect", "remove", "cites", "--yes").stdout)
     assert out["citus"][0] and out["citus"] == out["single"]
     assert out["citus"][1].strip() == "removed aspect cites (12 verdicts)"
+
+
+RAGAS_LATER = ("response_groundedness", "nv_context_relevance", "context_entity_recall", "factual_correctness",
+               "noise_sensitivity", "rubrics_score")
+
+
+def test_ragas_later_metrics_are_judged_and_scored_the_same_on_both_layouts(citus, single):
+    """judge --offline of RAGAS's later metrics (two-pass ratings, entities, claims, per-context support, rubrics)
+    + scores: every value, count and per-query reason equal on both layouts (the verdict tables distributed by run)."""
+    out = {}
+    for side in (citus, single):
+        side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exr", "--run", "r1")
+        side.cli("judge", "--run", "r1", "--offline", "--embedder", "offline", "--metrics", " ".join(RAGAS_LATER))
+        out[side.name] = sorted((r["measure"], r["value"], r["covered"], r["missing"]) for r in side.json(
+            "scores", "--run", "r1") if r["measure"].startswith(RAGAS_LATER))
+    assert len(out["citus"]) == 10 and all(value is not None for _, value, _, _ in out["citus"]), out["citus"]
+    assert out["citus"] == out["single"]
+    for call in ("response_groundedness('r1')", "nv_context_relevance('r1')", "context_entity_recall('r1')",
+                 "factual_correctness('r1', 'recall')", "noise_sensitivity('r1', 'irrelevant')",
+                 "rubrics_score('r1', 'default')"):
+        query = f"select qid, value, reason from ragsql.{call} order by qid"
+        assert citus.rows(query) == single.rows(query), call

@@ -148,3 +148,17 @@ def test_default_ingest_embeds_with_e5_and_vector_retrieval_finds_each_document(
         success = conn.execute("select qid, value from ragsql.measure('e5', 'Success@1') order by qid").fetchall()
     assert version == [(E5, 384)]
     assert success == [(q, 1.0) for q, _, _ in sorted(ASKED)]
+
+
+def test_an_unknown_ragsql_embedder_is_one_line_and_stores_nothing(fresh_db, tmp_path, capsys, monkeypatch):
+    """RAGSQL_EMBEDDER=bogus: `ragsql ingest` exits 1 with one line naming the value and the choices, and no corpus,
+    version or document is left behind."""
+    import psycopg
+
+    monkeypatch.setenv("RAGSQL_EMBEDDER", "bogus")
+    (tmp_path / "a.txt").write_text("Paris is the capital of France.", encoding="utf-8")
+    assert main(["ingest", str(tmp_path / "a.txt"), "--corpus", "bogus-test"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unknown embedder 'bogus'" in err and "e5" in err, err
+    with psycopg.connect(fresh_db) as conn:
+        assert conn.execute("select count(*) from ragsql.corpus where name = 'bogus-test'").fetchone()[0] == 0

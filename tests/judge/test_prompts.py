@@ -37,6 +37,14 @@ def _builds(question: str) -> dict[str, p.JudgeRequest]:
                                contexts=CONTEXTS),
         "citations": p.citations([("A vector database stores embeddings.", CONTEXTS[:1])],
                                  language=detect_language(question)),
+        "entities": p.entities(REFERENCE, language=detect_language(question)),
+        "claims": p.claims(ANSWER, atomicity="high", coverage="low", language=detect_language(question)),
+        "attribution": p.attribution(["A vector database stores embeddings."], CONTEXTS,
+                                     language=detect_language(question)),
+        "groundedness": p.groundedness(ANSWER, CONTEXTS, judge_pass=1, language=detect_language(question)),
+        "context_rating": p.context_rating(question, CONTEXTS, judge_pass=1),
+        "rubric": p.rubric(question, ANSWER, ["wrong", "poor", "fair", "good", "perfect"], references=[REFERENCE],
+                           contexts=CONTEXTS),
     }
 
 
@@ -53,7 +61,7 @@ def _identifiers(template: str) -> set[str]:
 @pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("name", p.PROMPT_NAMES)
 def test_every_prompt_file_loads_with_task_marker_guard_and_json_shape(name, lang):
-    """Each of the 20 files has a version, a system section starting with `Task: <name>` that calls tagged
+    """Each of the 32 files has a version, a system section starting with `Task: <name>` that calls tagged
     text data, asks for a JSON object only and shows its shape, and a user section."""
     prompt = p.load_prompt(name, lang)
     assert prompt.version == f"{name}.v1"
@@ -65,6 +73,10 @@ def test_every_prompt_file_loads_with_task_marker_guard_and_json_shape(name, lan
     assert re.search(r"\{\s*\"\w+\":", system), "the system section shows the JSON shape"
     assert "$" not in system  # the system section is not a template: a $ would reach the judge as is
     assert prompt.sections["user"].strip()
+    if "system2" in prompt.sections:  # a two-pass prompt (RAGAS's NVIDIA metrics): the second judge's messages
+        assert prompt.sections["system2"].splitlines()[0] == f"Task: {name}"
+        assert guard in prompt.sections["system2"] and "$" not in prompt.sections["system2"]
+        assert prompt.sections["user2"].strip()
     if lang == "zh":
         assert detect_language(system) == "zh"
 
@@ -84,8 +96,11 @@ def test_placeholders_are_exactly_what_each_builder_passes(question, monkeypatch
     assert set(passed) == set(p.PROMPT_NAMES)
     for name in p.PROMPT_NAMES:
         for lang in LANGUAGES:
-            used = _identifiers(p.load_prompt(name, lang).sections["user"])
-            assert used == passed[name], (name, lang, used ^ passed[name])
+            sections = p.load_prompt(name, lang).sections
+            for user in ("user", "user2"):  # user2: the second judge pass of a two-pass prompt
+                if user in sections:
+                    used = _identifiers(sections[user])
+                    assert used == passed[name], (name, lang, user, used ^ passed[name])
         assert not re.search(r"\$\w", requests[name].messages[1]["content"].replace(ANSWER, "")), name
 
 
@@ -100,7 +115,8 @@ def test_language_follows_the_question():
     for question, lang in ((EN_Q, "en"), (ZH_Q, "zh")):
         for name, request in _builds(question).items():
             assert request.language == lang, name
-            assert request.prompt_version == f"{name}.v1"
+            assert request.prompt_version == (f"{name}.v1" if name != "claims"
+                                              else "claims.v1[atomicity=high,coverage=low]")
             assert detect_language(request.messages[0]["content"]) == lang, name
 
 

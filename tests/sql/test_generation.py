@@ -410,7 +410,7 @@ def test_views_list_only_metrics_with_verdicts_or_tasks(db):
     assert reason == [("waiting for the judge",)]
     everything = db.execute("select count(*) from ragsql.summarize_generation('r', "
                             "(select array_agg(metric) from ragsql.generation_metric))").fetchone()[0]
-    assert everything == 22  # 13 judged metrics, 7 text metrics and 2 context-id metrics
+    assert everything == 34  # 23 judged metrics, 7 text metrics, 2 context-id and 2 context-text metrics
 
 
 def test_judge_call_cache_keeps_one_success_per_request(db):

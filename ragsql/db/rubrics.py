@@ -1,0 +1,74 @@
+"""The rubrics of rubrics_score (ragsql.rubric): RAGAS's two default rubrics and the user's own; each is a metric,
+rubrics_score:<name>, of the registry (ragsql.generation_metric)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ragsql.errors import InputError
+
+__all__ = ["add", "list_rubrics", "remove"]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def list_rubrics(conn: psycopg.Connection) -> list[dict]:
+    """Every rubric: built-ins first, then the user's, with its descriptions and how many scores it has."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("""
+            select r.name, 'rubrics_score:' || r.name as metric, r.builtin, r.with_reference,
+                   array_to_string(r.descriptions, ' | ') as descriptions,
+                   (select count(*) from ragsql.rubric_verdict as v where v.rubric = r.name) as verdicts
+            from ragsql.rubric as r
+            order by not r.builtin, r.name collate "C" """)
+        return cur.fetchall()
+
+
+def add(conn: psycopg.Connection, name: str, descriptions: Sequence[str], with_reference: bool,
+        replace: bool) -> str:
+    """Store a rubric and its metric rubrics_score:<name>; 'added' or 'replaced'. A bad name, an empty
+    description, a built-in's name, or an existing name without `replace` is an InputError and nothing changes."""
+    if not _NAME.match(name):
+        raise InputError(f'rubric name "{name}": use lower-case letters, digits and _, starting with a letter '
+                         "(it is written rubrics_score:<name> wherever a metric is named)")
+    empty = [str(i) for i, d in enumerate(descriptions, 1) if not d.strip()]
+    if len(descriptions) != 5 or empty:
+        raise InputError(f'rubric "{name}": give five non-empty score descriptions (--score1 … --score5); '
+                         f"empty: {', '.join(empty) or 'none'}")
+    existing = conn.execute("select builtin from ragsql.rubric where name = %s", (name,)).fetchone()
+    if existing and existing[0]:
+        raise InputError(f'rubric "{name}" is built in: pick another name')
+    if existing and not replace:
+        raise InputError(f'rubric "{name}" already exists (use --replace to change its descriptions)')
+    conn.execute("""
+        insert into ragsql.rubric (name, descriptions, with_reference) values (%s, %s, %s)
+        on conflict (name) do update set descriptions = excluded.descriptions,
+                                         with_reference = excluded.with_reference""",
+                 (name, [d.strip() for d in descriptions], with_reference))
+    conn.execute("""
+        insert into ragsql.generation_metric (metric, position, task_kind, needs_reference, description)
+        select 'rubrics_score:' || %(name)s,
+               greatest(1000, (select max(position) from ragsql.generation_metric)) + 1,
+               'rubrics_score', %(ref)s, 'the judge''s 1-5 score by the rubric ' || %(name)s || ' (RAGAS rubrics_score)'
+        on conflict (metric) do update set needs_reference = excluded.needs_reference""",
+                 {"name": name, "ref": with_reference})
+    return "replaced" if existing else "added"
+
+
+def remove(conn: psycopg.Connection, name: str) -> int:
+    """Delete a user rubric, its metric and its scores; how many scores went. An unknown or built-in rubric is an
+    InputError and nothing changes."""
+    existing = conn.execute("select builtin from ragsql.rubric where name = %s", (name,)).fetchone()
+    if existing is None:
+        known = [r[0] for r in conn.execute("select name from ragsql.rubric where not builtin order by 1")]
+        raise InputError(f'unknown rubric "{name}" (your rubrics: {", ".join(known) or "none"})')
+    if existing[0]:
+        raise InputError(f'rubric "{name}" is built in and stays')
+    verdicts = conn.execute("select count(*) from ragsql.rubric_verdict where rubric = %s", (name,)).fetchone()[0]
+    conn.execute("delete from ragsql.rubric where name = %s", (name,))
+    conn.execute("delete from ragsql.generation_metric where metric = %s", ("rubrics_score:" + name,))
+    return verdicts

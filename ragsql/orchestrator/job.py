@@ -1,0 +1,99 @@
+"""A judge task being worked on (`Job`) and what every task kind shares: the answer's analysis (statements and
+questions in one call), a reference's statements, their stored extractions, and statement verification."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ragsql.db import judging as db
+from ragsql.db.judging import Sample, Task
+from ragsql.judge import prompts as p
+from ragsql.judge.language import LANGUAGES
+from ragsql.orchestrator.service import Judging
+
+__all__ = ["QUESTIONS_PER_ANSWER", "Job", "Store", "TaskFailed", "together"]
+
+QUESTIONS_PER_ANSWER = 3
+Store = Callable[[object], Awaitable[None]]  # stores rows on the worker's connection, inside the task's transaction
+T = TypeVar("T")
+
+
+class TaskFailed(Exception):
+    """The task cannot be judged; its metrics are null with this reason."""
+
+
+async def together(*aws: Awaitable[Any]) -> list[Any]:
+    """asyncio.gather that lets every call finish before a failure is raised: a task is never closed while one
+    of its own calls is still in flight (the first failure is raised once all are over)."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
+
+
+@dataclass
+class Job:
+    """A task being judged: the sample and the shared service (calls and reads go through its own connections)."""
+
+    task: Task
+    sample: Sample
+    judging: Judging
+
+    @property
+    def language(self) -> str | None:
+        lang = (self.sample.language or "").lower()[:2]
+        return lang if lang in LANGUAGES else None
+
+    @property
+    def model(self) -> str:
+        return self.judging.model
+
+    async def ask(self, request):
+        return await self.judging.ask(request)
+
+    def contexts(self) -> list[str]:
+        if not self.sample.contexts:
+            raise TaskFailed("the answer has no contexts")
+        return [c.text for c in self.sample.contexts]
+
+    def references(self) -> list[str]:
+        return self.sample.references
+
+    async def answer_analysis(self):
+        """The answer's statements and generated questions, one call shared by three metrics."""
+        request = p.answer_analysis(self.sample.answer, question=self.sample.question or self.sample.answer,
+                                    n=QUESTIONS_PER_ANSWER, language=self.language)
+        got = await self.ask(request)
+        extraction = await self.extraction(self.sample.answer, request.prompt_version, got.call_id,
+                                           got.verdict.statements)
+        return request, got, extraction
+
+    async def reference_statements(self, reference: str):
+        request = p.statements(reference, question=self.sample.question or None, language=self.language)
+        got = await self.ask(request)
+        return got.verdict.statements, await self.extraction(reference, request.prompt_version, got.call_id,
+                                                             got.verdict.statements)
+
+    async def extraction(self, text: str, prompt_version: str, call_id: int | None, statements: Sequence[str]) -> int:
+        """Store the statements (or claims) extracted from a text once, shared by every metric; its id (0 in a
+        dry run)."""
+        if self.judging.dry_run:
+            return 0
+        return await self.judging.calls.run(db.store_extraction, text, self.model, prompt_version, call_id,
+                                            statements)
+
+    async def verify(self, statements: list[str], purpose: str, extraction: int) -> list[Store]:
+        """Statements against every context, one call; verdict rows for `purpose`."""
+        if not statements:
+            return []
+        request = p.verify(statements, self.contexts(), language=self.language)
+        got = await self.ask(request)
+        rows = [(v.id, v.verdict, v.reason) for v in got.verdict.verdicts]
+        return [lambda c: db.store_statement_verdicts(c, self.task, purpose, self.model, request.prompt_version,
+                                                      extraction, rows, got.call_id)]
+
+
