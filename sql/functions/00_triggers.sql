@@ -37,6 +37,24 @@ comment on function ragsql._bm25_drop_partition() is
 -- other transaction deletes them first; deleting a run or a query deletes its results; a run or a query with
 -- results keeps its (id, dataset_id); and run or query is truncated only with run_result. The errors keep the
 -- foreign keys' SQLSTATE (23503), names and details.
+-- The error a foreign key raises, with its SQLSTATE (23503), constraint, table and detail: the statement triggers
+-- below keep run_result's references and must fail as the foreign keys they replace would.
+create or replace function ragsql._fk_violation(tab text, constraint_name text, detail text, referencing text default null)
+returns void
+language plpgsql
+as $$
+begin
+    raise exception '% on table "%" violates foreign key constraint "%"%',
+        case when referencing is null then 'insert or update' else 'update or delete' end, tab, constraint_name,
+        case when referencing is null then '' else format(' on table "%s"', referencing) end
+        using errcode = 'foreign_key_violation', schema = 'ragsql', table = tab, constraint = constraint_name,
+              detail = detail;
+end
+$$;
+comment on function ragsql._fk_violation(text, text, text, text) is
+    'Raises SQLSTATE 23503 as PostgreSQL words a foreign key violation: on insert or update into tab, or (with '
+    'referencing) on update or delete of a key of tab still referenced from that table.';
+
 create or replace function ragsql._run_result_check()
 returns trigger
 language plpgsql
@@ -59,12 +77,9 @@ begin
     where not exists (select from ragsql.run as r where r.id = k.run_id and r.dataset_id = k.dataset_id)
     limit 1;
     if found then
-        raise exception 'insert or update on table "run_result" violates foreign key constraint '
-                        '"run_result_run_id_dataset_id_fkey"'
-            using errcode = 'foreign_key_violation', schema = 'ragsql', table = 'run_result',
-                  constraint = 'run_result_run_id_dataset_id_fkey',
-                  detail = format('Key (run_id, dataset_id)=(%s, %s) is not present in table "run".',
-                                  missing.run_id, missing.dataset_id);
+        perform ragsql._fk_violation('run_result', 'run_result_run_id_dataset_id_fkey',
+                                     format('Key (run_id, dataset_id)=(%s, %s) is not present in table "run".',
+                                            missing.run_id, missing.dataset_id));
     end if;
     perform from ragsql.query as q
     where (q.dataset_id, q.id) in (select * from unnest(datasets, queries))
@@ -74,12 +89,9 @@ begin
     where not exists (select from ragsql.query as q where q.dataset_id = k.dataset_id and q.id = k.query_id)
     limit 1;
     if found then
-        raise exception 'insert or update on table "run_result" violates foreign key constraint '
-                        '"run_result_dataset_id_query_id_fkey"'
-            using errcode = 'foreign_key_violation', schema = 'ragsql', table = 'run_result',
-                  constraint = 'run_result_dataset_id_query_id_fkey',
-                  detail = format('Key (dataset_id, query_id)=(%s, %s) is not present in table "query".',
-                                  missing.dataset_id, missing.query_id);
+        perform ragsql._fk_violation('run_result', 'run_result_dataset_id_query_id_fkey',
+                                     format('Key (dataset_id, query_id)=(%s, %s) is not present in table "query".',
+                                            missing.dataset_id, missing.query_id));
     end if;
     return null;
 end
@@ -115,23 +127,17 @@ as $$
 begin
     if tg_table_name = 'run' then
         if exists (select from ragsql.run_result as r where r.run_id = old.id and r.dataset_id = old.dataset_id) then
-            raise exception 'update or delete on table "run" violates foreign key constraint '
-                            '"run_result_run_id_dataset_id_fkey" on table "run_result"'
-                using errcode = 'foreign_key_violation', schema = 'ragsql', table = 'run',
-                      constraint = 'run_result_run_id_dataset_id_fkey',
-                      detail = format('Key (id, dataset_id)=(%s, %s) is still referenced from table "run_result".',
-                                      old.id, old.dataset_id);
+            perform ragsql._fk_violation('run', 'run_result_run_id_dataset_id_fkey',
+                format('Key (id, dataset_id)=(%s, %s) is still referenced from table "run_result".', old.id,
+                       old.dataset_id), 'run_result');
         end if;
     elsif exists (select from ragsql.run_result as r
                   where r.query_id = old.id and r.dataset_id = old.dataset_id
                     and r.run_id = any (array(select ru.id from ragsql.run as ru
                                               where ru.dataset_id = old.dataset_id))) then
-        raise exception 'update or delete on table "query" violates foreign key constraint '
-                        '"run_result_dataset_id_query_id_fkey" on table "run_result"'
-            using errcode = 'foreign_key_violation', schema = 'ragsql', table = 'query',
-                  constraint = 'run_result_dataset_id_query_id_fkey',
-                  detail = format('Key (dataset_id, id)=(%s, %s) is still referenced from table "run_result".',
-                                  old.dataset_id, old.id);
+        perform ragsql._fk_violation('query', 'run_result_dataset_id_query_id_fkey',
+            format('Key (dataset_id, id)=(%s, %s) is still referenced from table "run_result".', old.dataset_id,
+                   old.id), 'run_result');
     end if;
     return null;
 end

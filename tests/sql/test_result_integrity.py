@@ -45,6 +45,9 @@ def test_a_result_must_name_a_run_and_a_query_of_its_dataset(db):
             db.execute("insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno) "
                        "values (%s, %s, %s, 3, 'ok'), (%s, %s, %s, %s, %s)", (run, ds, q1, *row))
         assert caught.value.diag.constraint_name == constraint and key in caught.value.diag.message_detail
+        assert caught.value.diag.message_primary == (  # worded as PostgreSQL words a foreign key's error
+            f'insert or update on table "run_result" violates foreign key constraint "{constraint}"')
+        assert (caught.value.diag.schema_name, caught.value.diag.table_name) == ("ragsql", "run_result")
     with pytest.raises(psycopg.errors.ForeignKeyViolation), db.transaction():
         db.execute("update ragsql.run_result set query_id = %s where run_id = %s", (other_q, run))
     with pytest.raises(psycopg.errors.ForeignKeyViolation), db.transaction():
@@ -79,10 +82,16 @@ def test_a_run_or_query_with_results_keeps_its_key_and_is_truncated_only_with_th
     ds, run, (q1, q2) = _dataset(db, "a")
     other_ds, _, _ = _dataset(db, "b", ("x1",))
     db.execute(INSERT, (run, ds, q1, 1, "d"))
-    for statement, params in [("update ragsql.run set dataset_id = %s where id = %s", (other_ds, run)),
-                              ("update ragsql.query set dataset_id = %s where id = %s", (other_ds, q1))]:
-        with pytest.raises(psycopg.errors.ForeignKeyViolation, match="still referenced"), db.transaction():
+    for statement, params, table, constraint in [
+            ("update ragsql.run set dataset_id = %s where id = %s", (other_ds, run), "run",
+             "run_result_run_id_dataset_id_fkey"),
+            ("update ragsql.query set dataset_id = %s where id = %s", (other_ds, q1), "query",
+             "run_result_dataset_id_query_id_fkey")]:
+        with pytest.raises(psycopg.errors.ForeignKeyViolation, match="still referenced") as caught, db.transaction():
             db.execute(statement, params)
+        assert caught.value.diag.message_primary == (
+            f'update or delete on table "{table}" violates foreign key constraint "{constraint}" on table "run_result"')
+        assert (caught.value.diag.table_name, caught.value.diag.constraint_name) == (table, constraint)
     db.execute("update ragsql.query set dataset_id = %s where id = %s", (other_ds, q2))
     db.execute("update ragsql.query set text = 'same key' where id = %s", (q1,))
     for table in ("run", "query"):
