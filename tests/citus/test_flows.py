@@ -306,14 +306,14 @@ def test_ragas_later_metrics_are_judged_and_scored_the_same_on_both_layouts(citu
     + scores: every value, count and per-query reason equal on both layouts (the verdict tables distributed by run)."""
     out = {}
     for side in (citus, single):
-        side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exr", "--run", "r1")
-        side.cli("judge", "--run", "r1", "--offline", "--embedder", "offline", "--metrics", " ".join(RAGAS_LATER))
+        side.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exrg", "--run", "rg1")
+        side.cli("judge", "--run", "rg1", "--offline", "--embedder", "offline", "--metrics", " ".join(RAGAS_LATER))
         out[side.name] = sorted((r["measure"], r["value"], r["covered"], r["missing"]) for r in side.json(
-            "scores", "--run", "r1") if r["measure"].startswith(RAGAS_LATER))
+            "scores", "--run", "rg1") if r["measure"].startswith(RAGAS_LATER))
     assert len(out["citus"]) == 10 and all(value is not None for _, value, _, _ in out["citus"]), out["citus"]
     assert out["citus"] == out["single"]
-    for call in ("response_groundedness('r1')", "nv_context_relevance('r1')", "context_entity_recall('r1')",
-                 "factual_correctness('r1', 'recall')", "noise_sensitivity('r1', 'irrelevant')",
-                 "rubrics_score('r1', 'default')"):
+    for call in ("response_groundedness('rg1')", "nv_context_relevance('rg1')", "context_entity_recall('rg1')",
+                 "factual_correctness('rg1', 'recall')", "noise_sensitivity('rg1', 'irrelevant')",
+                 "rubrics_score('rg1', 'default')"):
         query = f"select qid, value, reason from ragsql.{call} order by qid"
         assert citus.rows(query) == single.rows(query), call
