@@ -92,6 +92,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 9c72371d7ee4d1ff54428382c4b55573eb1328ff6a80e48f76d79f8703db866e
+\set ragsql_fingerprint c8e470067a785eac20c395e704459ee5c15c780c756cde6aff0ae090c3171a9a
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

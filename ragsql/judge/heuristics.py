@@ -31,6 +31,7 @@ Every reason starts with ``offline:``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
@@ -307,6 +308,7 @@ def worth_weighing(sentence: str, question: str) -> bool:
     return _mentions(sentence, question) or relevant(sentence, question)
 
 
+@functools.lru_cache(maxsize=8192)  # sentence_relevance and worth_weighing ask about the same sentences
 def _mentions(sentence: str, question: str) -> bool:
     """Whether the sentence names one thing the question asks about: enough for a sentence that goes on from a
     relevant one in the same context (the explanation a relevant sentence starts)."""
@@ -325,6 +327,7 @@ def _asked(question: str) -> set[str]:
                                                  and not (tag == "m" and not _NUMERAL.search(w)))} - _META
 
 
+@functools.lru_cache(maxsize=8192)
 def relevant(sentence: str, question: str) -> bool:
     """A context sentence is relevant when it holds RELEVANT of what the question asks about, or a third of it
     and two items at least (long questions seldom come back whole in one sentence), or one item and a cause when

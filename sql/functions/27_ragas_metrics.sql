@@ -64,14 +64,10 @@ create or replace function ragsql.response_groundedness(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language plpgsql stable parallel safe
+language sql stable parallel safe
 as $$
-#variable_conflict use_column
-begin
-    return query
-    select * from ragsql._graded_metric(response_groundedness.run, 'response_groundedness',
-                                        response_groundedness.model, response_groundedness.prompt_version);
-end
+    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._graded_metric)
+    select * from ragsql._graded_metric(response_groundedness.run, 'response_groundedness', response_groundedness.model, response_groundedness.prompt_version)
 $$;
 comment on function ragsql.response_groundedness(text, text, text) is
     'Response groundedness per query (RAGAS ResponseGroundedness, NVIDIA) = (r1 / 2 + r2 / 2) / 2, r1 and r2 the '
@@ -84,14 +80,10 @@ create or replace function ragsql.nv_context_relevance(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language plpgsql stable parallel safe
+language sql stable parallel safe
 as $$
-#variable_conflict use_column
-begin
-    return query
-    select * from ragsql._graded_metric(nv_context_relevance.run, 'nv_context_relevance',
-                                        nv_context_relevance.model, nv_context_relevance.prompt_version);
-end
+    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._graded_metric)
+    select * from ragsql._graded_metric(nv_context_relevance.run, 'nv_context_relevance', nv_context_relevance.model, nv_context_relevance.prompt_version)
 $$;
 comment on function ragsql.nv_context_relevance(text, text, text) is
     'RAGAS''s newer context relevance (ContextRelevance, legacy name nv_context_relevance; ragsql.context_relevance '
