@@ -83,7 +83,11 @@ class OfflineJudge:
                 reply = heuristics.rating(await self._similarity(request.inputs["question"],
                                                                  request.inputs["answer"]))
             elif request.kind == "sentence_relevance" and self._relevance is not None:
-                reply = heuristics.sentence_relevance(request, await self._cosines(request))
+                try:
+                    cosines = await self._cosines(request)
+                except Exception as exc:  # the local model's engine (a C library): the task fails with its reason
+                    raise ValueError(f"relevance model {self._relevance.name} failed: {exc}") from None
+                reply = heuristics.sentence_relevance(request, cosines)
             elif request.kind in heuristics.TASKS:
                 reply = heuristics.TASKS[request.kind](request)
             elif request.kind in ragas_heuristics.TASKS:

