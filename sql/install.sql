@@ -90,8 +90,9 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir views/20_generation.sql
 \ir views/30_decisions.sql
 \ir views/90_report.sql
+\ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint c8e470067a785eac20c395e704459ee5c15c780c756cde6aff0ae090c3171a9a
+\set ragsql_fingerprint e8fa8b80c3a6f0db7aa3da3e62c11882d222af94b218570102959be4c06ccc18
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

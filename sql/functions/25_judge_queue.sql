@@ -148,14 +148,18 @@ declare
     added bigint;
     reset bigint;
 begin
-    insert into ragsql.judge_task (run_id, query_id, kind)
-    select a.run_id, a.query_id, k.kind
-    from ragsql.answer as a
-    cross join unnest(_enqueue_judge_tasks.kinds) as k(kind)
-    where a.run_id = _enqueue_judge_tasks.run_id
-    order by a.query_id, k.kind
-    on conflict (run_id, query_id, kind) do nothing;
-    get diagnostics added = row_count;
+    -- counted from the returned rows: on Citus an insert ... on conflict do nothing reports the skipped rows in
+    -- row_count too (a re-enqueue of a judged run then said it added every task again)
+    with inserted as (
+        insert into ragsql.judge_task (run_id, query_id, kind)
+        select a.run_id, a.query_id, k.kind
+        from ragsql.answer as a
+        cross join unnest(_enqueue_judge_tasks.kinds) as k(kind)
+        where a.run_id = _enqueue_judge_tasks.run_id
+        order by a.query_id, k.kind
+        on conflict (run_id, query_id, kind) do nothing
+        returning 1)
+    select count(*) into added from inserted;
     update ragsql.judge_task as t
     set status = 'pending', attempts = 0, worker = null, updated_at = statement_timestamp()
     where t.run_id = _enqueue_judge_tasks.run_id

@@ -2,6 +2,7 @@
 -- formulas live in sql/functions/20_generation.sql; these views only call them.
 
 create or replace view ragsql.query_generation as
+with answered as materialized (select a.run_id from ragsql.answer as a group by a.run_id)
 select ru.name as run,
        e.metric,
        e.qid,
@@ -12,14 +13,17 @@ select ru.name as run,
        e.judge_embedder,
        e.detail
 from ragsql.run as ru
-cross join lateral ragsql.evaluate_generation(ru.name) as e
-where exists (select from ragsql.answer as a where a.run_id = ru.id);
+-- the runs with answers as a join, not a correlated exists: Citus plans no correlated subquery beside the
+-- reference table run
+join answered on answered.run_id = ru.id
+cross join lateral ragsql.evaluate_generation(ru.name) as e;
 comment on view ragsql.query_generation is
     'Per-query value of every generation metric a run has verdicts or judge tasks for, with default parameters '
     '(the newest LLM judge''s verdicts, else the offline judge''s; partial weight 0, correctness weights 0.75/0.25). reason says why value is null. '
     'ragsql.evaluate_generation(run, metrics, ...) for other parameters.';
 
 create or replace view ragsql.run_generation as
+with answered as materialized (select a.run_id from ragsql.answer as a group by a.run_id)
 select ru.name as run,
        s.metric,
        s.value,
@@ -30,8 +34,8 @@ select ru.name as run,
        s.judge_prompt_version,
        s.judge_embedder
 from ragsql.run as ru
-cross join lateral ragsql.summarize_generation(ru.name) as s
-where exists (select from ragsql.answer as a where a.run_id = ru.id);
+join answered on answered.run_id = ru.id
+cross join lateral ragsql.summarize_generation(ru.name) as s;
 comment on view ragsql.run_generation is
     'Run value of every generation metric in ragsql.query_generation: value = mean over covered queries, '
     'queries = queries of the dataset, covered = with a value, missing = null (see reason in '
