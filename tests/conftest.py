@@ -26,6 +26,15 @@ LOCAL_OPT_IN = os.environ.get("RAGSQL_TEST_LOCAL") == "1"
 collect_ignore = [] if LOCAL_OPT_IN else ["local"]
 
 
+# Citus mode (RAGSQL_TEST_CITUS=1): the suite's databases are distributed (sql/citus.sql) on a local Citus cluster,
+# started here with ../shared/citus/cluster.sh unless RAGSQL_DATABASE_URL names a running coordinator.
+CITUS_SUITE = os.environ.get("RAGSQL_TEST_CITUS") == "1"
+if CITUS_SUITE and not os.environ.get("RAGSQL_DATABASE_URL"):
+    from tests import cluster
+
+    os.environ["RAGSQL_DATABASE_URL"] = cluster.start()
+
+
 def _citus_coordinator() -> bool:
     """Whether RAGSQL_DATABASE_URL names a database with the citus extension (tests/citus runs only there)."""
     url = os.environ.get("RAGSQL_DATABASE_URL")
@@ -41,6 +50,51 @@ def _citus_coordinator() -> bool:
 CITUS = _citus_coordinator()
 if not CITUS:
     collect_ignore.append("citus")
+if CITUS_SUITE and not CITUS:
+    raise pytest.UsageError(f"RAGSQL_TEST_CITUS=1 but RAGSQL_DATABASE_URL is no Citus coordinator: "
+                            f"{os.environ.get('RAGSQL_DATABASE_URL')}")
+
+
+def pytest_unconfigure(config):
+    """A cluster the suite started is stopped and its data removed."""
+    if CITUS_SUITE:
+        from tests import cluster
+
+        cluster.stop_started()
+
+
+def restartable() -> bool:
+    """Whether the suite may restart the database server: the embedded one it started, or the Citus cluster it
+    started; a server named by RAGSQL_DATABASE_URL belongs to someone else."""
+    if CITUS_SUITE:
+        from tests import cluster
+
+        return cluster.started()
+    return not os.environ.get("RAGSQL_DATABASE_URL")
+
+
+def create_database(server_url: str, name: str, template: str | None = None) -> str:
+    """Creates database NAME (a clone of TEMPLATE, or empty) on the suite's server, on every node in Citus mode;
+    returns its URL."""
+    if CITUS_SUITE:
+        from tests import cluster
+
+        return cluster.create_database(server_url, name, template)
+    with _admin(server_url) as admin:
+        admin.execute(f'drop database if exists "{name}" with (force)')
+        admin.execute(f'create database "{name}"' + (f' template "{template}"' if template else ""))
+    return _with_dbname(server_url, name)
+
+
+def drop_database(server_url: str, name: str) -> None:
+    """Drops database NAME on the suite's server (on every node in Citus mode), its sessions ended."""
+    if CITUS_SUITE:
+        from tests import cluster
+
+        cluster.drop_database(server_url, name)
+        return
+    with _admin(server_url) as admin:
+        admin.execute(f'drop database if exists "{name}" with (force)')
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -52,7 +106,10 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_report_header(config) -> list[str]:
-    return ["tests/local (torch, ragsql[local]): " +
+    return ["database layout: " + (f"distributed on Citus (RAGSQL_TEST_CITUS=1, {os.environ['RAGSQL_DATABASE_URL']})"
+                                   if CITUS_SUITE else "one server; RAGSQL_TEST_CITUS=1 runs the suite distributed "
+                                                       "on a local Citus cluster"),
+            "tests/local (torch, ragsql[local]): " +
             ("on" if LOCAL_OPT_IN else "not collected; opt in with RAGSQL_TEST_LOCAL=1 after "
                                        "pip install torch==2.13.0 -e '.[test,local]' (a CPU build of torch)"),
             "tests/citus (distributed layout): " +
@@ -127,22 +184,21 @@ def _admin(server_url: str) -> psycopg.Connection:
 @pytest.fixture(scope="session")
 def template_url(server_url):
     """A database with sql/ installed once; tests clone it."""
-    with _admin(server_url) as admin:
-        admin.execute(f'drop database if exists "{TEMPLATE}"')
-        admin.execute(f'create database "{TEMPLATE}"')
-    url = _with_dbname(server_url, TEMPLATE)
+    url = create_database(server_url, TEMPLATE)
     with psycopg.connect(url) as conn:
-        install(conn)
+        if CITUS_SUITE:
+            from tests import cluster
+
+            conn.execute(f"set citus.shard_count = {cluster.SHARDS}")
+        install(conn, distribute=CITUS_SUITE)
         conn.commit()
     yield url
-    with _admin(server_url) as admin:
-        admin.execute(f'drop database if exists "{TEMPLATE}" with (force)')
+    drop_database(server_url, TEMPLATE)
 
 
 def _clone(server_url: str) -> str:
     name = f"ragsql_t_{uuid.uuid4().hex[:12]}"
-    with _admin(server_url) as admin:
-        admin.execute(f'create database "{name}" template "{TEMPLATE}"')
+    create_database(server_url, name, TEMPLATE)
     return name
 
 
@@ -151,8 +207,7 @@ def shared_db_url(server_url, template_url):
     """One clone of the template shared by tests that roll back."""
     name = _clone(server_url)
     yield _with_dbname(server_url, name)
-    with _admin(server_url) as admin:
-        admin.execute(f'drop database if exists "{name}" with (force)')
+    drop_database(server_url, name)
 
 
 @pytest.fixture
@@ -173,8 +228,7 @@ def fresh_db(server_url, template_url, monkeypatch):
     url = _with_dbname(server_url, name)
     monkeypatch.setenv("RAGSQL_DATABASE_URL", url)
     yield url
-    with _admin(server_url) as admin:
-        admin.execute(f'drop database if exists "{name}" with (force)')
+    drop_database(server_url, name)
 
 
 @contextlib.contextmanager
@@ -193,8 +247,7 @@ def cli_database(server_url: str, *commands: list[str]) -> Iterator[str]:
         yield url
     finally:
         mp.undo()
-        with _admin(server_url) as admin:
-            admin.execute(f'drop database if exists "{conninfo_to_dict(url)["dbname"]}" with (force)')
+        drop_database(server_url, conninfo_to_dict(url)["dbname"])
 
 
 def demo_database(server_url: str, *chunkings: list[str]) -> contextlib.AbstractContextManager[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 import uuid
@@ -16,25 +15,19 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 from ragsql.cli import main
 from ragsql.llm import send
+from tests import cluster
+from tests.conftest import CITUS_SUITE, EXAMPLE, create_database, drop_database, restartable
 from tests.fake_openai import FakeOpenAI, default_responder
-
-from tests.conftest import EXAMPLE
 
 METRICS = "faithfulness context_precision"  # 8 tasks, 12 distinct chat requests on 4 example answers
 TASKS = 8
 SAMPLES = (0, 1, 6, 7)  # two Chinese and two English answers of the example eval set
 MIX_FAULTS = ("prose", "wrong_shape", "non_json_body", "500", "429", "timeout")
 FAULTS = (*MIX_FAULTS, "endpoint_dies", "database_restarts")
-
-
-def _db(url: str, name: str) -> str:
-    params = conninfo_to_dict(url)
-    params["dbname"] = name
-    return make_conninfo(**params)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +37,7 @@ def example_template(server_url, template_url, tmp_path_factory) -> Iterator[str
     small = tmp_path_factory.mktemp("faults") / "four.jsonl"
     small.write_text("\n".join(lines[i] for i in SAMPLES) + "\n", encoding="utf-8")
     name = f"ragsql_faults_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'create database "{name}" template "{conninfo_to_dict(template_url)["dbname"]}"')
-    url = _db(server_url, name)
+    url = create_database(server_url, name, conninfo_to_dict(template_url)["dbname"])
     mp = pytest.MonkeyPatch()
     mp.setenv("RAGSQL_DATABASE_URL", url)
     try:
@@ -54,20 +45,16 @@ def example_template(server_url, template_url, tmp_path_factory) -> Iterator[str
     finally:
         mp.undo()
     yield name
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'drop database if exists "{name}" with (force)')
+    drop_database(server_url, name)
 
 
 @pytest.fixture
 def cell_db(server_url, example_template, monkeypatch) -> Iterator[str]:
     name = f"ragsql_cell_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'create database "{name}" template "{example_template}"')
-    url = _db(server_url, name)
+    url = create_database(server_url, name, example_template)
     monkeypatch.setenv("RAGSQL_DATABASE_URL", url)
     yield url
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'drop database if exists "{name}" with (force)')
+    drop_database(server_url, name)
 
 
 @pytest.fixture
@@ -83,15 +70,19 @@ def fake(monkeypatch) -> Iterator[FakeOpenAI]:
 
 
 def _restart_database_after(fake: FakeOpenAI, calls: int) -> threading.Thread:
-    """Stop and start the embedded server once the endpoint has seen `calls` chat calls."""
+    """Stop and start the suite's server (the embedded one, or all nodes of the Citus cluster) once the endpoint
+    has seen `calls` chat calls."""
     from ragsql.db import server
 
     def restart() -> None:
         deadline = time.monotonic() + 30
         while fake.chat_calls < calls and time.monotonic() < deadline:
             time.sleep(0.005)
-        server.stop_embedded()
-        server.ensure_embedded()
+        if CITUS_SUITE:
+            cluster.restart()
+        else:
+            server.stop_embedded()
+            server.ensure_embedded()
 
     thread = threading.Thread(target=restart, daemon=True)
     thread.start()
@@ -124,8 +115,8 @@ def test_a_fault_fails_only_the_tasks_it_touches_and_a_rerun_completes(fault, wo
                                                                        capsys, caplog, monkeypatch):
     """Any share of failing calls: exit 0 or 3 (1 with one line for a lost database), no traceback, nothing left
     running or claimed, a reason on every failure; the clean re-run completes and buys no stored reply again."""
-    if fault == "database_restarts" and os.environ.get("RAGSQL_DATABASE_URL", "").find("ragsql_cell_") < 0:
-        pytest.skip("needs the embedded server")
+    if fault == "database_restarts" and not restartable():
+        pytest.skip("the server is RAGSQL_DATABASE_URL's, not the suite's to restart")
     restart = None
     if fault == "timeout":  # the fake hangs 0.2 s; elsewhere a slow reply on a busy machine must not time out
         monkeypatch.setenv("RAGSQL_JUDGE_TIMEOUT", "0.1")

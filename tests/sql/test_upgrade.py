@@ -17,6 +17,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragsql.db import ensure_schema, install
 from ragsql.db.install import fingerprint, sql_dir
+from tests.conftest import CITUS_SUITE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,12 +159,27 @@ def metrics(url: str) -> dict[tuple, float | None]:
     return {(run, m): v for run, m, v in rows}
 
 
+@pytest.fixture(scope="module")
+def fresh_install(server_url, template_url):
+    """A fresh install of today's schema on one server, what an upgrade must equal: the suite's template, or in
+    Citus mode (where the template is distributed, its tables sharded) a database without the citus extension."""
+    if not CITUS_SUITE:
+        yield template_url
+        return
+    url = _database(server_url, "ragsql_upgrade_fresh")
+    with psycopg.connect(url) as conn:
+        install(conn)
+        conn.commit()
+    yield url
+    _drop(server_url, url)
+
+
 def _assert_same(upgraded: dict, fresh: dict) -> None:
     differ = sorted(k for k in upgraded.keys() | fresh.keys() if upgraded.get(k) != fresh.get(k))
     assert differ == [], f"differ from a fresh install: {differ[:10]}"
 
 
-def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_url, template_url, tmp_path):
+def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_url, fresh_install, tmp_path):
     """A database installed and filled by release e3fed38 (corpus, eval set, three retrieval runs, answers,
     verdicts) runs today's functions, views, triggers and grants after one `ragsql metrics`: the old ragsql.bm25
     is gone, every row is unchanged, retrieval measures are those e3fed38 computed, and every metric equals a
@@ -185,7 +201,7 @@ def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_ur
             old_bm25 = conn.execute("select pg_get_functiondef('ragsql.bm25'::regproc)").fetchone()[0]
         ran = _ragsql(ROOT, url, "metrics", "--run", "demo-bm25")
         assert ran.returncode == 0, ran.stderr
-        _assert_same(catalog(url), catalog(template_url))
+        _assert_same(catalog(url), catalog(fresh_install))
         with psycopg.connect(url) as conn:
             assert conn.execute("select pg_get_functiondef('ragsql.bm25'::regproc)").fetchone()[0] != old_bm25
             assert conn.execute("select fingerprint from ragsql.schema_install").fetchone()[0] == fingerprint()
@@ -219,7 +235,7 @@ def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_ur
         _drop(server_url, fresh)
 
 
-def test_first_release_is_upgraded_by_psql_and_keeps_its_measures(server_url, template_url, tmp_path):
+def test_first_release_is_upgraded_by_psql_and_keeps_its_measures(server_url, fresh_install, tmp_path):
     """A database of the first release (d493b4d) with a run, upgraded by psql -f sql/install.sql, equals a
     fresh install and keeps its rows and retrieval measures."""
     old = _release("d493b4d", tmp_path / "old")
@@ -240,7 +256,7 @@ def test_first_release_is_upgraded_by_psql_and_keeps_its_measures(server_url, te
         rows, values = data(url), metrics(url)
         assert values[("r", "nDCG@10")] is not None
         _psql_install(sql_dir() / "install.sql", url)
-        _assert_same(catalog(url), catalog(template_url))
+        _assert_same(catalog(url), catalog(fresh_install))
         assert {t: v for t, v in data(url).items() if t in rows} == rows
         assert metrics(url) == values
     finally:
@@ -252,7 +268,7 @@ RELEASES = ["d493b4d", "962adda", "b929738", "ab89faa", "e95b755", "6c50fb8", "0
 
 
 @pytest.mark.parametrize("commit", RELEASES)
-def test_every_earlier_release_upgrades_to_a_fresh_install(server_url, template_url, tmp_path, commit):
+def test_every_earlier_release_upgrades_to_a_fresh_install(server_url, fresh_install, tmp_path, commit):
     """The schema of each commit that changed sql/, upgraded by today's ensure_schema, equals a fresh install:
     functions, views, triggers, tables, columns, constraints, indexes, comments, privileges and the rows of
     the built-in catalogues (default measures, generation metrics, aspects)."""
@@ -262,12 +278,12 @@ def test_every_earlier_release_upgrades_to_a_fresh_install(server_url, template_
         _psql_install(old / "sql" / "install.sql", url)
         with psycopg.connect(url) as conn:
             ensure_schema(conn)
-        _assert_same(catalog(url), catalog(template_url))
+        _assert_same(catalog(url), catalog(fresh_install))
         builtin = ("select * from ragsql.default_measure order by measure",
                    "select * from ragsql.generation_metric order by metric",
                    "select name, definition, builtin from ragsql.aspect order by name")
         for query in builtin:
-            with psycopg.connect(url) as conn, psycopg.connect(template_url) as fresh:
+            with psycopg.connect(url) as conn, psycopg.connect(fresh_install) as fresh:
                 assert conn.execute(query).fetchall() == fresh.execute(query).fetchall(), query
     finally:
         _drop(server_url, url)
@@ -331,7 +347,7 @@ def test_every_migration_in_install_sql_is_guarded_by_the_ledger():
                 "\\if :migrate", line, "\\endif"], f"install.sql: migration {name} is not guarded"
 
 
-def test_concurrent_installs_of_an_old_database_queue(server_url, template_url, tmp_path):
+def test_concurrent_installs_of_an_old_database_queue(server_url, fresh_install, tmp_path):
     """Two `ragsql db init`-style installs, two ensure_schema calls and a psql install started together on a
     database of release e3fed38 all succeed, and the result equals a fresh install."""
     old = _release("e3fed38", tmp_path / "old")
@@ -352,6 +368,6 @@ def test_concurrent_installs_of_an_old_database_queue(server_url, template_url, 
 
         with ThreadPoolExecutor(5) as pool:
             list(pool.map(one, range(5)))
-        _assert_same(catalog(url), catalog(template_url))
+        _assert_same(catalog(url), catalog(fresh_install))
     finally:
         _drop(server_url, url)
