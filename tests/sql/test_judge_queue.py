@@ -75,7 +75,7 @@ def test_expired_lease_is_reclaimed_and_the_old_worker_cannot_finish(db):
     assert (kind, attempts) == ("faithfulness", 1)
     assert db.execute(CLAIM, (run_id, "w2", 10, "5 minutes")).fetchall() == []
     assert db.execute("select ragsql._renew_judge_lease(%s, %s, 'w1', '1 minute')", (run_id, task_id)).fetchone()[0] is True
-    db.execute("update ragsql.judge_task set lease_until = clock_timestamp() - interval '1 second' where id = %s", (task_id,))
+    db.execute("update ragsql.judge_task set lease_until = now() - interval '1 second' where id = %s", (task_id,))
     assert db.execute(CLAIM, (run_id, "w2", 10, "5 minutes")).fetchall() == [(task_id, db.execute(
         "select query_id from ragsql.judge_task").fetchone()[0], "faithfulness", 2)]
     assert db.execute("select ragsql._finish_judge_task(%s, %s, 'w1')", (run_id, task_id)).fetchone()[0] is False
@@ -91,7 +91,7 @@ def test_finished_and_failed_tasks_are_not_reclaimed(db):
     first, second = sorted(db.execute(CLAIM, (run_id, "w", 2, "5 minutes")).fetchall(), key=lambda t: t[1])
     db.execute("select ragsql._finish_judge_task(%s, %s, 'w')", (run_id, first[0]))
     db.execute("select ragsql._finish_judge_task(%s, %s, 'w', 'HTTP 500 after 5 attempts')", (run_id, second[0]))
-    db.execute("update ragsql.judge_task set updated_at = clock_timestamp() - interval '1 day'")
+    db.execute("update ragsql.judge_task set updated_at = now() - interval '1 day'")
     assert db.execute(CLAIM, (run_id, "other", 10, "1 second")).fetchall() == []
     reasons = db.execute("select qid, value, reason from ragsql.generation_measure('r', 'faithfulness')").fetchall()
     assert reasons == [("q1", None, "judge task done but no verdicts stored"),
@@ -102,7 +102,7 @@ def test_a_task_whose_lease_keeps_expiring_fails_and_enqueue_retries_it(db):
     """After max_attempts expired leases the task is failed with a reason; enqueueing again resets it to pending."""
     run_id = answered_run(db, 1)
     enqueue(db, run_id, ["citations"])
-    expire = "update ragsql.judge_task set lease_until = clock_timestamp() - interval '1 second' where status = 'running'"
+    expire = "update ragsql.judge_task set lease_until = now() - interval '1 second' where status = 'running'"
     claim = "select id from ragsql._claim_judge_tasks(%s, %s, 1, '5 minutes', 2)"
     assert db.execute(claim, (run_id, "w1")).fetchall() != []
     db.execute(expire)
