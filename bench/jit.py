@@ -4,10 +4,10 @@
 
 Builds the demo (`ragsql demo --queries N`: three retrieval runs, answers judged offline) in a database of its
 own on the server of --url (an admin URL; default: the embedded server of RAGSQL_HOME), then times each call
-below, median of --repeat in fresh sessions, with the functions as installed (jit = off) and with the setting
-reset on every function (what earlier releases ran: the server's jit and jit_above_cost). JIT costs time only
-on a server built with LLVM (`select pg_jit_available()`: Debian's PostgreSQL and the Citus build are; the
-embedded server from PyPI is not). The database is dropped at the end.
+below in fresh sessions, median of --repeat, with the functions as installed (jit = off, sql/998_jit.sql) and
+with the setting reset on every function (what earlier releases ran: the server's jit and jit_above_cost), the
+two alternating. JIT costs time only on a server built with LLVM (`select pg_jit_available()`: Debian's
+PostgreSQL and the Citus build are; the embedded server from PyPI is not). The database is dropped at the end.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ CALLS = {
     "compare": "select * from ragsql.compare('demo-bm25', 'demo-hybrid', resamples => 1000)",
     "diagnose_queries": "select * from ragsql.diagnose_queries('demo-bm25')",
 }
+JIT_OFF = (ROOT / "sql" / "998_jit.sql").read_text(encoding="utf-8")
 RESET = """
     select format('alter function %s reset jit', p.oid::regprocedure)
     from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
@@ -77,17 +78,27 @@ def main() -> int:
             env.pop(var, None)
         subprocess.run([sys.executable, "-m", "ragsql", "demo", "--queries", str(args.queries)], env=env, check=True,
                        capture_output=True)
-        off = {call: timed(url, sql, args.repeat) for call, sql in CALLS.items()}
-        with psycopg.connect(url, autocommit=True) as conn:
-            for (statement,) in conn.execute(RESET).fetchall():
-                conn.execute(statement)
-        server = {call: timed(url, sql, args.repeat) for call, sql in CALLS.items()}
+        for sql in CALLS.values():  # warm the caches
+            timed(url, sql, 1)
+        times: dict[str, dict[str, list[float]]] = {"off": {c: [] for c in CALLS}, "server": {c: [] for c in CALLS}}
+        for _ in range(args.repeat):  # the two settings alternate, so that the machine's load hits both alike
+            for setting in ("off", "server"):
+                with psycopg.connect(url, autocommit=True) as conn:
+                    if setting == "off":
+                        conn.execute(JIT_OFF)
+                    else:
+                        for (statement,) in conn.execute(RESET).fetchall():
+                            conn.execute(statement)
+                for call, sql in CALLS.items():
+                    times[setting][call].append(timed(url, sql, 1))
+        off = {call: statistics.median(values) for call, values in times["off"].items()}
+        server = {call: statistics.median(values) for call, values in times["server"].items()}
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{name}" with (force)')
     print(f"PostgreSQL {jit[2]}, JIT available: {jit[0]}, jit = {jit[1]}; demo of {args.queries} queries, "
           f"median of {args.repeat} sessions")
-    print(f"| call | jit = off (ms) | server's JIT (ms) | ratio |\n|---|---:|---:|---:|")
+    print("| call | jit = off (ms) | server's JIT (ms) | ratio |\n|---|---:|---:|---:|")
     for call in CALLS:
         print(f"| {call} | {off[call] * 1000:,.0f} | {server[call] * 1000:,.0f} | {server[call] / off[call]:.1f}× |")
     return 0
