@@ -93,6 +93,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint e8fa8b80c3a6f0db7aa3da3e62c11882d222af94b218570102959be4c06ccc18
+\set ragsql_fingerprint 65362ad415951ac3ae09c017e98719ea29ad3893f30fb40c82f212b8d52cfaa6
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

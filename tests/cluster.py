@@ -130,7 +130,15 @@ def create_database(server_url: str, name: str, template: str | None = None) -> 
 
 
 def drop_database(server_url: str, name: str) -> None:
-    """Drops database NAME on every node (if there)."""
+    """Drops database NAME on every node (if there), retrying while Citus's daemon reconnects to it."""
     for url in nodes(server_url):
         with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f'drop database if exists "{name}" with (force)')
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    admin.execute(f'drop database if exists "{name}" with (force)')
+                    break
+                except psycopg.errors.ObjectInUse:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)

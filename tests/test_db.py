@@ -31,7 +31,9 @@ def _schema_dump(url: str) -> str:
     if params.get("port"):
         args.append(f"--port={params['port']}")
     out = subprocess.run(args, check=True, capture_output=True, text=True, env={**os.environ, "PGPASSWORD": params.get("password", "")})
-    return "\n".join(line for line in out.stdout.splitlines() if not line.startswith(("--", "\\restrict", "\\unrestrict")))
+    # Citus's library (Citus mode's servers preload it) tags every column with a version option, pg_attver
+    return "\n".join(line for line in out.stdout.splitlines()
+                     if not line.startswith(("--", "\\restrict", "\\unrestrict")) and "SET (pg_attver=" not in line)
 
 
 def _psql_install(url: str) -> None:

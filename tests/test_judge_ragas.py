@@ -55,13 +55,14 @@ def test_endpoint_judges_every_ragas_metric_and_stores_every_verdict(example_run
     # context_entity_recall from the stored entity sets
     url = example_run
     for qid, ref, ctx in _rows(url, """
-            select q.qid, (select e.entities from ragsql.entity_extraction e
-                           where e.text_hash = ragsql.text_hash(r.text)),
-                   (select e.entities from ragsql.entity_extraction e
-                    where e.text_hash = ragsql.text_hash((select string_agg(c.text, E'\\n' order by c.position)
-                                                          from ragsql.answer_context c
-                                                          where c.query_id = q.id)))
-            from ragsql.query q join ragsql.reference_answer r on r.query_id = q.id"""):
+            with contexts as (  -- joins, no correlated subquery: Citus mode plans none beside reference tables
+                select c.query_id, string_agg(c.text, E'\\n' order by c.position) as text
+                from ragsql.answer_context c group by c.query_id)
+            select q.qid, er.entities, ec.entities
+            from ragsql.query q join ragsql.reference_answer r on r.query_id = q.id
+            left join contexts on contexts.query_id = q.id
+            left join ragsql.entity_extraction er on er.text_hash = ragsql.text_hash(r.text)
+            left join ragsql.entity_extraction ec on ec.text_hash = ragsql.text_hash(contexts.text)"""):
         want = len(set(ref) & set(ctx)) / len(set(ref)) if ref else None
         assert _values(url, "context_entity_recall")[qid][0] == pytest.approx(want), qid
 

@@ -66,12 +66,11 @@ def test_one_eval_set_serves_two_chunkings(demo, capsys):
         code, _, err = run_cli(capsys, "retrieve", "--dataset", "demo", "--corpus", "demo", "--run",
                                f"k-{chunking}", "--mode", "bm25", "--chunking", chunking)
         assert code == 0, err
-    with psycopg.connect(demo) as conn:
-        rows = conn.execute(
-            "select u.name, count(distinct vj.query_id), count(*) "
-            "from ragsql.retrieval_run rr join ragsql.run u on u.id = rr.run_id "
-            "cross join lateral ragsql.version_judgment(rr.version_id, u.dataset_id) vj "
-            "where u.name like 'k-%' group by u.name order by 1").fetchall()
+    with psycopg.connect(demo) as conn:  # the run first, then its gold labels (Citus mode: run-first, as ragsql)
+        runs = conn.execute("select u.name, rr.version_id, u.dataset_id from ragsql.retrieval_run rr "
+                            "join ragsql.run u on u.id = rr.run_id where u.name like 'k-%' order by 1").fetchall()
+        rows = [(name, *conn.execute("select count(distinct query_id), count(*) from ragsql.version_judgment(%s, %s)",
+                                     (version, dataset)).fetchone()) for name, version, dataset in runs]
     assert [r[1] for r in rows] == [52, 52]  # 56 questions, 4 unanswerable
     assert rows[0][2] > rows[1][2]  # smaller chunks: more of them overlap the gold spans (250-char run first)
 
@@ -80,13 +79,14 @@ def test_expansion_widens_the_text_not_the_ranking(demo, capsys):
     args = ("retrieve", "--dataset", "demo", "--corpus", "demo", "--mode", "bm25", "--chunking", "recursive:250:0")
     assert run_cli(capsys, *args, "--run", "e0")[0] == 0
     assert run_cli(capsys, *args, "--run", "e1", "--expand", "1")[0] == 0
-    with psycopg.connect(demo) as conn:
-        rows = conn.execute(
-            "select a.docno = b.docno, length(b.text) >= length(a.text), position(a.text in b.text) > 0 "
-            "from ragsql.run_result a join ragsql.run ra on ra.id = a.run_id and ra.name = 'e0' "
-            "join ragsql.run_result b on b.query_id = a.query_id and b.rank = a.rank "
-            "join ragsql.run rb on rb.id = b.run_id and rb.name = 'e1'").fetchall()
-    assert rows and all(all(r) for r in rows)
+    with psycopg.connect(demo) as conn:  # each run's rows by itself (Citus mode: two runs are two shards)
+        ranked = {run: {(q, rank): (docno, text) for q, rank, docno, text in conn.execute(
+            "select r.query_id, r.rank, r.docno, r.text from ragsql.run_result r join ragsql.run u on u.id = r.run_id "
+            "where u.name = %s", (run,))} for run in ("e0", "e1")}
+    assert ranked["e0"] and ranked["e0"].keys() == ranked["e1"].keys()
+    for key, (docno, text) in ranked["e0"].items():
+        wide_docno, wide_text = ranked["e1"][key]
+        assert docno == wide_docno and len(wide_text) >= len(text) and text in wide_text, key
     assert _metrics(capsys, "e0") == _metrics(capsys, "e1")
 
 

@@ -7,6 +7,7 @@ import re
 import psycopg
 from psycopg.rows import dict_row
 
+from ragsql.db.connect import shard_reads_in_sequence
 from ragsql.errors import InputError
 
 __all__ = ["add", "list_aspects", "remove"]
@@ -17,10 +18,12 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 def list_aspects(conn: psycopg.Connection) -> list[dict]:
     """Every aspect: built-ins first, then the user's, with how many verdicts each has."""
     with conn.cursor(row_factory=dict_row) as cur:
+        # the counts grouped and joined, not a correlated subquery: Citus plans none beside the reference table
         cur.execute("""
-            select a.name, a.definition, a.builtin, a.higher_is_better,
-                   (select count(*) from ragsql.aspect_verdict as v where v.aspect = a.name) as verdicts
+            select a.name, a.definition, a.builtin, a.higher_is_better, coalesce(v.verdicts, 0) as verdicts
             from ragsql.aspect as a
+            left join (select aspect, count(*) as verdicts from ragsql.aspect_verdict group by aspect) as v
+                   on v.aspect = a.name
             order by not a.builtin, a.name collate "C" """)
         return cur.fetchall()
 
@@ -55,9 +58,7 @@ def remove(conn: psycopg.Connection, name: str) -> int:
         raise InputError(f'unknown aspect "{name}" (your aspects: {", ".join(known) or "none"})')
     if existing[0]:
         raise InputError(f'aspect "{name}" is built in and stays')
-    # on Citus the count reads every shard; in parallel, it would keep the delete of the reference row (which
-    # cascades to the shards) from running in this transaction. One server keeps the setting as an unused name.
-    conn.execute("select set_config('citus.multi_shard_modify_mode', 'sequential', true)")
+    shard_reads_in_sequence(conn)
     verdicts = conn.execute("select count(*) from ragsql.aspect_verdict where aspect = %s", (name,)).fetchone()[0]
     conn.execute("delete from ragsql.aspect where name = %s", (name,))
     return verdicts

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 
 from tenacity import Retrying, retry_if_exception, stop_before_delay, wait_exponential
 
 from ragsql.db.server import database_url
-from ragsql.errors import DatabaseError, UsageError
+from ragsql.errors import DatabaseError, InputError, UsageError
 
 if TYPE_CHECKING:
     import psycopg
@@ -71,3 +73,27 @@ def engine(url: str | None = None):
     target = url or database_url()
     # A creator accepts both URLs and key=value conninfo strings, as psycopg does.
     return sqlalchemy.create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target))
+
+
+def shard_reads_in_sequence(conn: psycopg.Connection) -> None:
+    """For the rest of the transaction, Citus reads and writes a distributed table's shards one connection at a
+    time: a count over every shard read in parallel keeps the delete of a reference row that cascades to the
+    shards from running in the same transaction. One server keeps the setting as an unused name."""
+    conn.execute("select set_config('citus.multi_shard_modify_mode', 'sequential', true)")
+
+
+@contextlib.contextmanager
+def duplicates_refused(what: str) -> Iterator[None]:
+    """A unique violation inside becomes InputError("WHAT (the key's detail)"); Citus's form of one too: a worker's
+    violation in a distributed insert ... select or COPY reaches the client as an internal error (XX000) with the
+    worker's message and detail."""
+    import psycopg
+
+    try:
+        yield
+    except (psycopg.errors.UniqueViolation, psycopg.errors.InternalError_) as exc:
+        if not isinstance(exc, psycopg.errors.UniqueViolation) and \
+                "duplicate key value violates unique constraint" not in str(exc):
+            raise
+        detail = (exc.diag.message_detail or exc.diag.message_primary or str(exc)).strip()
+        raise InputError(f"{what} ({detail})") from exc

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 import psycopg
 from psycopg import sql
 
+from ragsql.db.connect import duplicates_refused
 from ragsql.errors import InputError
 
 __all__ = [
@@ -101,7 +102,7 @@ def add_judgments(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tupl
         rows,
     )
     _require_known_qids(conn, dataset_id, "_stage_judgment", "judgment")
-    try:
+    with duplicates_refused("an item is judged twice for one query"):
         conn.execute(
             """
             insert into ragsql.judgment (query_id, docno, relevance, text)
@@ -111,8 +112,6 @@ def add_judgments(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tupl
             """,
             (dataset_id,),
         )
-    except psycopg.errors.UniqueViolation as exc:
-        raise InputError(f"an item is judged twice for one query ({_detail(exc)})") from exc
     return staged
 
 
@@ -222,19 +221,18 @@ def add_run_results(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple]
         else sql.SQL("s.rank")
     )
     try:
-        conn.execute(
-            sql.SQL(
-                """
-                insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score, text)
-                select %s, q.dataset_id, q.id, {rank}, s.docno, s.score, s.text
-                from _stage_result as s
-                join ragsql.query as q on q.dataset_id = %s and q.qid = s.qid
-                """
-            ).format(rank=rank),
-            (run_id, dataset_id),
-        )
-    except psycopg.errors.UniqueViolation as exc:
-        raise InputError(f"duplicate result in a run ({_detail(exc)})") from exc
+        with duplicates_refused("duplicate result in a run"):
+            conn.execute(
+                sql.SQL(
+                    """
+                    insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score, text)
+                    select %s, q.dataset_id, q.id, {rank}, s.docno, s.score, s.text
+                    from _stage_result as s
+                    join ragsql.query as q on q.dataset_id = %s and q.qid = s.qid
+                    """
+                ).format(rank=rank),
+                (run_id, dataset_id),
+            )
     except psycopg.errors.CheckViolation as exc:
         raise InputError(f"invalid result ({_detail(exc)})") from exc
     return staged

@@ -11,6 +11,7 @@ from itertools import islice
 
 import psycopg
 
+from ragsql.db.connect import duplicates_refused
 from ragsql.errors import InputError
 
 __all__ = ["copy_ranked", "query_ids", "rank_staged", "ranking_text", "stage_unranked"]
@@ -75,7 +76,7 @@ def rank_staged(conn: psycopg.Connection, run_id: int, dataset_id: int) -> None:
         """,
         (run_id,),
     )
-    try:
+    with duplicates_refused("duplicate result in a run"):
         conn.execute(
             """
             insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score)
@@ -86,7 +87,4 @@ def rank_staged(conn: psycopg.Connection, run_id: int, dataset_id: int) -> None:
             """,
             (run_id, dataset_id),
         )
-    except psycopg.errors.UniqueViolation as exc:
-        detail = (exc.diag.message_detail or exc.diag.message_primary or str(exc)).strip()
-        raise InputError(f"duplicate result in a run ({detail})") from exc
     conn.execute("truncate _stage_unranked")

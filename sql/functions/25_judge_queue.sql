@@ -115,14 +115,19 @@ $$;
 comment on function ragsql._renew_call_claims(text, interval) is
     'Extends the lease of every request claim the owner holds; returns how many.';
 
+-- PL/pgSQL: Citus cannot plan a parameterized `language sql` body over judge_call_claim (a reference table), so
+-- as SQL this failed there and a stopped judge left its claims until their leases ran out
 create or replace function ragsql._release_call_claims(owner text)
 returns bigint
-language sql volatile
+language plpgsql volatile
 as $$
-    with released as (
-        delete from ragsql.judge_call_claim as k where k.owner = _release_call_claims.owner returning 1
-    )
-    select count(*) from released
+declare
+    released bigint;
+begin
+    delete from ragsql.judge_call_claim as k where k.owner = _release_call_claims.owner;
+    get diagnostics released = row_count;
+    return released;
+end
 $$;
 comment on function ragsql._release_call_claims(text) is
     'Drops every request claim of an owner (a process that stops, or one found dead): others may send them.';

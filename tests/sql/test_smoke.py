@@ -32,3 +32,20 @@ def test_functions_that_read_tables_plan_without_jit(fresh_db):
         install(conn)
         conn.commit()
         assert conn.execute(JIT_UNSET).fetchall() == []
+
+
+COORDINATOR_TABLES = {"schema_install", "schema_migration", "corpus", "document", "corpus_version", "chunk",
+                      "chunk_term", "bm25_term", "bm25_list"}  # what sql/citus.sql leaves on the coordinator
+
+
+def test_no_sql_language_function_reads_a_table_citus_distributes(db):
+    """A `language sql` function that names a distributed or reference table cannot run on Citus (it plans no
+    parameterized SQL-function body: `_release_call_claims` was one, and a stopped judge left its claims)."""
+    rows = db.execute("""
+        select p.oid::regprocedure::text, c.relname
+        from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
+        join pg_class as c on c.relnamespace = n.oid and c.relkind in ('r', 'p')
+                          and p.prosrc ~* ('ragsql\\.' || c.relname || '\\M')
+        where n.nspname = 'ragsql' and p.prolang = (select oid from pg_language where lanname = 'sql')""").fetchall()
+    assert {"expanded_text", "_record_install"} <= {f.split("(")[0].removeprefix("ragsql.") for f, _ in rows}
+    assert [(f, t) for f, t in rows if t not in COORDINATOR_TABLES] == []
