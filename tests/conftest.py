@@ -29,6 +29,7 @@ collect_ignore = [] if LOCAL_OPT_IN else ["local"]
 # Citus mode (RAGSQL_TEST_CITUS=1): the suite's databases are distributed (sql/citus.sql) on a local Citus cluster,
 # started here with ../shared/citus/cluster.sh unless RAGSQL_DATABASE_URL names a running coordinator.
 CITUS_SUITE = os.environ.get("RAGSQL_TEST_CITUS") == "1"
+EXTERNAL_SERVER = bool(os.environ.get("RAGSQL_DATABASE_URL"))  # named by the user, before Citus mode sets it
 if CITUS_SUITE and not os.environ.get("RAGSQL_DATABASE_URL"):
     from tests import cluster
 
@@ -70,7 +71,7 @@ def restartable() -> bool:
         from tests import cluster
 
         return cluster.started()
-    return not os.environ.get("RAGSQL_DATABASE_URL")
+    return not EXTERNAL_SERVER
 
 
 def create_database(server_url: str, name: str, template: str | None = None) -> str:
