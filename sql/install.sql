@@ -67,6 +67,10 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \if :migrate
 \ir migrations/0140_run_keys.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0160_run_result_partitions') as migrate \gset
+\if :migrate
+\ir migrations/0160_run_result_partitions.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -92,6 +96,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint c8e470067a785eac20c395e704459ee5c15c780c756cde6aff0ae090c3171a9a
+\set ragsql_fingerprint e8ba3999243fa61c13c4387621363d4973aa78c83f9dc06945f4d6da3f7a12d1
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
