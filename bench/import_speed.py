@@ -156,7 +156,8 @@ def timed(name, fn):
             phases[name] = (wall + time.perf_counter() - started, used + cpu(pid) - server)
     return call
 for module, names in ((load, ("add_queries", "add_judgments", "create_run", "analyze")),
-                      (results, ("copy_ranked", "stage_unranked", "rank_staged"))):
+                      (results, ("copy_ranked", "stage_unranked", "rank_staged", "bare_partition",
+                                       "attach_partition"))):
     for name in names:
         setattr(module, name, timed(name, getattr(module, name)))
 parse = cProfile.Profile()

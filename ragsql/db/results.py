@@ -68,8 +68,11 @@ def attach_partition(conn: psycopg.Connection, run_id: int) -> None:
 
 def copy_ranked(conn: psycopg.Connection, run_id: int, dataset_id: int, rankings: Iterable[tuple[int, str]],
                 table: sql.Composable = RUN_RESULT) -> None:
-    """COPY (query id, ranking_text) rankings straight into the run's results (or into `table`, its partition)."""
-    with conn.cursor().copy(sql.SQL(_COPY).format(table)) as copy:
+    """COPY (query id, ranking_text) rankings straight into the run's results, or into `table`, the run's partition
+    made by bare_partition in this transaction: frozen there (all visible at once, so the first reads after the
+    import set no hint bits and index-only scans need no heap visit)."""
+    copy_sql = sql.SQL(_COPY).format(table) + (sql.SQL("") if table is RUN_RESULT else sql.SQL(" (freeze)"))
+    with conn.cursor().copy(copy_sql) as copy:
         for query_id, text in rankings:
             copy.write(text.replace("\x02", f"{run_id}\t{dataset_id}\t{query_id}\t"))
 
