@@ -49,6 +49,14 @@ begin
         raise exception 'ragsql is not installed in this database'
             using errcode = 'undefined_table', hint = 'apply sql/install.sql first';
     end if;
+    -- migration 0160 partitions run_result by run only where the citus extension was not installed first
+    if (select c.relkind from pg_class as c where c.oid = 'ragsql.run_result'::regclass) = 'p'
+       and not exists (select from pg_dist_partition where logicalrelid = 'ragsql.run_result'::regclass) then
+        raise exception 'ragsql.run_result is partitioned by run (installed before the citus extension)'
+            using errcode = 'feature_not_supported',
+                  hint = 'install ragsql in a database where the citus extension is created first, then load it '
+                         'again (ragsql import)';
+    end if;
 
     -- run_result keeps its references by triggers on one server; Citus allows none on reference tables
     for trg in

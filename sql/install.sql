@@ -96,6 +96,6 @@ select not exists (select from ragsql.schema_migration where name = '0160_run_re
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint e8ba3999243fa61c13c4387621363d4973aa78c83f9dc06945f4d6da3f7a12d1
+\set ragsql_fingerprint 5b395540e4c148bc79902b76001e000a55650c501b3033b85af5018049a17f7a
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
