@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
+
+from ragsql.db import results
+from ragsql.errors import InputError
+from ragsql.importer import import_trec
+from tests.loading import load_trec
 
 INSERT = "insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno) values (%s, %s, %s, %s, %s)"
 
@@ -139,3 +146,69 @@ def test_a_run_being_filled_cannot_be_deleted_and_a_deleted_run_cannot_be_filled
         inserting.join(10)
         assert [type(e) for e in errors] == [psycopg.errors.ForeignKeyViolation]
         assert a.execute("select count(*) from ragsql.run_result").fetchone()[0] == 0
+
+
+CAST = Path(__file__).resolve().parents[1] / "data" / "trec" / "cast2021"
+
+
+def _partition(conn, run: int) -> tuple | None:
+    """(attached to run_result, index names) of the run's own partition, or None when it has none."""
+    table = conn.execute("select to_regclass(%s)", (f"ragsql.run_result_r{run}",)).fetchone()[0]
+    if table is None:
+        return None
+    return conn.execute(
+        """
+        select exists (select from pg_inherits as i where i.inhrelid = %(t)s::regclass
+                                                    and i.inhparent = 'ragsql.run_result'::regclass),
+               array(select c.relname::text from pg_index as x join pg_class as c on c.oid = x.indexrelid
+                     where x.indrelid = %(t)s::regclass and x.indisvalid order by 1)
+        """, {"t": table}).fetchone()
+
+
+def test_an_imported_run_is_a_partition_of_its_own_that_goes_with_its_run(db):
+    """On one server `import trec` stores a run in a partition of its own, indexed and attached (migration 0160),
+    with the same rows as the staging path stores in the default partition (CAsT 2021, 18,570 ranked rows); a run
+    filled by SQL stays in the default partition; deleting the run drops its partition and nothing else."""
+    qrels, run_file = CAST / "trec-cast-qrels-docs.2021.qrel", CAST / "org_manual_bm25.run"
+    summary = import_trec(db, "cast", qrels, run_file, run_name="fast")
+    slow = load_trec(db, qrels, run_file, run_name="slow")
+    fast = db.execute("select id from ragsql.run where name = 'fast'").fetchone()[0]
+    assert summary.results == 18570
+    assert _partition(db, fast) == (True, [f"run_result_r{fast}_pkey",
+                                           f"run_result_r{fast}_run_id_query_id_docno_rank_key"])
+    assert _partition(db, slow) is None
+    rows = "select q.qid, r.rank, r.docno, r.score, r.tableoid::regclass::text from ragsql.run_result as r " \
+           "join ragsql.query as q on q.id = r.query_id where r.run_id = %s order by 1, 2"
+    fast_rows, slow_rows = db.execute(rows, (fast,)).fetchall(), db.execute(rows, (slow,)).fetchall()
+    assert [r[:4] for r in fast_rows] == [r[:4] for r in slow_rows] and len(fast_rows) == 18570
+    assert {r[4] for r in fast_rows} == {f"ragsql.run_result_r{fast}"}
+    assert {r[4] for r in slow_rows} == {"ragsql.run_result_default"}
+    db.execute("delete from ragsql.run where id = %s", (fast,))
+    assert _partition(db, fast) is None and _results(db, fast) == []
+    assert db.execute("select count(*) from ragsql.run_result where run_id = %s", (slow,)).fetchone()[0] == 18570
+
+
+def test_a_bare_partition_is_attached_only_with_queries_of_its_dataset_and_no_docno_twice(db):
+    """The rows copied into a run's own table are checked when it is attached, as the statement triggers check an
+    insert: a query of another dataset is SQLSTATE 23503 naming the foreign key; a docno twice for a query is the
+    unique index's error, an InputError of the import."""
+    ds, run, (q1, _) = _dataset(db, "a")
+    _, _, (other_q, _) = _dataset(db, "b")
+    for rows, error in [([(q1, 1, "d"), (other_q, 1, "d")], psycopg.errors.ForeignKeyViolation),
+                        ([(q1, 1, "d"), (q1, 2, "d")], InputError)]:
+        with pytest.raises(error) as caught, db.transaction():
+            table = results.bare_partition(db, run)
+            for query, rank, docno in rows:
+                db.execute(sql.SQL("insert into {} (run_id, dataset_id, query_id, rank, docno) "
+                                   "values (%s, %s, %s, %s, %s)").format(table), (run, ds, query, rank, docno))
+            results.attach_partition(db, run)
+        if error is InputError:
+            assert "duplicate result in a run" in str(caught.value) and f"({run}, {q1}, d)" in str(caught.value)
+        else:
+            assert caught.value.diag.constraint_name == "run_result_dataset_id_query_id_fkey"
+            assert f"({ds}, {other_q})" in caught.value.diag.message_detail
+        assert _partition(db, run) is None
+    with pytest.raises(psycopg.errors.CheckViolation), db.transaction():  # the table holds this run's rows only
+        table = results.bare_partition(db, run)
+        db.execute(sql.SQL("insert into {} (run_id, dataset_id, query_id, rank, docno) values (%s, %s, %s, 1, 'd')")
+                   .format(table), (run + 1, ds, q1))
