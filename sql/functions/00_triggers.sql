@@ -193,10 +193,11 @@ begin
         perform ragsql._fk_violation('run_result', 'run_result_run_id_dataset_id_fkey',
                                      format('Key (run_id)=(%s) is not present in table "run".', run_id));
     end if;
-    if to_regclass(format('ragsql.%I', part)) is not null
-       or exists (select from ragsql.run_result as x where x.run_id = _run_result_bare.run_id) then
-        raise exception 'run % already has results', run_id
-            using errcode = 'unique_violation', hint = 'import a run once, into a run of its own';
+    -- run_result itself is not read here: an import locks it first when it attaches, so that two imports at once
+    -- queue there and cannot deadlock (results of the run in the default partition make the attach fail)
+    if to_regclass(format('ragsql.%I', part)) is not null then
+        raise exception 'run % already has a table of results', run_id
+            using errcode = 'duplicate_table', hint = 'import a run once, into a run of its own';
     end if;
     -- the checks on run_id and dataset_id hold the run's key for every row, and let the attach skip its scan
     execute format(
@@ -205,7 +206,14 @@ begin
         'rank integer not null constraint run_result_rank_check check (rank >= 1), '
         'docno text not null constraint run_result_docno_check check (docno <> %L), score float8, text text)',
         part, run_id, ds, '');
-    execute format('grant select, insert, update, delete on ragsql.%I to %I', part, session_user);
+    execute format('comment on table ragsql.%I is %L', part,
+                   format('The results of run %s: its partition of ragsql.run_result (ragsql._run_result_bare).',
+                          run_id));
+    -- the importing login fills the table (a ragsql_writer, or any role that may insert into run_result); its own
+    -- grant is revoked when the table is attached, after which it is reached through run_result
+    if session_user <> current_user then
+        execute format('grant select, insert, update, delete on ragsql.%I to %I', part, session_user);
+    end if;
     if exists (select from pg_roles where rolname = 'ragsql_writer') then
         execute format('grant select, insert, update, delete on ragsql.%I to ragsql_writer', part);
     end if;
@@ -255,6 +263,9 @@ begin
     execute format('alter table ragsql.%I add primary key (run_id, query_id, rank)', part);
     execute format('alter table ragsql.%I add unique (run_id, query_id, docno) include (rank)', part);
     execute format('alter table ragsql.run_result attach partition ragsql.%I for values in (%s)', part, run_id);
+    if session_user <> current_user then
+        execute format('revoke all on ragsql.%I from %I', part, session_user);
+    end if;
     execute format('analyze ragsql.%I', part);
 end
 $$;
