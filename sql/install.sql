@@ -96,6 +96,6 @@ select not exists (select from ragsql.schema_migration where name = '0160_run_re
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint d3111c8993e6ac932c0baf0617f28b0b8ddd182a838e7cd07a791e930148e8b1
+\set ragsql_fingerprint b85c8b8a3e2f7a4e02fb8d5858bca07897e64f450af34d75daebecfe3a21b707
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
