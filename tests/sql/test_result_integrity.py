@@ -213,3 +213,28 @@ def test_a_bare_partition_is_attached_only_with_queries_of_its_dataset_and_no_do
         table = results.bare_partition(db, run)
         db.execute(sql.SQL("insert into {} (run_id, dataset_id, query_id, rank, docno) values (%s, %s, %s, 1, 'd')")
                    .format(table), (run + 1, ds, q1))
+
+
+def test_a_metric_query_reads_only_its_runs_partition(fresh_db):
+    """The metric queries name `run_id = <id>`: with two imported runs and the default partition, the measures of
+    one run lock (so read) run_result and that run's partition only; comparing two reads their two."""
+    qrels, run_file = CAST / "trec-cast-qrels-docs.2021.qrel", CAST / "org_manual_bm25.run"
+    with psycopg.connect(fresh_db) as conn:
+        for name in ("a", "b"):
+            import_trec(conn, "cast", qrels, run_file, run_name=name)
+        conn.execute("insert into ragsql.run (name, dataset_id) select 'by-sql', id from ragsql.dataset")
+        conn.execute("insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno) "
+                     "select r.id, r.dataset_id, q.id, 1, 'd' from ragsql.run as r join ragsql.query as q "
+                     "on q.dataset_id = r.dataset_id where r.name = 'by-sql'")  # rows in the default partition
+        conn.commit()
+        ids = dict(conn.execute("select name, id from ragsql.run").fetchall())
+        read = ("select relation::regclass::text from pg_locks where pid = pg_backend_pid() and locktype = 'relation' "
+                "and relation = any (select c.oid from pg_class as c where c.relname like 'run\\_result%%' "
+                "and c.relkind in ('r', 'p')) order by 1")
+        for query, runs in [("select count(*) from ragsql.run_measure where run = 'a'", ["a"]),
+                            ("select count(*) from ragsql.measure('b', 'nDCG@10')", ["b"]),
+                            ("select count(*) from ragsql.compare('a', 'b')", ["a", "b"])]:
+            assert conn.execute(query).fetchone()[0] > 0
+            assert [r for (r,) in conn.execute(read)] == ["ragsql.run_result"] + [
+                f"ragsql.run_result_r{ids[run]}" for run in runs], query
+            conn.rollback()
