@@ -1,6 +1,6 @@
 """Benchmark: `ragsql import trec` of a large run, the whole command, this tree against a baseline commit.
 
-    python bench/import_speed.py [--sizes 1000000,500000] [--runs 3] [--baseline-ref 7b29077] [--profile] [--json]
+    python bench/import_speed.py [--sizes 1000000,500000] [--runs 3] [--baseline-ref 4bf92cf] [--profile] [--json]
 
 For each size N: writes a TREC run of N rows (N/1000 topics × 1000 results, each topic's lines in rank order as
 a system writes them, scores with one decimal so that about a third of the results tie and trec_eval's tie-break,
@@ -13,9 +13,10 @@ each, and the median is reported. After each import the dataset is deleted, the 
 taken, so that every import starts from the same state. The first import of each tree is checked: every
 (qid, rank, docno, score) the two trees stored must be equal.
 
-With --profile: where this tree's import spends its time (the phases, timed in process, and the server's CPU
-seconds while the rows are copied) and the EXPLAIN ANALYZE of the baseline's move from its staging table into
-ragsql.run_result (its foreign-key triggers are timed there).
+With --profile: where this tree's import spends its time (the phases, timed in process, the server's CPU seconds
+in each, and the parsing thread's profile), once as it imports (a partition of the run's own, indexed after the
+COPY) and once copying straight into run_result, whose indexes are then kept up to date row by row (as before
+migration 0160), in the same tree, database and file.
 
 Goal (issue 15): >= 200k rows/s for the whole command, a 1M-row run in <= 5 s.
 """
@@ -156,10 +157,10 @@ def timed(name, fn):
             phases[name] = (wall + time.perf_counter() - started, used + cpu(pid) - server)
     return call
 for module, names in ((load, ("add_queries", "add_judgments", "create_run", "analyze")),
-                      (results, ("copy_ranked", "stage_unranked", "rank_staged"))):
+                      (results, ("copy_ranked", "stage_unranked", "rank_staged", "bare_partition",
+                                       "attach_partition"))):
     for name in names:
         setattr(module, name, timed(name, getattr(module, name)))
-parse = cProfile.Profile()
 ranked_texts = importer._ranked_texts
 def profiled(path):
     items = ranked_texts(path)
@@ -173,46 +174,27 @@ def profiled(path):
             return
         yield item
 importer._ranked_texts = profiled
-with db.connect() as conn:
-    pid = conn.execute("select pg_backend_pid()").fetchone()[0]
-    started = time.perf_counter()
-    with conn.transaction(force_rollback=True):
-        importer.import_trec(conn, "bench", qrels, run, "bench")
-    total = time.perf_counter() - started
-print(f"this tree, in process: import_trec {total:.2f} s (rolled back)")
-for name, (wall, used) in phases.items():
-    print(f"  {name:16} {wall:6.2f} s wall, {used:6.2f} s server CPU")
-out = io.StringIO()
-pstats.Stats(parse, stream=out).sort_stats("tottime").print_stats(8)
-print("  parse, rank and format (a thread of its own, overlapping the copy), top functions by own time:")
-print("\n".join("    " + line for line in out.getvalue().splitlines() if line.strip()[:1].isdigit()))
+partitioned = results.partitioned
+for layout in ("a partition of its own, indexed once the rows are in", "straight into run_result, indexes kept row by row"):
+    phases.clear()
+    parse = cProfile.Profile()
+    with db.connect() as conn:
+        pid = conn.execute("select pg_backend_pid()").fetchone()[0]
+        started = time.perf_counter()
+        with conn.transaction(force_rollback=True):
+            importer.import_trec(conn, "bench", qrels, run, "bench")
+        total = time.perf_counter() - started
+    print(f"this tree, in process, {layout}: import_trec {total:.2f} s (rolled back)")
+    for name, (wall, used) in phases.items():
+        print(f"  {name:16} {wall:6.2f} s wall, {used:6.2f} s server CPU")
+    out = io.StringIO()
+    pstats.Stats(parse, stream=out).sort_stats("tottime").print_stats(8)
+    print("  parse, rank and format (a thread of its own, overlapping the copy), top functions by own time:")
+    print("\n".join("    " + line for line in out.getvalue().splitlines() if line.strip()[:1].isdigit()))
+    # the second time as before migration 0160: the rows go to run_result's default partition, with its indexes
+    results.partitioned = lambda conn: False
+results.partitioned = partitioned
 """
-
-_PROFILE_BASELINE = r"""
-import sys
-from ragsql import db
-from ragsql.db import load
-from ragsql.formats import parse_run
-from ragsql.formats.files import text_lines
-qrels, run = sys.argv[1:3]
-rows = [(q, None, d, s, None) for q, d, s, _ in parse_run(text_lines(run), run)]
-with db.connect() as conn, conn.transaction(force_rollback=True):
-    dataset_id = load.ensure_dataset(conn, "bench")
-    load.add_queries(conn, dataset_id, ((q, None, None, None) for q in dict.fromkeys(r[0] for r in rows)))
-    run_id = load.create_run(conn, "bench", dataset_id)
-    load._copy(conn, "_stage_result", ["qid", "rank", "docno", "score", "text"],
-               ["text", "integer", "text", "float8", "text"], rows)
-    plan = conn.execute('''explain (analyze, buffers off)
-        insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score, text)
-        select %s, q.dataset_id, q.id,
-               row_number() over (partition by s.qid order by s.score desc, s.docno collate "C" desc),
-               s.docno, s.score, s.text
-        from _stage_result as s
-        join ragsql.query as q on q.dataset_id = %s and q.qid = s.qid''', (run_id, dataset_id)).fetchall()
-print("baseline: EXPLAIN ANALYZE of the move from _stage_result into ragsql.run_result")
-print("\n".join("  " + line for (line,) in plan))
-"""
-
 
 def profile(tree: Path, url: str, home: Path, qrels: Path, run: Path, code: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -224,7 +206,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000000,500000", help="run sizes in rows, comma-separated")
     parser.add_argument("--runs", type=int, default=3, help="imports per tree and size (the median is reported)")
-    parser.add_argument("--baseline-ref", default="7b29077", help="git ref to compare with")
+    parser.add_argument("--baseline-ref", default="4bf92cf", help="git ref to compare with")
     parser.add_argument("--profile", action="store_true", help="also show where the time goes (largest size)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -256,7 +238,6 @@ def main() -> int:
                     sys.exit(f"the trees stored different results for {rows} rows: {stored}")
                 if args.profile and rows == max(sizes):
                     profile(ROOT, urls["this tree"], home, qrels, run, _PROFILE_THIS)
-                    profile(baseline, urls[args.baseline_ref], home, qrels, run, _PROFILE_BASELINE)
             _ragsql(ROOT, None, home, "db", "stop")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)], check=False)

@@ -74,7 +74,8 @@ def import_trec(
             config = {"source": "trec", "file": os.path.abspath(run_path), "qrels": os.path.abspath(qrels_path)}
             _add_trec_run(conn, summary, dataset_id, judged, run_path, run_name, config, replace)
         summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
-    _analyze(conn, idle, ("query", "judgment", "run_result"))
+    # a run's own partition of run_result was analyzed when attached (analyzing run_result would read them all)
+    _analyze(conn, idle, ("query", "judgment") if results.partitioned(conn) else ("query", "judgment", "run_result"))
     return summary
 
 
@@ -84,32 +85,40 @@ def _add_trec_run(
 ) -> None:
     """Stream a TREC run into a new run, block by block: its new topics become queries, the queries each block
     completes are ranked in Python and copied straight into the results; a query the file comes back to is ranked
-    whole by the database at the end. The run is named `name`, else after the tag of its first line."""
+    whole by the database at the end. The run is named `name`, else after the tag of its first line.
+
+    On one server the results go into a table of the run's own with no index, indexed and attached as the run's
+    partition of run_result at the end (ragsql.db.results.attach_partition)."""
     ids = results.query_ids(conn, dataset_id, judged)
     run_id = None
+    table = results.RUN_RESULT
     unranked = 0
     for block, rankings in _read_ahead(_ranked_texts(path)):
         if run_id is None:
             name = name or block.tag
             _require_name("run", name)
             run_id = load.create_run(conn, name, dataset_id, config, replace=replace)
+            if results.partitioned(conn):
+                table = results.bare_partition(conn, run_id)
         if new := [qid for qid in block.qids if qid not in ids]:
             summary.queries += load.add_queries(conn, dataset_id, ((qid, None, None, None) for qid in new))
             ids.update(results.query_ids(conn, dataset_id, new))
-        results.copy_ranked(conn, run_id, dataset_id, ((ids[qid], text) for qid, text in rankings))
+        results.copy_ranked(conn, run_id, dataset_id, ((ids[qid], text) for qid, text in rankings), table)
         summary.results += block.rows
         qids, docnos, scores = block.loose
         unranked += results.stage_unranked(conn, zip(map(ids.__getitem__, qids), docnos, scores)) if qids else 0
     if run_id is None:
         raise InputError("the run file holds no results (it is empty, or only comments and blank lines)", path)
-    if unranked:
-        try:
-            results.rank_staged(conn, run_id, dataset_id)
-        except InputError:
-            # a docno given twice for a query the file came back to: read the file whole to say where
-            for _ in parse_run(text_lines(path), path):
-                pass
-            raise
+    try:
+        if unranked:
+            results.rank_staged(conn, run_id, dataset_id, table)
+        if table is not results.RUN_RESULT:
+            results.attach_partition(conn, run_id)
+    except InputError:
+        # a docno given twice for a query the file came back to: read the file whole to say where
+        for _ in parse_run(text_lines(path), path):
+            pass
+        raise
     summary.run = name
 
 

@@ -35,6 +35,7 @@ declare
     fk record;
     trg record;
     saved jsonb := '[]';
+    grant_ record;
 begin
     if not exists (select from pg_extension where extname = 'citus') then
         raise exception 'the citus extension is not installed in this database'
@@ -48,6 +49,34 @@ begin
     if to_regclass('ragsql.run_result') is null then
         raise exception 'ragsql is not installed in this database'
             using errcode = 'undefined_table', hint = 'apply sql/install.sql first';
+    end if;
+    -- migration 0160 partitions run_result by run only where the citus extension was not there at install time:
+    -- such a table (a database of one server that becomes a coordinator) is made one plain table again, with its
+    -- rows, indexes, checks, comment and grants, and distributed below like any other
+    if (select c.relkind from pg_class as c where c.oid = 'ragsql.run_result'::regclass) = 'p'
+       and not exists (select from pg_dist_partition where logicalrelid = 'ragsql.run_result'::regclass) then
+        create table ragsql._run_result_plain (like ragsql.run_result including constraints including indexes);
+        insert into ragsql._run_result_plain select * from ragsql.run_result;
+        for grant_ in
+            select format('grant %s on ragsql._run_result_plain to %s', a.privilege_type,
+                          case when a.grantee = 0 then 'public' else quote_ident(a.grantee::regrole::text) end) as sql
+            from pg_class as c, aclexplode(c.relacl) as a
+            where c.oid = 'ragsql.run_result'::regclass and a.grantee <> c.relowner
+            union all
+            select format('grant %s (%I) on ragsql._run_result_plain to %s', a.privilege_type, t.attname,
+                          case when a.grantee = 0 then 'public' else quote_ident(a.grantee::regrole::text) end)
+            from pg_attribute as t, aclexplode(t.attacl) as a
+            where t.attrelid = 'ragsql.run_result'::regclass and t.attnum > 0 and not t.attisdropped
+        loop
+            execute grant_.sql;
+        end loop;
+        execute format('comment on table ragsql._run_result_plain is %L',
+                       obj_description('ragsql.run_result'::regclass, 'pg_class'));
+        drop table ragsql.run_result;
+        alter table ragsql._run_result_plain rename to run_result;
+        alter index ragsql._run_result_plain_pkey rename to run_result_pkey;
+        alter index ragsql._run_result_plain_run_id_query_id_docno_rank_key
+            rename to run_result_run_id_query_id_docno_rank_key;
     end if;
 
     -- run_result keeps its references by triggers on one server; Citus allows none on reference tables

@@ -67,6 +67,10 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \if :migrate
 \ir migrations/0140_run_keys.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0160_run_result_partitions') as migrate \gset
+\if :migrate
+\ir migrations/0160_run_result_partitions.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -93,6 +97,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 65362ad415951ac3ae09c017e98719ea29ad3893f30fb40c82f212b8d52cfaa6
+\set ragsql_fingerprint f5cebfa51d26e183c1ee31d89141006d9b87e206db1eb67fd090e6572c89bea7
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

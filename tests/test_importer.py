@@ -216,6 +216,46 @@ def test_trec_database_lost_halfway_stores_nothing_and_leaves_no_thread(fresh_db
     assert not [t for t in threading.enumerate() if t.name.startswith("ragsql-read")]
 
 
+def test_two_trec_imports_at_once_each_get_a_partition_and_queue_only_to_attach(fresh_db, tmp_path):
+    """Two imports into the same dataset at once: the second copies its run while the first is still open, waits
+    only to attach its partition (the first holds run_result's attach lock until it commits), and both land, each
+    in a partition of its own, with the ranks of the staging path; no deadlock."""
+    files_ = {}
+    for name, layout in (("a", "rank order"), ("b", "queries come back")):
+        files_[name] = tmp_path / f"{name}.run"
+        generated_run(files_[name], layout, seed=len(files_))
+    qrels = write(tmp_path, "q.qrels", "T00 0 D1 1\n")
+    with psycopg.connect(fresh_db) as first, psycopg.connect(fresh_db) as second:
+        first.execute("select 1")  # a transaction of the caller's: the import stays open until it commits
+        import_trec(first, "ds", qrels, files_["a"], run_name="a")
+        errors, done = [], threading.Event()
+
+        def import_second() -> None:
+            try:
+                import_trec(second, "ds", qrels, files_["b"], run_name="b")
+            except Exception as exc:  # noqa: BLE001 - the test reports it
+                errors.append(exc)
+            done.set()
+
+        thread = threading.Thread(target=import_second)
+        thread.start()
+        try:
+            assert not done.wait(1.5)  # waits for the first import's lock
+            waiting = first.execute("select count(*) from pg_locks where not granted and pid = %s",
+                                    (second.info.backend_pid,)).fetchone()[0]
+            assert waiting == 1
+        finally:
+            first.commit()
+            thread.join(30)
+        assert errors == [] and done.is_set()
+        for name in ("a", "b"):
+            load_trec(first, Path(qrels), files_[name], run_name=f"{name}-sql")
+            run_id = first.execute("select id from ragsql.run where name = %s", (name,)).fetchone()[0]
+            assert first.execute(f"select count(*) from ragsql.run_result_r{run_id}").fetchone()[0] == 1200
+            assert stored(first, name) == stored(first, f"{name}-sql")
+        first.rollback()
+
+
 def test_jsonl_cli_import_stores_every_table(fresh_db, capsys):
     """`ragsql import jsonl` with --run stores queries, judgments, references, results, answers and their contexts."""
     assert main(["import", "jsonl", str(DATA / "ragas_new.jsonl"), "--dataset", "ragas", "--run", "sys"]) == 0

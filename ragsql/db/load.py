@@ -285,7 +285,11 @@ def analyze(conn: psycopg.Connection, tables: Sequence[str] = LOADED) -> None:
 
     On Citus, tables distributed or replicated to the workers are left out: their shards are planned with the
     workers' own statistics (autovacuum keeps them), and an analyze after the load's writes to the coordinator's
-    placements is refused inside the load's transaction."""
+    placements is refused inside the load's transaction. Where run_result is partitioned by run (one server), its
+    default partition is analyzed, the one bulk loads write (a run's own partition is analyzed when attached)."""
+    if "run_result" in tables and conn.execute(
+            "select relkind = 'p' from pg_class where oid = 'ragsql.run_result'::regclass").fetchone()[0]:
+        tables = [t if t != "run_result" else "run_result_default" for t in tables]
     if conn.execute("select to_regclass('pg_catalog.pg_dist_partition') is not null").fetchone()[0]:
         spread = {r[0] for r in conn.execute(
             "select c.relname from pg_dist_partition as p join pg_class as c on c.oid = p.logicalrelid "

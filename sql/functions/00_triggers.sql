@@ -106,6 +106,8 @@ language plpgsql
 as $$
 begin
     if tg_table_name = 'run' then
+        -- a run imported into a partition of its own takes it along; the others' rows are in the default partition
+        perform ragsql._run_result_drop(array(select g.id from gone as g));
         delete from ragsql.run_result as r using gone as g where r.run_id = g.id and r.dataset_id = g.dataset_id;
     else
         -- a query's results belong to runs of its dataset: reach them through the indexes that lead with run_id
@@ -118,7 +120,8 @@ begin
 end
 $$;
 comment on function ragsql._run_result_cascade() is
-    'Statement trigger: deleting runs or queries deletes their ragsql.run_result rows (on delete cascade).';
+    'Statement trigger: deleting runs or queries deletes their ragsql.run_result rows (on delete cascade); a '
+    'deleted run''s partition of its own is dropped.';
 
 create or replace function ragsql._run_result_keep_key()
 returns trigger
@@ -162,3 +165,134 @@ end
 $$;
 comment on function ragsql._run_result_truncated() is
     'Statement trigger: ragsql.run or ragsql.query is truncated only together with ragsql.run_result.';
+
+-- A run imported whole (`ragsql import trec`, issue 15) is copied into a table of its own with no index, which is
+-- then indexed and attached as the run's partition of ragsql.run_result (partitioned by list of run_id, migration
+-- 0160): building the two btree indexes once costs a fraction of keeping them up to date row by row. The table
+-- belongs to the schema's owner, as the partitions must: these three are security definer, so that a
+-- ragsql_writer may import and delete runs (the grants in 999_grants.sql give writers no DDL).
+create or replace function ragsql._run_result_bare(run_id bigint)
+returns regclass
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    part text := 'run_result_r' || run_id;
+    ds bigint;
+begin
+    if not has_table_privilege(session_user, 'ragsql.run_result', 'insert') then
+        raise exception 'permission denied for table run_result' using errcode = 'insufficient_privilege';
+    end if;
+    if (select c.relkind from pg_class as c where c.oid = 'ragsql.run_result'::regclass) <> 'p' then
+        raise exception 'ragsql.run_result is not partitioned on this database (a Citus coordinator)'
+            using errcode = 'feature_not_supported', hint = 'insert into ragsql.run_result instead';
+    end if;
+    select r.dataset_id into ds from ragsql.run as r where r.id = _run_result_bare.run_id for key share;
+    if not found then
+        perform ragsql._fk_violation('run_result', 'run_result_run_id_dataset_id_fkey',
+                                     format('Key (run_id)=(%s) is not present in table "run".', run_id));
+    end if;
+    -- run_result itself is not read here: an import locks it first when it attaches, so that two imports at once
+    -- queue there and cannot deadlock (results of the run in the default partition make the attach fail)
+    if to_regclass(format('ragsql.%I', part)) is not null then
+        raise exception 'run % already has a table of results', run_id
+            using errcode = 'duplicate_table', hint = 'import a run once, into a run of its own';
+    end if;
+    -- the checks on run_id and dataset_id hold the run's key for every row, and let the attach skip its scan
+    execute format(
+        'create table ragsql.%I (run_id bigint not null check (run_id = %s), '
+        'dataset_id bigint not null check (dataset_id = %s), query_id bigint not null, '
+        'rank integer not null constraint run_result_rank_check check (rank >= 1), '
+        'docno text not null constraint run_result_docno_check check (docno <> %L), score float8, text text)',
+        part, run_id, ds, '');
+    execute format('comment on table ragsql.%I is %L', part,
+                   format('The results of run %s: its partition of ragsql.run_result (ragsql._run_result_bare).',
+                          run_id));
+    -- the importing login fills the table (a ragsql_writer, or any role that may insert into run_result); its own
+    -- grant is revoked when the table is attached, after which it is reached through run_result
+    if session_user <> current_user then
+        execute format('grant select, insert, update, delete on ragsql.%I to %I', part, session_user);
+    end if;
+    if exists (select from pg_roles where rolname = 'ragsql_writer') then
+        execute format('grant select, insert, update, delete on ragsql.%I to ragsql_writer', part);
+    end if;
+    return format('ragsql.%I', part)::regclass;
+end
+$$;
+comment on function ragsql._run_result_bare(bigint) is
+    'A new table ragsql.run_result_r<run id>, with no index, for the results of a run that has none yet, to be '
+    'filled (COPY) in this transaction and then attached by ragsql._run_result_attach (one server only).';
+
+create or replace function ragsql._run_result_attach(run_id bigint)
+returns void
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+set maintenance_work_mem = '256MB'
+as $$
+declare
+    part text := 'run_result_r' || run_id;
+    ds bigint;
+    queries bigint[];
+    missing bigint;
+begin
+    if to_regclass(format('ragsql.%I', part)) is null
+       or exists (select from pg_inherits as i where i.inhrelid = format('ragsql.%I', part)::regclass) then
+        raise exception 'run % has no table of results to attach (ragsql._run_result_bare makes one)', run_id
+            using errcode = 'undefined_table';
+    end if;
+    -- the keys the rows name, checked and locked as ragsql._run_result_check does: the run (its id and dataset
+    -- are the table's checks) and, in one pass over the rows, their queries
+    select r.dataset_id into ds from ragsql.run as r where r.id = _run_result_attach.run_id for key share;
+    if not found then
+        perform ragsql._fk_violation('run_result', 'run_result_run_id_dataset_id_fkey',
+                                     format('Key (run_id)=(%s) is not present in table "run".', run_id));
+    end if;
+    execute format('select array(select distinct x.query_id from ragsql.%I as x)', part) into queries;
+    perform from ragsql.query as q where q.dataset_id = ds and q.id = any (queries) for key share of q;
+    select k.id into missing from unnest(queries) as k(id)
+    where not exists (select from ragsql.query as q where q.dataset_id = ds and q.id = k.id)
+    limit 1;
+    if found then
+        perform ragsql._fk_violation('run_result', 'run_result_dataset_id_query_id_fkey',
+                                     format('Key (dataset_id, query_id)=(%s, %s) is not present in table "query".',
+                                            ds, missing));
+    end if;
+    -- the parent's two indexes, built once; the attach then adopts them, and the checks spare it a scan
+    execute format('alter table ragsql.%I add primary key (run_id, query_id, rank)', part);
+    execute format('alter table ragsql.%I add unique (run_id, query_id, docno) include (rank)', part);
+    execute format('alter table ragsql.run_result attach partition ragsql.%I for values in (%s)', part, run_id);
+    if session_user <> current_user then
+        execute format('revoke all on ragsql.%I from %I', part, session_user);
+    end if;
+    execute format('analyze ragsql.%I', part);
+end
+$$;
+comment on function ragsql._run_result_attach(bigint) is
+    'Checks the run and query each row of ragsql.run_result_r<run id> names (SQLSTATE 23503 as a foreign key, the '
+    'keys locked until commit), builds the table''s primary key and unique index (a docno twice in a query is '
+    'SQLSTATE 23505), attaches it as the run''s partition of ragsql.run_result and analyzes it.';
+
+create or replace function ragsql._run_result_drop(run_ids bigint[])
+returns void
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    part regclass;
+begin
+    -- only the partitions of runs that are gone (a run deleted in this transaction is no longer visible here)
+    for part in
+        select to_regclass(format('ragsql.%I', 'run_result_r' || k.id))
+        from unnest(run_ids) as k(id)
+        where not exists (select from ragsql.run as r where r.id = k.id)
+          and to_regclass(format('ragsql.%I', 'run_result_r' || k.id)) is not null
+    loop
+        execute format('drop table %s', part);
+    end loop;
+end
+$$;
+comment on function ragsql._run_result_drop(bigint[]) is
+    'Drops the partitions of ragsql.run_result (run_result_r<id>) of these runs when they are deleted.';

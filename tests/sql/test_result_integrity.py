@@ -8,9 +8,16 @@ from __future__ import annotations
 import re
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
+
+from ragsql.db import results
+from ragsql.errors import InputError
+from ragsql.importer import import_trec
+from tests.loading import load_trec
 
 from tests.conftest import CITUS_SUITE
 
@@ -159,3 +166,95 @@ def test_a_run_being_filled_cannot_be_deleted_and_a_deleted_run_cannot_be_filled
         inserting.join(10)
         assert [type(e) for e in errors] == [psycopg.errors.ForeignKeyViolation]
         assert a.execute("select count(*) from ragsql.run_result").fetchone()[0] == 0
+
+
+CAST = Path(__file__).resolve().parents[1] / "data" / "trec" / "cast2021"
+
+
+def _partition(conn, run: int) -> tuple | None:
+    """(attached to run_result, index names) of the run's own partition, or None when it has none."""
+    table = conn.execute("select to_regclass(%s)", (f"ragsql.run_result_r{run}",)).fetchone()[0]
+    if table is None:
+        return None
+    return conn.execute(
+        """
+        select exists (select from pg_inherits as i where i.inhrelid = %(t)s::regclass
+                                                    and i.inhparent = 'ragsql.run_result'::regclass),
+               array(select c.relname::text from pg_index as x join pg_class as c on c.oid = x.indexrelid
+                     where x.indrelid = %(t)s::regclass and x.indisvalid order by 1)
+        """, {"t": table}).fetchone()
+
+
+def test_an_imported_run_is_a_partition_of_its_own_that_goes_with_its_run(db):
+    """On one server `import trec` stores a run in a partition of its own, indexed and attached (migration 0160),
+    with the same rows as the staging path stores in the default partition (CAsT 2021, 18,570 ranked rows); a run
+    filled by SQL stays in the default partition; deleting the run drops its partition and nothing else."""
+    qrels, run_file = CAST / "trec-cast-qrels-docs.2021.qrel", CAST / "org_manual_bm25.run"
+    db.execute("select 1")  # the import then runs in the test's transaction, rolled back after it
+    summary = import_trec(db, "cast", qrels, run_file, run_name="fast")
+    slow = load_trec(db, qrels, run_file, run_name="slow")
+    fast = db.execute("select id from ragsql.run where name = 'fast'").fetchone()[0]
+    assert summary.results == 18570
+    assert _partition(db, fast) == (True, [f"run_result_r{fast}_pkey",
+                                           f"run_result_r{fast}_run_id_query_id_docno_rank_key"])
+    assert _partition(db, slow) is None
+    rows = "select q.qid, r.rank, r.docno, r.score, r.tableoid::regclass::text from ragsql.run_result as r " \
+           "join ragsql.query as q on q.id = r.query_id where r.run_id = %s order by 1, 2"
+    fast_rows, slow_rows = db.execute(rows, (fast,)).fetchall(), db.execute(rows, (slow,)).fetchall()
+    assert [r[:4] for r in fast_rows] == [r[:4] for r in slow_rows] and len(fast_rows) == 18570
+    assert {r[4] for r in fast_rows} == {f"ragsql.run_result_r{fast}"}
+    assert {r[4] for r in slow_rows} == {"ragsql.run_result_default"}
+    db.execute("delete from ragsql.run where id = %s", (fast,))
+    assert _partition(db, fast) is None and _results(db, fast) == []
+    assert db.execute("select count(*) from ragsql.run_result where run_id = %s", (slow,)).fetchone()[0] == 18570
+
+
+def test_a_bare_partition_is_attached_only_with_queries_of_its_dataset_and_no_docno_twice(db):
+    """The rows copied into a run's own table are checked when it is attached, as the statement triggers check an
+    insert: a query of another dataset is SQLSTATE 23503 naming the foreign key; a docno twice for a query is the
+    unique index's error, an InputError of the import."""
+    ds, run, (q1, _) = _dataset(db, "a")
+    _, _, (other_q, _) = _dataset(db, "b")
+    for rows, error in [([(q1, 1, "d"), (other_q, 1, "d")], psycopg.errors.ForeignKeyViolation),
+                        ([(q1, 1, "d"), (q1, 2, "d")], InputError)]:
+        with pytest.raises(error) as caught, db.transaction():
+            table = results.bare_partition(db, run)
+            for query, rank, docno in rows:
+                db.execute(sql.SQL("insert into {} (run_id, dataset_id, query_id, rank, docno) "
+                                   "values (%s, %s, %s, %s, %s)").format(table), (run, ds, query, rank, docno))
+            results.attach_partition(db, run)
+        if error is InputError:
+            assert "duplicate result in a run" in str(caught.value) and f"({run}, {q1}, d)" in str(caught.value)
+        else:
+            assert caught.value.diag.constraint_name == "run_result_dataset_id_query_id_fkey"
+            assert f"({ds}, {other_q})" in caught.value.diag.message_detail
+        assert _partition(db, run) is None
+    with pytest.raises(psycopg.errors.CheckViolation), db.transaction():  # the table holds this run's rows only
+        table = results.bare_partition(db, run)
+        db.execute(sql.SQL("insert into {} (run_id, dataset_id, query_id, rank, docno) values (%s, %s, %s, 1, 'd')")
+                   .format(table), (run + 1, ds, q1))
+
+
+def test_a_metric_query_reads_only_its_runs_partition(fresh_db):
+    """The metric queries name `run_id = <id>`: with two imported runs and the default partition, the measures of
+    one run lock (so read) run_result and that run's partition only; comparing two reads their two."""
+    qrels, run_file = CAST / "trec-cast-qrels-docs.2021.qrel", CAST / "org_manual_bm25.run"
+    with psycopg.connect(fresh_db) as conn:
+        for name in ("a", "b"):
+            import_trec(conn, "cast", qrels, run_file, run_name=name)
+        conn.execute("insert into ragsql.run (name, dataset_id) select 'by-sql', id from ragsql.dataset")
+        conn.execute("insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno) "
+                     "select r.id, r.dataset_id, q.id, 1, 'd' from ragsql.run as r join ragsql.query as q "
+                     "on q.dataset_id = r.dataset_id where r.name = 'by-sql'")  # rows in the default partition
+        conn.commit()
+        ids = dict(conn.execute("select name, id from ragsql.run").fetchall())
+        read = ("select relation::regclass::text from pg_locks where pid = pg_backend_pid() and locktype = 'relation' "
+                "and relation = any (select c.oid from pg_class as c where c.relname like 'run\\_result%%' "
+                "and c.relkind in ('r', 'p')) order by 1")
+        for query, runs in [("select count(*) from ragsql.run_measure where run = 'a'", ["a"]),
+                            ("select count(*) from ragsql.measure('b', 'nDCG@10')", ["b"]),
+                            ("select count(*) from ragsql.compare('a', 'b')", ["a", "b"])]:
+            assert conn.execute(query).fetchone()[0] > 0
+            assert [r for (r,) in conn.execute(read)] == ["ragsql.run_result"] + [
+                f"ragsql.run_result_r{ids[run]}" for run in runs], query
+            conn.rollback()

@@ -197,3 +197,26 @@ def test_a_login_in_neither_role_is_told_which_to_get(demo_url, monkeypatch, cap
         assert _cli(url, monkeypatch, "metrics", "--run", RUN) == 1
     err = capsys.readouterr().err
     assert "ragsql_writer" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_writer_imports_a_trec_run_into_a_partition_and_deletes_it(demo_url, writer, reader, monkeypatch, tmp_path):
+    """A ragsql_writer login imports a TREC run: its partition of run_result is made, indexed and attached by the
+    owner's functions (security definer) and keeps no grant to the login; a reader reads its measures through
+    ragsql_report but not the partition itself; the writer's `delete run` drops the partition."""
+    qrels, run = tmp_path / "q.qrels", tmp_path / "r.run"
+    qrels.write_text("1 0 D1 1\n2 0 D9 1\n", encoding="utf-8")
+    run.write_text("".join(f"{q} Q0 D{d} {d} {10 - d} w\n" for q in (1, 2) for d in range(1, 6)), encoding="utf-8")
+    assert _cli(writer, monkeypatch, "import", "trec", "--dataset", "wt", "--qrels", str(qrels), "--run", str(run),
+                "--run-name", "w-trec") == 0
+    run_id = _rows(demo_url, "select id from ragsql.run where name = 'w-trec'")[0][0]
+    part = f"ragsql.run_result_r{run_id}"
+    login = conninfo_to_dict(writer)["user"]
+    acl = _rows(demo_url, "select coalesce(relacl::text, '') from pg_class as c join pg_inherits as i "
+                          "on i.inhrelid = c.oid where c.oid = %s::regclass", (part,))
+    assert acl and login not in acl[0][0]
+    assert _rows(reader, "select value from ragsql_report.run_measure where run = 'w-trec' and measure = 'P@5'") \
+        == [(0.1,)]
+    with psycopg.connect(reader) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(f"select docno from {part}")
+    assert _cli(writer, monkeypatch, "delete", "run", "w-trec", "--yes") == 0
+    assert _rows(demo_url, "select to_regclass(%s)", (part,)) == [(None,)]
