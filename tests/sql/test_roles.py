@@ -12,7 +12,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragsql.cli import main
-from tests.conftest import DEMO, cli_database
+from tests.conftest import CITUS_SUITE, DEMO, cli_database
 
 RUN = "demo-bm25"
 
@@ -199,6 +199,7 @@ def test_a_login_in_neither_role_is_told_which_to_get(demo_url, monkeypatch, cap
     assert "ragsql_writer" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.skipif(CITUS_SUITE, reason="one server's layout: Citus keeps run_result whole")
 def test_writer_imports_a_trec_run_into_a_partition_and_deletes_it(demo_url, writer, reader, monkeypatch, tmp_path):
     """A ragsql_writer login imports a TREC run: its partition of run_result is made, indexed and attached by the
     owner's functions (security definer) and keeps no grant to the login; a reader reads its measures through
