@@ -67,6 +67,10 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \if :migrate
 \ir migrations/0140_run_keys.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0150_ingest_fast') as migrate \gset
+\if :migrate
+\ir migrations/0150_ingest_fast.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -92,6 +96,6 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint c8e470067a785eac20c395e704459ee5c15c780c756cde6aff0ae090c3171a9a
+\set ragsql_fingerprint f580e4b88597a5590e8408d881117c51ec59e428a183ab6c242046e8ecbe8a23
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
