@@ -96,6 +96,6 @@ select not exists (select from ragsql.schema_migration where name = '0150_ingest
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint f580e4b88597a5590e8408d881117c51ec59e428a183ab6c242046e8ecbe8a23
+\set ragsql_fingerprint 9a3056685fd020617ecfb9f309fc8dbd7d9664d0282d028c4fe6c1f2d948de53
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

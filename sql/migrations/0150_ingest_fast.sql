@@ -17,6 +17,9 @@ begin
     if (select c.relkind from pg_class as c where c.oid = 'ragsql.chunk_term'::regclass) = 'p' then
         return;
     end if;
+    -- a function with a SQL-standard body depends on the table it reads: sql/functions/30_retrieval.sql, applied
+    -- after the migrations, creates it again on the new table
+    drop function if exists ragsql._bm25_scores(ragsql.corpus_version, text[], float8[], integer[]);
     alter table ragsql.chunk_term rename to chunk_term_0050;
     alter table ragsql.chunk_term_0050 rename constraint chunk_term_pkey to chunk_term_0050_pkey;
     alter table ragsql.chunk_term_0050 rename constraint chunk_term_chunk_id_fkey to chunk_term_0050_chunk_id_fkey;
@@ -60,8 +63,9 @@ do $$
 declare
     v bigint;
 begin
-    for v in select cv.id from ragsql.corpus_version as cv
-             where exists (select from ragsql.chunk as c where c.version_id = cv.id) order by 1 loop
+    -- the ids first: an index cannot be created on a table a loop's open query still reads
+    foreach v in array coalesce((select array_agg(cv.id order by cv.id) from ragsql.corpus_version as cv
+                                 where exists (select from ragsql.chunk as c where c.version_id = cv.id)), '{}') loop
         execute format('create index if not exists %I on ragsql.chunk using gin (text gin_trgm_ops) '
                        'where version_id = %s', 'chunk_trgm_v' || v, v);
     end loop;

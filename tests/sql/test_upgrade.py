@@ -119,7 +119,7 @@ def catalog(url: str) -> dict[str, str]:
             from pg_class as c join pg_index as i on i.indexrelid = c.oid
             where c.relnamespace = 'ragsql'::regnamespace
               and not exists (select from pg_class as t where t.oid = i.indrelid and t.relispartition)
-              and left(c.relname, 12) <> 'chunk_hnsw_v'
+              and left(c.relname, 12) not in ('chunk_hnsw_v', 'chunk_trgm_v')
             """
         ).fetchall()
     return dict(rows)
@@ -146,7 +146,7 @@ def table_columns(url: str) -> dict[str, list[str]]:
                     "and not attisdropped order by attnum", (f'ragsql."{t}"',))]
                 for (t,) in conn.execute(
                     "select relname from pg_class where relnamespace = 'ragsql'::regnamespace and relkind = 'r' "
-                    "and relname not in ('schema_migration', 'schema_install') order by relname")}
+                    "and not relispartition and relname not in ('schema_migration', 'schema_install') order by relname")}
 
 
 def metrics(url: str) -> dict[tuple, float | None]:
