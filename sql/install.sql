@@ -96,6 +96,6 @@ select not exists (select from ragsql.schema_migration where name = '0150_ingest
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 9a3056685fd020617ecfb9f309fc8dbd7d9664d0282d028c4fe6c1f2d948de53
+\set ragsql_fingerprint fc02965e02ca6a851039f354926a6a5f13707610f3e7120148a5286e9d01fc65
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

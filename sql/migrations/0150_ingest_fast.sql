@@ -48,6 +48,9 @@ comment on table ragsql.chunk_term is
     'BM25 postings: how often each token occurs in each chunk (tokens from a text search configuration, or '
     'jieba for Chinese). One partition per corpus version (chunk_term_v<id>, attached by the version''s first '
     'ingest once loaded and indexed); chunk_term_default holds the postings of versions without one.';
+comment on table ragsql.chunk_term_default is
+    'The postings of corpus versions that have no partition of their own in ragsql.chunk_term (loaded by hand, or '
+    'by a database upgraded in place); empty otherwise.';
 comment on column ragsql.chunk_term.length is
     'The BM25 length of the chunk (ragsql.chunk.length), repeated so that the primary key alone scores a posting.';
 
