@@ -8,7 +8,7 @@ base commit's tree is taken with `git archive` into a temporary folder. One embe
 scratch RAGSQL_HOME, and each tree gets a database of its own, installed by its own code. Then each tree
 ingests the file in a child process of its own (its PYTHONPATH), calling `ragsql.ingest.ingest` as the CLI
 does (offline embedder, recursive 500/100), with the database functions of `ragsql.db.corpus` wrapped by a
-timer: the wall time and the server backend's CPU seconds of each phase, the child's peak RSS and the server
+timer: the wall time and the server's CPU seconds of each phase (the backend's, and its parallel workers'), the child's peak RSS and the server
 backend's peak RSS (VmHWM). The trees alternate, `--runs` times each (the fastest run is reported), each run in
 a fresh database.
 
@@ -19,7 +19,7 @@ writes); "postings" the COPY or attach of postings; "trigram index" its build af
 then; "HNSW index" the vector index build; "refresh" ragsql.refresh_bm25; "analyze" the final ANALYZE.
 "load" is documents + chunks + postings + trigram index: the database side and tokenisation of the issue (its
 1,800 chunks/s timed the same COPYs, without the BM25 refresh or the HNSW build). Rates are given per second
-of wall time and per second of the server backend's CPU time (the machine is shared: wall time depends on the
+of wall time and per second of the server's CPU time (the machine is shared: wall time depends on the
 other jobs, CPU time much less).
 
 After the runs, both databases are compared: every stored chunk (document, position, span, text, length,
@@ -93,8 +93,11 @@ from ragsql.llm.settings import EndpointSettings
 path, phases = sys.argv[1], json.loads(sys.argv[2])
 ticks = os.sysconf("SC_CLK_TCK")
 def cpu(pid):
+    # the backend's CPU time, and that of the postmaster's children that exited (parallel workers of an index
+    # build are reaped by the postmaster, their time added to its cutime and cstime)
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / ticks
+    parent = open(f"/proc/{fields[1]}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12]) + int(parent[13]) + int(parent[14])) / ticks
 spent = {}
 def timed(phase, fn):
     def call(*args, **kwargs):
