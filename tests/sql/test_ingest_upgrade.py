@@ -173,3 +173,24 @@ def test_a_database_filled_before_is_upgraded_in_place_and_retrieves_the_same(se
     finally:
         _drop(server_url, url)
         _drop(server_url, reference)
+
+
+def test_the_postings_table_of_a_first_ingest_holds_its_version_only_and_is_checked_when_attached(db):
+    """ragsql._postings_table gives a new version a plain table of its own (the same one until attached); it takes
+    no posting of another version, and attaching it checks every chunk id as the foreign key would (23503)."""
+    corpus = db.execute("insert into ragsql.corpus (name) values ('p') returning id").fetchone()[0]
+    version = db.execute("insert into ragsql.corpus_version (corpus_id, splitter, chunk_size, overlap, embedder) "
+                         "values (%s, 'recursive', 500, 100, 'x') returning id", (corpus,)).fetchone()[0]
+    part = db.execute("select ragsql._postings_table(%s)", (version,)).fetchone()[0]
+    assert part == f"chunk_term_v{version}"
+    assert db.execute("select ragsql._postings_table(%s)", (version,)).fetchone()[0] == part
+    with pytest.raises(psycopg.errors.CheckViolation), db.transaction():
+        db.execute(f"insert into ragsql.{part} values (%s, 'zz', 1, 1, 1)", (version + 1,))
+    db.execute(f"insert into ragsql.{part} values (%s, 'zz', -1, 1, 1)", (version,))
+    with pytest.raises(psycopg.errors.ForeignKeyViolation), db.transaction():
+        db.execute("select ragsql._attach_postings(%s)", (version,))
+    db.execute(f"delete from ragsql.{part}")
+    db.execute("select ragsql._attach_postings(%s)", (version,))
+    assert db.execute("select ragsql._postings_table(%s)", (version,)).fetchone()[0] is None
+    assert db.execute("select relispartition from pg_class where oid = %s::regclass",
+                      (f"ragsql.{part}",)).fetchone()[0]
