@@ -96,6 +96,6 @@ select not exists (select from ragsql.schema_migration where name = '0150_ingest
 \ir views/90_report.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint fc02965e02ca6a851039f354926a6a5f13707610f3e7120148a5286e9d01fc65
+\set ragsql_fingerprint 90e1c001eb155c3d90bd953a117d4e7faf13fd05bc657c5f95c7cef915547031
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
