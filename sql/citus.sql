@@ -9,9 +9,9 @@
 --   * dataset-scoped and small tables (datasets, queries, judgments, references, runs, catalogues, the judge call
 --     cache with its claims on requests in flight, and extracted statements) are reference tables: a copy on every node, joined locally with any shard;
 --   * the corpus (documents, chunks, postings, BM25 lists) and the install ledgers stay local on the coordinator:
---     a corpus is searched whole by every query, its BM25 lists are list-partitioned per version and kept fresh by
---     triggers, none of which Citus allows on a reference table, and retrieval writes its ranked rows into the
---     distributed run_result with one insert … select.
+--     a corpus is searched whole by every query, its postings and BM25 lists are list-partitioned per version and
+--     kept fresh by triggers, none of which Citus allows on a reference table, and retrieval writes its ranked rows
+--     into the distributed run_result with one insert … select.
 -- Order matters: foreign keys from run-scoped tables are dropped first (else making the dataset tables reference
 -- tables turns the run tables into Citus local tables), then the reference tables, then the distributed tables,
 -- then the foreign keys come back. run_result's references to run and query are statement triggers on one

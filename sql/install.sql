@@ -67,6 +67,10 @@ select not exists (select from ragsql.schema_migration where name = '0140_run_ke
 \if :migrate
 \ir migrations/0140_run_keys.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0150_ingest_fast') as migrate \gset
+\if :migrate
+\ir migrations/0150_ingest_fast.sql
+\endif
 select not exists (select from ragsql.schema_migration where name = '0160_run_result_partitions') as migrate \gset
 \if :migrate
 \ir migrations/0160_run_result_partitions.sql
@@ -97,6 +101,6 @@ select not exists (select from ragsql.schema_migration where name = '0160_run_re
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint f5cebfa51d26e183c1ee31d89141006d9b87e206db1eb67fd090e6572c89bea7
+\set ragsql_fingerprint ec6f5555bcb679776d04a859e6dd091cafd0a42f31f1735623effc1c87d1158e
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

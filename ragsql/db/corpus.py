@@ -12,7 +12,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import psycopg
+from pgvector.psycopg.vector import register_vector_info
 from psycopg import sql
+from psycopg.types import TypeInfo
 
 from ragsql.db.load import _copy
 
@@ -20,12 +22,15 @@ __all__ = [
     "add_chunk_terms",
     "add_chunks",
     "analyze",
+    "attach_postings",
     "corpus_documents",
     "ensure_corpus",
     "ensure_hnsw_index",
+    "ensure_trigram_index",
     "ensure_version",
     "fetch_documents",
     "hnsw_index_name",
+    "postings_table",
     "query_terms",
     "refresh_bm25",
     "set_dimensions",
@@ -140,21 +145,44 @@ def fetch_documents(conn: psycopg.Connection, ids: Sequence[int]) -> list[tuple[
     ).fetchall()
 
 
-def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> tuple[int, int]:
+def postings_table(conn: psycopg.Connection, version_id: int) -> sql.Composable:
+    """Where the version's postings are to be loaded: on its first ingest (no chunk yet), a new table
+    ragsql.chunk_term_v<id> with no index and no trigger, which attach_postings makes the version's partition of
+    ragsql.chunk_term once loaded; otherwise ragsql.chunk_term itself."""
+    part = conn.execute("select ragsql._postings_table(%s)", (version_id,)).fetchone()[0]
+    return sql.Identifier("ragsql", part or "chunk_term")
+
+
+def attach_postings(conn: psycopg.Connection, version_id: int) -> None:
+    """Attach the table postings_table made for the version as its partition of ragsql.chunk_term (its indexes
+    are built and its chunk ids checked then); nothing when there is none."""
+    conn.execute("select ragsql._attach_postings(%s)", (version_id,))
+
+
+def _vector_cursor(conn: psycopg.Connection) -> psycopg.Cursor:
+    """A cursor whose adapters send pgvector's vector in binary (the connection's own are left as they are)."""
+    cursor = conn.cursor()
+    register_vector_info(cursor, TypeInfo.fetch(conn, "vector"))
+    return cursor
+
+
+def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple],
+               postings: sql.Composable = sql.Identifier("ragsql", "chunk_term")) -> tuple[int, int]:
     """Insert (document_id, position, start_char, end_char, text, length, embedding list or None) chunks; returns
-    (chunks, tokens counted in SQL).
+    (chunks, tokens counted in SQL). The rows go in by binary COPY (embeddings as pgvector's binary vectors).
 
     A length of None means: tokenise the chunk here, in the same statement, with ragsql.text_terms and the
-    document's language, and insert its BM25 postings too (so no chunk is updated afterwards, which would
-    rewrite it and its trigram index entry)."""
+    document's language, and insert its BM25 postings into `postings` (postings_table) too (so no chunk is
+    updated afterwards, which would rewrite it)."""
     staged = _copy(
         conn,
         "_stage_chunk",
         ["document_id", "position", "start_char", "end_char", "text", "length", "embedding"],
-        ["bigint", "integer", "integer", "integer", "text", "integer", "text"],
-        ((*row[:6], None if row[6] is None else "[" + ",".join(map(str, row[6])) + "]") for row in rows),
+        ["bigint", "integer", "integer", "integer", "text", "integer", "vector"],
+        rows,
+        cursor=_vector_cursor(conn),
     )
-    row = conn.execute(
+    row = conn.execute(sql.SQL(
         """
         with staged as (
             select s.document_id, s.position, s.start_char, s.end_char, s.text, s.embedding, t.terms, t.tfs,
@@ -169,12 +197,12 @@ def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple])
         ),
         inserted as (
             insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, text, length, embedding)
-            select %s, s.document_id, s.position, s.start_char, s.end_char, s.text, s.length, s.embedding::vector
+            select %s, s.document_id, s.position, s.start_char, s.end_char, s.text, s.length, s.embedding
             from staged as s
             returning id, document_id, position, length
         ),
         postings as (
-            insert into ragsql.chunk_term (version_id, term, chunk_id, tf, length)
+            insert into {} (version_id, term, chunk_id, tf, length)
             select %s, u.term, i.id, u.tf, i.length
             from inserted as i
             join staged as s on s.document_id = i.document_id and s.position = i.position
@@ -182,14 +210,16 @@ def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple])
             returning tf
         )
         select (select coalesce(sum(tf), 0) from postings)
-        """,
+        """).format(postings),
         (version_id, version_id),
     ).fetchone()
     return staged, int(row[0])
 
 
-def add_chunk_terms(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> int:
-    """Insert BM25 postings given in Python as (document_id, position, term, tf) of chunks of the version."""
+def add_chunk_terms(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple],
+                    postings: sql.Composable = sql.Identifier("ragsql", "chunk_term")) -> int:
+    """Insert BM25 postings given in Python as (document_id, position, term, tf) of chunks of the version into
+    `postings` (postings_table)."""
     staged = _copy(
         conn,
         "_stage_chunk_term",
@@ -197,13 +227,13 @@ def add_chunk_terms(conn: psycopg.Connection, version_id: int, rows: Iterable[tu
         ["bigint", "integer", "text", "integer"],
         rows,
     )
-    conn.execute(
+    conn.execute(sql.SQL(
         """
-        insert into ragsql.chunk_term (version_id, term, chunk_id, tf, length)
+        insert into {} (version_id, term, chunk_id, tf, length)
         select c.version_id, s.term, c.id, s.tf, c.length
         from _stage_chunk_term as s
         join ragsql.chunk as c on c.version_id = %s and c.document_id = s.document_id and c.position = s.position
-        """,
+        """).format(postings),
         (version_id,),
     )
     return staged
@@ -256,6 +286,12 @@ def ensure_hnsw_index(conn: psycopg.Connection, version_id: int, dimensions: int
     )
     # the index is created by its owner (security definer), so that a ragsql_writer may ingest
     conn.execute("select ragsql._create_hnsw_index(%s, %s)", (int(version_id), int(dimensions)))
+
+
+def ensure_trigram_index(conn: psycopg.Connection, version_id: int) -> None:
+    """Create the version's partial trigram index on its chunks' text (ragsql.fuzzy_search) unless it exists:
+    built once after a version's first load, four times faster than keeping it chunk by chunk."""
+    conn.execute("select ragsql._create_trigram_index(%s)", (int(version_id),))
 
 
 def analyze(conn: psycopg.Connection) -> None:

@@ -37,8 +37,10 @@ __all__ = [
 ]
 
 
-def _copy(conn: psycopg.Connection, table: str, columns: Sequence[str], types: Sequence[str], rows: Iterable) -> int:
-    """Create temp table `table` (dropped at commit) and COPY rows into it; returns the row count."""
+def _copy(conn: psycopg.Connection, table: str, columns: Sequence[str], types: Sequence[str], rows: Iterable, *,
+          cursor: psycopg.Cursor | None = None) -> int:
+    """Create temp table `table` (dropped at commit) and COPY rows into it; returns the row count. With `cursor`
+    (whose adapters know every type of `types`), the COPY is binary through it."""
     cols = sql.SQL(", ").join(
         sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t)) for c, t in zip(columns, types)
     )
@@ -46,10 +48,13 @@ def _copy(conn: psycopg.Connection, table: str, columns: Sequence[str], types: S
     conn.execute(sql.SQL("drop table if exists pg_temp.{}").format(sql.Identifier(table)))
     conn.execute(sql.SQL("create temp table {} ({}) on commit drop").format(sql.Identifier(table), cols))
     count = 0
-    copy_sql = sql.SQL("copy {} ({}) from stdin").format(
-        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
+    copy_sql = sql.SQL("copy {} ({}) from stdin{}").format(
+        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)),
+        sql.SQL(" (format binary)" if cursor is not None else ""),
     )
-    with conn.cursor().copy(copy_sql) as copy:
+    with (cursor or conn.cursor()).copy(copy_sql) as copy:
+        if cursor is not None:
+            copy.set_types(types)
         for row in rows:
             copy.write_row(row)
             count += 1

@@ -7,12 +7,14 @@ changed). A bad file is
 reported as ``path:line: message`` and skipped whole, or with strict=True stops the ingest (nothing stored); a
 document PostgreSQL cannot store (a NUL character, which text cannot hold, or a lone surrogate in JSON) makes
 its file bad. Memory stays bounded whatever the corpus and document sizes: documents are upserted and chunked
-in batches of at most BATCH_BYTES of text, and chunks are embedded and loaded BATCH_CHUNKS at a time.
+in batches of at most BATCH_BYTES of text, and chunks are embedded and loaded BATCH_CHUNKS at a time (one batch
+is embedded while the one before is stored).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections import Counter
@@ -207,15 +209,25 @@ def _store_documents(conn: psycopg.Connection, corpus_id: int, documents: Iterab
 
 async def _chunk(conn: psycopg.Connection, chunker: Chunker, model: Embedder, summary: IngestSummary,
                  on_progress: Callable[[int, int], None] | None) -> None:
-    """Chunk, tokenise and embed every document without chunks in the version, in batches."""
+    """Chunk, tokenise and embed every document without chunks in the version, in batches. The first ingest of a
+    version loads its postings into a table of their own, attached as the version's partition at the end."""
     pending = store.unchunked_documents(conn, summary.version_id)
-    for ids in _batches(pending):
-        documents = store.fetch_documents(conn, ids)
-        await _chunk_batch(conn, documents, chunker, model, summary)
-        del documents
-        summary.chunked += len(ids)
-        if on_progress is not None:
-            on_progress(summary.chunked, len(pending))
+    loader = _Loader(conn, model, summary, store.postings_table(conn, summary.version_id))
+    try:
+        for ids in _batches(pending):
+            documents = store.fetch_documents(conn, ids)
+            await _chunk_batch(documents, chunker, loader)
+            del documents
+            summary.chunked += len(ids)
+            if on_progress is not None:
+                on_progress(summary.chunked, len(pending))
+    except BaseException:
+        with contextlib.suppress(Exception):  # the first error is the one to tell
+            await loader.wait()
+        raise
+    await loader.wait()
+    store.attach_postings(conn, summary.version_id)
+    store.ensure_trigram_index(conn, summary.version_id)
 
 
 def _batches(documents: Sequence[tuple[int, int]]) -> Iterator[list[int]]:
@@ -233,8 +245,7 @@ def _batches(documents: Sequence[tuple[int, int]]) -> Iterator[list[int]]:
         yield ids
 
 
-async def _chunk_batch(conn: psycopg.Connection, documents: Sequence[tuple[int, str, str]], chunker: Chunker,
-                       model: Embedder, summary: IngestSummary) -> None:
+async def _chunk_batch(documents: Sequence[tuple[int, str, str]], chunker: Chunker, loader: _Loader) -> None:
     """Split the documents and load their chunks BATCH_CHUNKS at a time."""
     chunks: list[tuple] = []
     postings: list[tuple] = []
@@ -248,25 +259,45 @@ async def _chunk_batch(conn: psycopg.Connection, documents: Sequence[tuple[int, 
                 postings += [(doc_id, chunk.position, term, tf) for term, tf in terms.items()]
             chunks.append((doc_id, chunk.position, chunk.start, chunk.end, chunk.text, length))
             if len(chunks) >= BATCH_CHUNKS:
-                await _load_chunks(conn, chunks, postings, model, summary)
+                await loader.load(chunks, postings)
                 chunks, postings = [], []
     if chunks:
-        await _load_chunks(conn, chunks, postings, model, summary)
+        await loader.load(chunks, postings)
 
 
-async def _load_chunks(conn: psycopg.Connection, chunks: list[tuple], postings: list[tuple], model: Embedder,
-                       summary: IngestSummary) -> None:
-    """Embed the chunks and load them and (for segmented languages) their postings."""
-    vectors, _ = await model.embed([row[4] for row in chunks])
-    dimensions = {len(v) for v in vectors}
-    if summary.dimensions is not None:
-        dimensions.add(summary.dimensions)
-    if len(dimensions) != 1:
-        raise InputError(f"the embedder {model.name} returned vectors of {sorted(dimensions)} dimensions "
-                         f"for corpus version {summary.version_id}")
-    summary.dimensions = dimensions.pop()
-    added, sql_tokens = store.add_chunks(conn, summary.version_id, (
-        (*row, vector) for row, vector in zip(chunks, vectors)))
-    summary.chunks += added
-    store.add_chunk_terms(conn, summary.version_id, postings)
-    summary.tokens += sql_tokens + sum(row[5] or 0 for row in chunks)
+class _Loader:
+    """Embeds batches of chunks and loads them with their postings, one batch at a time in a thread: while the
+    database tokenises and stores one batch, the next is split and embedded (at most two batches in memory)."""
+
+    def __init__(self, conn: psycopg.Connection, model: Embedder, summary: IngestSummary, postings) -> None:
+        self.conn, self.model, self.summary, self.postings = conn, model, summary, postings
+        self.running: asyncio.Future | None = None
+
+    async def load(self, chunks: list[tuple], postings: list[tuple]) -> None:
+        """Embed the chunks, then store them (and, for segmented languages, their postings) once the batch before
+        is stored."""
+        vectors, _ = await self.model.embed([row[4] for row in chunks])
+        dimensions = {len(v) for v in vectors}
+        if self.summary.dimensions is not None:
+            dimensions.add(self.summary.dimensions)
+        if len(dimensions) != 1:
+            raise InputError(f"the embedder {self.model.name} returned vectors of {sorted(dimensions)} dimensions "
+                             f"for corpus version {self.summary.version_id}")
+        self.summary.dimensions = dimensions.pop()
+        await self.wait()
+        self.running = asyncio.ensure_future(asyncio.to_thread(self._store, chunks, vectors, postings))
+
+    async def wait(self) -> None:
+        """Until the batch being stored is stored (its error raised here)."""
+        running, self.running = self.running, None
+        if running is not None:
+            await running
+
+    def _store(self, chunks: list[tuple], vectors: list, postings: list[tuple]) -> None:
+        version = self.summary.version_id
+        added, sql_tokens = store.add_chunks(self.conn, version, (
+            (*row, vector) for row, vector in zip(chunks, vectors)), self.postings)
+        if postings:
+            store.add_chunk_terms(self.conn, version, postings, self.postings)
+        self.summary.chunks += added
+        self.summary.tokens += sql_tokens + sum(row[5] or 0 for row in chunks)

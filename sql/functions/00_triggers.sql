@@ -24,11 +24,14 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     execute format('drop table if exists ragsql.%I', 'bm25_list_v' || old.id);
+    -- the version's postings partition, emptied by the cascade from its chunks (migration 0150)
+    execute format('drop table if exists ragsql.%I', 'chunk_term_v' || old.id);
     return null;
 end
 $$;
 comment on function ragsql._bm25_drop_partition() is
-    'Row trigger: drops the chunk-list partition (ragsql.bm25_list_v<id>) of a deleted corpus version.';
+    'Row trigger: drops the chunk-list and postings partitions (ragsql.bm25_list_v<id>, ragsql.chunk_term_v<id>) '
+    'of a deleted corpus version.';
 
 -- ragsql.run_result's references to its run and query, kept by statement triggers (migration 0120): a foreign
 -- key checks each inserted row with a query of its own, two thirds of the time of a 1M-row import, where these

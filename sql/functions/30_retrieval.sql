@@ -386,18 +386,17 @@ as $$
 begin
     perform ragsql._version(fuzzy_search.version_id);
     perform set_config('pg_trgm.word_similarity_threshold', '0.1', true);
-    return query
-        select c.id, word_similarity(fuzzy_search.query, c.text)::float8 as score
-        from ragsql.chunk as c
-        where c.version_id = fuzzy_search.version_id
-          and fuzzy_search.query <% c.text
-        order by score desc, c.id
-        limit fuzzy_search.k;
+    -- the version as a literal, so the planner matches its partial trigram index chunk_trgm_v<id>
+    return query execute format(
+        'select c.id, word_similarity($1, c.text)::float8 as score '
+        'from ragsql.chunk as c where c.version_id = %s and $1 <%% c.text '
+        'order by score desc, c.id limit $2', fuzzy_search.version_id::bigint)
+        using query, k;
 end
 $$;
 comment on function ragsql.fuzzy_search(bigint, text, integer) is
     'Top k chunks of a corpus version by pg_trgm word similarity of the query to the chunk text (at least 0.1): '
-    'tolerant of typos and partial words, in any language.';
+    'tolerant of typos and partial words, in any language; through the version''s trigram index chunk_trgm_v<id>.';
 
 create or replace function ragsql.hybrid_search(
     version_id bigint, query text, terms text[], embedding vector, k integer default 10,

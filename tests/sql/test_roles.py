@@ -144,8 +144,9 @@ def test_writer_imports_retrieves_generates_and_judges_through_the_cli(demo_url,
 
 
 def test_writer_ingests_a_corpus(demo_url, writer, monkeypatch, tmp_path):
-    """A writer ingests documents into a new corpus and searches it: the BM25 refresh's partition DDL runs as
-    the owner (security definer); deleting the version drops its partition likewise."""
+    """A writer ingests documents into a new corpus and searches it: the BM25 refresh's partition DDL, and the
+    postings table the first ingest of a version loads and attaches, run as the owner (security definer);
+    deleting the version drops its partitions likewise."""
     (tmp_path / "a.txt").write_text("PostgreSQL stores the evaluation next to the data.\n", encoding="utf-8")
     (tmp_path / "b.txt").write_text("The judge replies are cached by request hash.\n", encoding="utf-8")
     assert _cli(writer, monkeypatch, "ingest", str(tmp_path), "--corpus", "wc") == 0
@@ -154,9 +155,12 @@ def test_writer_ingests_a_corpus(demo_url, writer, monkeypatch, tmp_path):
                                "on c.id = cv.corpus_id where c.name = 'wc'").fetchone()[0]
         assert conn.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0]
         assert conn.execute("select count(*) from ragsql.bm25(%s, array['judg'], 5)", (version,)).fetchone()[0] >= 0
+        assert conn.execute("select count(*) from ragsql.fuzzy_search(%s, 'judge replies', 5)",
+                            (version,)).fetchone()[0] == 1
         conn.execute("delete from ragsql.corpus where name = 'wc'")
         conn.commit()
         assert conn.execute("select to_regclass(%s)", (f"ragsql.bm25_list_v{version}",)).fetchone()[0] is None
+        assert conn.execute("select to_regclass(%s)", (f"ragsql.chunk_term_v{version}",)).fetchone()[0] is None
 
 
 @pytest.mark.parametrize("statement", [

@@ -35,6 +35,13 @@ def _psql() -> str:
 def _copy_data(source: str, target: str) -> None:
     """The rows of source's ragsql tables into target, a fresh install (its own ledger and built-ins kept)."""
     own = ["schema_migration", "schema_install", "default_measure", "generation_metric", "aspect", "rubric", "bm25_list*"]
+    # the versions' partitions of chunk_term (chunk_term_v<id>, made by an ingest or migration 0150) first
+    with psycopg.connect(source) as conn, psycopg.connect(target) as into:
+        for (version,) in conn.execute(
+                "select substr(c.relname, 13)::bigint from pg_inherits as i join pg_class as c on c.oid = i.inhrelid "
+                "where i.inhparent = to_regclass('ragsql.chunk_term') and c.relname like 'chunk\\_term\\_v%'"):
+            into.execute(f"create table ragsql.chunk_term_v{version} partition of ragsql.chunk_term "
+                         f"for values in ({version})")
     dump = subprocess.run([_pgbin("pg_dump"), "--data-only", "--schema=ragsql", "--disable-triggers",
                            *[f"--exclude-table-data=ragsql.{t}" for t in own], source],
                           check=True, capture_output=True, text=True).stdout
@@ -123,7 +130,7 @@ def catalog(url: str) -> dict[str, str]:
             from pg_class as c join pg_index as i on i.indexrelid = c.oid
             where c.relnamespace = 'ragsql'::regnamespace
               and not exists (select from pg_class as t where t.oid = i.indrelid and t.relispartition)
-              and left(c.relname, 12) <> 'chunk_hnsw_v'
+              and left(c.relname, 12) not in ('chunk_hnsw_v', 'chunk_trgm_v')
             """
         ).fetchall()
     return dict(rows)
