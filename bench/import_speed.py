@@ -35,6 +35,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from trees import new_database, with_db  # noqa: E402  (bench/ is scripts, not a package)
+
 DOCS_PER_TOPIC = 1000
 GOAL_ROWS_PER_SECOND = 200_000
 
@@ -80,23 +83,9 @@ def _ragsql(tree: Path, url: str | None, home: Path, *args: str) -> tuple[float,
         return seconds, out.read(), usage.ru_maxrss / 1024
 
 
-def _with_db(url: str, dbname: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    params = conninfo_to_dict(url)
-    params["dbname"] = dbname
-    return make_conninfo(**params)
-
-
 def database(admin_url: str, tree: Path, home: Path, name: str) -> str:
     """A new database `name` on the bench server with the schema of `tree`."""
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
-        admin.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    url = _with_db(admin_url, name)
+    url = new_database(admin_url, name)
     _ragsql(tree, url, home, "db", "init")
     return url
 
@@ -220,7 +209,7 @@ def main() -> int:
         try:
             home = scratch / "home"
             admin_url = _ragsql(ROOT, None, home, "db", "url")[1].strip()  # starts the server, left running
-            admin_url = _with_db(admin_url, "postgres")
+            admin_url = with_db(admin_url, "postgres")
             trees = {"this tree": ROOT, args.baseline_ref: baseline}
             urls = {name: database(admin_url, tree, home, f"ragsql_bench_import_{i}")
                     for i, (name, tree) in enumerate(trees.items())}

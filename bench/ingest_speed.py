@@ -1,6 +1,6 @@
 """Benchmark: `ragsql ingest` of N chunks of English text (offline embedder), this tree against a base commit.
 
-    python bench/ingest_speed.py [--chunks 100000] [--base main] [--runs 1] [--profile] [--json]
+    python bench/ingest_speed.py [--chunks 100000] [--base 4bf92cf] [--runs 1] [--profile] [--json]
 
 Writes one JSONL file of synthetic English documents (words of a Zipfian vocabulary, ~60k distinct at 100k
 chunks, stop words among the most frequent; ~4,000 characters a document, so about 10 chunks of 500/100). The
@@ -39,13 +39,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from trees import new_database, tree_of, with_db  # noqa: E402  (bench/ is scripts, not a package)
 GOAL = 10_000
 HYBRID_QUERIES = 20  # of the 200: vector and hybrid (whose fuzzy path reads many chunks) on these only
 CHARS_PER_DOCUMENT = 4_000
@@ -165,35 +165,11 @@ def _python(tree: Path, home: Path, url: str | None, *args: str) -> str:
     return done.stdout
 
 
-def _with_db(url: str, dbname: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    params = conninfo_to_dict(url)
-    params["dbname"] = dbname
-    return make_conninfo(**params)
-
-
 def database(admin_url: str, tree: Path, home: Path, name: str) -> str:
     """A new database `name` with the schema of `tree`, installed by that tree's code."""
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
-        admin.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-        admin.execute("checkpoint")
-    url = _with_db(admin_url, name)
+    url = new_database(admin_url, name, checkpoint=True)
     _python(tree, home, url, "-m", "ragsql", "db", "init")
     return url
-
-
-def tree_of(ref: str, dest: Path) -> Path:
-    """The files of commit `ref`, from `git archive`."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref], capture_output=True,
-                             check=True).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
-    return dest
 
 
 _STORED = {
@@ -257,7 +233,8 @@ def compare(urls: dict[str, str], queries: list[str]) -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000, help="about this many chunks (10 a document)")
-    parser.add_argument("--base", default="main", help="git ref to compare with (its tree via git archive)")
+    parser.add_argument("--base", default="4bf92cf",
+                        help="git ref to compare with (its tree via git archive; default: the tree before 0150)")
     parser.add_argument("--runs", type=int, default=1, help="ingests per tree (the fastest is reported)")
     parser.add_argument("--only-this", action="store_true", help="time this tree alone (no comparison)")
     parser.add_argument("--json", action="store_true")
@@ -273,7 +250,7 @@ def main() -> int:
         corpus = scratch / "corpus.jsonl"
         documents, queries = write_corpus(corpus, args.chunks)
         home = scratch / "home"
-        admin_url = _with_db(_python(ROOT, home, None, "-m", "ragsql", "db", "url").strip(), "postgres")
+        admin_url = with_db(_python(ROOT, home, None, "-m", "ragsql", "db", "url").strip(), "postgres")
         urls: dict[str, str] = {}
         try:
             for _ in range(args.runs):

@@ -37,10 +37,9 @@ def _cluster(command: str, home: str) -> str:
     if not Path("/usr/lib/postgresql/15/lib/citus.so").exists():
         raise RuntimeError(f"Citus is not built: run sudo bash {sources() / 'build.sh'} once")
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"] if shutil.which("sudo") else []
-    env = {**os.environ, "CITUS_HOME": home}
-    done = subprocess.run([*sudo, "env", f"CITUS_HOME={home}", "CITUS_PORT=" + env.get("CITUS_PORT", "9700"),
-                           "bash", str(sources() / "cluster.sh"), command],
-                          capture_output=True, text=True, env=env, timeout=180)
+    # the settings on env's command line: sudo passes no environment through
+    done = subprocess.run([*sudo, "env", f"CITUS_HOME={home}", "CITUS_PORT=" + os.environ.get("CITUS_PORT", "9700"),
+                           "bash", str(sources() / "cluster.sh"), command], capture_output=True, text=True, timeout=180)
     if done.returncode != 0:
         raise RuntimeError(f"cluster.sh {command} exited {done.returncode}: {done.stderr.strip()}")
     return done.stdout.strip()
