@@ -276,3 +276,42 @@ def test_reingest_of_a_changed_document_keeps_bm25_statistics_exact(conn, tmp_pa
     assert any(c in new_scores and abs(new_scores[c] - s) > 1e-6 for c, s in old_scores)
     # an ingest that changes nothing leaves the statistics alone
     assert run(conn, [edited]).changed == 0 and stats(first.version_id)[2] is True
+
+
+@pytest.mark.parametrize("lost_at", [1, 3], ids=["first-batch", "later-batch"])
+def test_database_lost_while_a_batch_is_stored_is_one_line_and_stores_nothing(fresh_db, tmp_path, monkeypatch,
+                                                                              capsys, lost_at):
+    """The server ends the ingest's connection while a batch is being stored in the loader's thread (the next one
+    being embedded meanwhile): exit 1 with one error line, no traceback, nothing of the corpus stored (one
+    transaction), and no storing thread left behind."""
+    import sys
+    import threading
+
+    import psycopg
+
+    from ragsql.db import corpus as store
+
+    monkeypatch.setattr(sys.modules["ragsql.ingest.ingest"], "BATCH_CHUNKS", 4)  # the module, not its function
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(12):
+        write(docs / f"d{i}.txt", " ".join(f"Sentence {i}.{j} about vectors and search." for j in range(40)))
+    add_chunks, calls = store.add_chunks, []
+
+    def add_then_lose_the_connection(conn, *args, **kwargs):
+        calls.append(threading.current_thread().name)
+        if len(calls) == lost_at:
+            with psycopg.connect(fresh_db, autocommit=True) as admin:
+                admin.execute("select pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        return add_chunks(conn, *args, **kwargs)
+
+    monkeypatch.setattr(store, "add_chunks", add_then_lose_the_connection)
+    before = set(threading.enumerate())
+    assert main(["ingest", str(docs), "--corpus", "c", "--embedder", "offline:16"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("ragsql: error: ") and "Traceback" not in err, err
+    assert len(calls) == lost_at and calls[0] != threading.main_thread().name  # stored in the loader's thread
+    with psycopg.connect(fresh_db) as conn:
+        assert [conn.execute(f"select count(*) from ragsql.{t}").fetchone()[0]
+                for t in ("corpus", "document", "chunk", "chunk_term")] == [0, 0, 0, 0]
+    assert [t for t in set(threading.enumerate()) - before if t.is_alive()] == []
