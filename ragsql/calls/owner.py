@@ -6,7 +6,9 @@ import os
 import socket
 import uuid
 
-__all__ = ["alive", "process_owner"]
+__all__ = ["alive", "process_owner", "retire"]
+
+_RETIRED: set[str] = set()  # owners of this process that are gone (a closed CallService)
 
 
 def process_owner() -> str:
@@ -14,8 +16,16 @@ def process_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def retire(owner: str) -> None:
+    """`owner` (of this process) holds nothing any more: a claim it left behind is taken over at once."""
+    _RETIRED.add(owner)
+
+
 def alive(owner: str) -> bool:
-    """False only when `owner` names a process of this host that no longer exists (e.g. SIGKILLed)."""
+    """False only when `owner` names a process of this host that no longer exists (e.g. SIGKILLed), or an owner
+    of this process that was retired."""
+    if owner in _RETIRED:
+        return False
     host, _, rest = owner.partition(":")
     pid = rest.partition(":")[0]
     if host != socket.gethostname() or not pid.isdigit():

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ragsql.calls.owner import alive, process_owner
+from ragsql.calls.owner import alive, process_owner, retire
 from ragsql.db import calls as db
 from ragsql.errors import DatabaseError
 from ragsql.llm.calls import CallFailed, CallRecord
@@ -79,7 +79,9 @@ class CallService:
         await self.close()
 
     async def close(self) -> None:
-        """Stop renewing, drop this process's claims (best effort) and close the pool."""
+        """Stop renewing, drop this service's claims (best effort; a claim left behind, say while the database
+        was down, is taken over at once by a later service of this process) and close the pool."""
+        retire(self.owner)
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
