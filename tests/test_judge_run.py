@@ -8,13 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psycopg
 import pytest
 
 from ragsql.cli import main
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, default_responder
 
 FIVE = "faithfulness answer_relevancy context_precision context_recall answer_correctness"
 
@@ -172,6 +173,31 @@ def test_unknown_run_and_metric_are_clear(example_run, capsys):
     assert code == 2 and "unknown metric 'faithfullness'" in err
 
 
+class _Held(threading.Event):
+    """Set once a reply is held; `release` lets the held replies go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+
+def _hold_replies_after(endpoint: FakeOpenAI, n: int) -> _Held:
+    """The endpoint answers the first n chat requests and holds every later one (up to 60 s) until released."""
+    held, lock, count = _Held(), threading.Lock(), [0]
+
+    def responder(task, messages, request):
+        with lock:
+            count[0] += 1
+            late = count[0] > n
+        if late:
+            held.set()
+            held.release.wait(60)
+        return default_responder(task, messages, request)
+
+    endpoint.responder = responder
+    return held
+
+
 def _judge_process(url: str, base_url: str, *args: str) -> subprocess.Popen:
     env = {**os.environ, "RAGSQL_DATABASE_URL": url, "RAGSQL_JUDGE_BASE_URL": base_url,
            "RAGSQL_JUDGE_API_KEY": "k", "RAGSQL_JUDGE_MODEL": "fake-judge"}
@@ -206,12 +232,16 @@ def test_two_processes_share_a_run_without_doing_a_task_twice(example_run, endpo
 def test_sigkill_mid_run_then_resume_repeats_no_call(example_run, endpoint):
     """SIGKILL while calls are in flight, then a rerun: all tasks done, no duplicate call, no gap."""
     endpoint.latency = 0.3
+    held = _hold_replies_after(endpoint, 8)  # calls are in flight when the process dies
     proc = _judge_process(example_run, endpoint.base_url, "--metrics", FIVE, "--workers", "2")
-    deadline = time.monotonic() + 60
-    while endpoint.chat_calls < 8 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        assert held.wait(60), "the judge never sent a 9th request"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        held.release.set()
+        endpoint.responder = default_responder
+    assert proc.returncode == -signal.SIGKILL
     first = endpoint.chat_calls
     assert first >= 8
     endpoint.latency = 0
@@ -262,12 +292,15 @@ def test_a_stopped_run_puts_the_tasks_back_and_a_rerun_finishes(example_run, end
     """SIGTERM or Ctrl-C mid-run: the process exits with one line, leaves no task running and no request claimed;
     the next run finishes and sends no request whose reply was stored."""
     endpoint.latency = 0.3
+    held = _hold_replies_after(endpoint, 8)  # the run cannot finish before the signal, however slow this test is
     proc = _judge_process(example_run, endpoint.base_url, "--metrics", FIVE, "--workers", "4")
-    deadline = time.monotonic() + 60
-    while endpoint.chat_calls < 8 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signum)
-    _, err = proc.communicate(timeout=60)
+    try:
+        assert held.wait(60), "the judge never sent a 9th request"
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        held.release.set()
+        endpoint.responder = default_responder
     assert proc.returncode == code, err
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(line), err
     assert _one(example_run, "select count(*) from ragsql.judge_task where status = 'running'")[0] == 0
