@@ -201,8 +201,14 @@ def _hold_replies_after(endpoint: FakeOpenAI, n: int) -> _Held:
 def _judge_process(url: str, base_url: str, *args: str) -> subprocess.Popen:
     env = {**os.environ, "RAGSQL_DATABASE_URL": url, "RAGSQL_JUDGE_BASE_URL": base_url,
            "RAGSQL_JUDGE_API_KEY": "k", "RAGSQL_JUDGE_MODEL": "fake-judge"}
-    return subprocess.Popen([sys.executable, "-m", "ragsql", "judge", "--run", "ex", *args], env=env,
+    return subprocess.Popen([sys.executable, "-c", _AS_IN_A_TERMINAL, "judge", "--run", "ex", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+# `python -m ragsql` with Ctrl-C's default action: a suite started in the background (`nohup … &`, some CI
+# runners) hands its children SIGINT ignored, and Python then leaves it ignored, as it should for a background job
+_AS_IN_A_TERMINAL = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                     "runpy.run_module('ragsql', run_name='__main__', alter_sys=True)")
 
 
 def _no_duplicates(url: str) -> None:
