@@ -13,7 +13,7 @@ each, and the median is reported. After each import the dataset is deleted, the 
 taken, so that every import starts from the same state. The first import of each tree is checked: every
 (qid, rank, docno, score) the two trees stored must be equal.
 
-With --profile: where this tree's import spends its time (the phases, timed in process, the server's CPU seconds
+With --profile: where this tree's import spends its time (the phases, timed in process, the server's CPU seconds (the backend's and its parallel workers')
 in each, and the parsing thread's profile), once as it imports (a partition of the run's own, indexed after the
 COPY) and once copying straight into run_result, whose indexes are then kept up to date row by row (as before
 migration 0160), in the same tree, database and file.
@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from trees import new_database, with_db  # noqa: E402  (bench/ is scripts, not a package)
+from trees import PHASE_TIMER, new_database, with_db  # noqa: E402  (bench/ is scripts, not a package)
 
 DOCS_PER_TOPIC = 1000
 GOAL_ROWS_PER_SECOND = 200_000
@@ -131,25 +131,13 @@ import cProfile, io, os, pstats, sys, time
 from ragsql import db, importer
 from ragsql.db import load, results
 qrels, run = sys.argv[1:3]
-ticks = os.sysconf("SC_CLK_TCK")
-def cpu(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / ticks
 phases = {}
-def timed(name, fn):
-    def call(*args, **kwargs):
-        started, server = time.perf_counter(), cpu(pid)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            wall, used = phases.get(name, (0.0, 0.0))
-            phases[name] = (wall + time.perf_counter() - started, used + cpu(pid) - server)
-    return call
+""" + PHASE_TIMER + r"""
 for module, names in ((load, ("add_queries", "add_judgments", "create_run", "analyze")),
                       (results, ("copy_ranked", "stage_unranked", "rank_staged", "bare_partition",
                                        "attach_partition"))):
     for name in names:
-        setattr(module, name, timed(name, getattr(module, name)))
+        setattr(module, name, timed(phases, name, getattr(module, name)))
 ranked_texts = importer._ranked_texts
 def profiled(path):
     items = ranked_texts(path)

@@ -45,7 +45,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from trees import new_database, tree_of, with_db  # noqa: E402  (bench/ is scripts, not a package)
+from trees import PHASE_TIMER, new_database, tree_of, with_db  # noqa: E402  (bench/ is scripts, not a package)
 GOAL = 10_000
 HYBRID_QUERIES = 20  # of the 200: vector and hybrid (whose fuzzy path reads many chunks) on these only
 CHARS_PER_DOCUMENT = 4_000
@@ -93,27 +93,12 @@ from ragsql.ingest import ingest
 from ragsql.llm.settings import EndpointSettings
 
 path, phases = sys.argv[1], json.loads(sys.argv[2])
-ticks = os.sysconf("SC_CLK_TCK")
-def cpu(pid):
-    # the backend's CPU time, and that of the postmaster's children that exited (parallel workers of an index
-    # build are reaped by the postmaster, their time added to its cutime and cstime)
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    parent = open(f"/proc/{fields[1]}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12]) + int(parent[13]) + int(parent[14])) / ticks
 spent = {}
-def timed(phase, fn):
-    def call(*args, **kwargs):
-        started, server = time.perf_counter(), cpu(pid)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            wall, used = spent.get(phase, (0.0, 0.0))
-            spent[phase] = (wall + time.perf_counter() - started, used + cpu(pid) - server)
-    return call
+""" + PHASE_TIMER + r"""
 for phase, names in phases.items():
     for name in names:
         if phase != "embed" and hasattr(store, name):
-            setattr(store, name, timed(phase, getattr(store, name)))
+            setattr(store, name, timed(spent, phase, getattr(store, name)))
 embed = HashingEmbedder.embed
 async def timed_embed(self, texts):
     started = time.perf_counter()

@@ -10,6 +10,29 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+PHASE_TIMER = r"""
+import os, time
+ticks = os.sysconf("SC_CLK_TCK")
+def cpu(pid):
+    # the backend's CPU time, and that of the postmaster's children that exited (parallel workers of an index
+    # build are reaped by the postmaster, their time added to its cutime and cstime)
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    parent = open(f"/proc/{fields[1]}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12]) + int(parent[13]) + int(parent[14])) / ticks
+def timed(spent, phase, fn):
+    # fn, adding its wall time and the server's CPU time (backend `pid`, a global of the script) to spent[phase]
+    def call(*args, **kwargs):
+        started, server = time.perf_counter(), cpu(pid)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            wall, used = spent.get(phase, (0.0, 0.0))
+            spent[phase] = (wall + time.perf_counter() - started, used + cpu(pid) - server)
+    return call
+"""
+"""Source a bench's child script includes (it runs under another tree's PYTHONPATH, so it cannot import this
+file): `timed(spent, phase, fn)` wraps a database function to time it by phase."""
+
 
 def tree_of(ref: str, dest: Path) -> Path:
     """The files of commit `ref` in `dest`, from `git archive`."""
