@@ -13,8 +13,8 @@ each, and the median is reported. After each import the dataset is deleted, the 
 taken, so that every import starts from the same state. The first import of each tree is checked: every
 (qid, rank, docno, score) the two trees stored must be equal.
 
-With --profile: where this tree's import spends its time (the phases, timed in process, the server's CPU seconds (the backend's and its parallel workers')
-in each, and the parsing thread's profile), once as it imports (a partition of the run's own, indexed after the
+With --profile: where this tree's import spends its time (the phases, timed in process, the server's CPU seconds
+in each, the backend's and its parallel workers', and the parsing thread's profile), once as it imports (a partition of the run's own, indexed after the
 COPY) and once copying straight into run_result, whose indexes are then kept up to date row by row (as before
 migration 0160), in the same tree, database and file.
 
