@@ -2,7 +2,7 @@
 -- grants them to login users: see the README); the owner of schema ragsql installs and upgrades.
 --
 --   ragsql_reader  metrics, diagnostics and comparisons through schema ragsql_report (sql/views/90_report.sql);
---                  select on the columns of ragsql's tables that hold no raw text, and on judge_usage.
+--                  select on the columns of ragsql's tables that hold no raw text, and on judge_usage and run_usage.
 --                  Raw text, which it may not read: documents and chunks (title, text, metadata, embeddings,
 --                  BM25 terms), retrieved text, answers, contexts, reference answers, gold passages and
 --                  quotes, statements, and whatever a judge wrote (judge_call.response, reasons, sentences,
@@ -77,7 +77,7 @@ begin
               and t.relname || '.' || a.attname <> all (raw);
             execute format('grant select (%s) on ragsql.%I to ragsql_reader', cols, t.relname);
         end loop;
-        grant select on ragsql.judge_usage to ragsql_reader;
+        grant select on ragsql.judge_usage, ragsql.run_usage to ragsql_reader;
     end if;
     if exists (select from pg_roles where rolname = 'ragsql_writer') then
         grant usage on schema ragsql, ragsql_intarray, ragsql_report to ragsql_writer;

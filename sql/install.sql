@@ -75,6 +75,10 @@ select not exists (select from ragsql.schema_migration where name = '0160_run_re
 \if :migrate
 \ir migrations/0160_run_result_partitions.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0170_run_owned_choices') as migrate \gset
+\if :migrate
+\ir migrations/0170_run_owned_choices.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -101,6 +105,6 @@ select not exists (select from ragsql.schema_migration where name = '0160_run_re
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint ec6f5555bcb679776d04a859e6dd091cafd0a42f31f1735623effc1c87d1158e
+\set ragsql_fingerprint b579cf34fd0b04b14e4f5075eb64da70c62ab73e780815ebec2f698422822032
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

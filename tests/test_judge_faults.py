@@ -173,12 +173,12 @@ def test_a_claim_left_by_a_closed_service_is_taken_over_at_once(cell_db):
     record = CallRecord(key, "chat", "fake-judge", "statements", "1", "ok", response={"statements": []})
 
     async def scenario() -> tuple[Stored, float]:
-        async with CallService(cell_db) as first:
+        async with CallService(cell_db, purpose="judge") as first:
             owner = first.owner
         with psycopg.connect(cell_db, autocommit=True) as conn:  # as if the release had found no server
             conn.execute("insert into ragsql.judge_call_claim (request_hash, owner, lease_until) "
                          "values (%s, %s, clock_timestamp() + interval '1 hour')", (key, owner))
-        async with CallService(cell_db) as second:
+        async with CallService(cell_db, purpose="judge") as second:
             started = time.monotonic()
             stored = await asyncio.wait_for(second.get(key, _returns(record)), 10)
             return stored, time.monotonic() - started

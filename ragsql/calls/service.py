@@ -52,9 +52,11 @@ class Stored:
 class CallService:
     """One per process and database; an async context manager (opens the pool, releases claims on the way out)."""
 
-    def __init__(self, url: str, *, lease: float = 60.0, poll: float = 0.05, db_patience: float = 20.0,
+    def __init__(self, url: str, *, purpose: str, run_id: int | None = None, lease: float = 60.0,
+                 poll: float = 0.05, db_patience: float = 20.0,
                  on_record: Callable[[CallRecord], None] | None = None, max_connections: int = 4):
         self.owner = process_owner()
+        self.bought_for = db.Purchase(purpose, run_id)  # recorded with every call sent, for the run's cost
         self.lease = lease
         self.poll = poll
         self.db_patience = db_patience
@@ -115,7 +117,7 @@ class CallService:
 
     async def store(self, rec: CallRecord) -> int:
         """Store a call made outside `get` (an embedding batch); returns its id."""
-        call_id = await self.run(db.store_call, rec, None)
+        call_id = await self.run(db.store_call, rec, None, self.bought_for)
         self._count(rec)
         return call_id
 
@@ -166,7 +168,7 @@ class CallService:
             if isinstance(exc, asyncio.CancelledError):
                 raise
             raise CallFailed(f"the call failed: {describe(exc)}") from None
-        call_id = await self.run(db.store_call, rec, self.owner)
+        call_id = await self.run(db.store_call, rec, self.owner, self.bought_for)
         self._count(rec)
         if not rec.ok:
             raise CallFailed(f"{rec.prompt_name} call failed: {rec.error}", rec)

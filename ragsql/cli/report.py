@@ -80,9 +80,9 @@ def write_report(conn, run: str, compared: list[str], html: Path | None, resampl
             print_table(_rows_table(f"diagnosis of {run}", data.diagnosis,
                                     ["check_name", "value", "threshold", "passed", "advice"]))
         if data.judge_usage:
-            print_table(_rows_table("judge cost (every stored call)", data.judge_usage,
-                                    ["kind", "model", "prompt_version", "calls", "failed", "prompt_tokens",
-                                     "completion_tokens"]))
+            print_table(_rows_table("cost (the calls sent for these runs)", data.judge_usage,
+                                    ["run", "purpose", "kind", "model", "prompt_version", "calls", "failed",
+                                     "prompt_tokens", "completion_tokens"]))
     if html is None:
         return None
     from ragsql.report import write_html  # matplotlib and jinja2 load only when a page is written

@@ -11,7 +11,7 @@ import psycopg
 
 from ragsql.llm.calls import CallRecord
 
-__all__ = ["Claim", "cached_call", "claim_call", "db_now", "release_claim", "release_claims", "renew_claims",
+__all__ = ["Claim", "Purchase", "cached_call", "claim_call", "db_now", "release_claim", "release_claims", "renew_claims",
            "store_call"]
 
 
@@ -24,6 +24,14 @@ class Claim:
     response: Any = None
     holder: str | None = None
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class Purchase:
+    """What a call is sent for (judge, synth, rerank, generate) and the run it is bought for, if any."""
+
+    purpose: str
+    run_id: int | None = None
 
 
 async def cached_call(conn: psycopg.AsyncConnection, request_hash: str) -> tuple[int, Any] | None:
@@ -48,9 +56,10 @@ async def db_now(conn: psycopg.AsyncConnection) -> dt.datetime:
     return (await (await conn.execute("select clock_timestamp()")).fetchone())[0]
 
 
-async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord, owner: str | None = None) -> int:
-    """Insert one call and release its claim by `owner`, in one statement; a successful request stored meanwhile
-    keeps the first row (whose id is returned)."""
+async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord, owner: str | None = None,
+                     bought_for: Purchase | None = None) -> int:
+    """Insert one call (with the run and purpose it was sent for) and release its claim by `owner`, in one
+    statement; a successful request stored meanwhile keeps the first row (whose id is returned)."""
     cur = await conn.execute(
         """
         with released as (
@@ -58,9 +67,11 @@ async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord, owner: str 
         ),
         added as (
             insert into ragsql.judge_call (request_hash, kind, model, prompt_name, prompt_version, prompt_tokens,
-                                           completion_tokens, latency_ms, attempts, status, error, response)
+                                           completion_tokens, latency_ms, attempts, status, error, response,
+                                           run_id, purpose)
             values (%(hash)s, %(kind)s, %(model)s, %(prompt_name)s, %(prompt_version)s, %(prompt_tokens)s,
-                    %(completion_tokens)s, %(latency_ms)s, %(attempts)s, %(status)s, %(error)s, %(response)s)
+                    %(completion_tokens)s, %(latency_ms)s, %(attempts)s, %(status)s, %(error)s, %(response)s,
+                    %(run_id)s, %(purpose)s)
             on conflict (request_hash) where status = 'ok' do nothing
             returning id
         )
@@ -70,7 +81,8 @@ async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord, owner: str 
          "prompt_name": rec.prompt_name, "prompt_version": rec.prompt_version, "prompt_tokens": rec.prompt_tokens,
          "completion_tokens": rec.completion_tokens, "latency_ms": rec.latency_ms, "attempts": max(1, rec.attempts),
          "status": rec.status, "error": rec.error,
-         "response": None if rec.response is None else json.dumps(rec.response, ensure_ascii=False)})
+         "response": None if rec.response is None else json.dumps(rec.response, ensure_ascii=False),
+         "run_id": bought_for and bought_for.run_id, "purpose": bought_for and bought_for.purpose})
     row = await cur.fetchone()
     if row is not None:
         return row[0]

@@ -29,6 +29,7 @@ __all__ = [
     "finish_task",
     "release_tasks",
     "load_samples",
+    "record_embedder",
     "missing_embeddings",
     "run_id",
     "run_shape",
@@ -123,6 +124,15 @@ async def enqueue_tasks(conn: psycopg.AsyncConnection, rid: int, kinds: Sequence
     cur = await conn.execute("select ragsql._enqueue_judge_tasks(%s, %s, true, %s, %s)",
                              (rid, list(kinds), reset_done, judge))
     return (await cur.fetchone())[0]
+
+
+async def record_embedder(conn: psycopg.AsyncConnection, rid: int, judge_model: str, embedder: str) -> None:
+    """Record that `embedder` judges the run with `judge_model` (ragsql.run_embedder, newest last): the run's
+    embedding metrics read the embedder of the judge whose verdicts they use."""
+    await conn.execute(
+        "insert into ragsql.run_embedder (run_id, judge_model, embedder) values (%s, %s, %s) "
+        "on conflict (run_id, judge_model, embedder) do update set created_at = excluded.created_at",
+        (rid, judge_model, embedder))
 
 
 async def task_counts(conn: psycopg.AsyncConnection, rid: int, kinds: Sequence[str]) -> dict[str, int]:

@@ -106,7 +106,8 @@ def read_report(conn: psycopg.Connection, run: str, compared: list[str], resampl
     return ReportData(
         run=run, dataset=dataset, compared=compared, overview=overview, comparisons=comparisons, per_query=per_query,
         diagnosis=diagnosis, worst=_worst(conn, run, judge) if has_generation else [],
-        judge_usage=_rows(conn, "select * from ragsql.judge_usage order by kind, model, prompt_name", ()),
+        judge_usage=_rows(conn, "select * from ragsql.run_usage where run = any(%s) "
+                                "order by run collate \"C\", purpose, kind, model, prompt_name", ([run, *compared],)),
         config=conn.execute("select key, value from ragsql.run_config(%s)", (run,)).fetchall(),
         resampling=resampling, missing=missing,
         ppi={m: p for m, p in review.ppi(conn, run, [v.measure for v in overview[run] if v.kind == "generation"],

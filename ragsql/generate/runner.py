@@ -85,7 +85,7 @@ async def generate_answers(plan: Plan, client: Any, *, workers: int = 8,
     if on_progress:
         on_progress(0, len(plan.todo))
     pending = iter(plan.todo)  # shared: each worker takes the next query when it is free
-    async with CallService(plan.url) as service:
+    async with CallService(plan.url, purpose="generate", run_id=plan.rid) as service:
         await asyncio.gather(*(_worker(plan, pending, client, service, progress)
                                for _ in range(min(workers, len(plan.todo)))))
     plan.result.seconds = time.perf_counter() - started

@@ -125,6 +125,7 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
         if not kinds:
             return result
         await db.enqueue_tasks(conn, rid, kinds, judge=judging.identity, reset_done=again)
+        await db.record_embedder(conn, rid, judging.model, judging.embedder.name)
         await release_dead_workers(conn, rid)
         counts = await db.task_counts(conn, rid, kinds)
         total = counts.get("pending", 0) + counts.get("running", 0)
@@ -134,7 +135,7 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
         # first claims take about half the run, leaving work for other processes that join; the client's
         # concurrency bounds the calls in flight
         batch = max(len(kinds), min(MAX_BATCH, -(-total // (2 * max(1, workers)))))
-    async with CallService(url) as calls:
+    async with CallService(url, purpose="judge", run_id=rid) as calls:
         judging.bind(calls)
         try:
             await _all([_worker(url, rid, kinds, batch, judging, result, worker_name(i), total, on_progress)
@@ -271,7 +272,7 @@ async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[st
             "order by 1, 2", (kinds, rid, judging.identity, again))
         todo = await cur.fetchall()
         samples = await db.load_samples(conn, rid, [q for q, _ in todo])
-    async with CallService(url) as calls:
+    async with CallService(url, purpose="judge", run_id=rid) as calls:
         judging.bind(calls)
         for query_id, kind in todo:
             job = t.Job(db.Task(0, rid, query_id, kind, 0), samples[query_id], judging)

@@ -94,7 +94,7 @@ def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker: Reranker, s
 
     async def go() -> list[tuple]:
         try:
-            async with CallService(database.database_url()) as service:
+            async with CallService(database.database_url(), purpose="rerank", run_id=run_id) as service:
                 results = await asyncio.gather(*(_rerank_one(service, reranker, qid, query, items, k, summary)
                                                  for qid, (query, items) in pending.items()),
                                                return_exceptions=True)

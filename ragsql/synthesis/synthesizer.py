@@ -131,7 +131,7 @@ async def synthesize(url: str, corpus: str, dataset: str, client, *, n: int = 10
                          "the offline synthesizer writes single and multi")
     started = time.perf_counter()
     result = SynthResult(dataset)
-    async with CallService(url) as service:
+    async with CallService(url, purpose="synth") as service:
         for planned in plan(docs, n, list(kinds), seed):
             if len(result.questions) >= n:
                 break
@@ -149,7 +149,7 @@ async def cached_requests(url: str, corpus: str, client, *, n: int, kinds: Seque
                           seed: int = 0, style: str = "plain") -> int:
     """How many of the plan's first `n` requests the call cache already answers (for a dry run)."""
     docs = _documents(url, corpus, language)
-    async with CallService(url) as service:
+    async with CallService(url, purpose="synth") as service:
         found = 0
         for i, planned in enumerate(plan(docs, n, list(kinds), seed)):
             if i >= n:

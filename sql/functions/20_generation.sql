@@ -9,8 +9,8 @@
 --     the pair in use. An LLM judge's verdicts win over the offline judge's, whatever their age: the
 --     offline heuristics are read only when no LLM judged the metric (ragsql._judge_preference). Give
 --     model (a model name, or 'offline' for the offline judge) and/or prompt_version to read another set.
---   * Embedding metrics use one embedder per run in the same way: the one given, else the embedder of
---     the newest embedding of the run's questions or answers.
+--   * Embedding metrics use one embedder per run in the same way: the one given, else the embedder that
+--     judged the run with the verdict set's judge (ragsql.run_embedder), never one chosen from other runs.
 --   * Every query of the run's dataset gets a row. A query whose verdicts are missing, incomplete or
 --     failed has value null and a reason, never 0 and never NaN.
 --   * Statement texts are matched by ragsql.text_hash, so a replaced answer never reuses old verdicts.
@@ -174,32 +174,30 @@ $$;
 comment on function ragsql._generation_scope(bigint, text) is
     'Every query of the run''s dataset with its question, answer, reference and context counts and judge task state.';
 
-create or replace function ragsql._run_embedder(run_id bigint, embedder text)
+create or replace function ragsql._run_embedder(run_id bigint, embedder text, model text default null)
 returns text
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 begin
-    return (
-    select coalesce(_run_embedder.embedder, (
+    -- the run's own record (ragsql.run_embedder), never the newest embedding of its texts in the database: those
+    -- texts are shared with other runs, whose judging must not change this run's values
+    return coalesce(_run_embedder.embedder, (
         select e.embedder
-        from ragsql.text_embedding as e
-        where e.text_hash in (
-            select ragsql.text_hash(a.text) from ragsql.answer as a where a.run_id = _run_embedder.run_id
-            union
-            select ragsql.text_hash(q.text)
-            from ragsql.run as ru
-            join ragsql.query as q on q.dataset_id = ru.dataset_id
-            where ru.id = _run_embedder.run_id and q.text is not null
-        )
-        order by e.created_at desc, e.embedder
+        from ragsql.run_embedder as e
+        where e.run_id = _run_embedder.run_id
+        order by ragsql._judge_matches(_run_embedder.model, e.judge_model) desc,
+                 ragsql._judge_preference(e.judge_model), e.created_at desc, e.judge_model collate "C",
+                 e.embedder collate "C"
         limit 1
-    ))
-    );
+    ));
 end
 $$;
-comment on function ragsql._run_embedder(bigint, text) is
-    'The embedder a run''s embedding metrics use: the one given, else that of the newest embedding of its questions or answers.';
+comment on function ragsql._run_embedder(bigint, text, text) is
+    'The embedder a run''s embedding metrics read: the one given, else, from the run''s own record '
+    '(ragsql.run_embedder), the one that judged it with the judge model given, else the one an LLM judge used '
+    'before the offline judge''s, then the newest. Null when the run records none (a DBA loading embeddings by '
+    'hand records the embedder there, or passes it).';
 
 -- ---------------------------------------------------------------------------------------------------
 -- The verdict set a metric reads, and scores on user definitions (aspects, rubrics)

@@ -77,7 +77,8 @@ comment on function ragsql.answer_similarity(text, text) is
     'Answer similarity per query = mean over the distinct reference answers t_i of max(cos(answer, t_i), 0) (seed '
     'ragas-metrics-overview: AS = 1/n sum sim(a, t_i); ragsql.similarity_score), in [0, 1], computed with '
     'pgvector from ragsql.text_embedding. '
-    'embedder: default the run''s newest. Null with a reason without a reference or an embedding.';
+    'embedder: default the one that judged the run (ragsql._run_embedder). Null with a reason without a reference or '
+    'an embedding.';
 
 create or replace function ragsql.answer_relevancy_cosine(run text, embedder text default null)
 returns table (
@@ -130,7 +131,8 @@ end
 $$;
 comment on function ragsql.answer_relevancy_cosine(text, text) is
     'Answer relevancy by embeddings per query = max(cos(question, answer), 0) (seed rag-eval-core-dimensions '
-    '4.3.2, similarity method; ragsql.similarity_score), in [0, 1]. embedder: default the run''s newest.';
+    '4.3.2, similarity method; ragsql.similarity_score), in [0, 1]. embedder: default the one that judged the run '
+    '(ragsql._run_embedder).';
 
 -- ---------------------------------------------------------------------------------------------------
 -- Answer relevancy from generated questions and from a 1-5 rating
@@ -145,28 +147,31 @@ as $$
 #variable_conflict use_column
 declare
     rid bigint := ragsql._run_id(answer_relevancy.run);
-    emb text := ragsql._run_embedder(rid, answer_relevancy.embedder);
+    chosen_model text;
+    chosen_version text;
+    emb text;
     scope jsonb;
 begin
-    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
-    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    -- the run first, then its verdict set, the embedder that judged with it and its scope: the query below names
+    -- the run id on every run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    select g.model, g.prompt_version
+      into chosen_model, chosen_version
+    from ragsql.generated_question as g
+    where g.run_id = rid
+      and ragsql._judge_matches(answer_relevancy.model, g.model)
+      and (answer_relevancy.prompt_version is null or g.prompt_version = answer_relevancy.prompt_version)
+    order by ragsql._judge_preference(g.model), g.created_at desc, g.model collate "C", g.prompt_version collate "C"
+    limit 1;
+    chosen_model := coalesce(chosen_model, answer_relevancy.model);
+    chosen_version := coalesce(chosen_version, answer_relevancy.prompt_version);
+    emb := ragsql._run_embedder(rid, answer_relevancy.embedder, chosen_model);
     scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_relevancy') as g);
     return query
     with judge as materialized (
-        select ru.id as run_id,
-               coalesce(p.model, answer_relevancy.model) as judge_model,
-               coalesce(p.prompt_version, answer_relevancy.prompt_version) as judge_prompt_version,
+        select rid as run_id,
+               chosen_model as judge_model,
+               chosen_version as judge_prompt_version,
                emb as embedder
-        from (select rid as id) as ru
-        left join lateral (
-            select g.model, g.prompt_version
-            from ragsql.generated_question as g
-            where g.run_id = rid
-              and ragsql._judge_matches(answer_relevancy.model, g.model)
-              and (answer_relevancy.prompt_version is null or g.prompt_version = answer_relevancy.prompt_version)
-            order by ragsql._judge_preference(g.model), g.created_at desc, g.model, g.prompt_version
-            limit 1
-        ) as p on true
     ),
     generated as materialized (
         select g.query_id,
@@ -221,7 +226,8 @@ comment on function ragsql.answer_relevancy(text, text, text, text) is
     'Answer relevancy (RAGAS) per query = mean over the generated questions q_i of max(cos(q, q_i), 0) (seed '
     'ragas-metrics-overview: AR = 1/n sum sim(q, q_i); ragsql.similarity_score), in [0, 1]; 0 when every '
     'generated question flags the answer '
-    'non-committal (RAGAS). Questions from ragsql.generated_question, embeddings from ragsql.text_embedding.';
+    'non-committal (RAGAS). Questions from ragsql.generated_question, embeddings from ragsql.text_embedding by the '
+    'embedder that judged the run with the questions'' judge (ragsql._run_embedder) unless embedder is given.';
 
 create or replace function ragsql.answer_relevancy_rating(
     run text, model text default null, prompt_version text default null)

@@ -167,7 +167,13 @@ as $$
                                                    answer_correctness.prompt_version)
     ),
     s as materialized (
-        select * from ragsql.answer_similarity(answer_correctness.run, answer_correctness.embedder)
+        -- the embedder that judged the run with the F1 part's judge: both parts read one judge's work
+        select *
+        from ragsql.answer_similarity(
+            answer_correctness.run,
+            coalesce(answer_correctness.embedder,
+                     ragsql._run_embedder(ragsql._run_id(answer_correctness.run), null,
+                                          (select f.judge_model from f limit 1))))
     )
     select f.qid,
            case

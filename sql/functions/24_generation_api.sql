@@ -79,7 +79,7 @@ begin
             select * from ragsql.answer_relevancy_rating(run, model, prompt_version)
             where spec.family = 'answer_relevancy_rating'
             union all
-            select * from ragsql.answer_relevancy_cosine(run, embedder)
+            select * from ragsql.answer_relevancy_cosine(run, coalesce(embedder, ragsql._run_embedder(rid, null, model)))
             where spec.family = 'answer_relevancy_cosine'
             union all
             select * from ragsql.context_precision(run, model, prompt_version)
@@ -91,7 +91,7 @@ begin
             select * from ragsql.context_recall(run, model, prompt_version, partial_weight)
             where spec.family = 'context_recall'
             union all
-            select * from ragsql.answer_similarity(run, embedder)
+            select * from ragsql.answer_similarity(run, coalesce(embedder, ragsql._run_embedder(rid, null, model)))
             where spec.family = 'answer_similarity'
             union all
             select * from ragsql.answer_correctness_f1(run, model, prompt_version)

@@ -81,4 +81,26 @@ select c.kind,
 from ragsql.judge_call as c
 group by c.kind, c.model, c.prompt_name, c.prompt_version;
 comment on view ragsql.judge_usage is
-    'Calls, failures, attempts, tokens and mean latency of the judge and embedders per model and prompt.';
+    'Calls, failures, attempts, tokens and mean latency of the judge and embedders per model and prompt, '
+    'over every stored call of the database (ragsql.run_usage: per run and purpose).';
+
+create or replace view ragsql.run_usage as
+select ru.name as run,
+       c.purpose,
+       c.kind,
+       c.model,
+       c.prompt_name,
+       c.prompt_version,
+       count(*) as calls,
+       count(*) filter (where c.status = 'failed') as failed,
+       sum(c.attempts) as attempts,
+       sum(c.prompt_tokens) as prompt_tokens,
+       sum(c.completion_tokens) as completion_tokens,
+       avg(c.latency_ms) as mean_latency_ms
+from ragsql.judge_call as c
+join ragsql.run as ru on ru.id = c.run_id
+group by ru.name, c.purpose, c.kind, c.model, c.prompt_name, c.prompt_version;
+comment on view ragsql.run_usage is
+    'What a run cost: the calls sent for it (judge, rerank, generate), failures, attempts, tokens and mean latency '
+    'per purpose, model and prompt. A reply reused from the cache costs nothing and stays with the run that bought '
+    'it; calls stored before migration 0170 and synth calls belong to no run.';

@@ -66,10 +66,12 @@ def judge_statements(db, run_id: int, query_id: int, purpose: str, extraction: i
                 (run_id, query_id, purpose, model, version, extraction, number, verdict, call_id, at))
 
 
-def embed(db, text: str, vector: list[float], embedder: str = "emb") -> None:
-    """Store the embedding of a text."""
+def embed(db, text: str, vector: list[float], embedder: str = "emb", model: str = "judge") -> None:
+    """Store the embedding of a text and, as the judge does, record that `embedder` judged every run with `model`."""
     db.execute("insert into ragsql.text_embedding (text_hash, embedder, embedding) values (ragsql.text_hash(%s), %s, %s)",
                (text, embedder, str(vector)))
+    db.execute("insert into ragsql.run_embedder (run_id, judge_model, embedder) select id, %s, %s from ragsql.run "
+               "on conflict do nothing", (model, embedder))
 
 
 def measure(db, run: str, metric: str, **params) -> dict[str, tuple[float | None, str | None]]:

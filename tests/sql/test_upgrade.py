@@ -225,8 +225,15 @@ def test_release_e3fed38_with_data_is_upgraded_by_one_ordinary_command(server_ur
         assert {t: v for t, v in upgraded.items() if t != "generation_metric"} == {
             t: v for t, v in rows.items() if t != "generation_metric"}  # tables a later migration adds start empty
         # tables a later migration adds start empty, but for the catalogue of RAGAS's two default rubrics
-        assert all(after_rows[t].split()[0] == "0" for t in set(after_rows) - set(rows) - {"rubric"}), after_rows
+        assert all(after_rows[t].split()[0] == "0"
+                   for t in set(after_rows) - set(rows) - {"rubric", "run_embedder"}), after_rows
         assert after_rows["rubric"].split()[0] == "2"
+        with psycopg.connect(url) as conn:  # migration 0170: the embedder each judged run recorded on its tasks
+            recorded = conn.execute("select run_id, judge_model || ' + ' || embedder from ragsql.run_embedder "
+                                    "order by 1, 2").fetchall()
+            closed = conn.execute("select distinct run_id, judge from ragsql.judge_task where status = 'done' "
+                                  "order by 1, 2").fetchall()
+        assert recorded == closed and len(recorded) >= 3
         # retrieval measures as the old release computed them; every metric as a fresh install computes it on
         # the same rows (a release may change a formula: the upgraded database then follows it)
         after = metrics(url)
