@@ -82,6 +82,7 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
+\ir functions/15_python_text.sql
 \ir functions/20_generation.sql
 \ir functions/21_statement_metrics.sql
 \ir functions/22_answer_metrics.sql

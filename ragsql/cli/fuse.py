@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from ragsql import db
@@ -53,6 +55,8 @@ def fuse_command(runs: str, method: str, norm: str, weights: str | None, k: int,
             parsed = [float(w) for w in split_names(weights) or []]
         except ValueError:
             raise UsageError(f'--weights "{weights}": expected numbers, e.g. --weights 0.7,0.3') from None
+        if not all(math.isfinite(w) for w in parsed):  # nan / inf would store a run of NaN scores
+            raise UsageError(f'--weights "{weights}": expected finite numbers, e.g. --weights 0.7,0.3')
     if optimize and method.lower() not in ("wsum", "rrf"):
         raise UsageError(f"--optimize tunes wsum's weights or rrf's k, not {method}")
     if optimize and (parsed is not None or k != 60):

@@ -593,13 +593,15 @@ begin
     return query
     select e.measure,
            -- counts (NumRet, NumRel, NumRelRet) add up over queries, as trec_eval and ir_measures report them
-           case when e.measure ~ '^Num' then sum(e.value) else avg(e.value) end,
+           -- in query order: a float mean taken in plan order can change in the last bit between calls
+           case when e.measure ~ '^Num' then sum(e.value order by e.query_id)
+                else avg(e.value order by e.query_id) end,
            count(*),
            count(*) filter (where e.relevant > 0),
            count(*) filter (where e.relevant = 0),
            count(*) filter (where not e.retrieved),
-           case when e.measure ~ '^Num' then sum(e.value) filter (where e.relevant > 0)
-                else avg(e.value) filter (where e.relevant > 0) end
+           case when e.measure ~ '^Num' then sum(e.value order by e.query_id) filter (where e.relevant > 0)
+                else avg(e.value order by e.query_id) filter (where e.relevant > 0) end
     from ragsql._evaluate(
         ragsql._run_id(summarize.run),
         coalesce(summarize.measures, array(select d.measure from ragsql.default_measure as d order by d.position)),

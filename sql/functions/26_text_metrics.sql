@@ -14,20 +14,85 @@
 --     (rouge-score's default tokenizer drops them, which would score every Chinese answer 0).
 --   sacrebleu (bleu): its 13a tokenizer, or its zh tokenizer for a Chinese query; chrf: characters without
 --     whitespace.
+-- Lower case, whitespace and \w are Python's everywhere (ragsql.python_lower and the tables of 15_python_text.sql),
+-- never the server's lower(), \s or \y, which follow the database's collation: a value is the same bits on a
+-- database created with the "C" collation.
+
+create or replace function ragsql.python_lower(content text)
+returns text
+language sql immutable parallel safe
+as $$
+    -- ASCII by lower() under "C" (which knows nothing else), the rest by Python's table: no server collation read
+    select case
+        when content !~ ('[' || ragsql._py_upper_class() || ']') then lower(content collate "C")
+        else translate(
+            lower(replace(
+                case when strpos(content, U&'\03A3') = 0 then content
+                     -- Final_Sigma: after a cased letter (case-ignorables between), not before one
+                     else regexp_replace(content,
+                         '(?<=[' || ragsql._py_cased_class() || '][' || ragsql._py_case_ignorable_class() || ']*)'
+                         || U&'\03A3' || '(?![' || ragsql._py_case_ignorable_class() || ']*['
+                         || ragsql._py_cased_class() || '])',
+                         U&'\03C2', 'g')
+                end,
+                U&'\0130', U&'i\0307') collate "C"),
+            ragsql._py_upper_chars(), ragsql._py_lower_chars())
+    end
+$$;
+comment on function ragsql.python_lower(text) is
+    'Python''s str.lower() (full case mapping: U+0130 to i + U+0307, final sigma to U+03C2) from explicit tables '
+    '(sql/functions/15_python_text.sql, Unicode of the Python that generated them), the same under every server '
+    'collation; PostgreSQL''s lower() follows the collation (ASCII only under "C") and maps U+0130 and final sigma '
+    'otherwise. Checked equal to Python on every code point (one at a time, and with sigma in context); a '
+    'character newer than the tables'' Unicode version is left as it is.';
+
+create or replace function ragsql._py_strip(content text)
+returns text
+language sql immutable parallel safe
+as $$
+    select regexp_replace(content, '^[' || ragsql._py_space_class() || ']+|[' || ragsql._py_space_class() || ']+$',
+                          '', 'g')
+$$;
+comment on function ragsql._py_strip(text) is 'Python''s str.strip(): every str.isspace() character cut at both ends.';
+
+create or replace function ragsql._py_split(content text)
+returns text[]
+language sql immutable parallel safe
+as $$
+    select coalesce(regexp_split_to_array(nullif(ragsql._py_strip(content), ''),
+                                          '[' || ragsql._py_space_class() || ']+'), '{}')
+$$;
+comment on function ragsql._py_split(text) is
+    'Python''s str.split(): the words between runs of str.isspace() characters (none for a blank text).';
 
 create or replace function ragsql.squad_tokens(content text)
 returns text[]
 language sql immutable parallel safe
 as $$
-    -- normalize_answer of the SQuAD v2 evaluation script, then split
-    select coalesce(regexp_split_to_array(nullif(btrim(regexp_replace(
-               regexp_replace(translate(lower(content), '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', ''),
-                              '\y(a|an|the)\y', ' ', 'g'),
-               '\s+', ' ', 'g')), ''), ' '), '{}')
+    -- normalize_answer of the SQuAD evaluation script (v1.1 and v2 alike), then split: Python's lower, ASCII
+    -- punctuation removed, the articles removed where re's \b(a|an|the)\b finds them (\w as Python's), split
+    -- on Python's whitespace; no server collation read
+    select ragsql._py_split(regexp_replace(
+               translate(ragsql.python_lower(content), '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', ''),
+               '(?<![' || ragsql._py_word_class() || '])(a|an|the)(?![' || ragsql._py_word_class() || '])', ' ', 'g'))
 $$;
 comment on function ragsql.squad_tokens(text) is
-    'SQuAD v2''s normalize_answer split into tokens: lower case, ASCII punctuation and articles (a, an, the) '
-    'removed, whitespace collapsed.';
+    'SQuAD''s normalize_answer split into tokens, as Python computes it under every server collation: '
+    'ragsql.python_lower, ASCII punctuation (string.punctuation) removed, the articles a, an, the removed where '
+    're''s \b finds them (\w: str.isalnum() or _), split on str.isspace() characters.';
+
+create or replace function ragsql._f_measure(shared bigint, predicted bigint, gold bigint)
+returns float8
+language sql immutable parallel safe
+as $$
+    -- in the reference scripts' float steps (precision, recall, 2 * p * r / (p + r)), so the bits are theirs
+    select case when shared = 0 then 0::float8
+                else 2 * (shared::float8 / predicted) * (shared::float8 / gold)
+                     / ((shared::float8 / predicted) + (shared::float8 / gold)) end
+$$;
+comment on function ragsql._f_measure(bigint, bigint, bigint) is
+    'F1 of SHARED items of PREDICTED and GOLD: 2 * p * r / (p + r), p = shared / predicted, r = shared / gold, '
+    'computed as SQuAD, CMRC 2018 and rouge-score do (0 when nothing is shared).';
 
 create or replace function ragsql.bag_f1(predicted text[], gold text[])
 returns float8
@@ -35,14 +100,15 @@ language sql immutable parallel safe
 as $$
     select case
         when cardinality(predicted) = 0 or cardinality(gold) = 0 then (predicted = gold)::integer::float8
-        else (select case when common = 0 then 0 else 2.0 * common / (cardinality(predicted) + cardinality(gold)) end
-              from (select coalesce(sum(least(p.n, g.n)), 0) as common
+        else (select ragsql._f_measure(common, cardinality(predicted), cardinality(gold))
+              from (select coalesce(sum(least(p.n, g.n)), 0)::bigint as common
                     from (select t, count(*) as n from unnest(predicted) as t group by t) as p
                     join (select t, count(*) as n from unnest(gold) as t group by t) as g using (t)) as c)
     end
 $$;
 comment on function ragsql.bag_f1(text[], text[]) is
-    'F1 of two token bags (SQuAD v2 compute_f1): 2 * shared / (|predicted| + |gold|), shared counting repeats; '
+    'F1 of two token bags (SQuAD v2 compute_f1): 2 * p * r / (p + r), p = shared / |predicted|, '
+    'r = shared / |gold|, shared counting repeats; '
     '1 if both are empty, 0 if one is.';
 
 create or replace function ragsql.cmrc_punctuation()
@@ -65,7 +131,7 @@ declare
     pending text := '';
     ch text;
 begin
-    foreach ch in array regexp_split_to_array(regexp_replace(lower(coalesce(content, '')), '^\s+|\s+$', '', 'g'), '')
+    foreach ch in array regexp_split_to_array(ragsql._py_strip(ragsql.python_lower(coalesce(content, ''))), '')
     loop
         continue when strpos(ragsql.cmrc_punctuation(), ch) > 0;
         if ch ~ '[\u4e00-\u9fa5]' then
@@ -88,7 +154,8 @@ language sql immutable parallel safe
 as $$
     select coalesce(array_agg(m[1] order by n), '{}')
     from regexp_matches(content, '([0-9]+(?:[.,][0-9]+)+|[a-z0-9_\u00c0-\u024f]+(?:''[a-z0-9\u00c0-\u024f]+)?|'
-                                 '[^a-z0-9_\u00c0-\u024f[:space:]])', 'g') with ordinality as x(m, n)
+                                 '[^a-z0-9_\u00c0-\u024f' || ragsql._py_space_class() || '])', 'g')
+         with ordinality as x(m, n)
 $$;
 comment on function ragsql._word_tokens(text) is
     'Words (lower-case Latin letters, digits, _; an apostrophe inside), numbers (with their decimal point) and '
@@ -128,7 +195,8 @@ returns text[]
 language sql immutable parallel safe
 as $$
     select coalesce(array_agg(m[1] order by n), '{}')
-    from regexp_matches(lower(content), '([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[a-z0-9]+)', 'g') with ordinality as x(m, n)
+    from regexp_matches(ragsql.python_lower(content), '([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[a-z0-9]+)', 'g')
+         with ordinality as x(m, n)
 $$;
 comment on function ragsql.rouge_tokens(text) is
     'rouge-score''s tokens without stemming (lower-cased runs of a-z and 0-9), each CJK character a token too.';
@@ -261,11 +329,12 @@ language plpgsql immutable parallel safe
 as $$
 -- sacrebleu's tokenizers: 13a (mteval-v13a), or zh (each Chinese character apart, then 13a's rules)
 declare
-    line text := regexp_replace(content, '\s+$', '');  -- sacrebleu rstrips a segment before tokenizing
+    -- sacrebleu rstrips a segment before tokenizing (Python's whitespace, not the collation's \s)
+    line text := regexp_replace(content, '[' || ragsql._py_space_class() || ']+$', '');
 begin
     if chinese then
         -- the characters sacrebleu's zh tokenizer takes for Chinese (its range table as Python compares it)
-        line := regexp_replace(btrim(line, E' \t\n\r\f\v'),
+        line := regexp_replace(ragsql._py_strip(line),
             '([\u2001-\u2a6d\u2e80-\u2fdf\u2ff0-\u303f\u3100-\u312f\u31a0-\u31ef\u3200-\u4db5\u4e00-\u9fbb'
             '\uf900-\ufa2d\ufa30-\ufa6a\ufa70-\ufad9\ufe10-\ufe1f\ufe30-\ufe4f\uff00-\uffef])', ' \1 ', 'g');
     else
@@ -277,7 +346,7 @@ begin
     line := regexp_replace(line, '([^0-9])([.,])', '\1 \2 ', 'g');  -- period and comma unless after a digit
     line := regexp_replace(line, '([.,])([^0-9])', ' \1 \2', 'g');  -- … or before one
     line := regexp_replace(line, '([0-9])(-)', '\1 \2 ', 'g');  -- a dash after a digit
-    return coalesce(regexp_split_to_array(nullif(btrim(regexp_replace(line, '\s+', ' ', 'g')), ''), ' '), '{}');
+    return ragsql._py_split(line);
 end
 $$;
 comment on function ragsql.bleu_tokens(text, boolean) is
@@ -352,7 +421,8 @@ language sql immutable parallel safe
 as $$
     -- sacrebleu's sentence_chrf with its defaults (character 6-grams, no word n-grams, beta 2, whitespace removed):
     -- precision and recall averaged over the orders both texts have, then F-beta
-    with t as (select regexp_replace(answer, '\s', '', 'g') as h, regexp_replace(reference, '\s', '', 'g') as r),
+    with t as (select regexp_replace(answer, '[' || ragsql._py_space_class() || ']', '', 'g') as h,
+                      regexp_replace(reference, '[' || ragsql._py_space_class() || ']', '', 'g') as r),
     grams as (
         select n.n, 'h' as side, substr(t.h, i, n.n) as g
         from t, generate_series(1, 6) as n(n), generate_series(1, length(t.h) - n.n + 1) as i
@@ -367,7 +437,9 @@ as $$
         group by c.n
         having sum(c.hc) > 0 and sum(c.rc) > 0
     ),
-    averaged as (select avg(n_match::float8 / n_hyp) as p, avg(n_match::float8 / n_ref) as r from per_order)
+    -- in order of n, as sacrebleu sums them: a float mean in plan order can change in the last bit
+    averaged as (select avg(n_match::float8 / n_hyp order by n) as p, avg(n_match::float8 / n_ref order by n) as r
+                 from per_order)
     select case when coalesce(p + r, 0) = 0 then 0 else 5 * p * r / (4 * p + r) end from averaged
 $$;
 comment on function ragsql.chrf(text, text) is
@@ -401,8 +473,8 @@ begin
         case metric
         when 'exact_match' then
             if chinese then
-                value := (translate(regexp_replace(lower(answer), '^\s+|\s+$', '', 'g'), ragsql.cmrc_punctuation(), '')
-                          = translate(regexp_replace(lower(reference), '^\s+|\s+$', '', 'g'), ragsql.cmrc_punctuation(), ''))
+                value := (translate(ragsql._py_strip(ragsql.python_lower(answer)), ragsql.cmrc_punctuation(), '')
+                          = translate(ragsql._py_strip(ragsql.python_lower(reference)), ragsql.cmrc_punctuation(), ''))
                          ::integer;
             else
                 value := (ragsql.squad_tokens(answer) = ragsql.squad_tokens(reference))::integer;
@@ -412,7 +484,7 @@ begin
                 pred := ragsql.cmrc_segments(answer);
                 gold := ragsql.cmrc_segments(reference);
                 shared := ragsql.longest_common(gold, pred, true);
-                value := case when shared = 0 then 0 else 2.0 * shared / (cardinality(pred) + cardinality(gold)) end;
+                value := ragsql._f_measure(shared, cardinality(pred), cardinality(gold));
             else
                 value := ragsql.bag_f1(ragsql.squad_tokens(answer), ragsql.squad_tokens(reference));
             end if;
@@ -420,7 +492,7 @@ begin
             pred := ragsql.rouge_tokens(answer);
             gold := ragsql.rouge_tokens(reference);
             shared := ragsql.longest_common(gold, pred, false);
-            value := case when shared = 0 then 0 else 2.0 * shared / (cardinality(pred) + cardinality(gold)) end;
+            value := ragsql._f_measure(shared, cardinality(pred), cardinality(gold));
         when 'chrf' then
             value := ragsql.chrf(answer, reference);
         when 'string_presence' then

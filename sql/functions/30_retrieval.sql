@@ -418,7 +418,10 @@ as $$
         from ragsql.fuzzy_search(hybrid_search.version_id, hybrid_search.query, hybrid_search.candidates) as p
         where coalesce((hybrid_search.weights ->> 'fuzzy')::float8, 0) > 0
     )
-    select r.chunk_id, sum((hybrid_search.weights ->> r.path)::float8 / (hybrid_search.rrf_k + r.rank)) as score
+    select r.chunk_id,
+           -- summed in path order: in plan order equal-looking scores could differ in the last bit
+           sum((hybrid_search.weights ->> r.path)::float8 / (hybrid_search.rrf_k + r.rank) order by r.path collate "C")
+               as score
     from ranked as r
     group by r.chunk_id
     order by score desc, r.chunk_id

@@ -47,6 +47,11 @@ begin
     elsif how = 'wsum' and coalesce(cardinality(weights), 0) <> cardinality(runs) then
         raise exception 'wsum needs one weight per run: % runs, % weights', cardinality(runs), coalesce(cardinality(weights), 0)
             using errcode = 'invalid_parameter_value';
+    elsif how = 'wsum' and exists (select from unnest(weights) as w
+                                   where w is null or w in ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)) then
+        -- one NaN or infinite weight would make every fused score NaN (inf - inf, 0 * inf) and still be stored
+        raise exception 'wsum weights must be finite numbers, got %', weights
+            using errcode = 'invalid_parameter_value', hint = 'e.g. array[0.7, 0.3], one weight per run';
     elsif how <> 'wsum' and weights is not null then
         raise exception 'weights are for wsum, not %', how using errcode = 'invalid_parameter_value';
     elsif how = 'rrf' and (k is null or k < 0) then
@@ -67,8 +72,10 @@ begin
     ),
     per_list as (
         -- each run's list for a query: its size and the statistics its normalisation reads
-        select s.run_no, s.query_id, count(*) as size, min(s.raw) as lo, max(s.raw) as hi, sum(s.raw) as total,
-               avg(s.raw) as mean, stddev_pop(s.raw) as sd
+        -- float sums in list order: in plan order they change in the last bit from one call to the next
+        select s.run_no, s.query_id, count(*) as size, min(s.raw) as lo, max(s.raw) as hi,
+               sum(s.raw order by s.pos) as total, avg(s.raw order by s.pos) as mean,
+               stddev_pop(s.raw order by s.pos) as sd
         from src as s
         group by s.run_no, s.query_id
     ),
@@ -98,16 +105,17 @@ begin
         from (select s.query_id, count(distinct s.docno) as n from src as s group by s.query_id) as c
     ),
     scored as (
+        -- float sums in run order (ranx's order), so a fused score is the same bits on every call and plan
         select d.query_id, d.docno,
                case how
-                   when 'sum' then sum(d.value)
-                   when 'mnz' then sum(d.value) * count(*)
-                   when 'anz' then sum(d.value) / count(*)
+                   when 'sum' then sum(d.value order by d.run_no)
+                   when 'mnz' then sum(d.value order by d.run_no) * count(*)
+                   when 'anz' then sum(d.value order by d.run_no) / count(*)
                    -- ranx counts a run without the document as -1e9 (max) or 1e9 (min), which matters when
                    -- a normalisation leaves values beyond those (max of negative scores)
                    when 'max' then greatest(max(d.value), case when count(*) < cardinality(ids) then -1e9 end)
                    when 'min' then least(min(d.value), case when count(*) < cardinality(ids) then 1e9 end)
-                   when 'wsum' then sum(weights[d.run_no] * d.value)
+                   when 'wsum' then sum(weights[d.run_no] * d.value order by d.run_no)
                    when 'rrf' then sum(1.0 / (fused.k + d.i))
                    when 'isr' then sum(1.0 / (d.i * d.i)) * count(*)
                    when 'log_isr' then sum(1.0 / (d.i * d.i)) * ln(count(*))
@@ -127,7 +135,9 @@ $$;
 comment on function ragsql.fused(text[], text, text, float8[], integer) is
     'Rank fusion of runs of one dataset as ranx''s fuse(runs, norm, method) computes it: each run''s scores '
     'normalised per query (min-max, max, sum, zmuv, rank or none), then fused (sum, mnz, anz, max, min, wsum with '
-    'weights, rrf with k, isr, log_isr, bordafuse); ranked by score, ties by docno descending. Nothing is stored.';
+    'weights, rrf with k, isr, log_isr, bordafuse); ranked by score, ties by docno descending. Float sums are '
+    'taken in a fixed order (each list in rank order, the runs in the order given), so a score is the same bits '
+    'under every plan. wsum''s weights must be finite (negative ones are allowed, as ranx). Nothing is stored.';
 
 create or replace function ragsql.fuse(
     run text, runs text[], method text default 'rrf', norm text default 'min-max', weights float8[] default null,

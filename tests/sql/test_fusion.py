@@ -89,6 +89,11 @@ def test_a_fused_run_is_stored_and_evaluated_like_any_other(stored):
     ("ragsql.fused(array['r1', 'r2'], 'rrf', 'l2')", 'unknown normalisation "l2"'),
     ("ragsql.fused(array['r1', 'r2'], 'wsum', 'min-max', array[1.0])", "wsum needs one weight per run: 2 runs, 1"),
     ("ragsql.fused(array['r1', 'r2'], 'rrf', 'min-max', array[1.0, 2.0])", "weights are for wsum"),
+    ("ragsql.fused(array['r1', 'r2'], 'wsum', 'min-max', array['NaN', 1]::float8[])", "weights must be finite"),
+    ("ragsql.fused(array['r1', 'r2'], 'wsum', 'min-max', array[1, 'Infinity']::float8[])", "weights must be finite"),
+    ("ragsql.fuse('x', array['r1', 'r2'], 'wsum', 'min-max', array['-Infinity', 1]::float8[])",
+     "weights must be finite"),
+    ("ragsql.fuse('x', array['r1', 'r2'], 'wsum', 'min-max', array[null, 1]::float8[])", "weights must be finite"),
     ("ragsql.fused(array['r1'])", "fusion needs two runs or more"),
     ("ragsql.fused(array['r1', 'nope'])", 'unknown run "nope"'),
     ("ragsql.fused(array['r1', 'r1'])", "a run is named twice"),
@@ -106,6 +111,55 @@ def test_bad_input_is_one_error_and_nothing_is_stored(stored, call, message):
     assert db.execute("select count(*) from ragsql.run").fetchone()[0] == runs_before
 
 
+def test_a_weight_that_is_not_finite_is_invalid_parameter_value_with_a_hint(stored):
+    """A DBA calling ragsql.fuse directly with a NaN weight gets SQLSTATE 22023 and a hint, and no run."""
+    db, _ = stored
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as caught, db.transaction():
+        db.execute("select ragsql.fuse('nan', array['r1', 'r2'], 'wsum', 'none', array['NaN', 1]::float8[])")
+    assert caught.value.diag.message_hint and "one weight per run" in caught.value.diag.message_hint
+    assert db.execute("select count(*) from ragsql.run where name = 'nan'").fetchone()[0] == 0
+
+
+PLANS = {
+    "default": "reset all",
+    "no hash aggregation": "set enable_hashagg = off",
+    "no sort, no hash join": "set enable_sort = off; set enable_hashjoin = off",
+    "parallel": "set parallel_setup_cost = 0; set parallel_tuple_cost = 0; set min_parallel_table_scan_size = 0; "
+                "set max_parallel_workers_per_gather = 2; set debug_parallel_query = on",
+}
+
+
+@pytest.mark.parametrize("norm", ["zmuv", "sum", "none"])
+def test_fused_scores_are_the_same_bits_under_every_plan_and_storage_order(stored, norm):
+    """Every method gives bit-identical scores and ranks whatever the plan (hash or sorted aggregation, parallel)
+    and whatever the order the runs' rows were stored in; documents with equal scores keep their order."""
+    db, _ = stored
+    dataset = db.execute("select id from ragsql.dataset where name = 'fusion'").fetchone()[0]
+    for n in (3, 2, 1):  # copies of r1..r3 created in reverse order, each one's rows stored last query first
+        copy = load.create_run(db, f"b{n}", dataset)
+        db.execute("insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score) "
+                   "select %s, r.dataset_id, r.query_id, r.rank, r.docno, r.score from ragsql.run_result as r "
+                   "join ragsql.run as ru on ru.id = r.run_id where ru.name = %s "
+                   "order by r.query_id desc, r.rank desc", (copy, f"r{n}"))
+    # ties on purpose: every run gives d0 and d1 the same score in q0, so every method fuses them to one score
+    db.execute("update ragsql.run_result as r set score = 5 from ragsql.query as q "
+               "where q.id = r.query_id and q.qid = 'q0' and r.docno in ('d0', 'd1')")
+    db.execute("analyze ragsql.run_result")
+    differ = []
+    for method in RANX_METHODS:
+        weights = [0.3, 1.7, 0.1] if method == "wsum" else None
+        seen = {}
+        for runs in (["r1", "r2", "r3"], ["b1", "b2", "b3"]):
+            for plan, settings in PLANS.items():
+                db.execute(settings)
+                rows = db.execute("select qid, docno, score, rank from ragsql.fused(%s, %s, %s, %s)",
+                                  (runs, method, norm, weights)).fetchall()
+                seen[runs[0], plan] = [(q, d, float(s).hex(), r) for q, d, s, r in rows]
+        db.execute("reset all")
+        first = next(iter(seen.values()))
+        assert len(first) > 500
+        differ += [(method, key, sum(a != b for a, b in zip(first, got))) for key, got in seen.items() if got != first]
+    assert not differ, differ
 def test_the_cli_stores_a_fused_run_and_refuses_bad_input_in_one_line(fresh_db, capsys):
     from tests.conftest import run_cli
     from tests.loading import load_trec
@@ -130,6 +184,14 @@ def test_the_cli_stores_a_fused_run_and_refuses_bad_input_in_one_line(fresh_db, 
             (["--runs", "bm25,vector", "--method", "wsum", "--weights", "1", "--run", "w"], 1,
              "ragsql: error: wsum needs one weight per run: 2 runs, 1 weights"),
             (["--runs", "bm25,vector", "--weights", "0.5,x", "--run", "w"], 2, 'ragsql: usage: --weights "0.5,x"'),
+            (["--runs", "bm25,vector", "--method", "wsum", "--weights", "nan,1", "--run", "w"], 2,
+             'ragsql: usage: --weights "nan,1": expected finite numbers'),
+            (["--runs", "bm25,vector", "--method", "wsum", "--weights", "1,inf", "--run", "w"], 2,
+             'ragsql: usage: --weights "1,inf": expected finite numbers'),
+            (["--runs", "bm25,vector", "--method", "wsum", "--weights", "-Infinity,1", "--run", "w"], 2,
+             'ragsql: usage: --weights "-Infinity,1": expected finite numbers'),
+            (["--runs", "bm25,vector", "--method", "wsum", "--weights", "1e400,1", "--run", "w"], 2,
+             'ragsql: usage: --weights "1e400,1": expected finite numbers'),
             (["--runs", "bm25", "--run", "w"], 2, "ragsql: usage: --runs: name two runs or more"),
             (["--runs", "bm25,vector", "--run", "hybrid"], 1, 'ragsql: error: run "hybrid" already exists'),
             (["--runs", "bm25,nope", "--run", "w"], 1, 'ragsql: error: unknown run "nope"'),

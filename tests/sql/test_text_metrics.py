@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import re
 import string
+import uuid
 from collections import Counter
 
 import psycopg
@@ -16,7 +17,8 @@ import sacrebleu
 from rapidfuzz.distance import Levenshtein
 from rouge_score import rouge_scorer
 
-from ragsql.db import load
+from ragsql.db import install, load
+from tests.conftest import _with_dbname, drop_database
 
 METRICS = ["exact_match", "token_f1", "rouge_l", "bleu", "chrf", "string_presence", "levenshtein_similarity"]
 
@@ -236,3 +238,146 @@ def test_id_based_context_precision_and_recall_as_ragas_defines_them(db):
     assert got["q1", "id_based_context_recall"] == (0.5, None)
     assert got["q2", "id_based_context_recall"] == (None, "no retrieved contexts")
     assert got["q3", "id_based_context_precision"] == (None, "no reference context ids")
+
+
+# --- collation independence: the official SQuAD script, character by character, under "C" ---------------------
+
+
+def official_normalize_answer(s):
+    """normalize_answer of the official SQuAD evaluation script (v1.1 and v2.0 are the same), verbatim."""
+    def remove_articles(text):
+        return re.sub(r"\b(a|an|the)\b", " ", text)
+
+    def white_space_fix(text):
+        return " ".join(text.split())
+
+    def remove_punc(text):
+        exclude = set(string.punctuation)
+        return "".join(ch for ch in text if ch not in exclude)
+
+    def lower(text):
+        return text.lower()
+
+    return white_space_fix(remove_articles(remove_punc(lower(s))))
+
+
+def official_exact_match(prediction, ground_truth):
+    return float(official_normalize_answer(prediction) == official_normalize_answer(ground_truth))
+
+
+def official_f1(prediction, ground_truth):
+    """f1_score of SQuAD v1.1 with v2.0's one addition (two answers that normalise to nothing: 1, as the SQL)."""
+    prediction_tokens = official_normalize_answer(prediction).split()
+    ground_truth_tokens = official_normalize_answer(ground_truth).split()
+    if not prediction_tokens or not ground_truth_tokens:
+        return float(prediction_tokens == ground_truth_tokens)
+    common = Counter(prediction_tokens) & Counter(ground_truth_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(prediction_tokens)
+    recall = 1.0 * num_same / len(ground_truth_tokens)
+    f1 = (2 * precision * recall) / (precision + recall)
+    return f1
+
+
+UNICODE_WORDS = ["ÉCOLE", "école", "Ça", "ÀÉÎÕÜ", "ẞ", "ǅungla", "K", "Ω", "ΟΔΟΣ", "οδος", "ΣΟΦΟΣ", "Σ", "ΑΣ\u0345",
+                 "İSTANBUL", "istanbul", "i\u0307stanbul", "İ", "IŞIK", "the", "THE", "The", "a", "A", "an", "AN",
+                 "éa", "aé", "the²", "²the", "½an", "Ⅻa", "東the", "cat", "Einstein's", "U.S.", "1905", "«the»", "—a—",
+                 "¿an?", "the…", "(a)", "l'école", "_the_"]
+UNICODE_GAPS = [" ", " ", " ", "\u00a0", "\u001c", "\u001d", "\u001e", "\u001f", "\u0085", "\u2028", "\u2029",
+                "\u3000", "\u2009", "\u202f", "\t", "\n", "", ",", ". ", "!", "\u200b", "\u00ad"]
+
+
+def unicode_text(rng: random.Random) -> str:
+    return rng.choice(["", " ", "\u00a0"]) + "".join(
+        rng.choice(UNICODE_WORDS) + rng.choice(UNICODE_GAPS) for _ in range(rng.randint(1, 8)))
+
+
+def unicode_pairs(seed: int, n: int) -> list[tuple[str, str]]:
+    """Pairs rich in what collations and Python disagree on: half of them one text against its upper-cased,
+    lower-cased or re-spaced self, so equal answers are common."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        a = unicode_text(rng)
+        b = rng.choice([unicode_text(rng), a.upper(), a.lower(), a.replace(" ", "\u00a0"),
+                        a.replace(" ", "\u3000") + "\u0085", unicode_text(rng)])
+        pairs.append((a, b))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def c_collation_url(server_url, template_url):
+    """A database created with the "C" collation and character type, sql/ installed: text metrics must not move."""
+    name = f"ragsql_c_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f"create database \"{name}\" template template0 encoding 'UTF8' lc_collate 'C' lc_ctype 'C'")
+    url = _with_dbname(server_url, name)
+    with psycopg.connect(url) as conn:
+        install(conn)
+        conn.commit()
+    yield url
+    drop_database(server_url, name)
+
+
+@pytest.fixture(params=["default", "C"])
+def each_db(request, c_collation_url):
+    """A connection to the suite's test database, then to the one created with the "C" collation (rolled back)."""
+    if request.param == "default":
+        yield request.getfixturevalue("db")
+        return
+    conn = psycopg.connect(c_collation_url)
+    try:
+        assert conn.execute("select datcollate from pg_database where datname = current_database()").fetchone() == ("C",)
+        yield conn
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+def test_exact_match_and_token_f1_equal_the_official_squad_script_under_every_collation(each_db):
+    """500 Unicode-rich pairs (accented capitals, final sigma, Turkish İ, NBSP, U+001C..U+001F, U+0085, U+2028,
+    U+3000, punctuation, articles next to letters, digits and symbols): exact_match and token_f1 equal the official
+    SQuAD functions bit for bit."""
+    pairs = unicode_pairs(26, 500) + [("ÉCOLE", "école"), ("the\u00a0cat", "cat"), ("ΟΔΟΣ", "οδος"), ("İ", "i\u0307")]
+    got = scores(each_db, [(a, r, "en") for a, r in pairs])
+    wrong = [(a, r, m, want, value[m]) for (a, r), value in zip(pairs, got)
+             for m, want in (("exact_match", official_exact_match(a, r)), ("token_f1", official_f1(a, r)))
+             if float(want).hex() != float(value[m]).hex()]
+    assert not wrong, (len(wrong), wrong[:5])
+    assert [v["exact_match"] for v in got[-4:]] == [1.0, 1.0, 1.0, 1.0]
+    assert sum(v["exact_match"] for v in got) > 100 and 0 < sum(v["token_f1"] for v in got)
+
+
+def test_python_lower_and_squad_tokens_equal_python_on_every_bmp_character(each_db):
+    """ragsql.python_lower equals str.lower() on each of U+0001..U+FFFF alone, and squad_tokens equals
+    normalize_answer(...).split() with each character between and beside articles (its \\w, spaces and case)."""
+    chars = [chr(c) for c in range(1, 0x10000) if not 0xD800 <= c <= 0xDFFF]
+    sigma = ["ΟΔΟΣ", "Σ", "ΑΣ Σ", "Α\u0345Σ", "1\u0345Σ", "ΑΣ'Β", "ΑΣ'", "ΣΣ", "Α.Σ", "ΑΣ\u0345Β", "aΣb"]
+    lowered = each_db.execute("select array_agg(ragsql.python_lower(u.x) order by u.n) "
+                              "from unnest(%s::text[]) with ordinality as u(x, n)", (chars + sigma,)).fetchone()[0]
+    assert [(t, got) for t, got in zip(chars + sigma, lowered) if got != t.lower()] == []
+    texts = ["a" + ch + "a the " + ch + "an" + ch + "The" for ch in chars]
+    rows = each_db.execute("select array_to_json(ragsql.squad_tokens(u.x))::text "
+                           "from unnest(%s::text[]) with ordinality as u(x, n) order by u.n", (texts,)).fetchall()
+    import json
+    wrong = [(t, got) for t, (got,) in zip(texts, rows) if json.loads(got) != official_normalize_answer(t).split()]
+    assert wrong == []
+
+
+def test_every_text_metric_gives_the_same_bits_under_the_c_collation(db, c_collation_url):
+    """Every text metric on Unicode-rich English and Chinese pairs: bit-identical in a database created with the
+    "C" collation and in the suite's database."""
+    rng = random.Random(7)
+    pairs = [(a, r, "en") for a, r in unicode_pairs(8, 40)]
+    pairs += [(zh_text(rng) + rng.choice(UNICODE_WORDS), zh_text(rng) + rng.choice(UNICODE_GAPS) + "İ", "zh")
+              for _ in range(20)]
+    pairs += [("ÉCOLE\u3000l'İle", "école l'i\u0307le", "en"), ("长江 ÉCOLE\u3000", "\u3000长江 école", "zh")]
+    with psycopg.connect(c_collation_url) as c_db:
+        under_c = scores(c_db, pairs)
+    here = scores(db, pairs)
+    wrong = [(p, m, a[m], b[m]) for p, a, b in zip(pairs, here, under_c) for m in METRICS
+             if (a[m] is None) != (b[m] is None) or (a[m] is not None and a[m].hex() != b[m].hex())]
+    assert not wrong, (len(wrong), wrong[:5])
+    assert here[-2]["exact_match"] == 1.0 and here[-1]["exact_match"] == 1.0
