@@ -30,6 +30,7 @@ __all__ = [
     "release_tasks",
     "load_samples",
     "missing_embeddings",
+    "run_exists",
     "run_id",
     "run_shape",
     "store_aspect_verdicts",
@@ -97,6 +98,12 @@ class Sample:
 async def run_id(conn: psycopg.AsyncConnection, run: str) -> int:
     """The run's id; InputError naming the known runs when there is no such run (ragsql.db.names)."""
     return await names.run_id_async(conn, run)
+
+
+async def run_exists(conn: psycopg.AsyncConnection, rid: int) -> bool:
+    """Whether the run is still there (a run deleted while it is judged stops its judge)."""
+    cur = await conn.execute("select exists (select from ragsql.run where id = %s)", (rid,))
+    return (await cur.fetchone())[0]
 
 
 async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:

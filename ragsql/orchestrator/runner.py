@@ -139,6 +139,10 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
         try:
             await _all([_worker(url, rid, kinds, batch, judging, result, worker_name(i), total, on_progress)
                         for i in range(max(1, workers))])
+            if not await calls.run(db.run_exists, rid):  # deleted after the workers' last look
+                raise _RunDeleted()
+        except _RunDeleted:
+            raise InputError(f"run {run!r} was deleted while it was judged") from None
         finally:
             # whatever ended the run: the tasks this process still holds go back to pending
             with contextlib.suppress(Exception):
@@ -167,6 +171,10 @@ async def _all(coros: list[Coroutine[Any, Any, None]]) -> None:
 
 
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+class _RunDeleted(Exception):
+    """The run being judged was deleted (`ragsql delete run`): every worker stops."""
 
 
 async def _connect(url: str, patience: float) -> psycopg.AsyncConnection:
@@ -202,9 +210,15 @@ async def _worker(url, rid, kinds, batch, judging, result, name, total, on_progr
             wdb = WorkerDb(conn)
             try:
                 claimed = await db.claim_tasks(conn, rid, name, batch, kinds, LEASE_SECONDS)
+                if claimed:
+                    samples = await db.load_samples(conn, rid, [c.query_id for c in claimed])
+                # a task whose answer is gone went with it (judge_task cascades): the run is being deleted
+                if (not claimed or len(samples) < len({c.query_id for c in claimed})) \
+                        and not await db.run_exists(conn, rid):
+                    raise _RunDeleted()
                 if not claimed:
                     return
-                samples = await db.load_samples(conn, rid, [c.query_id for c in claimed])
+                claimed = [c for c in claimed if c.query_id in samples]
             except _LOST:
                 continue
             renew = asyncio.create_task(_renew(wdb, claimed, name))
