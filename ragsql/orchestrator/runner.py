@@ -124,7 +124,7 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
         result = JudgeResult(kinds=kinds, skipped=skipped, tally=judging.tally)
         if not kinds:
             return result
-        await db.enqueue_tasks(conn, rid, kinds, judge=judging.identity, reset_done=again)
+        await db.enqueue_tasks(conn, rid, kinds, judge=judging.identity, reset_done=again, model=judging.model)
         await release_dead_workers(conn, rid)
         counts = await db.task_counts(conn, rid, kinds)
         total = counts.get("pending", 0) + counts.get("running", 0)
@@ -280,9 +280,10 @@ async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[st
         kinds, skipped = await choose_kinds(conn, rid, metrics)
         cur = await conn.execute(
             "select a.query_id, k.kind from ragsql.answer as a cross join unnest(%s::text[]) as k(kind) "
-            "where a.run_id = %s and not exists (select from ragsql.judge_task as j where j.run_id = a.run_id "
+            "where a.run_id = %s and (not exists (select from ragsql.judge_task as j where j.run_id = a.run_id "
             "and j.query_id = a.query_id and j.kind = k.kind and j.status = 'done' and j.judge = %s and not %s) "
-            "order by 1, 2", (kinds, rid, judging.identity, again))
+            "or (a.query_id, k.kind) in (select * from ragsql._unjudged_definitions(%s, %s, %s))) "
+            "order by 1, 2", (kinds, rid, judging.identity, again, rid, kinds, judging.model))
         todo = await cur.fetchall()
         samples = await db.load_samples(conn, rid, [q for q, _ in todo])
     async with CallService(url) as calls:
