@@ -101,6 +101,6 @@ select not exists (select from ragsql.schema_migration where name = '0160_run_re
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 36a1fcde4ca92859baebfb5b159cd10514be8b7c3c19069f34ddc98942f04919
+\set ragsql_fingerprint 751a4367782f45fd1131fa60cf6132bf1ff9231003cca6c07e10257cc8391466
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
