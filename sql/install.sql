@@ -106,6 +106,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint b579cf34fd0b04b14e4f5075eb64da70c62ab73e780815ebec2f698422822032
+\set ragsql_fingerprint e546988a1665e2da0f68044f7e81344ab6f06d17473da84693bfb488b37922c2
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

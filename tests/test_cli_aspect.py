@@ -53,3 +53,41 @@ def test_bad_aspect_commands_are_one_line_and_change_nothing(fresh_db, capsys, a
     assert (code, out) == (status, "") and err.startswith(line) and err.count("\n") == 1, err
     with psycopg.connect(fresh_db) as conn:
         assert conn.execute("select name, definition, higher_is_better from ragsql.aspect order by 1").fetchall() == before
+
+
+def test_an_aspect_or_rubric_added_after_judging_is_judged_without_again(example_run, capsys, monkeypatch):
+    """After `aspect add` / `rubric add` on a judged run, `judge` asks only the new (or redefined) aspect and rubric,
+    one call per answer each, without --again; judging once more then sends nothing."""
+    from tests.fake_openai import FakeOpenAI
+
+    def judge(*args: str) -> dict:
+        code, out, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", "aspect_critique rubrics_score",
+                                 "--format", "json", *args)
+        assert code == 0, err
+        return json.loads(out)
+
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        judge()
+        assert run_cli(capsys, "aspect", "add", "cites_sources", "--definition",
+                       "Does the answer name a source for its claims?")[0] == 0
+        assert run_cli(capsys, "rubric", "add", "plain", *(f"--score{i}=plainness {i}" for i in range(1, 6)))[0] == 0
+        fake.reset()
+        plan = judge("--dry-run")
+        assert (plan["tasks"], plan["calls"], fake.chat_calls) == (24, 24, 0), plan
+        judge()
+        asked = [e for e in fake.log if e["task"] == "critique"]
+        assert fake.chat_calls == 24 and len(asked) == 12, [e["task"] for e in fake.log]
+        assert all("cites_sources" in str(e["messages"]) and "coherence" not in str(e["messages"]) for e in asked)
+        fake.reset()
+        judge()
+        assert fake.chat_calls == 0
+        assert run_cli(capsys, "aspect", "add", "cites_sources", "--definition", "Does it cite?", "--replace")[0] == 0
+        judge()
+        assert fake.chat_calls == 12
+    code, out, _ = run_cli(capsys, "scores", "--run", "ex", "--format", "json")
+    values = {r["measure"]: r for r in json.loads(out)}
+    assert values["aspect:cites_sources"]["covered"] == 12 and values["rubrics_score:plain"]["covered"] == 12
+    assert values["aspect:coherence"]["covered"] == 12

@@ -136,6 +136,33 @@ def test_an_llm_judge_is_checked_through_the_client_and_a_second_check_is_free(o
         assert json.loads(out2)["groups"] == got["groups"]
 
 
+
+def test_a_metric_with_no_value_has_no_accuracy_and_fails_the_gate(offline_db, capsys, tmp_path, monkeypatch):
+    """An endpoint whose every reply is unusable: no pair gets a value, so the accuracy is NULL (not the ties' 0.5)
+    with every pair counted under no_value, and --min-accuracy 0 fails (exit 4) saying there is no value."""
+    from ragsql.llm import send
+
+    small = tmp_path / "pairs.jsonl"
+    small.write_text("".join(line + "\n" for line in DEV.read_text("utf-8").splitlines()
+                             if '"metric": "faithfulness"' in line and '"language": "en"' in line)[:4000]
+                     .rsplit("\n", 1)[0] + "\n", "utf-8")
+    pairs = len(small.read_text("utf-8").splitlines())
+    monkeypatch.setattr(send, "DEFAULT_BACKOFF", (0.01, 0.05))
+    with FakeOpenAI() as fake:
+        fake.fault_mix({"prose": 1.0})
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        code, out, err = run_cli(capsys, "judge-check", str(small), "--format", "json", "--embedder", "offline")
+        assert code == 0, err
+        got = json.loads(out)
+        assert got["failed_tasks"] == 2 * pairs and pairs >= 2
+        assert [(g["metric"], g["pairs"], g["accuracy"], g["no_value"], g["ties"]) for g in got["groups"]] == [
+            ("faithfulness", pairs, None, pairs, 0)]
+        code, out, err = run_cli(capsys, "judge-check", str(small), "--embedder", "offline", "--min-accuracy", "0")
+    assert code == 4 and "accuracy n/a (no pair has a value) < 0.0" in err, err
+    assert "NULL" in out and "0.5000" not in out, out
+
 # --- the blind spots issue 13 names, one by one --------------------------------------------------------------
 
 def _faithful(answer: str, contexts: list[str], question: str | None = None) -> list[str]:

@@ -320,3 +320,24 @@ def test_a_stopped_run_puts_the_tasks_back_and_a_rerun_finishes(example_run, end
     # every request the re-run sent was one with no stored reply (replies cut off by SIGTERM were never stored)
     assert endpoint.chat_calls - sent == _one(example_run, "select count(*) from ragsql.judge_call "
                                                            "where kind = 'chat'")[0] - stored
+
+
+@pytest.mark.parametrize("workers", [1, 8])
+def test_a_run_deleted_while_it_is_judged_stops_the_judge_with_one_line(example_run, endpoint, capsys, workers):
+    """`ragsql delete run` under a judge: the judge exits 1 with one line naming the deletion (not a KeyError, not
+    'tasks done' with exit 0), and leaves no task running and no request claimed."""
+    endpoint.latency = 0.05
+    held = _hold_replies_after(endpoint, 8)
+    proc = _judge_process(example_run, endpoint.base_url, "--metrics", FIVE, "--workers", str(workers))
+    try:
+        assert held.wait(60), "the judge never sent a 9th request"
+        assert run_cli(capsys, "delete", "run", "ex", "--yes")[0] == 0
+    finally:
+        held.release.set()
+        endpoint.responder = default_responder
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, (out, err)
+    assert "Traceback" not in err and err.strip().splitlines() == [
+        "ragsql: error: run 'ex' was deleted while it was judged"], err
+    assert _one(example_run, "select count(*) from ragsql.judge_task")[0] == 0
+    assert _one(example_run, "select count(*) from ragsql.judge_call_claim")[0] == 0

@@ -159,6 +159,9 @@ def test_two_reviewers_agreement_and_too_few_pairs(demo, capsys, tmp_path):
     (lambda r: r["statements"][0].update(label="mostly"), "must be one of supported"),
     (lambda r: r["metrics"].update(flatness={"judge": 0.1, "label": 0.5}), 'unknown metric "flatness"'),
     (lambda r: r.update(reviewer=None), "no reviewer"),
+    (lambda r: r["metrics"]["faithfulness"].update(label=True), "not the JSON boolean true"),
+    (lambda r: r["statements"][0].update(item="faithfulness:999"), "no statement verdict faithfulness:999 by"),
+    (lambda r: r["statements"][0].update(judge_model="another-judge"), "by another-judge of query"),
 ])
 def test_bad_lines_are_named_by_file_and_line_and_nothing_is_stored(demo, capsys, tmp_path, mutate, message):
     sheet = fill([r for r in export(capsys, "--sample", "4") if r["statements"]][:3], seed=4, reviewer="dave")
@@ -258,3 +261,52 @@ def test_compare_adds_the_prediction_powered_difference_where_both_runs_are_labe
     assert rows["nDCG@10"]["ppi_diff"] is None
     code, out, err = run_cli(capsys, "compare", "demo-bm25", "demo-vector", "--measures", "faithfulness nDCG@10")
     assert code == 0 and "prediction-powered with human labels" in out and "paired" in out
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"run": "demo-bm25", "qid": "\\ud800", "reviewer": "x", "metrics": {"faithfulness": {"label": 1}}}',
+     "qid contains a lone surrogate (\\ud800)"),
+    ("[" * 100_000 + "]" * 100_000, "not JSON: nested too deeply"),
+])
+def test_surrogates_and_deep_nesting_are_one_line_naming_the_line(demo, capsys, tmp_path, line, message):
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n" + line + "\n", encoding="utf-8")
+    before = labels(demo)
+    code, out, err = run_cli(capsys, "review", "import", str(path), "--reviewer", "x")
+    assert (code, out) == (1, "") and err.startswith(f"ragsql: error: {path}:2: {message}") and err.count("\n") == 1, err
+    assert labels(demo) == before
+
+
+def test_agreement_reads_the_judges_stored_verdicts_not_the_sheets(demo, capsys, tmp_path):
+    """A sheet whose judge values were rounded by a spreadsheet and whose judge verdicts were edited gives the
+    agreement the untouched sheet gives: the statistics join the stored verdicts by item, never the sheet's."""
+    sheet = fill(export(capsys, "--sample", "12", run="demo-hybrid"), seed=7, reviewer="frank")
+    edited = json.loads(json.dumps(sheet))
+    for record in edited:
+        for value in record["metrics"].values():
+            value["judge"] = None if value["judge"] is None else round(value["judge"], 2) + 0.001
+        for statement in record["statements"]:
+            statement["judge"] = "contradicted"
+    path = write(tmp_path, "edited.jsonl", edited)
+    code, _, err = run_cli(capsys, "review", "import", str(path))
+    assert code == 0, err
+    with psycopg.connect(demo) as conn:
+        conn.execute("delete from ragsql.review_label where reviewer <> 'frank'")  # rolled back
+        mine = {(r[1], r[2]): r for r in conn.execute(
+            "select * from ragsql.judge_agreement('demo-hybrid')").fetchall()}
+        confusion = dict(((a, b), n) for a, b, n in conn.execute(
+            "select judge_label, human_label, pairs from ragsql.judge_confusion where run = 'demo-hybrid' "
+            "and metric = 'faithfulness' and kind = 'verdict'").fetchall())
+        conn.rollback()
+    judge = [s["judge"] for r in sheet for s in r["statements"] if s["metric"] == "faithfulness"]
+    human = [s["label"] for r in sheet for s in r["statements"] if s["metric"] == "faithfulness"]
+    row = mine[("faithfulness", "verdict")]
+    assert row[4] == len(judge) >= 10
+    assert row[6] == pytest.approx(np.mean([a == b for a, b in zip(judge, human)]))
+    assert row[7] == pytest.approx(cohen_kappa_score(judge, human), abs=1e-12)
+    scores = [(r["metrics"]["faithfulness"]["judge"], r["metrics"]["faithfulness"]["label"]) for r in sheet
+              if r["metrics"]["faithfulness"]["judge"] is not None]
+    j, h = np.array([x for x, _ in scores]), np.array([y for _, y in scores])
+    assert mine[("faithfulness", "score")][9] == pytest.approx(np.mean(np.abs(j - h)), abs=1e-12)
+    assert confusion == {(a, b): sum(1 for x, y in zip(judge, human) if (x, y) == (a, b))
+                         for a, b in set(zip(judge, human))}

@@ -77,10 +77,13 @@ def cli() -> None:
 
 
 class _QuietRollback(logging.Filter):
-    """Drops psycopg's "error ignored in rollback" warning: the error that caused it is already reported."""
+    """Drops psycopg's warnings about cleaning up after an error or a cancellation ("error ignored in rollback",
+    "error ignored terminating <pipeline>", "query cancellation interrupted"): the error that caused them is
+    handled or reported on its own line (e.g. a run deleted while it was judged stops the other workers)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("error ignored in rollback")
+        return not str(record.msg).startswith(("error ignored in rollback", "error ignored terminating",
+                                               "query cancellation"))
 
 
 _QUIET_ROLLBACK = _QuietRollback()

@@ -45,7 +45,8 @@ def judge_check_command(file: str, metrics: list[str] | None, model: str | None,
     reference, and the two sides `better` and `worse` (answer and/or contexts; shared
     `answer` / `contexts` apply to both). Both sides are judged as runs are, and a pair
     counts 1 when the better side scores strictly higher, 1/2 on a tie (or a value the
-    judge could not give), 0 otherwise. The judge-call cache makes a second check free.
+    judge could not give), 0 otherwise; a group where no pair got a value has no accuracy
+    (NULL) and fails --min-accuracy. The judge-call cache makes a second check free.
     tests/data/judge_pairs/ holds 950 pairs built from the demo corpus (en and zh).
     """
     from ragsql.orchestrator.setup import make_judging  # imports openai: only when judging
@@ -74,10 +75,10 @@ def judge_check_command(file: str, metrics: list[str] | None, model: str | None,
     if result.failed_tasks:
         click.echo(f"{result.failed_tasks} judge tasks failed; their pairs count as ties (no_value)", err=True)
     if min_accuracy is not None:
-        low = [r for r in rows if r["accuracy"] < min_accuracy]
-        for r in low:
-            click.echo(f"failed: {' '.join(str(r[c]) for c in _GROUPS[by])} accuracy {r['accuracy']:.4f} "
-                       f"< {min_accuracy}", err=True)
+        low = [r for r in rows if r["accuracy"] is None or r["accuracy"] < min_accuracy]
+        for r in low:  # a group without any value cannot pass a gate
+            got = "n/a (no pair has a value)" if r["accuracy"] is None else f"{r['accuracy']:.4f}"
+            click.echo(f"failed: {' '.join(str(r[c]) for c in _GROUPS[by])} accuracy {got} < {min_accuracy}", err=True)
         if low:
             raise GateFailed(f"{len(low)} group(s) below --min-accuracy {min_accuracy}")
     return 0

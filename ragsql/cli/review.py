@@ -71,8 +71,10 @@ def export_command(run: str, sample: int, stratify: str | None, seed: float, jud
 @click.option("--reviewer", default=None, help="Who labelled the file (when its lines do not say).")
 @format_option()
 def import_command(file: Path, reviewer: str | None, fmt: str) -> None:
-    """Store the labels of a filled-in review sheet (JSONL or .csv). Nothing is stored when a line is bad:
-    an item not in the run, a label out of range or of the wrong type, an item labelled twice by one reviewer."""
+    """Store the labels of a filled-in review sheet (JSONL or .csv). Nothing is stored when a line is bad (an
+    import is one transaction): an item not in the run, a label out of range or of the wrong type, an item
+    labelled twice by one reviewer. The judge's values written on the sheet are kept for reference only: the
+    agreement statistics read the judge's stored verdicts."""
     labels = read_labels(file, reviewer)
     with db.connect() as conn:
         db.ensure_schema(conn)
@@ -81,6 +83,9 @@ def import_command(file: Path, reviewer: str | None, fmt: str) -> None:
             names.run_id(conn, run)
         answered = {run: review_db.answered_qids(conn, run) for run in runs}
         metrics = review_db.known_metrics(conn)
+        # (qid, item, model) of each stored statement verdict, and (qid, item, None) for a label naming no judge
+        judged = {run: {k for q, i, m in review_db.judged_statements(conn, run) for k in ((q, i, m), (q, i, None))}
+                  for run in runs}
         seen: dict[tuple, int] = {}
         for label in labels:
             key = (label.run, label.qid, label.metric, label.item, label.reviewer)
@@ -88,6 +93,10 @@ def import_command(file: Path, reviewer: str | None, fmt: str) -> None:
                 raise InputError(f'query "{label.qid}" has no answer in run "{label.run}"', str(file), label.line)
             if label.metric not in metrics:
                 raise InputError(f'unknown metric "{label.metric}"', str(file), label.line)
+            if label.item and (label.qid, label.item, label.judge_model) not in judged[label.run]:
+                by = f" by {label.judge_model}" if label.judge_model else ""
+                raise InputError(f'no statement verdict {label.item}{by} of query "{label.qid}" in run "{label.run}"',
+                                 str(file), label.line)
             if key in seen:
                 raise InputError(f"{_item(label)} twice (first at line {seen[key]})", str(file), label.line)
             seen[key] = label.line

@@ -20,6 +20,7 @@ from ragsql.errors import DatabaseError
 __all__ = [
     "Context",
     "aspects",
+    "judged_aspects",
     "Sample",
     "Task",
     "claim_tasks",
@@ -31,6 +32,7 @@ __all__ = [
     "load_samples",
     "record_embedder",
     "missing_embeddings",
+    "run_exists",
     "run_id",
     "run_shape",
     "store_aspect_verdicts",
@@ -100,6 +102,12 @@ async def run_id(conn: psycopg.AsyncConnection, run: str) -> int:
     return await names.run_id_async(conn, run)
 
 
+async def run_exists(conn: psycopg.AsyncConnection, rid: int) -> bool:
+    """Whether the run is still there (a run deleted while it is judged stops its judge)."""
+    cur = await conn.execute("select exists (select from ragsql.run where id = %s)", (rid,))
+    return (await cur.fetchone())[0]
+
+
 async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
     """How many answers, answers with contexts, with references and with question text the run has."""
     cur = await conn.execute(
@@ -118,12 +126,17 @@ async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
 
 
 async def enqueue_tasks(conn: psycopg.AsyncConnection, rid: int, kinds: Sequence[str], *, judge: str | None = None,
-                        reset_done: bool = False) -> int:
-    """A task per answered query and kind (kept if present); failed tasks, done ones with `reset_done` and done
-    ones another judge closed go back to pending."""
+                        reset_done: bool = False, model: str | None = None) -> int:
+    """A task per answered query and kind (kept if present); failed tasks, done ones with `reset_done`, done ones
+    another judge closed and, given the judge's `model`, done ones with an aspect or rubric it has not judged go
+    back to pending."""
     cur = await conn.execute("select ragsql._enqueue_judge_tasks(%s, %s, true, %s, %s)",
                              (rid, list(kinds), reset_done, judge))
-    return (await cur.fetchone())[0]
+    added = (await cur.fetchone())[0]
+    if model is not None:
+        cur = await conn.execute("select ragsql._reopen_unjudged_definitions(%s, %s, %s)", (rid, list(kinds), model))
+        added += (await cur.fetchone())[0]
+    return added
 
 
 async def record_embedder(conn: psycopg.AsyncConnection, rid: int, judge_model: str, embedder: str) -> None:
@@ -378,6 +391,13 @@ async def rubrics(conn: psycopg.AsyncConnection) -> list[tuple[str, list[str], b
     cur = await conn.execute("select name, descriptions, with_reference, ragsql._rubric_hash(name) "
                              "from ragsql.rubric order by name collate \"C\"")
     return [tuple(r) for r in await cur.fetchall()]
+
+
+async def judged_aspects(conn: psycopg.AsyncConnection, task: Task, model: str) -> set[tuple[str, str]]:
+    """(aspect, definition hash) of the aspect verdicts `model` gave the task's answer."""
+    cur = await conn.execute("select aspect, definition_hash from ragsql.aspect_verdict "
+                             "where run_id = %s and query_id = %s and model = %s", (task.run_id, task.query_id, model))
+    return {(a, h) for a, h in await cur.fetchall()}
 
 
 async def aspects(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:

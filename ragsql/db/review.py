@@ -10,7 +10,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 
-__all__ = ["LABEL_COLUMNS", "AnswerTexts", "SheetItem", "answer_texts", "answered_qids", "known_metrics", "labelled", "ppi",
+__all__ = ["LABEL_COLUMNS", "AnswerTexts", "SheetItem", "answer_texts", "answered_qids", "judged_statements", "known_metrics", "labelled", "ppi",
            "ppi_compare", "review_sheet", "store_labels"]
 
 STATEMENT_PURPOSES = ["faithfulness", "context_recall", "correctness_answer", "correctness_reference"]
@@ -115,6 +115,14 @@ def answered_qids(conn: psycopg.Connection, run: str) -> set[str]:
     """The qids that have an answer in the run (the only ones a label can be about)."""
     return {q for (q,) in conn.execute("select q.qid from ragsql.answer as a join ragsql.query as q on q.id = a.query_id "
                                        "join ragsql.run as ru on ru.id = a.run_id where ru.name = %s", (run,))}
+
+
+def judged_statements(conn: psycopg.Connection, run: str) -> set[tuple[str, str, str]]:
+    """(qid, item, judge model) of every statement verdict stored for the run (item = purpose:statement_no)."""
+    return {tuple(r) for r in conn.execute(
+        "select distinct q.qid, v.purpose || ':' || v.statement_no, v.model from ragsql.statement_verdict as v "
+        "join ragsql.query as q on q.id = v.query_id join ragsql.run as ru on ru.id = v.run_id where ru.name = %s",
+        (run,))}
 
 
 def known_metrics(conn: psycopg.Connection) -> set[str]:

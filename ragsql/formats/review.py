@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragsql.errors import InputError
+from ragsql.formats.values import text_problem
 
 __all__ = ["CSV_COLUMNS", "VERDICTS", "SheetLabel", "read_labels", "sheet_csv", "sheet_jsonl"]
 
@@ -63,8 +64,9 @@ def sheet_csv(items: Sequence) -> str:
 
 
 def _score(value, where: str) -> float:
-    if isinstance(value, bool):
-        return float(value)
+    if isinstance(value, bool):  # JSON true is not the label 1: a sheet's type is the documented one or refused
+        raise ValueError(f"{where}: the label must be a number between 0 and 1, not the JSON boolean "
+                         f"{str(value).lower()}")
     if isinstance(value, str):
         try:
             value = float(value)
@@ -93,6 +95,12 @@ def _label(line: int, run, qid, metric, item: str, reviewer, raw, judge_model, j
     for name, value in (("run", run), ("qid", qid), ("metric", metric)):
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"{name} is missing")
+    for name, value in (("run", run), ("qid", qid), ("metric", metric), ("item", item), ("reviewer", reviewer),
+                        ("judge_model", judge_model)):
+        if isinstance(value, str) and text_problem(value):
+            raise ValueError(f"{name} {text_problem(value)[1]}")
+    if judge_model is not None and not isinstance(judge_model, str):
+        raise ValueError(f"judge_model must be a string, not {judge_model!r}")
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise ValueError("no reviewer: give one in the file (reviewer) or with --reviewer")
     if item:
@@ -128,6 +136,8 @@ def _jsonl_labels(text: str, reviewer: str | None) -> Iterator[tuple[int, SheetL
                                          s["label"], s.get("judge_model"), s.get("judge")), None
         except json.JSONDecodeError as exc:
             yield number, None, f"not JSON: {exc.msg}"
+        except RecursionError:
+            yield number, None, "not JSON: nested too deeply"
         except ValueError as exc:
             yield number, None, str(exc)
 

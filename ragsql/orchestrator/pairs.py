@@ -4,7 +4,7 @@ The pairs of one file go into a dataset of their own (``judge-check-<hash of the
 (its question and reference), and per metric a run of the better sides and a run of the worse sides. The judge
 is run on both with that metric alone, the per-query values are read back from SQL, and a pair counts 1 when
 the better side scores strictly higher, ½ on a tie, 0 otherwise; a side with no value (NULL, with its reason)
-counts as a tie and is reported. The dataset is deleted afterwards unless kept; the judge-call cache stays, so
+counts as a tie and is reported; a group where no pair has a value has no accuracy (NULL). The dataset is deleted afterwards unless kept; the judge-call cache stays, so
 checking again costs no call.
 """
 
@@ -53,15 +53,18 @@ class PairCheck:
     failed_tasks: int = 0
 
     def summary(self, by: Sequence[str] = ("metric", "language")) -> list[dict]:
-        """Pairwise accuracy per group: pairs, accuracy, and how many were won, tied, lost or had no value."""
+        """Pairwise accuracy per group (None when no pair has a value): pairs, accuracy, and how many were won,
+        tied, lost or had no value."""
         groups: dict[tuple, list[PairOutcome]] = {}
         for o in self.outcomes:
             key = tuple(getattr(o.pair, name) or "" for name in by)
             groups.setdefault(key, []).append(o)
         rows = []
         for key, items in sorted(groups.items()):
+            valued = [o for o in items if o.why_missing is None]
+            # no pair with a value: no accuracy at all (NULL), not the ties' 0.5
             rows.append({**dict(zip(by, key)), "pairs": len(items),
-                         "accuracy": round(sum(o.credit for o in items) / len(items), 4),
+                         "accuracy": round(sum(o.credit for o in items) / len(items), 4) if valued else None,
                          "better": sum(o.credit == 1.0 for o in items),
                          "ties": sum(o.credit == 0.5 and o.why_missing is None for o in items),
                          "worse": sum(o.credit == 0.0 for o in items),

@@ -124,7 +124,7 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
         result = JudgeResult(kinds=kinds, skipped=skipped, tally=judging.tally)
         if not kinds:
             return result
-        await db.enqueue_tasks(conn, rid, kinds, judge=judging.identity, reset_done=again)
+        await db.enqueue_tasks(conn, rid, kinds, judge=judging.identity, reset_done=again, model=judging.model)
         await db.record_embedder(conn, rid, judging.model, judging.embedder.name)
         await release_dead_workers(conn, rid)
         counts = await db.task_counts(conn, rid, kinds)
@@ -140,6 +140,10 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
         try:
             await _all([_worker(url, rid, kinds, batch, judging, result, worker_name(i), total, on_progress)
                         for i in range(max(1, workers))])
+            if not await calls.run(db.run_exists, rid):  # deleted after the workers' last look
+                raise _RunDeleted()
+        except _RunDeleted:
+            raise InputError(f"run {run!r} was deleted while it was judged") from None
         finally:
             # whatever ended the run: the tasks this process still holds go back to pending
             with contextlib.suppress(Exception):
@@ -168,6 +172,10 @@ async def _all(coros: list[Coroutine[Any, Any, None]]) -> None:
 
 
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+class _RunDeleted(Exception):
+    """The run being judged was deleted (`ragsql delete run`): every worker stops."""
 
 
 async def _connect(url: str, patience: float) -> psycopg.AsyncConnection:
@@ -203,9 +211,15 @@ async def _worker(url, rid, kinds, batch, judging, result, name, total, on_progr
             wdb = WorkerDb(conn)
             try:
                 claimed = await db.claim_tasks(conn, rid, name, batch, kinds, LEASE_SECONDS)
+                if claimed:
+                    samples = await db.load_samples(conn, rid, [c.query_id for c in claimed])
+                # a task whose answer is gone went with it (judge_task cascades): the run is being deleted
+                if (not claimed or len(samples) < len({c.query_id for c in claimed})) \
+                        and not await db.run_exists(conn, rid):
+                    raise _RunDeleted()
                 if not claimed:
                     return
-                samples = await db.load_samples(conn, rid, [c.query_id for c in claimed])
+                claimed = [c for c in claimed if c.query_id in samples]
             except _LOST:
                 continue
             renew = asyncio.create_task(_renew(wdb, claimed, name))
@@ -267,9 +281,10 @@ async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[st
         kinds, skipped = await choose_kinds(conn, rid, metrics)
         cur = await conn.execute(
             "select a.query_id, k.kind from ragsql.answer as a cross join unnest(%s::text[]) as k(kind) "
-            "where a.run_id = %s and not exists (select from ragsql.judge_task as j where j.run_id = a.run_id "
+            "where a.run_id = %s and (not exists (select from ragsql.judge_task as j where j.run_id = a.run_id "
             "and j.query_id = a.query_id and j.kind = k.kind and j.status = 'done' and j.judge = %s and not %s) "
-            "order by 1, 2", (kinds, rid, judging.identity, again))
+            "or (a.query_id, k.kind) in (select * from ragsql._unjudged_definitions(%s, %s, %s))) "
+            "order by 1, 2", (kinds, rid, judging.identity, again, rid, kinds, judging.model))
         todo = await cur.fetchall()
         samples = await db.load_samples(conn, rid, [q for q, _ in todo])
     async with CallService(url, purpose="judge", run_id=rid) as calls:

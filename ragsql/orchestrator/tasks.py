@@ -110,6 +110,10 @@ async def answer_correctness(job: Job) -> list[Store]:
 
 async def aspect_critique(job: Job) -> list[Store]:
     aspects = await job.judging.calls.run(db.aspects)
+    judged = await job.judging.calls.run(db.judged_aspects, job.task, job.model)
+    # only the aspects added or redefined since the answer was judged; all of them (from the cache) when none is
+    # new: a repeat with --again asks what the first judging asked
+    aspects = [(n, d) for n, d in aspects if (n, db.text_hash(d)) not in judged] or aspects
     contexts = [c.text for c in job.sample.contexts] or None  # as RAGAS's AspectCritic: contexts when present
     request = p.critique(job.sample.question, job.sample.answer, aspects, contexts=contexts, language=job.language)
     got = await job.ask(request)

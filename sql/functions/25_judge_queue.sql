@@ -183,6 +183,82 @@ comment on function ragsql._enqueue_judge_tasks(bigint, text[], boolean, boolean
     'too: judging with another model or prompt set repeats the work, and stored verdicts and cached calls make '
     'the repeat of unchanged requests free. Returns how many tasks were added or reset.';
 
+create or replace function ragsql._unjudged_definitions(run_id bigint, kinds text[], model text)
+returns table (query_id bigint, kind text)
+language plpgsql stable parallel safe
+as $$
+#variable_conflict use_column
+declare
+    aspect_names text[];
+    aspect_hashes text[];
+    rubric_names text[];
+    rubric_hashes text[];
+    rubric_references boolean[];
+begin
+    -- PL/pgSQL, not SQL: the definitions are read first from their own tables (reference tables on Citus), so
+    -- the query below reads only the run's rows, by its key (one shard)
+    select array_agg(a.name order by a.name), array_agg(ragsql.text_hash(a.definition) order by a.name)
+    into aspect_names, aspect_hashes
+    from ragsql.aspect as a
+    where 'aspect_critique' = any (_unjudged_definitions.kinds);
+    select array_agg(r.name order by r.name), array_agg(ragsql._rubric_hash(r.name) order by r.name),
+           array_agg(r.with_reference order by r.name)
+    into rubric_names, rubric_hashes, rubric_references
+    from ragsql.rubric as r
+    where 'rubrics_score' = any (_unjudged_definitions.kinds);
+    return query
+    select a.query_id, 'aspect_critique'::text
+    from ragsql.answer as a
+    where a.run_id = _unjudged_definitions.run_id
+      and exists (select from unnest(aspect_names, aspect_hashes) as d(name, hash)
+                  where not exists (select from ragsql.aspect_verdict as v
+                                    where v.run_id = a.run_id and v.query_id = a.query_id and v.aspect = d.name
+                                      and v.definition_hash = d.hash and v.model = _unjudged_definitions.model))
+    union all
+    select a.query_id, 'rubrics_score'::text
+    from ragsql.answer as a
+    where a.run_id = _unjudged_definitions.run_id
+      and exists (select from unnest(rubric_names, rubric_hashes, rubric_references) as d(name, hash, with_reference)
+                  -- a rubric with reference skips a query without one (ragsql.orchestrator.ragas_tasks)
+                  where (not d.with_reference
+                         or exists (select from ragsql.reference_answer as r where r.query_id = a.query_id))
+                    and not exists (select from ragsql.rubric_verdict as v
+                                    where v.run_id = a.run_id and v.query_id = a.query_id and v.rubric = d.name
+                                      and v.definition_hash = d.hash and v.model = _unjudged_definitions.model))
+    order by 1, 2;
+end
+$$;
+comment on function ragsql._unjudged_definitions(bigint, text[], text) is
+    'The (query, kind) of a run whose aspect critique or rubric score lacks a verdict by the model on an aspect '
+    'or rubric as defined now (added, or redefined, since the run was judged): judged without --again.';
+
+create or replace function ragsql._reopen_unjudged_definitions(run_id bigint, kinds text[], model text)
+returns bigint
+language plpgsql volatile
+as $$
+declare
+    query_ids bigint[];
+    task_kinds text[];
+    reopened bigint;
+begin
+    -- the tasks first, then the update by the run's key and those ids (Citus: no function reading tables in a
+    -- distributed update)
+    select array_agg(u.query_id), array_agg(u.kind) into query_ids, task_kinds
+    from ragsql._unjudged_definitions(_reopen_unjudged_definitions.run_id, _reopen_unjudged_definitions.kinds,
+                                      _reopen_unjudged_definitions.model) as u;
+    update ragsql.judge_task as t
+    set status = 'pending', attempts = 0, worker = null, updated_at = statement_timestamp()
+    where t.run_id = _reopen_unjudged_definitions.run_id
+      and t.status = 'done'
+      and (t.query_id, t.kind) in (select * from unnest(query_ids, task_kinds));
+    get diagnostics reopened = row_count;
+    return reopened;
+end
+$$;
+comment on function ragsql._reopen_unjudged_definitions(bigint, text[], text) is
+    'Puts back to pending the done tasks ragsql._unjudged_definitions names (an aspect or rubric added or redefined '
+    'since): they ask only what has no verdict yet. Returns how many.';
+
 create or replace function ragsql._claim_judge_tasks(
     run_id bigint, worker text, n integer default 1, lease interval default '5 minutes',
     max_attempts integer default 3, kinds text[] default null)

@@ -88,6 +88,53 @@ language sql immutable parallel safe
 as $$ select array['contradicted', 'unsupported', 'partial', 'supported'] $$;
 comment on function ragsql._verdict_levels() is 'Statement verdicts from worst to best: the ordinal scale weighted kappa uses.';
 
+create or replace function ragsql._review_pairs(run_name text)
+returns table (
+    run text, metric text, kind text, judge_model text, reviewer text, query_id bigint, item text, score float8,
+    verdict text, judge_value float8, judge_verdict text)
+language plpgsql stable parallel safe
+as $$
+#variable_conflict use_column
+begin
+    return query
+    -- each label with the judge's STORED value of its item, joined by run, query, metric (or purpose and statement)
+    -- and the judge the label names: the values written on the sheet (review_label.judge_value, judge_verdict)
+    -- are never read, so an edited or spreadsheet-rounded sheet changes no statistic
+    with label as (
+        select ru.name as run, q.qid, l.query_id, l.metric, l.item, l.judge_model, l.reviewer, l.score, l.verdict,
+               split_part(l.item, ':', 1) as purpose, nullif(split_part(l.item, ':', 2), '')::integer as statement_no
+        from ragsql.review_label as l
+        join ragsql.run as ru on ru.id = l.run_id
+        join ragsql.query as q on q.id = l.query_id
+        where _review_pairs.run_name is null or ru.name = _review_pairs.run_name
+    ),
+    score_key as (select distinct l.run, l.metric, l.judge_model from label as l where l.item = ''),
+    stored_score as (
+        select k.run, k.metric, k.judge_model, g.qid, g.value
+        from score_key as k
+        cross join lateral ragsql.generation_measure(k.run, k.metric, k.judge_model) as g
+    ),
+    verdict_key as (select distinct l.run, l.purpose, l.judge_model from label as l where l.item <> ''),
+    stored_verdict as (
+        select k.run, k.purpose, k.judge_model, v.qid, v.statement_no, v.verdict
+        from verdict_key as k
+        cross join lateral ragsql.statement_verdicts(k.run, array[k.purpose], k.judge_model) as v
+    )
+    select l.run, l.metric, case when l.item = '' then 'score' else 'verdict' end, l.judge_model, l.reviewer,
+           l.query_id, l.item, l.score, l.verdict, s.value, v.verdict
+    from label as l
+    left join stored_score as s
+      on l.item = '' and s.run = l.run and s.metric = l.metric and s.judge_model is not distinct from l.judge_model
+     and s.qid = l.qid
+    left join stored_verdict as v
+      on l.item <> '' and v.run = l.run and v.purpose = l.purpose and v.judge_model is not distinct from l.judge_model
+     and v.qid = l.qid and v.statement_no = l.statement_no;
+end
+$$;
+comment on function ragsql._review_pairs(text) is
+    'Each human label (ragsql.review_label) of a run (null: every run) beside the judge''s stored value or verdict '
+    'of the same item by the judge the label names; null where the judge has none. Never the sheet''s values.';
+
 create or replace function ragsql._judge_agreement(run_name text)
 returns table (
     run text, metric text, kind text, judge_model text, pairs bigint, reviewers bigint, accuracy float8,
@@ -97,24 +144,29 @@ as $$
 #variable_conflict use_column
 begin
     return query
-    -- each (reviewer, item) label is one pair with the judge's value on the reviewer's sheet. kind 'verdict':
+    -- each (reviewer, item) label is one pair with the judge's stored value of the item (ragsql._review_pairs);
+    -- a label whose item has no stored value is left out and counted in the note. kind 'verdict':
     -- statement verdicts (accuracy, kappa, linear-weighted kappa on contradicted < unsupported < partial <
     -- supported); kind 'score': metric values (mean absolute error, Spearman, Kendall; accuracy and kappa
     -- when every value is 0 or 1). Under 10 pairs the statistics are null and the note says so.
-    with label as (
-        select ru.name as run, l.metric, case when l.item = '' then 'score' else 'verdict' end as kind,
-               l.judge_model, l.reviewer, l.score, l.judge_value, l.verdict, l.judge_verdict
-        from ragsql.review_label as l
-        join ragsql.run as ru on ru.id = l.run_id
-        where _judge_agreement.run_name is null or ru.name = _judge_agreement.run_name
+    with every_label as (
+        select p.*, coalesce(p.judge_verdict, p.judge_value::text) is null as unjudged
+        from ragsql._review_pairs(_judge_agreement.run_name) as p
+    ),
+    label as (select * from every_label as l where not l.unjudged),
+    left_out as (
+        select l.run, l.metric, l.kind, l.judge_model, count(*) filter (where l.unjudged) as n
+        from every_label as l
+        group by l.run, l.metric, l.kind, l.judge_model
     ),
     grouped as (
         select l.run, l.metric, l.kind, l.judge_model, count(*) as pairs, count(distinct l.reviewer) as reviewers,
-               array_agg(coalesce(l.verdict, l.score::text) order by l.reviewer, l.score, l.verdict) as human_text,
-               array_agg(coalesce(l.judge_verdict, l.judge_value::text) order by l.reviewer, l.score, l.verdict)
+               array_agg(coalesce(l.verdict, l.score::text) order by l.reviewer, l.query_id, l.item)
+                   as human_text,
+               array_agg(coalesce(l.judge_verdict, l.judge_value::text) order by l.reviewer, l.query_id, l.item)
                    as judge_text,
-               array_agg(l.score order by l.reviewer, l.score, l.verdict) as human_score,
-               array_agg(l.judge_value order by l.reviewer, l.score, l.verdict) as judge_score,
+               array_agg(l.score order by l.reviewer, l.query_id, l.item) as human_score,
+               array_agg(l.judge_value order by l.reviewer, l.query_id, l.item) as judge_score,
                bool_and(l.kind = 'verdict' or (l.score in (0, 1) and l.judge_value in (0, 1))) as categorical,
                avg(abs(l.score - l.judge_value)) as mae,
                avg((coalesce(l.verdict, l.score::text) = coalesce(l.judge_verdict, l.judge_value::text))::integer)
@@ -130,9 +182,14 @@ begin
            case when g.pairs >= 10 and g.kind = 'score' then g.mae end,
            case when g.pairs >= 10 and g.kind = 'score' then ragsql.spearman(g.judge_score, g.human_score) end,
            case when g.pairs >= 10 and g.kind = 'score' then ragsql.kendall_tau(g.judge_score, g.human_score) end,
-           case when g.pairs < 10 then format('only %s labelled pairs: at least 10 are needed for agreement statistics',
-                                              g.pairs) end
+           nullif(concat_ws('; ',
+               case when g.pairs < 10 then format('only %s labelled pairs: at least 10 are needed for agreement '
+                                                  'statistics', g.pairs) end,
+               case when o.n > 0 then format('%s labels left out: the judge has no stored value of their item',
+                                             o.n) end), '')
     from grouped as g
+    join left_out as o
+      on o.run = g.run and o.metric = g.metric and o.kind = g.kind and o.judge_model is not distinct from g.judge_model
     order by g.run, g.metric, g.kind;
 end
 $$;

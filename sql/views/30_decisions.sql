@@ -39,19 +39,19 @@ comment on view ragsql.run_history is
     'ragsql.history(dataset, measures, ci, ...) for one dataset or other settings.';
 
 create or replace view ragsql.judge_confusion as
-select ru.name as run,
-       l.metric,
-       case when l.item = '' then 'score' else 'verdict' end as kind,
-       l.judge_model,
-       coalesce(l.judge_verdict, l.judge_value::text) as judge_label,
-       coalesce(l.verdict, l.score::text) as human_label,
+select p.run,
+       p.metric,
+       p.kind,
+       p.judge_model,
+       coalesce(p.judge_verdict, p.judge_value::text) as judge_label,
+       coalesce(p.verdict, p.score::text) as human_label,
        count(*) as pairs
-from ragsql.review_label as l
-join ragsql.run as ru on ru.id = l.run_id
-where l.item <> '' or (l.score in (0, 1) and l.judge_value in (0, 1))
-group by ru.name, l.metric, case when l.item = '' then 'score' else 'verdict' end, l.judge_model,
-         coalesce(l.judge_verdict, l.judge_value::text),
-         coalesce(l.verdict, l.score::text);
+-- the judge's stored verdicts (ragsql._review_pairs), not the values written on the review sheet
+from ragsql._review_pairs(null) as p
+where p.item <> '' and p.judge_verdict is not null or (p.score in (0, 1) and p.judge_value in (0, 1))
+group by p.run, p.metric, p.kind, p.judge_model,
+         coalesce(p.judge_verdict, p.judge_value::text),
+         coalesce(p.verdict, p.score::text);
 comment on view ragsql.judge_confusion is
     'Confusion matrix of the judge against reviewers: statement verdicts, and 0/1 metric values (aspect '
     'critiques), counted per (judge label, human label). ragsql.judge_agreement has the statistics.';
