@@ -101,6 +101,6 @@ select not exists (select from ragsql.schema_migration where name = '0160_run_re
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint b0085979983663929c0f575ad99f5937319efed73e8647b0a008f7d4fc27167b
+\set ragsql_fingerprint a1d39607a60454171cb0097cec41ab8342e8bb6d6deee8e61da0a74097245833
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -71,7 +71,8 @@ comment on function ragsql._slices(integer[]) is
 -- _chunks, bootstrap_mean_ci and sign_flip_p have SQL-standard bodies (begin atomic): pgvector's types, casts,
 -- operators and functions are bound when they are created, wherever the DBA put the extension, so that the
 -- security definer wrappers of ragsql_report (sql/views/90_report.sql) run them on a path without pgvector's
--- schema. They are still inlined.
+-- schema. They are still inlined. Being bound, they keep the ragsql functions they call: a migration that drops
+-- one of those drops them first.
 create or replace function ragsql._chunks(vals float8[], start integer, n integer)
 returns table (chunk integer, v vector)
 language sql immutable parallel safe
