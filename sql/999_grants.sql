@@ -9,8 +9,11 @@
 --                  generated questions, their embeddings). Questions (query.text) are not raw.
 --   ragsql_writer  load, ingest, retrieve, generate and judge: select, insert, update, delete on every table
 --                  but the install ledger, its sequences, and maintain (analyze) where the server has it
---                  (PostgreSQL 17+); no DDL.
---                  The few steps that need the owner (rebuilding BM25 partitions) are security definer.
+--                  (PostgreSQL 17+); no DDL; execute on ragsql's functions.
+--                  The few steps that need the owner (BM25, postings and run_result partitions, HNSW and trigram
+--                  indexes) are security definer functions, executable by ragsql_writer only.
+-- PUBLIC may execute no function of ragsql or ragsql_report, and create in none of ragsql's schemas: a security
+-- definer function pins search_path to pg_catalog and pg_temp (test_definer_safety.py keeps all of this true).
 --
 -- Every install revokes and grants again, so a release that narrows a grant reaches every database.
 do $$
@@ -31,11 +34,11 @@ begin
 end
 $$;
 
--- The wrappers of schema ragsql_report run with their owner's rights: only the two roles may call them.
-revoke all on all functions in schema ragsql_report from public;
-
--- Owner-only steps a writer triggers: refresh_bm25 drops and creates the version's partition.
-alter function ragsql.refresh_bm25(bigint) security definer;
+-- The wrappers of schema ragsql_report and the security definer functions of ragsql run with their owner's
+-- rights: only the two roles may call the former and writers the latter. A new function is executable by PUBLIC
+-- until this runs again: every install revokes on all of them.
+revoke create on schema ragsql, ragsql_report, ragsql_intarray from public;
+revoke all on all routines in schema ragsql, ragsql_report from public;
 
 do $$
 declare
@@ -56,10 +59,13 @@ begin
     -- revoked first from both, so that every install leaves the same privileges, in the same order
     if exists (select from pg_roles where rolname = 'ragsql_writer') then
         revoke all on all tables in schema ragsql from ragsql_writer;
+        revoke all on all routines in schema ragsql from ragsql_writer;
+        revoke create on schema ragsql, ragsql_report, ragsql_intarray from ragsql_writer;
     end if;
     if exists (select from pg_roles where rolname = 'ragsql_reader') then
         revoke all on all tables in schema ragsql from ragsql_reader;
-        revoke all on all functions in schema ragsql from ragsql_reader;
+        revoke all on all routines in schema ragsql from ragsql_reader;
+        revoke create on schema ragsql, ragsql_report from ragsql_reader;
         revoke all on schema ragsql_intarray from ragsql_reader;
         grant usage on schema ragsql, ragsql_report to ragsql_reader;
         grant execute on all functions in schema ragsql_report to ragsql_reader;
@@ -83,6 +89,9 @@ begin
         grant usage on schema ragsql, ragsql_intarray, ragsql_report to ragsql_writer;
         grant execute on all functions in schema ragsql_report to ragsql_writer;
         grant select on all tables in schema ragsql_report to ragsql_writer;
+        -- the CLI's import, ingest, retrieve, generate and judge (the owner-only steps included), not the
+        -- install's procedure
+        grant execute on all functions in schema ragsql to ragsql_writer;
         grant select, insert, update, delete on all tables in schema ragsql to ragsql_writer;
         revoke insert, update, delete on ragsql.schema_migration, ragsql.schema_install from ragsql_writer;
         grant usage, select on all sequences in schema ragsql to ragsql_writer;

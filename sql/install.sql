@@ -106,6 +106,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint e546988a1665e2da0f68044f7e81344ab6f06d17473da84693bfb488b37922c2
+\set ragsql_fingerprint cf8591d972a0a453514354bcbdf3f3c09b2945559554e2d8a269b743c1b9731b
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

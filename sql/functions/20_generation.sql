@@ -53,15 +53,16 @@ comment on function ragsql.text_hash(text) is
     'sha256 hex of the UTF-8 bytes of a text (Python: hashlib.sha256(text.encode()).hexdigest()): the key of '
     'ragsql.statement_extraction and ragsql.text_embedding.';
 
+-- A SQL-standard body: pgvector's vector_dims and <=> are bound here, wherever the DBA put the extension, so the
+-- security definer wrappers of ragsql_report (sql/views/90_report.sql) run it on a path without pgvector's schema.
+-- Still inlined.
 create or replace function ragsql.cosine_similarity(a vector, b vector)
 returns float8
 language sql immutable parallel safe
-as $$
-    select case
-        when vector_dims(cosine_similarity.a) = vector_dims(cosine_similarity.b)
-            then nullif(1 - (cosine_similarity.a <=> cosine_similarity.b), 'NaN'::float8)
-    end
-$$;
+return case
+    when vector_dims(cosine_similarity.a) = vector_dims(cosine_similarity.b)
+        then nullif(1 - (cosine_similarity.a <=> cosine_similarity.b), 'NaN'::float8)
+end;
 comment on function ragsql.cosine_similarity(vector, vector) is
     'cos(a, b) = 1 - (a <=> b) with pgvector; null (never NaN) when a vector has zero norm or the dimensions differ.';
 

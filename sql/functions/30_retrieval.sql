@@ -66,16 +66,21 @@ comment on function ragsql._bm25_term_score(float8, integer, integer, ragsql.cor
     'One posting''s BM25 score from its term''s idf, its tf and its chunk''s length, for the version''s k1, b and '
     'average length: the expression of ragsql._bm25_exact, so every path gives the same bits.';
 
+-- Security definer: it drops and creates the version's partition, which takes the owner, and a ragsql_writer
+-- ingests. Its path holds no schema a caller may create in; intarray's sort is named with its schema
+-- (ragsql_intarray, or public where a DBA installed intarray before), found at each call.
 create or replace function ragsql.refresh_bm25(version_id bigint)
 returns bigint
 language plpgsql volatile
+security definer
 set jit = off
 set work_mem = '256MB'
--- intarray's sort (in schema ragsql_intarray, or in public where a DBA installed it before)
-set search_path = ragsql_intarray, public
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v ragsql.corpus_version := ragsql._version(refresh_bm25.version_id);
+    intarray text := (select quote_ident(n.nspname) from pg_extension as e
+                      join pg_namespace as n on n.oid = e.extnamespace where e.extname = 'intarray');
     part text := 'bm25_list_v' || v.id;
     n bigint;
     avgdl float8;
@@ -125,13 +130,13 @@ begin
         with pass as (
             select ct.term, count(*) as df,
                    max(g.g) filter (where g.band = 0) as g0,
-                   sort(array_agg(ct.chunk_id::integer) filter (where g.band = 0 and $2)) as ids0,
+                   %2$s.sort(array_agg(ct.chunk_id::integer) filter (where g.band = 0 and $2)) as ids0,
                    max(g.g) filter (where g.band = 1) as g1,
-                   sort(array_agg(ct.chunk_id::integer) filter (where g.band = 1 and $2)) as ids1,
+                   %2$s.sort(array_agg(ct.chunk_id::integer) filter (where g.band = 1 and $2)) as ids1,
                    max(g.g) filter (where g.band = 2) as g2,
-                   sort(array_agg(ct.chunk_id::integer) filter (where g.band = 2 and $2)) as ids2,
+                   %2$s.sort(array_agg(ct.chunk_id::integer) filter (where g.band = 2 and $2)) as ids2,
                    max(g.g) filter (where g.band = 3) as g3,
-                   sort(array_agg(ct.chunk_id::integer) filter (where g.band = 3 and $2)) as ids3
+                   %2$s.sort(array_agg(ct.chunk_id::integer) filter (where g.band = 3 and $2)) as ids3
             from ragsql.chunk_term as ct
             cross join lateral (
                 select x.g, case when x.g >= $3[3] then 0 when x.g >= $3[2] then 1 when x.g >= $3[1] then 2
@@ -148,13 +153,13 @@ begin
             insert into ragsql.bm25_term (version_id, term, df, idf, ub)
             select $1, s.term, s.df, s.idf, s.idf * greatest(s.g0, s.g1, s.g2, s.g3) from scored as s
         )
-        insert into ragsql.%I (version_id, term, band, ub, chunk_ids)
+        insert into ragsql.%1$I (version_id, term, band, ub, chunk_ids)
         select $1, s.term, b.band, s.idf * b.g, b.ids
         from scored as s
         cross join lateral (values (0, s.g0, s.ids0), (1, s.g1, s.ids1), (2, s.g2, s.ids2), (3, s.g3, s.ids3))
             as b (band, g, ids)
         where b.ids is not null
-        $sql$, part)
+        $sql$, part, intarray)
         using v.id, lists, edges, v, n;
     execute format('create index %I on ragsql.%I (term)', part || '_term', part);
     execute format('analyze ragsql.%I', part);

@@ -68,16 +68,21 @@ $$;
 comment on function ragsql._slices(integer[]) is
     'Where each sample lies in a concatenation of samples: its position, length and offset.';
 
+-- _chunks, bootstrap_mean_ci and sign_flip_p have SQL-standard bodies (begin atomic): pgvector's types, casts,
+-- operators and functions are bound when they are created, wherever the DBA put the extension, so that the
+-- security definer wrappers of ragsql_report (sql/views/90_report.sql) run them on a path without pgvector's
+-- schema. They are still inlined. Being bound, they keep the ragsql functions they call: a migration that drops
+-- one of those drops them first.
 create or replace function ragsql._chunks(vals float8[], start integer, n integer)
 returns table (chunk integer, v vector)
 language sql immutable parallel safe
-as $$
+begin atomic
     select c.chunk,
            (_chunks.vals[_chunks.start + c.chunk * ragsql._resample_chunk() + 1
                          : _chunks.start + least((c.chunk + 1) * ragsql._resample_chunk(), _chunks.n)])::float4[]::vector
     from generate_series(0, (_chunks.n - 1) / ragsql._resample_chunk()) as c(chunk)
-    where _chunks.n > 0
-$$;
+    where _chunks.n > 0;
+end;
 comment on function ragsql._chunks(float8[], integer, integer) is
     'vals[start + 1 .. start + n] as vectors of ragsql._resample_chunk() values.';
 
@@ -86,7 +91,7 @@ create or replace function ragsql.bootstrap_mean_ci(
     alpha float8 default 0.05)
 returns table (ord integer, ci_low float8, ci_high float8)
 language sql stable parallel safe
-as $$
+begin atomic
     with slice as (
         select s.ord, s.n, s.start,
                least(s.n, ceil(sqrt(bootstrap_mean_ci.resamples::float8))::integer) as rotations
@@ -156,8 +161,8 @@ as $$
     from unnest(bootstrap_mean_ci.lengths) with ordinality as o(n, ord)
     left join resample as rs on rs.ord = o.ord
     group by o.ord
-    order by o.ord
-$$;
+    order by o.ord;
+end;
 comment on function ragsql.bootstrap_mean_ci(float8[], integer[], integer, float8, float8) is
     'Percentile bootstrap interval of the mean of each sample: vals holds the samples one after another, '
     'lengths their sizes. Resamples draw with replacement (balanced rotations of shared count vectors, '
@@ -167,7 +172,7 @@ create or replace function ragsql.sign_flip_p(
     vals float8[], lengths integer[], resamples integer default 10000, seed float8 default 0.42)
 returns table (ord integer, p_value float8, exact boolean)
 language sql stable parallel safe
-as $$
+begin atomic
     with slice as (
         select s.ord, s.n, s.start
         from ragsql._slices(sign_flip_p.lengths) as s
@@ -267,8 +272,8 @@ as $$
     from unnest(sign_flip_p.lengths) with ordinality as o(n, ord)
     left join exact_case as e on e.ord = o.ord
     left join sampled_p as s on s.ord = o.ord
-    order by o.ord
-$$;
+    order by o.ord;
+end;
 comment on function ragsql.sign_flip_p(float8[], integer[], integer, float8) is
     'Two-sided paired randomization test of each sample of differences against a mean of 0: the share of '
     'random sign flips whose |sum| is at least the observed one, (count + 1) / (resamples + 1), or exact over '

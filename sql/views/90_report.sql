@@ -28,10 +28,13 @@ declare
         'higher_is_better', 'is_offline_judge', 'run_config', 'run_config_diff', 'measure_alias', 'check', 'history', 'query_values', 'judge_agreement', 'ppi_mean', 'cohen_kappa', 'spearman',
         'kendall_tau', 'review_sample', 'judge_repeats', 'judge_flips', 'judge_consistency', 'ppi_compare',
         'text_metric', 'fused', 'context_id_metric'];
-    -- pgvector's operators, which cosine_similarity uses unqualified, wherever the DBA put the extension
-    path text := concat_ws(', ', 'pg_catalog', (select quote_ident(n.nspname) from pg_extension as e
-                                                join pg_namespace as n on n.oid = e.extnamespace
-                                                where e.extname = 'vector'), 'pg_temp');
+    -- Only schemas no caller may create in, pg_temp last (PostgreSQL's "Writing SECURITY DEFINER Functions
+    -- Safely"): the wrapped functions' bodies run on this path with the owner's rights, and a schema anyone may
+    -- create in (public on PostgreSQL 14, where pgvector usually is) would let a caller's public.unnest(float8[])
+    -- or public.||(text, bigint) run instead of pg_catalog's. ragsql's names are qualified; the functions that
+    -- use pgvector bind it when they are created (SQL-standard bodies, sql/functions/20_generation.sql and
+    -- 50_compare.sql), so pgvector's schema is not needed here.
+    path constant text := 'pg_catalog, pg_temp';
     mirrored text[] := array['query_measure', 'run_measure', 'query_generation', 'run_generation', 'run_measure_ci',
                               'run_history', 'judge_confusion', 'reviewer_agreement'];
     f record;
