@@ -259,3 +259,20 @@ def test_a_csv_whose_header_line_is_blank_is_one_input_error(tmp_path):
     with pytest.raises(InputError, match="the CSV header, is empty") as caught:
         list(parse_records(["\n", "q1,text\n"], "csv", path))
     assert caught.value.line == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["fuse", "--runs", "a,b", "--run", "f", "--method", "wsum", "--weights", "nan,1"],
+     """--weights "nan,1": 'nan' is not a finite number"""),
+    (["fuse", "--runs", "a,b", "--run", "f", "--method", "wsum", "--weights", "1,1e400"], "'1e400' is not a finite"),
+    (["check", "--run", "x", "--min", "nDCG@10=1e400"], """--min "nDCG@10=1e400": '1e400' is not a finite number"""),
+    (["check", "--run", "x", "--max-drop", "AP=-1e999", "--baseline", "y"], "'-1e999' is not a finite number"),
+])
+def test_numbers_beyond_float8_are_one_usage_line_before_any_database_work(capsys, monkeypatch, args, message):
+    """A number no float8 holds (nan, 1e400) in a list option is one `ragsql: usage:` line, exit 2, and nothing
+    connects (the database URL points nowhere)."""
+    monkeypatch.setenv("RAGSQL_DATABASE_URL", "postgresql://ragsql@127.0.0.1:9/ragsql")
+    monkeypatch.setenv("RAGSQL_CONNECT_TIMEOUT", "0")
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err.count("\n") == 1 and err.startswith("ragsql: usage: ") and message in err, err
