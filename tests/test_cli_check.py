@@ -93,6 +93,11 @@ def test_a_metric_without_values_fails_its_gate_and_is_never_zero(demo):
     ([], "no gate given"),
     (["--min", "nDCG@x=0.3"], 'unknown measure "nDCG@x"'),
     (["--min", "nDCG@10=0.3", "--resamples", "0"], "--resamples"),
+    (["--min", "nDCG@10=1e400"], '--min "nDCG@10=1e400": \'1e400\' is not a finite number'),
+    (["--min", "AP=0", "--rel-level", "99999999999"], "--rel-level': 99999999999 is not in the range"),
+    (["--min", "AP=0", "--seed", "nan"], "--seed': 'nan' is not a finite number"),
+    (["--min", "AP=0", "--alpha", "nan"], "--alpha': 'nan' is not a finite number"),
+    (["--min", "AP=0", "--junit", "/nonexistent/reports/gates.xml"], "folder '/nonexistent/reports' does not exist"),
 ])
 def test_gates_that_do_not_parse_exit_2(demo, capsys, args, text):
     code, out, err = run_cli(capsys, "check", "--run", "demo-bm25", *args)
@@ -104,3 +109,43 @@ def test_unknown_runs_exit_1(demo, capsys):
     assert code == 1 and 'unknown run "nope"' in err
     code, _, err = run_cli(capsys, "check", "--run", "demo-bm25", "--baseline", "gone", "--max-drop", "AP=0")
     assert code == 1 and 'unknown run "gone"' in err
+
+
+@pytest.mark.parametrize("gates, limits", [
+    (["--min", "nDCG@10=1.1", "--min", "nDCG@10=0.1"], [1.1, 0.1]),
+    (["--min", "nDCG@10=0.1", "--min", "nDCG@10=1.1"], [0.1, 1.1]),
+    (["--min", "nDCG@10=1.1, nDCG@10=0.1"], [1.1, 0.1]),
+    (["--min", "ndcg_cut_10=1.1", "--min", "nDCG@10=0.1"], [0.1, 1.1]),
+    (["--min", "nDCG@10=0.1", "--min", "NDCG@10=1.1"], [1.1, 0.1]),
+    (["--max", "nDCG@10=-1", "--max", "nDCG@10=1"], [-1, 1]),
+    (["--baseline", "demo-bm25", "--max-drop", "AP=-1", "--max-drop", "AP=1"], [-1, 1]),
+    (["--baseline", "demo-bm25", "--max-drop", "AP=1", "--max-drop", "MAP=-1"], [1, -1]),
+])
+def test_every_gate_given_is_checked_so_combined_gates_are_never_weaker(demo, capsys, tmp_path, gates, limits):
+    """A measure gated twice (by one option repeated, one option's list, or two spellings of its name) is checked
+    twice: the impossible gate fails whichever comes last, exit 4, both in the JSON and the JUnit report (issue 26:
+    only the last gate per measure was kept, and `--min nDCG@10=1.1 --min nDCG@10=0.1` exited 0)."""
+    report = tmp_path / "gates.xml"
+    code, out, err = run_cli(capsys, "check", "--run", "demo-vector", *gates, "--resamples", "200", "--format", "json",
+                             "--junit", str(report))
+    assert code == 4, err
+    got = json.loads(out)
+    assert got["passed"] is False
+    assert [g["limit_value"] for g in got["gates"]] == limits and len({g["measure"] for g in got["gates"]}) == 1
+    assert sorted(g["passed"] for g in got["gates"]) == [False, True]
+    assert len([line for line in err.splitlines() if line.startswith("ragsql: gate failed:")]) == 1
+    assert ET.parse(report).getroot().find("testsuite").get("tests") == "2"
+
+
+def test_sql_check_takes_an_array_of_gates_and_checks_each(demo):
+    """ragsql.check's gates may be an array of [measure, limit] pairs, a measure given more than once; a pair
+    that is no pair or a limit beyond float8 is invalid_parameter_value."""
+    with psycopg.connect(demo) as conn:
+        rows = conn.execute("select gate, measure, limit_value, passed from ragsql.check('demo-vector', "
+                            "min_values => '[[\"nDCG@10\", 1.1], [\"AP\", 0], [\"nDCG@10\", 0]]')").fetchall()
+        assert rows == [("min", "AP", 0.0, True), ("min", "nDCG@10", 1.1, False), ("min", "nDCG@10", 0.0, True)]
+        for gates, message in (('[["AP"]]', r'expected a pair \["measure", number\]'),
+                               ('[["AP", 1e400]]', "beyond the range of float8"), ('"AP"', "must be a JSON object")):
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=message):
+                conn.execute("select * from ragsql.check('demo-vector', min_values => %s)", (gates,))
+            conn.rollback()

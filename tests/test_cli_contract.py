@@ -105,6 +105,26 @@ USAGE = [
     ["import", "trec", "--dataset", "d"],
     ["db", "status", "--format", "xml"],
     ["no-such-command"],
+    # numbers passed to SQL: beyond PostgreSQL's integer, or not finite (issue 26: tracebacks or internal messages)
+    ["metrics", "--run", "x", "--rel-level", "99999999999"],
+    ["compare", "a", "b", "--rel-level", "-99999999999"],
+    ["compare", "a", "b", "--seed", "1e400"],
+    ["compare", "a", "b", "--alpha", "nan"],
+    ["compare", "a", "b", "--per-query", "--top", "3000000000"],
+    ["check", "--run", "x", "--min", "AP=0", "--rel-level", "99999999999"],
+    ["check", "--run", "x", "--min", "AP=0", "--seed", "inf"],
+    ["check", "--run", "x", "--min", "AP=0", "--junit", "/no/such/folder/gates.xml"],
+    ["report", "--run", "x", "--seed", "nan"],
+    ["retrieve", "--dataset", "d", "--corpus", "c", "--run", "x", "--weights", "bm25=inf"],
+    ["retrieve", "--dataset", "d", "--corpus", "c", "--run", "x", "--rrf-k", "99999999999"],
+    ["fuse", "--runs", "a,b", "--run", "f", "--k", "99999999999"],
+    ["fuse", "--runs", "a,b", "--run", "f", "--method", "wsum", "--optimize", "--step", "nan"],
+    ["review", "export", "--run", "x", "--seed", "nan"],
+    ["review", "export", "--run", "x", "--sample", "99999999999"],
+    ["review", "export", "--run", "x", "--output", "/no/such/folder/sheet.jsonl"],
+    ["judge-check", "pairs.jsonl", "--min-accuracy", "nan"],
+    ["ingest", ".", "--corpus", "c", "--chunk-size", "99999999999"],
+    ["demo", "--queries", "99999999999"],
 ]
 
 

@@ -259,3 +259,63 @@ def test_a_csv_whose_header_line_is_blank_is_one_input_error(tmp_path):
     with pytest.raises(InputError, match="the CSV header, is empty") as caught:
         list(parse_records(["\n", "q1,text\n"], "csv", path))
     assert caught.value.line == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["fuse", "--runs", "a,b", "--run", "f", "--method", "wsum", "--weights", "nan,1"],
+     """--weights "nan,1": 'nan' is not a finite number"""),
+    (["fuse", "--runs", "a,b", "--run", "f", "--method", "wsum", "--weights", "1,1e400"], "'1e400' is not a finite"),
+    (["check", "--run", "x", "--min", "nDCG@10=1e400"], """--min "nDCG@10=1e400": '1e400' is not a finite number"""),
+    (["check", "--run", "x", "--max-drop", "AP=-1e999", "--baseline", "y"], "'-1e999' is not a finite number"),
+])
+def test_numbers_beyond_float8_are_one_usage_line_before_any_database_work(capsys, monkeypatch, args, message):
+    """A number no float8 holds (nan, 1e400) in a list option is one `ragsql: usage:` line, exit 2, and nothing
+    connects (the database URL points nowhere)."""
+    monkeypatch.setenv("RAGSQL_DATABASE_URL", "postgresql://ragsql@127.0.0.1:9/ragsql")
+    monkeypatch.setenv("RAGSQL_CONNECT_TIMEOUT", "0")
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err.count("\n") == 1 and err.startswith("ragsql: usage: ") and message in err, err
+
+
+MARKUP_NAMES = ["[/bold] x", "[red]", "[link=x] budget $5_a_b$", "_x :smile:"]
+
+
+def test_names_with_markup_dollars_and_underscores_are_printed_literally_by_every_command(fresh_db, tmp_path, capsys,
+                                                                                          monkeypatch):
+    """Datasets and runs named with rich markup, emoji codes, `$` and `_` are printed as written and every command
+    exits 0 (issue 26: `[/bold] x` crashed list, show, metrics, scores and report, and a successful judge
+    exited 1)."""
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    example = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
+    for name in MARKUP_NAMES:
+        assert main(["import", "jsonl", str(example), "--dataset", name, "--run", name]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    commands = [["list", "runs"], ["list", "datasets"]] + [
+        command for name in MARKUP_NAMES for command in (
+            ["judge", "--run", name, "--offline", "--metrics", "faithfulness"], ["show", "run", name],
+            ["metrics", "--run", name], ["scores", "--run", name], ["diagnose", "--run", name],
+            ["report", "--run", name, "--resamples", "100", "--html", str(tmp_path / "r.html")])]
+    for command in commands:
+        code = main(command)
+        out, err = capsys.readouterr()
+        assert code == 0 and "Traceback" not in err, (command, code, err)
+        for name in MARKUP_NAMES if command[0] == "list" else [command[-1] if command[0] == "show" else command[2]]:
+            assert name in out, (command, name, out)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["import", "jsonl", "{file}", "--dataset", "a\0b"], r"argument 'a\x00b' contains a NUL character"),
+    (["import", "jsonl", "{file}", "--dataset", "d", "--run", "r\ud800"], r"argument 'r\ud800' is not valid UTF-8"),
+    (["metrics", "--run", "r\udcff"], r"argument 'r\udcff' is not valid UTF-8"),
+])
+def test_an_argument_postgresql_cannot_store_is_one_usage_line(fresh_db, tmp_path, capsys, args, message):
+    """A NUL or a lone surrogate (an argv byte that is no UTF-8) in any argument is one line naming it, exit 2,
+    and nothing is stored."""
+    path = write(tmp_path / "good.jsonl", GOOD)
+    code = main([a.replace("{file}", path) for a in args])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err.count("\n") == 1 and err.startswith("ragsql: usage: ") and message in err, err
+    with connect(fresh_db) as c:
+        assert count(c, "dataset") == 0

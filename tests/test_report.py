@@ -117,3 +117,64 @@ def test_demo_writes_its_report(demo, tmp_path, capsys):
     assert str(page.resolve()) in err.replace("\n", "")
     html = page.read_text(encoding="utf-8")
     assert "Run tiny-bm25" in html and "tiny-vector" in html and "tiny-hybrid" in html
+
+
+def _chart(html: str, name: str) -> str:
+    """The markup of one chart of the page (its <svg>, up to the next chart)."""
+    start = html.index(f'id="{name}"')
+    ends = [html.index(f'id="{other}"', start) for other in CHARTS if f'id="{other}"' in html[start + 1:]]
+    return html[start:min(ends)] if ends else html[start:]
+
+
+def test_a_measure_constant_across_queries_has_an_interval_holding_it_and_renders(fresh_db, tmp_path, capsys):
+    """Every query's P@3 is 2/3 (and nDCG@10, AP, ... constant too): the report's intervals hold their values and
+    the page renders (issue 26: ci_low 0.6666666666666666 above the value 0.6666666666666665 from float4 resample
+    sums, and matplotlib refused the negative error bar)."""
+    with psycopg.connect(fresh_db) as conn:
+        load_trec(conn, "\n".join(f"q{i:02} 0 d{j} 1" for i in range(40) for j in (1, 2)),
+                  "\n".join(f"q{i:02} Q0 {d} 0 {s} r" for i in range(40) for d, s in (("d1", 3), ("d2", 2), ("x", 1))),
+                  run_name="flat")
+        conn.commit()
+        rows = conn.execute("select measure, value, ci_low, ci_high from ragsql.measure_ci('flat', "
+                            "array['P@3', 'P@5', 'P@10', 'nDCG@10', 'AP', 'RR'], 500)").fetchall()
+    assert len(rows) == 6 and all(low <= value <= high for _, value, low, high in rows), rows
+    page = tmp_path / "flat.html"
+    code = main(["report", "--run", "flat", "--html", str(page), "--resamples", "500"])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    assert "P@5" in _chart(page.read_text(encoding="utf-8"), "chart-overview")  # 2/5 for every query
+
+
+def test_run_names_with_dollars_and_a_leading_underscore_are_drawn_literally(fresh_db, tmp_path, capsys):
+    """A run named `budget $5_a_b$` is drawn as written (not read as mathtext, which crashed the page) and a run
+    named `_x` keeps its legend entry (matplotlib leaves out a collected label starting with "_")."""
+    from ragsql.db import load
+
+    qrels, run = "q1 0 d1 1\nq2 0 d2 1\nq3 0 d3 2", "q1 Q0 d1 0 3 r\nq2 Q0 d9 0 2 r\nq3 Q0 d3 0 1 r"
+    with psycopg.connect(fresh_db) as conn:
+        load_trec(conn, qrels, run, run_name="budget $5_a_b$", dataset="names")
+        run_id = load.create_run(conn, "_x", load.ensure_dataset(conn, "names"))
+        load.add_run_results(conn, run_id, [("q1", None, "d9", 1.0, None), ("q2", None, "d2", 1.0, None)],
+                             rank_by_score=True)
+        conn.commit()
+    page = tmp_path / "names.html"
+    code = main(["report", "--run", "budget $5_a_b$", "--compare", "_x", "--html", str(page), "--resamples", "200"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "budget $5_a_b$" in out and "_x" in out
+    html = page.read_text(encoding="utf-8")
+    overview, forest = _chart(html, "chart-overview"), _chart(html, "chart-forest")
+    assert "budget $5_a_b$" in overview and ">_x<" in overview  # the legend: one entry per run
+    assert "(_x)" in forest
+
+
+def test_the_overview_chart_never_passes_a_negative_error_bar():
+    """An interval that excludes its value by rounding (the value one ulp below ci_low, as float4 sums gave) is
+    drawn as a point instead of crashing matplotlib with "'xerr' must not contain negative values"."""
+    from ragsql.db.compare import IntervalValue
+    from ragsql.report import charts
+
+    rows = [IntervalValue("r", "P@3", "retrieval", 0.6666666666666665, 0.6666666666666666, 0.6666666666666666, 40, 0,
+                          None),
+            IntervalValue("r", "P@5", "retrieval", 0.4, 0.3, 0.39999999999999997, 40, 0, None)]
+    assert "P@3" in charts.overview({"r": rows})

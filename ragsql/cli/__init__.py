@@ -105,9 +105,26 @@ def _is_database_error(exc: BaseException) -> bool:
     return psycopg is not None and isinstance(exc, psycopg.Error)
 
 
+def _unstorable(argv: list[str]) -> str | None:
+    """Why an argument cannot reach PostgreSQL text (a NUL, or bytes that are no UTF-8), or None."""
+    for arg in argv:
+        if "\0" in arg:
+            return f"argument {arg!r} contains a NUL character, which PostgreSQL text cannot hold"
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (f"argument {arg!r} is not valid UTF-8 (it holds {arg[exc.start]!r}: a byte that is no UTF-8, "
+                    "or a lone surrogate)")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; every error is one line on stderr and an exit status of the contract."""
     logging.getLogger("psycopg").addFilter(_QUIET_ROLLBACK)
+    unstorable = _unstorable(sys.argv[1:] if argv is None else argv)
+    if unstorable is not None:
+        click.echo(f"ragsql: usage: {unstorable}", err=True)
+        return 2
     try:
         status = cli.main(args=argv, prog_name="ragsql", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):

@@ -13,7 +13,7 @@ import psycopg
 from ragsql import db
 from ragsql.cli.compare import resampling_options
 from ragsql.cli.output import format_option, render, report
-from ragsql.cli.specs import split_names
+from ragsql.cli.specs import OutputFile, finite, int4, split_names
 from ragsql.db import gates, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import GateFailed, InputError, UsageError
@@ -24,15 +24,19 @@ __all__ = ["check_command", "parse_gates"]
 _GATE = re.compile(r"^(?P<measure>(?:[^=\s()]|\([^()]*\))+)=(?P<limit>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)$")
 
 
-def parse_gates(option: str, values: tuple[str, ...]) -> dict[str, float]:
-    """`nDCG@10=0.4` items (space- or comma-separated, the option repeatable) as {measure: limit}."""
-    limits: dict[str, float] = {}
+def parse_gates(option: str, values: tuple[str, ...]) -> list[tuple[str, float]]:
+    """`nDCG@10=0.4` items (space- or comma-separated, the option repeatable) as (measure, limit) pairs: every
+    one given, a measure gated twice checked twice (a dict would keep only the last)."""
+    limits: list[tuple[str, float]] = []
     for value in values:
         for item in split_names(value) or []:
             match = _GATE.match(item)
             if match is None:
                 raise UsageError(f'{option} "{item}": expected MEASURE=NUMBER, e.g. {option} "nDCG@10=0.4"')
-            limits[match["measure"]] = float(match["limit"])
+            try:
+                limits.append((match["measure"], finite(match["limit"])))
+            except ValueError as exc:
+                raise UsageError(f'{option} "{item}": {exc}') from None
     return limits
 
 
@@ -52,10 +56,10 @@ def _line(result: gates.GateResult) -> str:
 @click.option("--significant", is_flag=True,
               help="Count a drop only when it is significant (Holm-adjusted randomization p < alpha).")
 @resampling_options
-@click.option("--rel-level", default=1, show_default=True, type=int, help="Minimum relevant grade (trec_eval -l).")
+@click.option("--rel-level", default=1, show_default=True, type=int4(), help="Minimum relevant grade (trec_eval -l).")
 @click.option("--judge", default=None, metavar="MODEL|offline",
               help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).")
-@click.option("--junit", "junit", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
+@click.option("--junit", "junit", type=OutputFile(), default=None,
               help="Also write a JUnit XML report (one test case per gate) for a CI system to display.")
 @format_option()
 def check_command(run: str, baseline: str | None, minimums: tuple[str, ...], maximums: tuple[str, ...],

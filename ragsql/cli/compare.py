@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ragsql import db
 from ragsql.cli.output import FORMATS, print_table, render, warn
-from ragsql.cli.specs import split_names
+from ragsql.cli.specs import Float8, int4, split_names
 from ragsql.db import compare, names, review
 from ragsql.db.compare import Comparison, Resampling
 from ragsql.errors import InputError, UsageError
@@ -37,9 +37,9 @@ def resampling_options(command):
     for option in reversed((
         click.option("--resamples", type=click.IntRange(min=1, max=1_000_000), default=10000, show_default=True,
                      help="Resamples of the bootstrap interval and of the randomization test."),
-        click.option("--seed", type=float, default=0.42, show_default=True,
+        click.option("--seed", type=Float8(), default=0.42, show_default=True,
                      help="Seed of the resampling: the same seed gives the same numbers."),
-        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+        click.option("--alpha", type=Float8(0, 1, min_open=True, max_open=True), default=0.05,
                      show_default=True, help="Significance level; intervals are (1 - alpha)."),
     )):
         command = option(command)
@@ -178,13 +178,13 @@ def _print_per_query(per_query: dict[str, dict[str, list[dict]]], baseline: str,
 @click.argument("runs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN_C ...]")
 @measures_option()
 @resampling_options
-@click.option("--rel-level", default=1, show_default=True, type=int,
+@click.option("--rel-level", default=1, show_default=True, type=int4(),
               help="Minimum grade that counts as relevant (trec_eval -l).")
 @click.option("--judge", default=None, metavar="MODEL|offline",
               help="Whose verdicts generation metrics read: a judge model, or offline (default: the newest LLM "
                    "judge's, else the offline judge's).")
 @click.option("--per-query", is_flag=True, help="Also list the queries that improved and regressed most.")
-@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--top", type=int4(1), default=5, show_default=True,
               help="Queries listed per measure and direction with --per-query.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def compare_command(runs: tuple[str, ...], measures: str | None, resamples: int, seed: float, alpha: float,

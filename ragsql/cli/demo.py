@@ -8,11 +8,11 @@ from importlib import resources
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from ragsql import db
-from ragsql.cli.output import render
+from ragsql.cli.output import render, stderr_console
 from ragsql.cli.report import write_report
+from ragsql.cli.specs import int4
 from ragsql.db import diagnostics
 from ragsql.db import generation as generation_db
 from ragsql.db import metrics as metrics_db
@@ -37,7 +37,7 @@ def _data() -> Path:
 @click.option("--k", "k", default=10, show_default=True, type=click.IntRange(1, 100), help="Results per query.")
 @click.option("--top-n", default=3, show_default=True, type=click.IntRange(1, 20),
               help="Results given to the generator as contexts.")
-@click.option("--queries", default=None, type=click.IntRange(1), help="Use only the first N questions (quicker).")
+@click.option("--queries", default=None, type=int4(1), help="Use only the first N questions (quicker).")
 @click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the HTML report of the three runs (default: RAGSQL_HOME/reports/NAME-report.html).")
 def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path: Path | None) -> None:
@@ -58,7 +58,7 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
     from ragsql.retrieve import RunSpec, retrieve_run
 
     started = time.perf_counter()
-    console = Console(stderr=True)
+    console = stderr_console()
     offline = EndpointSettings()  # no endpoint: everything offline, whatever the environment says
     evalset = _evalset(queries)
     runs = [f"{name}-{mode}" for mode in MODES]

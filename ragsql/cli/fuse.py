@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 
 import click
 
 from ragsql import db
 from ragsql.cli.output import format_option, report, warn
-from ragsql.cli.specs import split_names
+from ragsql.cli.specs import Float8, finite, int4, split_names
 from ragsql.db import fusion
 from ragsql.errors import UsageError
 
@@ -28,12 +27,12 @@ NORMS = ("min-max", "max", "sum", "zmuv", "rank", "none")
               help="Each run's scores per query first: (s-min)/(max-min), s/max, (s-min)/(sum-min*n), "
                    "z-score, 1-(rank-1)/n, or none (ranx's default is min-max).")
 @click.option("--weights", default=None, metavar="W1,W2,...", help="wsum only: one weight per run, in --runs order.")
-@click.option("--k", "k", default=60, show_default=True, type=click.IntRange(min=0), help="rrf's constant.")
+@click.option("--k", "k", default=60, show_default=True, type=int4(0), help="rrf's constant.")
 @click.option("--optimize", is_flag=True,
               help="wsum / rrf: pick the weights (a grid of --step) or k (10..100) that maximise --measure on the "
                    "dataset's judgments, as ranx's optimize_fusion does; tuned on the very queries it is scored on.")
 @click.option("--measure", default="nDCG@10", show_default=True, help="What --optimize maximises.")
-@click.option("--step", default=0.1, show_default=True, type=click.FloatRange(0.01, 0.5),
+@click.option("--step", default=0.1, show_default=True, type=Float8(0.01, 0.5),
               help="--optimize wsum: the weight grid's step.")
 @click.option("--run", "run", required=True, help="Name of the fused run to store.")
 @format_option()
@@ -52,11 +51,9 @@ def fuse_command(runs: str, method: str, norm: str, weights: str | None, k: int,
     parsed = None
     if weights is not None:
         try:
-            parsed = [float(w) for w in split_names(weights) or []]
-        except ValueError:
-            raise UsageError(f'--weights "{weights}": expected numbers, e.g. --weights 0.7,0.3') from None
-        if not all(math.isfinite(w) for w in parsed):  # nan / inf would store a run of NaN scores
-            raise UsageError(f'--weights "{weights}": expected finite numbers, e.g. --weights 0.7,0.3')
+            parsed = [finite(w) for w in split_names(weights) or []]
+        except ValueError as exc:
+            raise UsageError(f'--weights "{weights}": {exc} (e.g. --weights 0.7,0.3)') from None
     if optimize and method.lower() not in ("wsum", "rrf"):
         raise UsageError(f"--optimize tunes wsum's weights or rrf's k, not {method}")
     if optimize and (parsed is not None or k != 60):

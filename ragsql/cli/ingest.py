@@ -6,7 +6,7 @@ import click
 
 from ragsql import db
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
-from ragsql.cli.specs import check_spec
+from ragsql.cli.specs import check_spec, int4
 from ragsql.corpus import SPLITTERS
 from ragsql.errors import NothingDone
 from ragsql.llm.settings import EndpointSettings
@@ -20,9 +20,9 @@ __all__ = ["ingest_command"]
 @click.option("--splitter", type=click.Choice(SPLITTERS), default="recursive", show_default=True,
               help="character: at blank lines; recursive: paragraphs, lines, then Chinese and English sentences; "
                    "markdown: headings first.")
-@click.option("--chunk-size", default=500, show_default=True, type=click.IntRange(1),
+@click.option("--chunk-size", default=500, show_default=True, type=int4(1),
               help="Largest chunk, in characters.")
-@click.option("--overlap", default=100, show_default=True, type=click.IntRange(0),
+@click.option("--overlap", default=100, show_default=True, type=int4(0),
               help="Characters shared by neighbouring chunks (less than the chunk size).")
 @click.option("--embedder", default=None, metavar="SPEC", callback=check_spec("embedder"),
               help="e5 (multilingual-e5-small, local, no torch) | offline[:DIM] (hashed n-grams) | openai[:MODEL] | "

@@ -8,7 +8,7 @@ import click
 
 from ragsql import db
 from ragsql.cli.output import format_option, progress, render, report, stderr_console
-from ragsql.cli.specs import check_metrics, check_spec
+from ragsql.cli.specs import Float8, check_metrics, check_spec
 from ragsql.errors import GateFailed
 from ragsql.formats.files import text_lines
 from ragsql.formats.pairs import parse_pairs
@@ -29,7 +29,7 @@ _GROUPS = {"metric": ("metric", "language"), "kind": ("metric", "kind", "languag
 @click.option("--offline", is_flag=True, help="Check the offline heuristic judge even if an endpoint is configured.")
 @click.option("--by", type=click.Choice(sorted(_GROUPS)), default="metric", show_default=True,
               help="Group the accuracy by metric and language, or also by the pairs' kind.")
-@click.option("--min-accuracy", type=click.FloatRange(0, 1), default=None,
+@click.option("--min-accuracy", type=Float8(0, 1), default=None,
               help="Exit 4 when a metric's pairwise accuracy (per language) is below this.")
 @click.option("--workers", default=16, show_default=True, type=click.IntRange(1, 256),
               help="Concurrent judge workers.")

@@ -10,7 +10,7 @@ import psycopg
 from ragsql import db
 from ragsql.cli.compare import resampling_options
 from ragsql.cli.output import FORMATS, render, warn
-from ragsql.cli.specs import split_names
+from ragsql.cli.specs import int4, split_names
 from ragsql.db import compare, generation, gold, metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import UsageError
@@ -27,7 +27,7 @@ __all__ = ["metrics_command"]
                    "P(rel=2)@10, RBP(p=0.9). Or generation metrics alone (faithfulness, token_f1, "
                    "factual_correctness(mode=f1), noise_sensitivity(mode=relevant), aspect:NAME, …; see "
                    "ragsql.generation_metric), read from stored verdicts as `ragsql scores` reads them.")
-@click.option("--rel-level", default=1, show_default=True, type=int,
+@click.option("--rel-level", default=1, show_default=True, type=int4(),
               help="Minimum grade that counts as relevant (trec_eval -l). nDCG gains ignore it.")
 @click.option("--answerable-only", is_flag=True,
               help="Average over queries with at least one relevant item only.")

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["FORMATS", "REPORT_FORMATS", "format_option", "print_table", "progress", "render", "report",
+__all__ = ["FORMATS", "REPORT_FORMATS", "console", "format_option", "print_table", "progress", "render", "report",
            "stderr_console", "warn"]
 
 FORMATS = ("table", "json", "csv")
@@ -29,11 +29,17 @@ def format_option(choices: Sequence[str] = REPORT_FORMATS):
                         help="table for people; json: one object on stdout (README: JSON output).")
 
 
-def stderr_console() -> Console:
-    """A console on stderr for notes and progress; never markup or highlighting of user text."""
+def console(stderr: bool = False, highlight: bool = False) -> Console:
+    """The one way the CLI makes a rich console: strings printed or put in a table are shown literally, never read
+    as markup or emoji codes, since they hold user names and text (a run named "[/bold] x" or ":x:")."""
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=highlight, soft_wrap=True)
+
+
+def stderr_console() -> Console:
+    """A console on stderr for notes and progress; never markup or highlighting of user text."""
+    return console(stderr=True)
 
 
 def warn(message: str) -> None:
@@ -92,10 +98,8 @@ def render(rows: Sequence[dict], columns: Sequence[str], fmt: str, title: str | 
 
 def print_table(table: Table) -> None:
     """Print a rich table on stdout; to a pipe or file as wide as the table needs, never cutting a name."""
-    from rich.console import Console
-
-    console = Console(soft_wrap=True)
-    if not console.is_terminal:
-        natural = console.measure(table, options=console.options.update_width(1000)).maximum
-        console.width = max(console.width, natural, len(str(table.title or "")))
-    console.print(table)
+    out = console(highlight=True)
+    if not out.is_terminal:
+        natural = out.measure(table, options=out.options.update_width(1000)).maximum
+        out.width = max(out.width, natural, len(str(table.title or "")))
+    out.print(table)

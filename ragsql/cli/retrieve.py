@@ -6,7 +6,7 @@ import click
 
 from ragsql import db
 from ragsql.cli.output import format_option, render, report, warn
-from ragsql.cli.specs import check_spec
+from ragsql.cli.specs import check_spec, finite, int4
 
 __all__ = ["retrieve_command"]
 
@@ -22,7 +22,7 @@ def _weights(ctx: click.Context, param: click.Parameter, value: str | None) -> d
             continue
         name, sep, number = part.partition("=")
         try:
-            weight = float(number)
+            weight = finite(number)
         except ValueError:
             weight = -1.0
         if not sep or name.strip() not in PATHS or not weight >= 0:
@@ -47,7 +47,7 @@ def _weights(ctx: click.Context, param: click.Parameter, value: str | None) -> d
               help="Hybrid: results each path contributes to the fusion (default: max(50, 2k)).")
 @click.option("--weights", default=None, metavar="bm25=1,vector=1,fuzzy=1", callback=_weights,
               help="Hybrid: weight of each path in the fusion (0 leaves a path out).")
-@click.option("--rrf-k", default=60, show_default=True, type=click.IntRange(0),
+@click.option("--rrf-k", default=60, show_default=True, type=int4(0),
               help="Hybrid: the k of Reciprocal Rank Fusion, score = sum of weight / (k + rank).")
 @click.option("--expand", default=0, show_default=True, type=click.IntRange(0, 20),
               help="Add this many neighbouring chunks on each side to a result's text (context expansion).")

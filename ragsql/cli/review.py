@@ -9,6 +9,7 @@ import psycopg
 
 from ragsql import db
 from ragsql.cli.output import format_option, report
+from ragsql.cli.specs import Float8, OutputFile, int4
 from ragsql.db import names
 from ragsql.db import review as review_db
 from ragsql.errors import InputError, UsageError
@@ -36,14 +37,14 @@ def _item(label) -> str:
 
 @review_group.command("export")
 @click.option("--run", "run", required=True, help="The judged run to review.")
-@click.option("--sample", type=click.IntRange(min=1), default=50, show_default=True, help="Queries to sample.")
+@click.option("--sample", type=int4(1), default=50, show_default=True, help="Queries to sample.")
 @click.option("--stratify", default=None, metavar="METRIC",
               help="Sample evenly across the quintiles of this metric's value (e.g. faithfulness).")
-@click.option("--seed", type=float, default=0.42, show_default=True, help="The same seed gives the same sample.")
+@click.option("--seed", type=Float8(), default=0.42, show_default=True, help="The same seed gives the same sample.")
 @click.option("--judge", default=None, metavar="MODEL|offline",
               help="Whose verdicts the sheet shows (default: the newest LLM judge's, else offline).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
-@click.option("--output", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
+@click.option("--output", type=OutputFile(), default=None,
               help="Write the sheet here (default: stdout).")
 def export_command(run: str, sample: int, stratify: str | None, seed: float, judge: str | None, fmt: str,
                    output: Path | None) -> None:

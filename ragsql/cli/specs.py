@@ -2,12 +2,78 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
-__all__ = ["check_metrics", "check_spec", "split_names"]
+__all__ = ["INT4_MAX", "INT4_MIN", "Float8", "OutputFile", "check_metrics", "check_spec", "finite", "int4",
+           "split_names"]
+
+INT4_MIN, INT4_MAX = -2**31, 2**31 - 1  # PostgreSQL integer: an option passed to SQL as one stays within it
+
+
+def finite(text: str) -> float:
+    """A number as float8 takes it; ValueError for text that is no number or no finite one (nan, inf, 1e400)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite number")
+    return value
+
+
+class Float8(click.FloatRange):
+    """A float option passed to SQL as float8: a finite number (not nan, inf or 1e400), within the range if given."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if self.min is None and self.max is None:
+            self.name = "float"  # help shows FLOAT, not FLOAT RANGE x<=None
+
+    def _describe_range(self) -> str:
+        return "finite" if self.min is None and self.max is None else super()._describe_range()
+
+    def convert(self, value, param, ctx):
+        try:
+            number = finite(value if isinstance(value, str) else repr(float(value)))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return super().convert(number, param, ctx)
+
+
+class _Int4(click.IntRange):
+    """click.IntRange whose help shows only the bounds given, not PostgreSQL's."""
+
+    def __init__(self, low: int | None, high: int | None) -> None:
+        super().__init__(INT4_MIN if low is None else max(low, INT4_MIN),
+                         INT4_MAX if high is None else min(high, INT4_MAX))
+        self._given = (low, high)
+        if self._given == (None, None):
+            self.name = "integer"
+
+    def _describe_range(self) -> str:
+        low, high = self._given
+        if low is None and high is None:
+            return ""
+        return f"x>={low}" if high is None else f"x<={high}" if low is None else f"{low}<=x<={high}"
+
+    def convert(self, value, param, ctx):
+        number = click.INT.convert(value, param, ctx)
+        if not INT4_MIN <= number <= INT4_MAX:
+            self.fail(f"{number} is beyond PostgreSQL's integer ({INT4_MIN} to {INT4_MAX})", param, ctx)
+        if not self.min <= number <= self.max:
+            self.fail(f"{number} is not in the range {self._describe_range()}", param, ctx)
+        return number
+
+
+def int4(low: int | None = None, high: int | None = None) -> click.IntRange:
+    """An integer option passed to SQL as integer: within [low, high], never beyond PostgreSQL's integer."""
+    return _Int4(low, high)
+
 
 _NAME = re.compile(r"(?:[^\s,()]|\([^()]*\))+")
 
@@ -57,3 +123,18 @@ def check_metrics(ctx: click.Context, param: click.Parameter, value: str | None)
     if wrong:
         raise click.BadParameter(f"unknown metric {wrong[0]!r}; choose from {', '.join(METRICS)}")
     return asked
+
+
+class OutputFile(click.Path):
+    """A file an option writes: its folder must exist (a usage error naming the folder, before any work)."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, writable=True, path_type=Path)
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        folder = Path(path).expanduser().absolute().parent
+        if not folder.is_dir():
+            self.fail(f"folder {str(folder)!r} does not exist" if not folder.exists() else
+                      f"{str(folder)!r} is not a folder", param, ctx)
+        return path

@@ -8,7 +8,7 @@ import click
 
 from ragsql import db
 from ragsql.cli.output import format_option, progress, render, report, stderr_console
-from ragsql.cli.specs import split_names
+from ragsql.cli.specs import int4, split_names
 from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["synth_command"]
@@ -27,7 +27,7 @@ def _kinds(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
 @click.command("synth")
 @click.option("--corpus", required=True, help="The ingested corpus whose documents the questions come from.")
 @click.option("--dataset", required=True, help="The dataset to write the questions into (created when new).")
-@click.option("--n", "n", default=100, show_default=True, type=click.IntRange(min=1), help="Questions to write.")
+@click.option("--n", "n", default=100, show_default=True, type=int4(1), help="Questions to write.")
 @click.option("--kinds", default="single", show_default=True, callback=_kinds, metavar="single,multi,comparison",
               help="Kinds in turn: single-hop (one passage), multi-hop (two related passages), comparison.")
 @click.option("--lang", "language", default="auto", show_default=True, type=click.Choice(["auto", "en", "zh"]),

@@ -18,8 +18,9 @@ from ragsql.db.compare import Comparison, IntervalValue  # noqa: E402
 __all__ = ["distributions", "forest", "heat_map", "overview"]
 
 COLORS = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04"]
+# Run names, qids and aspect names are user text: drawn literally, never as mathtext ("budget $5_a_b$") or TeX.
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
-                     "font.family": "sans-serif"})
+                     "font.family": "sans-serif", "text.parse_math": False, "text.usetex": False})
 
 
 def _svg(figure, name: str) -> str:
@@ -37,6 +38,7 @@ def overview(values: dict[str, Sequence[IntervalValue]]) -> str:
     measures = list(dict.fromkeys(v.measure for rows in values.values() for v in rows))
     figure, axis = plt.subplots(figsize=(7.5, 0.32 * len(measures) + 1.2))
     step = 0.8 / max(len(values), 1)
+    handles = []
     for i, (run, rows) in enumerate(values.items()):
         by = {v.measure: v for v in rows}
         ys, xs, lows, highs = [], [], [], []
@@ -46,15 +48,18 @@ def overview(values: dict[str, Sequence[IntervalValue]]) -> str:
                 continue
             ys.append(j - 0.4 + step * (i + 0.5))
             xs.append(v.value)
-            lows.append(v.value - (v.ci_low if v.ci_low is not None else v.value))
-            highs.append((v.ci_high if v.ci_high is not None else v.value) - v.value)
-        axis.errorbar(xs, ys, xerr=[lows, highs], fmt="o", markersize=4, capsize=2, color=COLORS[i % len(COLORS)],
-                      label=run, linewidth=1)
+            # never negative: matplotlib refuses it, and an interval that excludes its value is drawn as a point
+            lows.append(max(0.0, v.value - (v.ci_low if v.ci_low is not None else v.value)))
+            highs.append(max(0.0, (v.ci_high if v.ci_high is not None else v.value) - v.value))
+        handles.append(axis.errorbar(xs, ys, xerr=[lows, highs], fmt="o", markersize=4, capsize=2,
+                                     color=COLORS[i % len(COLORS)], linewidth=1))
     axis.set_yticks(range(len(measures)), measures)
     axis.invert_yaxis()
     axis.set_xlabel("run value with its 95% bootstrap interval")
     axis.grid(axis="x", alpha=0.3)
-    axis.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=min(len(values), 4), frameon=False)
+    # labels given explicitly: matplotlib leaves out a collected label starting with "_" (a run named "_x")
+    axis.legend(handles, list(values), loc="lower left", bbox_to_anchor=(0, 1.0), ncol=min(len(values), 4),
+                frameon=False)
     return _svg(figure, "overview")
 
 

@@ -16,7 +16,10 @@
 --     rotations of one pool vector balance each other (every query drawn equally often over all of
 --     them), as in the balanced bootstrap.
 -- The float4 inner products are accurate to about 1e-6 of the sum of magnitudes; a resample whose
--- statistic ties the observed one within 1e-5 of it counts as at least as extreme (conservative).
+-- statistic ties the observed one within 1e-5 of it counts as at least as extreme (conservative). The
+-- bootstrap resamples the deviations from the sample's float8 mean (summed in the sample's order, as the
+-- callers' run values are) and adds them to it, so float4 carries only the spread, a constant sample resamples
+-- to its mean, and the interval is widened to hold the mean if rounding still left it outside.
 
 create or replace function ragsql._resample_chunk()
 returns integer
@@ -123,13 +126,23 @@ begin atomic
         from drawn as d
         group by 1, 2, 3
     ),
+    centre as materialized (
+        -- the sample's mean in float8, summed in the order given (the callers' value is avg(... order by qid),
+        -- the same additions in the same order, so the same bits)
+        select sl.ord, avg(bootstrap_mean_ci.vals[sl.start + k.k] order by k.k) as mean
+        from slice as sl
+        cross join generate_series(1, sl.n) as k(k)
+        group by sl.ord
+    ),
     shuffled as materialized (
-        -- the sample in a seeded random order, so that rotations pair unrelated queries (the order depends on
-        -- the seed and the sample's length only: a sample's interval does not depend on the others asked with it)
+        -- the sample's deviations from its mean in a seeded random order, so that rotations pair unrelated
+        -- queries (the order depends on the seed and the sample's length only: a sample's interval does not
+        -- depend on the others asked with it)
         select sl.ord, sl.n, sl.rotations,
-               array_agg(bootstrap_mean_ci.vals[sl.start + k.k]
+               array_agg(bootstrap_mean_ci.vals[sl.start + k.k] - c.mean
                          order by ragsql._uniform(-1, k.k, bootstrap_mean_ci.seed), k.k) as x
         from slice as sl
+        join centre as c on c.ord = sl.ord
         cross join generate_series(1, sl.n) as k(k)
         group by 1, 2, 3
     ),
@@ -144,29 +157,34 @@ begin atomic
     ),
     product as materialized (
         -- one inner product per resample and chunk; only numbers leave this step (no vector is sorted)
-        select ro.ord, ro.n, (po.a - 1) * sh.rotations + ro.t + 1 as r, inner_product(po.counts, ro.v) as total
+        select ro.ord, ro.n, (po.a - 1) * sh.rotations + ro.t + 1 as r, ro.chunk,
+               inner_product(po.counts, ro.v) as total
         from rotated as ro
         join shape as sh on sh.n = ro.n
         join pool as po on po.n = ro.n and po.chunk = ro.chunk
         where (po.a - 1) * sh.rotations + ro.t + 1 <= bootstrap_mean_ci.resamples
     ),
     resample as (
-        select p.ord, p.r, sum(p.total) / min(p.n) as mean
+        -- chunks summed in a fixed order: the same seed gives the same bits whatever the plan
+        select p.ord, p.r, min(c.mean) + sum(p.total order by p.chunk) / min(p.n) as mean
         from product as p
+        join centre as c on c.ord = p.ord
         group by p.ord, p.r
     )
     select o.ord::integer,
-           percentile_cont(bootstrap_mean_ci.alpha / 2) within group (order by rs.mean),
-           percentile_cont(1 - bootstrap_mean_ci.alpha / 2) within group (order by rs.mean)
+           least(percentile_cont(bootstrap_mean_ci.alpha / 2) within group (order by rs.mean), min(c.mean)),
+           greatest(percentile_cont(1 - bootstrap_mean_ci.alpha / 2) within group (order by rs.mean), min(c.mean))
     from unnest(bootstrap_mean_ci.lengths) with ordinality as o(n, ord)
     left join resample as rs on rs.ord = o.ord
+    left join centre as c on c.ord = o.ord
     group by o.ord
     order by o.ord;
 end;
 comment on function ragsql.bootstrap_mean_ci(float8[], integer[], integer, float8, float8) is
     'Percentile bootstrap interval of the mean of each sample: vals holds the samples one after another, '
     'lengths their sizes. Resamples draw with replacement (balanced rotations of shared count vectors, '
-    'see sql/functions/50_compare.sql); the same seed gives the same interval. Null for an empty sample.';
+    'see sql/functions/50_compare.sql); the same seed gives the same interval. It always holds the sample''s '
+    'mean avg(x) summed in the given order (ci_low <= mean <= ci_high). Null for an empty sample.';
 
 create or replace function ragsql.sign_flip_p(
     vals float8[], lengths integer[], resamples integer default 10000, seed float8 default 0.42)
@@ -589,7 +607,7 @@ as $$
         select p.ord, p.measure, p.kind,
                avg(p.a) filter (where p.d is not null) as baseline_value,
                avg(p.b) filter (where p.d is not null) as value,
-               avg(p.d) as diff,
+               avg(p.d order by p.qid collate "C") as diff,
                stddev_samp(p.d) as sd,
                count(p.d) as queries,
                count(*) filter (where (p.d > 0) = p.up and p.d <> 0) as improved,
@@ -627,7 +645,8 @@ as $$
         from (select array_agg(p.p_value order by p.ord) as ps, array_agg(p.ord order by p.ord) as ords from p_of as p) as a
         cross join unnest(a.ords, ragsql.holm(a.ps)) as h(ord, p_adjusted)
     )
-    select pm.measure, pm.kind, pm.baseline_value, pm.value, pm.diff, i.ci_low, i.ci_high,
+    select pm.measure, pm.kind, pm.baseline_value, pm.value, pm.diff, least(i.ci_low, pm.diff),
+           greatest(i.ci_high, pm.diff),
            p.p_value, ad.p_adjusted, ragsql.paired_t_p(pm.diff, pm.sd, pm.queries),
            ad.p_adjusted < compare.alpha,
            pm.queries, pm.improved, pm.regressed, pm.tied, pm.left_out, pm.judge_model,
@@ -690,7 +709,7 @@ as $$
         where ragsql._check_resampling(measure_ci.resamples, measure_ci.alpha)
     ),
     per_measure as materialized (
-        select v.ord, v.measure, v.kind, avg(v.value) as value, count(v.value) as queries,
+        select v.ord, v.measure, v.kind, avg(v.value order by v.qid collate "C") as value, count(v.value) as queries,
                count(*) - count(v.value) as left_out, string_agg(distinct v.judge_model, ', ') as judge_model,
                coalesce(array_agg(v.value order by v.qid collate "C") filter (where v.value is not null), '{}') as xs
         from per_query as v
@@ -709,7 +728,9 @@ as $$
         cross join ragsql.bootstrap_mean_ci(pk.vals, pk.lengths, measure_ci.resamples, measure_ci.seed,
                                             measure_ci.alpha) as c
     )
-    select pm.measure, pm.kind, pm.value, i.ci_low, i.ci_high, pm.queries, pm.left_out, pm.judge_model
+    -- least / greatest: an interval never excludes its own value (bootstrap_mean_ci's mean is this value's bits)
+    select pm.measure, pm.kind, pm.value, least(i.ci_low, pm.value), greatest(i.ci_high, pm.value), pm.queries,
+           pm.left_out, pm.judge_model
     from per_measure as pm
     left join interval_of as i on i.ord = pm.ord
     order by pm.ord

@@ -5,19 +5,39 @@ create or replace function ragsql._gate_limits(gates jsonb, kind text)
 returns table (ord integer, name text, limit_value float8)
 language plpgsql immutable parallel safe
 as $$
+-- An object {"measure": number} can hold one gate per key (jsonb keeps the last of repeated keys), so
+-- `ragsql check` sends an array of ["measure", number] pairs: every gate given is a row (by name, then as given).
 declare
     g record;
 begin
     if gates is null then
         return;
-    elsif jsonb_typeof(gates) <> 'object' then
-        raise exception '% gates must be a JSON object {"measure": number}, not %', kind, gates
+    elsif jsonb_typeof(gates) not in ('object', 'array') then
+        raise exception '% gates must be a JSON object {"measure": number} or an array [["measure", number], ...], not %',
+            kind, gates
             using errcode = 'invalid_parameter_value';
     end if;
     ord := 0;
-    for g in select e.key, e.value from jsonb_each(gates) as e order by e.key loop
-        if jsonb_typeof(g.value) <> 'number' then
+    for g in
+        select u.key, u.value, u.pair
+        from (select e.key, e.value, null::jsonb as pair, 0::bigint as n
+              from jsonb_each(case when jsonb_typeof(gates) = 'object' then gates end) as e
+              union all
+              select a.pair ->> 0, a.pair -> 1, a.pair, a.n
+              from jsonb_array_elements(case when jsonb_typeof(gates) = 'array' then gates end)
+                   with ordinality as a(pair, n)) as u
+        order by u.key collate "C", u.n
+    loop
+        -- (no case expression here: PL/pgSQL ends an if's condition at the first "then")
+        if g.pair is not null and (jsonb_typeof(g.pair) is distinct from 'array' or g.pair -> 1 is null
+                                   or g.pair -> 2 is not null or jsonb_typeof(g.pair -> 0) is distinct from 'string') then
+            raise exception '% gate %: expected a pair ["measure", number]', kind, g.pair
+                using errcode = 'invalid_parameter_value';
+        elsif jsonb_typeof(g.value) <> 'number' then
             raise exception '% gate "%": the limit must be a number, not %', kind, g.key, g.value
+                using errcode = 'invalid_parameter_value';
+        elsif abs((g.value #>> '{}')::numeric) > 1.7976931348623157e308 then
+            raise exception '% gate "%": the limit is beyond the range of float8 (about 1.8e308)', kind, g.key
                 using errcode = 'invalid_parameter_value';
         end if;
         ord := ord + 1;
@@ -27,7 +47,9 @@ begin
     end loop;
 end
 $$;
-comment on function ragsql._gate_limits(jsonb, text) is 'The (measure, limit) pairs of a gates object, checked to be numbers.';
+comment on function ragsql._gate_limits(jsonb, text) is
+    'The (measure, limit) rows of a gates object {"measure": number} or array [["measure", number], ...] '
+    '(repeated measures kept), checked to be numbers.';
 
 create or replace function ragsql.check(
     run text, baseline text default null, min_values jsonb default '{}', max_values jsonb default '{}',
@@ -64,11 +86,11 @@ begin
 
     return query
     with gates as (
-        select 'min'::text as gate, s.measure, l.limit_value
+        select 'min'::text as gate, 1 as kind, l.ord, s.measure, l.limit_value
         from ragsql._gate_limits(min_values, 'min') as l
         cross join lateral ragsql._metric_spec(array[run], array[l.name]) as s
         union all
-        select 'max', s.measure, l.limit_value
+        select 'max', 2, l.ord, s.measure, l.limit_value
         from ragsql._gate_limits(max_values, 'max') as l
         cross join lateral ragsql._metric_spec(array[run], array[l.name]) as s
     ),
@@ -89,7 +111,8 @@ begin
                    then format('%s = %s > max %s', g.measure, round(lv.value::numeric, 4), g.limit_value)
            end
     from gates as g
-    left join level as lv on lv.measure = g.measure;
+    left join level as lv on lv.measure = g.measure
+    order by g.kind, g.ord;
 
     return query
     with compared as (
@@ -98,12 +121,12 @@ begin
         where drop_names is not null
     ),
     gates as (
-        select s.measure, l.limit_value
+        select l.ord, s.measure, l.limit_value
         from ragsql._gate_limits(max_drops, 'max_drop') as l
         cross join lateral ragsql._metric_spec(array[run], array[l.name]) as s
     ),
     judged as (
-        select g.measure, g.limit_value, c.value, c.baseline_value, c.diff, c.ci_low, c.ci_high, c.p_value,
+        select g.ord, g.measure, g.limit_value, c.value, c.baseline_value, c.diff, c.ci_low, c.ci_high, c.p_value,
                c.p_adjusted,
                case when c.up then -c.diff else c.diff end as dropped,
                c.note
@@ -125,11 +148,13 @@ begin
                    case when significant and not coalesce(j.p_adjusted < alpha, false)
                         then format(': not significant at alpha %s, so it passes', alpha) else '' end)
            end
-    from judged as j;
+    from judged as j
+    order by j.ord;
 end
 $$;
 comment on function ragsql.check(text, text, jsonb, jsonb, jsonb, boolean, integer, float8, float8, integer, text) is
     'Quality gates of a run, one row per gate: min_values / max_values {"measure": limit} on the run value, '
     'max_drops {"measure": limit} on the change from baseline in the metric''s bad direction (with '
-    'significant, only a drop whose Holm-adjusted randomization p < alpha fails). passed and a reason for '
+    'significant, only a drop whose Holm-adjusted randomization p < alpha fails). Each may also be an array '
+    '[["measure", limit], ...] to give one measure several gates: every gate is a row. passed and a reason for '
     'every failure; a metric without any value fails its gate. `ragsql check` exits 4 when any row fails.';

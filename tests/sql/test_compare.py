@@ -287,3 +287,30 @@ def test_compare_generation_metrics_direction_left_out_and_missing(demo_runs):
         assert row["baseline_value"] == pytest.approx(sum(a for a, _ in pairs) / len(pairs), abs=1e-12)
         better = sum(1 for a, b in pairs if (b > a if metric == "faithfulness" else b < a))
         assert row["improved"] == better
+
+
+@pytest.mark.parametrize("value", [2 / 3, 0.1, 1 / 7, 0.3])
+@pytest.mark.parametrize("n", [3, 30, 301, 5000])
+def test_a_constant_sample_has_an_interval_holding_its_own_mean(db, value, n):
+    """Every query 2/3 (or 0.1, 1/7, 0.3): the interval holds the mean summed in order, exactly (issue 26: float4
+    resample sums gave ci_low 0.6666666666666666 above a mean of 0.6666666666666665)."""
+    sample = [value] * n
+    mean = sum(sample) / n  # float8 additions in the sample's order, as avg(x order by qid) adds
+    (low, high), = bootstrap_ci(db, [sample], 2000)
+    assert low <= mean <= high and high - low < 1e-12, (low, mean, high)  # only the rounding of the sum
+
+
+def test_measure_ci_and_compare_never_exclude_their_own_value(db):
+    """A measure constant across 301 queries (P@3 = 2/3 in run a, 1/3 in run b): measure_ci's interval holds the
+    run value and compare's holds diff, bit for bit."""
+    qrels = "\n".join(f"q{i:03} 0 d{j} 1" for i in range(301) for j in (1, 2, 3))
+    run_a = "\n".join(f"q{i:03} Q0 {d} 0 {s} a" for i in range(301) for d, s in (("d1", 3), ("d2", 2), ("x", 1)))
+    load_trec(db, qrels, run_a, run_name="a", dataset="constant")
+    load_second_run(db, "b", "constant", {f"q{i:03}": {"d1": 3, "x": 2, "y": 1} for i in range(301)})
+    for run in ("a", "b"):
+        (value, low, high), = db.execute("select value, ci_low, ci_high from ragsql.measure_ci(%s, array['P@3'], 2000)",
+                                         (run,)).fetchall()
+        assert low <= value <= high and value == pytest.approx(2 / 3 if run == "a" else 1 / 3, abs=1e-13)
+    (diff, low, high), = db.execute("select diff, ci_low, ci_high from ragsql.compare('a', 'b', array['P@3'], 2000)"
+                                    ).fetchall()
+    assert low <= diff <= high and diff == pytest.approx(-1 / 3, abs=1e-13)
