@@ -3,6 +3,7 @@ values equal to the CLI's for the same run, bad records named by index and qid w
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import subprocess
@@ -13,6 +14,7 @@ import psycopg
 import pytest
 
 import ragsql
+from ragsql.errors import JudgeError
 from tests.conftest import EXAMPLE, run_cli
 
 RECORDS = [json.loads(line) for line in EXAMPLE.read_text("utf-8").splitlines()]
@@ -189,7 +191,8 @@ def _nested(depth: int, leaf: object) -> object:
     ("reference", "a\x00reference", "NUL"),
     ("retrieved_contexts", [_nested(1000, "deep")], "nested more than 64 levels"),
     ("metadata", _nested(1000, 1), "nested more than 64 levels"),
-    ("metadata", {"tags": ("a", ("b", ("c",) * 2)) * 2, "when": (((),),) * 3, "x": _nested(70, 0)}, "nested more"),
+    ("metadata", {"tags": ("a", ("b",)), "deep": functools.reduce(lambda inner, _: (inner,), range(1000), 0)},
+     "nested more than 64 levels"),
     ("retrieved_scores", [float("nan"), 1.0], "nan"),
     ("response", b"bytes", "not a JSON value"),
 ])
@@ -297,3 +300,23 @@ def test_no_hostile_input_raises_anything_but_input_or_usage_error(offline):
         else:
             pytest.fail(f"accepted: {kwargs or records!r:.200}")
     assert _stored(offline) == (0, 0)
+
+
+def test_a_judge_endpoint_that_refuses_or_a_bad_setting_stores_nothing(offline, monkeypatch):
+    """The judge's settings and endpoint are checked before the records are stored: the retry after fixing them
+    is a first run, not a clash with a half-made one."""
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI(required_key="right") as fake:
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "wrong")
+        with pytest.raises(JudgeError, match="rejected the API key"):
+            ragsql.evaluate(RECORDS, metrics=["faithfulness"], run="api-key", dataset="key")
+        assert _stored(offline) == (0, 0)
+        monkeypatch.setenv("RAGSQL_JUDGE_TEMPERATURE", "9")
+        with pytest.raises(ragsql.InputError, match="RAGSQL_JUDGE_TEMPERATURE"):
+            ragsql.evaluate(RECORDS, metrics=["faithfulness"], run="api-key", dataset="key")
+        assert _stored(offline) == (0, 0)
+        monkeypatch.delenv("RAGSQL_JUDGE_TEMPERATURE")
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "right")
+        assert ragsql.evaluate(RECORDS, metrics=["faithfulness"], run="api-key", dataset="key").failed_tasks == 0
