@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ragsql.errors import InputError
+from ragsql.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from ragsql.api import Evaluation, compare, connect, engine, evaluate, metrics, synth
 
-__all__ = ["Evaluation", "InputError", "__version__", "compare", "connect", "engine", "evaluate", "metrics", "synth"]
+__all__ = ["Evaluation", "InputError", "UsageError", "__version__", "compare", "connect", "engine", "evaluate", "metrics",
+           "synth"]
 
 __version__ = "0.1.0"
 

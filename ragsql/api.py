@@ -14,10 +14,13 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import datetime
+import difflib
 import hashlib
 import json
 import math
 import os
+import re
+import sys
 import tempfile
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,12 +32,15 @@ from ragsql.db import compare as db_compare
 from ragsql.db import generation, metrics as db_metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import InputError, UsageError
+from ragsql.formats import Record, parse_records
+from ragsql.formats.values import INT_MAX, MAX_DEPTH, id_problem, text_problem
 from ragsql.importer import ImportSummary, import_records
 
 if TYPE_CHECKING:
     import pandas
     import sqlalchemy
 
+    from ragsql.llm.settings import EndpointSettings
     from ragsql.synthesis import SynthResult
 
 __all__ = ["Evaluation", "compare", "connect", "engine", "evaluate", "metrics", "synth"]
@@ -84,33 +90,61 @@ def engine(database_url: str | None = None) -> sqlalchemy.Engine:
     return db.engine(database_url)
 
 
-def evaluate(records: Iterable[Mapping[str, Any]] | pandas.DataFrame, metrics: Sequence[str] | None = None, *,
-             run: str | None = None, dataset: str | None = None, judge: str | None = None,
-             database_url: str | None = None, workers: int = 8, rel_level: int = 1) -> Evaluation:
+def evaluate(records: Iterable[Mapping[str, Any]] | pandas.DataFrame, metrics: str | Sequence[str] | None = None,
+             *, run: str | None = None, dataset: str | None = None, judge: str | None = None,
+             database_url: str | None = None, workers: int = 8, rel_level: int = 1,
+             replace: bool = False) -> Evaluation:
     """Store `records` as a dataset and a run, judge what the metrics need, and return the values.
 
     records: dicts (or DataFrame rows) with RAGAS (``user_input``, ``response``, ``retrieved_contexts``,
     ``reference``…) or seed field names, as `ragsql import jsonl` reads them; a missing (None / NaN) field is
-    absent. metrics: generation metrics (faithfulness, …, aspect:<name>) and retrieval measures (nDCG@10, …);
-    default: every one the data allows. judge: None for the configured endpoint (else the offline judge),
-    "offline", or a model name at the configured endpoint. A bad record raises one InputError naming its index
-    (and qid); nothing of it is stored.
+    absent. metrics: a metric name or a list of them: generation metrics (faithfulness, …, aspect:<name>) and
+    retrieval measures (nDCG@10, …); default: every one the data allows. judge: None for the configured endpoint
+    (else the offline judge), "offline", or a model name at the configured endpoint.
+
+    Everything is checked before anything is stored: a bad record raises one InputError naming its index (and
+    qid), a bad metric name or option one UsageError. The same call again (same records, metrics, dataset and
+    judge) returns the stored run's values without judging anew; a run of that name stored with other inputs is
+    an error unless replace=True, which stores the run again (and the records' labels in the dataset).
     """
+    asked = _metric_names(metrics)
+    _check_options(run, dataset, judge, workers, rel_level, replace)
     rows = _rows(records)
+    lines = _lines(rows)
+    parsed = _parsed(lines, rows)
     url = database_url or db.database_url()
     with connect(url) as conn:
         kinds = generation.metric_kinds(conn)
-        asked = list(dict.fromkeys(metrics)) if metrics is not None else None
-        gen = None if asked is None else [m for m in asked if m.lower().strip() in kinds or m.startswith("aspect:")]
-        ret = None if asked is None else [m for m in asked if m not in gen]
-        dataset = dataset or "py-" + hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        run = run or f"{dataset}-{datetime.datetime.now():%Y%m%d-%H%M%S-%f}"
-        has_answers = _import(conn, rows, dataset, run).answers > 0
+        gen, ret = (None, None) if asked is None else _split_metrics(conn, asked, kinds)
+        has_answers = any(r.answer is not None for r in parsed)
+        _require_inputs(parsed, gen, ret)
+        task_kinds = None if gen is None else [k for k in dict.fromkeys(
+            "aspect_critique" if m.lower().strip().startswith("aspect:") else kinds[m.lower().strip()]
+            for m in gen) if k is not None]
+        needs_judge = has_answers and task_kinds != []  # text metrics (no task kind) need no judge
+        settings = _judge_settings(judge) if needs_judge or judge is not None else None
+        judge_id = None if not needs_judge else (
+            "offline" if judge == "offline" or not settings.configured else settings.model)
+        dataset = dataset or "py-" + _digest(rows)[:10]
+        inputs = _digest({"records": rows, "metrics": None if asked is None else sorted(asked), "dataset": dataset,
+                          "judge": judge_id})
+        # the default run name follows the inputs, so running the same cell again finds its run
+        run = run or f"{dataset}-{inputs[:10]}"
+        stored = _stored_inputs(conn, run)
+    reuse = stored == inputs and not replace
+    if stored is not None and not reuse and not replace:
+        raise UsageError(f"run {run!r} already exists with other inputs (records, metrics, dataset or judge): "
+                         "pass replace=True to replace it, or another run name")
+    if not reuse:
+        if needs_judge:
+            _check_endpoint(settings, judge == "offline")
+        config = {"source": "ragsql.evaluate", "inputs_sha256": inputs,
+                  "metrics": None if asked is None else asked, "judge": judge_id}
+        with connect(url) as conn:
+            _import(conn, lines, rows, dataset, run, replace, config)
     failed, model = 0, None
-    task_kinds = None if gen is None else [k for k in dict.fromkeys(
-        "aspect_critique" if m.startswith("aspect:") else kinds[m.lower().strip()] for m in gen) if k is not None]
-    if has_answers and task_kinds != []:  # text metrics (no task kind) need no judge
-        failed, model = _judge(url, run, task_kinds, judge, workers)
+    if needs_judge:  # again on reuse: tasks already done cost nothing, failed ones are tried again
+        failed, model = _judge(url, run, task_kinds, settings, judge == "offline", workers)
     with connect(url) as conn:
         judge_name = "offline" if model is not None and model.startswith("offline") else model
         scores, per_query = _values(conn, run, ret, gen if has_answers else [], judge_name, rel_level)
@@ -180,72 +214,273 @@ def synth(corpus: str, dataset: str, *, n: int = 100, kinds: Sequence[str] = ("s
     return _run_async(written())
 
 
+def _metric_names(metrics: str | Iterable[str] | None) -> list[str] | None:
+    """The metric names asked for, once each in the order given; a single name is one metric."""
+    if metrics is None:
+        return None
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    elif isinstance(metrics, (bytes, Mapping)) or not isinstance(metrics, Iterable):
+        raise UsageError(f"metrics must be a metric name or a list of them, found {type(metrics).__name__}")
+    names = list(metrics)
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise UsageError(f"metrics must be names (non-empty strings), found {_short(name)}")
+        if problem := text_problem(name):
+            raise UsageError(f"the metric name {_short(name)} {problem[1]}")
+    if not names:
+        raise UsageError("metrics is empty: name at least one metric, or pass None for every one the data allows")
+    return list(dict.fromkeys(names))
+
+
+def _check_options(run: object, dataset: object, judge: object, workers: object, rel_level: object,
+                   replace: object) -> None:
+    """Raise UsageError for an option evaluate cannot use, before anything is stored."""
+    for what, name in (("run", run), ("dataset", dataset), ("judge", judge)):
+        if name is None:
+            continue
+        if not isinstance(name, str) or not name.strip():
+            raise UsageError(f"{what} must be a non-empty string, found {_short(name)}")
+        if problem := id_problem(name):
+            raise UsageError(f"the {what} name {_short(name)} {problem}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise UsageError(f"workers must be an integer of 1 or more, found {_short(workers)}")
+    if isinstance(rel_level, bool) or not isinstance(rel_level, int) or abs(rel_level) > INT_MAX:
+        raise UsageError(f"rel_level must be an integer grade (-{INT_MAX} to {INT_MAX}), found {_short(rel_level)}")
+    if not isinstance(replace, bool):
+        raise UsageError(f"replace must be True or False, found {_short(replace)}")
+
+
 def _rows(records: Iterable[Mapping[str, Any]] | pandas.DataFrame) -> list[dict[str, Any]]:
-    """The records as plain dicts without missing fields (None, NaN); a record that is not a mapping is an error."""
+    """The records as plain JSON values without missing fields (None, NaN); a record that is not a mapping, a
+    value that is not JSON or nested too deep is an InputError naming the record."""
     if hasattr(records, "to_dict") and hasattr(records, "columns"):
+        if not records.columns.is_unique:
+            raise InputError("the DataFrame has a repeated column name")
         records = records.to_dict("records")
-    if isinstance(records, (str, bytes)) or not isinstance(records, Iterable):
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
         raise InputError("records must be a list of dicts or a pandas DataFrame")
     rows = []
     for i, record in enumerate(records):
         if not isinstance(record, Mapping):
             raise InputError(f"record {i}: a record must be a dict, found {type(record).__name__}")
-        rows.append({str(k): _plain(v) for k, v in record.items() if not _missing(v)})
+        row: dict[str, Any] = {}
+        for key, value in record.items():
+            name = key if isinstance(key, str) else str(key)
+            if name in row:
+                raise InputError(f"{_where(record, i)}: field {name!r} is given twice (two keys that read the same "
+                                 "as text)")
+            if not _missing(value):
+                try:
+                    row[name] = _plain(value, name)
+                except _NotJson as exc:
+                    raise InputError(f"{_where(record, i)}: {exc}") from None
+        rows.append(row)
     if not rows:
         raise InputError("no record to evaluate")
     return rows
 
 
+class _NotJson(ValueError):
+    """A value the records cannot hold: not a JSON value, or nested deeper than MAX_DEPTH."""
+
+
 def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """None, NaN, and pandas' NA and NaT: an absent field."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and type(value).__module__.startswith("pandas") and pandas.api.types.is_scalar(value) \
+        and bool(pandas.isna(value))
 
 
-def _plain(value: Any) -> Any:
-    """numpy arrays and scalars (as pandas holds list cells and numbers) as JSON-ready Python values."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+def _plain(value: Any, field: str, depth: int = 0) -> Any:
+    """numpy arrays and scalars (as pandas holds list cells and numbers), tuples and dates as JSON-ready Python
+    values; nesting is counted as formats.values.check_storable counts it, without recursing past its limit."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
+    if isinstance(value, (Mapping, list, tuple)):
+        if depth >= MAX_DEPTH:
+            raise _NotJson(f"{field} is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(value, Mapping):
+            return {k if isinstance(k, str) else str(k): _plain(v, field, depth + 1) for k, v in value.items()}
+        return [_plain(v, field, depth + 1) for v in value]
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if _missing(value):
+        return None
+    raise _NotJson(f"{field} holds a {type(value).__name__}, which is not a JSON value "
+                   "(string, number, boolean, list, dict)")
 
 
-def _import(conn: psycopg.Connection, rows: list[dict[str, Any]], dataset: str, run: str) -> ImportSummary:
+def _lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A JSONL line per record; ASCII escapes carry a lone surrogate to the importer's checks, which name it."""
+    lines = []
+    for i, row in enumerate(rows):
+        try:
+            lines.append(json.dumps(row, ensure_ascii=True))
+        except ValueError as exc:  # an integer of more than 4,300 digits (Python's limit on writing one)
+            problem = "holds an integer too large to store" if "integer" in str(exc) else str(exc).split(";")[0]
+            raise InputError(f"{_where(row, i)}: {problem}") from None
+    return lines
+
+
+def _parsed(lines: list[str], rows: list[dict[str, Any]]) -> list[Record]:
+    """Every record read as `ragsql import jsonl` reads it (field names, types, NUL, lone surrogates, nesting,
+    repeated qids…); the first bad one is an InputError naming its index and qid."""
+    try:
+        return list(parse_records(lines, "jsonl", _RECORDS))
+    except InputError as exc:
+        raise _at_record(exc, rows) from None
+
+
+_RECORDS = "<records>"
+
+
+def _at_record(exc: InputError, rows: list[dict[str, Any]]) -> InputError:
+    """The importer's file:line error as `record <index> (qid <qid>): ...`, in the API's words."""
+    message = str(exc).removeprefix(f"{exc.path}:{exc.line}: " if exc.line else f"{exc.path}: ")
+    message = message.replace("(pass --replace to replace them)", "(pass replace=True to replace them)")
+    message = re.sub(r"\(first on line (\d+)\)", lambda m: f"(first as record {int(m[1]) - 1})", message)
+    return InputError(message if exc.line is None else f"{_where(rows[exc.line - 1], exc.line - 1)}: {message}")
+
+
+def _where(record: Mapping[str, Any], index: int) -> str:
+    """'record 3 (qid x-1)': the qid only when it can be shown as it is."""
+    qid = next((record[k] for k in ("qid", "query_id", "id") if k in record), None)
+    if isinstance(qid, int) and not isinstance(qid, bool):
+        qid = str(qid)
+    shown = isinstance(qid, str) and qid.strip() and id_problem(qid) is None and len(qid) <= 80
+    return f"record {index}" + (f" (qid {qid})" if shown else "")
+
+
+def _short(value: object) -> str:
+    """repr of a value for a message, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _split_metrics(conn: psycopg.Connection, asked: list[str], kinds: Mapping[str, str | None]
+                   ) -> tuple[list[str], list[str]]:
+    """The generation metrics and the retrieval measures asked for, each name checked by the SQL that will read
+    it; an unknown name is a UsageError with the closest known one."""
+    gen: list[str] = []
+    ret: list[str] = []
+    for name in asked:
+        cleaned = name.lower().strip()
+        generated = cleaned in kinds or cleaned.startswith("aspect:")
+        spec = "ragsql._generation_metric_spec" if generated else "ragsql._measure_spec"
+        try:
+            conn.execute(f"select count(*) from {spec}(%s)", ([name],)).fetchone()
+        except psycopg.errors.DataError as exc:
+            conn.rollback()
+            raise UsageError(_metric_problem(conn, name, exc.diag.message_primary or str(exc))) from None
+        (gen if generated else ret).append(name)
+    return gen, ret
+
+
+def _metric_problem(conn: psycopg.Connection, name: str, problem: str) -> str:
+    """The SQL's complaint about a metric name, with the closest known name when it is unknown."""
+    if not problem.startswith(("unknown measure", "unknown generation metric", "unknown aspect")):
+        return problem
+    cleaned = name.lower().strip()
+    if cleaned.startswith("aspect:"):  # an aspect's name is matched alone: the shared prefix would match anything
+        what, cleaned, prefix = "aspect", cleaned.removeprefix("aspect:"), "aspect:"
+        known = [a for (a,) in conn.execute("select name from ragsql.aspect order by name")]
+    else:
+        what, prefix = "metric", ""
+        known = [*generation.metric_kinds(conn), *db_metrics.default_measures(conn)]
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(cleaned, by_lower, n=1, cutoff=0.6)
+    hint = f"; did you mean {prefix + by_lower[close[0]]!r}?" if close else ""
+    return (f"unknown {what} {_short(name)}{hint} (generation metrics: select metric from ragsql.generation_metric; "
+            "aspects: aspect:<name> of ragsql.aspect; retrieval measures: nDCG@10, P@5, R@10, RR@10, AP, …)")
+
+
+def _require_inputs(records: list[Record], generated: list[str] | None, retrieval: list[str] | None) -> None:
+    """The records hold what the metrics asked for need: answers for generation metrics, retrieved items for
+    retrieval measures (a run with none would score 0, a number nobody measured)."""
+    if not any(r.answer is not None or r.retrieved for r in records):
+        raise InputError("no record has retrieved items (retrieved_contexts, retrieved_ids) or an answer "
+                         "(response, answer): nothing to evaluate")
+    if generated and not any(r.answer is not None for r in records):
+        raise InputError(f"{generated[0]} needs answers, and no record has one (response or answer)")
+    if retrieval and not any(r.retrieved for r in records):
+        raise InputError(f"{retrieval[0]} needs retrieved items, and no record has any (retrieved_contexts or "
+                         "retrieved_ids)")
+
+
+def _digest(value: object) -> str:
+    """sha256 hex of a JSON value, keys sorted."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
+
+
+def _stored_inputs(conn: psycopg.Connection, run: str) -> str | None:
+    """The inputs digest evaluate recorded with the run; '' for a run stored otherwise, None for no run."""
+    row = conn.execute("select coalesce(config->>'inputs_sha256', '') from ragsql.run where name = %s",
+                       (run,)).fetchone()
+    return None if row is None else row[0]
+
+
+def _import(conn: psycopg.Connection, lines: list[str], rows: list[dict[str, Any]], dataset: str, run: str,
+            replace: bool, config: dict) -> ImportSummary:
     """The records through the JSONL importer (one transaction); its file:line errors become record index + qid."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8", delete=False) as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        f.writelines(line + "\n" for line in lines)
     try:
-        summary = import_records(conn, f.name, "jsonl", dataset, run)
+        summary = import_records(conn, f.name, "jsonl", dataset, run, replace=replace, run_config=config)
         conn.commit()
         return summary
     except InputError as exc:
         conn.rollback()
-        if exc.line is None:
-            raise InputError(str(exc).removeprefix(f"{f.name}: ")) from None
-        index = exc.line - 1
-        qid = next((rows[index].get(k) for k in ("qid", "query_id", "id") if k in rows[index]), None)
-        where = f"record {index}" + (f" (qid {qid})" if qid is not None else "")
-        raise InputError(f"{where}: {str(exc).removeprefix(f'{f.name}:{exc.line}: ')}") from None
+        if "already exists" in str(exc) and exc.line is None:  # stored by another call since it was looked for
+            raise UsageError(f"run {run!r} already exists with other inputs: pass replace=True to replace it, "
+                             "or another run name") from None
+        raise _at_record(exc, rows) from None
     finally:
         os.unlink(f.name)
 
 
-def _judge(url: str, run: str, kinds: list[str] | None, judge: str | None, workers: int) -> tuple[int, str]:
-    """Judge the run (the configured endpoint, offline, or the model named); failed tasks and the judge model."""
+def _judge_settings(judge: str | None) -> EndpointSettings:
+    """The endpoint settings the judge uses; a model named with no endpoint configured is a UsageError."""
     from ragsql.llm.settings import EndpointSettings
-    from ragsql.orchestrator.runner import judge_run
-    from ragsql.orchestrator.setup import make_judging
 
     settings = EndpointSettings.from_env(model=None if judge in (None, "offline") else judge)
     if judge not in (None, "offline") and not settings.configured:
         raise UsageError(f"judge {judge!r} needs an endpoint: set RAGSQL_JUDGE_BASE_URL and RAGSQL_JUDGE_API_KEY "
                          "(or OPENAI_*), or pass judge='offline'")
-    judging = make_judging(settings, offline=judge == "offline")
+    return settings
+
+
+def _check_endpoint(settings: EndpointSettings, offline: bool) -> None:
+    """Raise JudgeError (one line) if the judge endpoint is unreachable, rejects the key or lacks the model."""
+    from ragsql.orchestrator.setup import make_judging
+
+    if offline or not settings.configured:
+        return
+    judging = make_judging(settings)
+
+    async def checked() -> None:
+        try:
+            await judging.judge.check()
+        finally:
+            await judging.judge.aclose()
+            await judging.embedder.aclose()
+
+    _run_async(checked())
+
+
+def _judge(url: str, run: str, kinds: list[str] | None, settings: EndpointSettings, offline: bool,
+           workers: int) -> tuple[int, str]:
+    """Judge the run (the configured endpoint, offline, or the model named); failed tasks and the judge model."""
+    from ragsql.orchestrator.runner import judge_run
+    from ragsql.orchestrator.setup import make_judging
+
+    judging = make_judging(settings, offline=offline)
 
     async def judged():
-        await judging.judge.check()
         try:
             return await judge_run(url, run, judging, metrics=kinds, workers=workers)
         finally:

@@ -141,11 +141,12 @@ def _read_ahead(items: Iterator[T]) -> Iterator[T]:
 
 def import_records(
     conn: psycopg.Connection, path: str | os.PathLike, fmt: str, dataset: str, run: str | None = None,
-    skip_bad: bool = False, replace: bool = False, corpus: str | None = None,
+    skip_bad: bool = False, replace: bool = False, corpus: str | None = None, run_config: dict | None = None,
 ) -> ImportSummary:
     """Load JSONL or CSV eval-set records: queries, judgments and reference answers into the dataset, and
     with `run` the retrieved items (rank = list position) and answers with the contexts they used. Gold evidence
-    that matches nothing in `corpus` (or, without one, spans and chunk ids no corpus holds) is in the summary."""
+    that matches nothing in `corpus` (or, without one, spans and chunk ids no corpus holds) is in the summary.
+    run_config: the configuration recorded with the run (default: the format and the file's path)."""
     path = str(path)
     _require_name("dataset", dataset)
     if run is not None:
@@ -181,7 +182,7 @@ def import_records(
             lambda: ((r.qid, text) for r in records() for text in r.references),
         )
         if run is not None:
-            config = {"source": fmt, "file": os.path.abspath(path)}
+            config = run_config if run_config is not None else {"source": fmt, "file": os.path.abspath(path)}
             run_id = load.create_run(conn, run, dataset_id, config, replace=replace)
             if scan.results:
                 summary.results = load.add_run_results(conn, run_id, (

@@ -3,6 +3,7 @@ values equal to the CLI's for the same run, bad records named by index and qid w
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import subprocess
@@ -13,6 +14,7 @@ import psycopg
 import pytest
 
 import ragsql
+from ragsql.errors import JudgeError
 from tests.conftest import EXAMPLE, run_cli
 
 RECORDS = [json.loads(line) for line in EXAMPLE.read_text("utf-8").splitlines()]
@@ -147,3 +149,174 @@ def test_evaluate_takes_ragas_later_metrics_by_their_names(offline):
         kinds = {k for (k,) in conn.execute("select distinct kind from ragsql.judge_task")}
     assert kinds == {"factual_correctness", "noise_sensitivity", "rubrics_score"}
     assert result.scores["non_llm_context_recall"] == 1.0  # each gold text is the first context itself
+
+
+def _stored(url: str) -> tuple[int, int]:
+    """(runs, datasets) in the database."""
+    with psycopg.connect(url) as conn:
+        return conn.execute("select (select count(*) from ragsql.run), (select count(*) from ragsql.dataset)").fetchone()
+
+
+@pytest.mark.parametrize("typo, close", [("faithfullness", "faithfulness"), ("nDGC@10", "nDCG@10"),
+                                         ("aspect:coherance", "aspect:coherence")])
+def test_a_typo_in_a_metric_stores_nothing_and_names_the_close_match(offline, typo, close):
+    """Every metric name is checked before anything is stored, so the corrected call with the same run name works."""
+    with pytest.raises(ragsql.UsageError) as caught:
+        ragsql.evaluate(RECORDS, metrics=["answer_relevancy", typo], run="api-typo", dataset="typo")
+    message = str(caught.value)
+    assert repr(typo) in message and f"did you mean {close!r}" in message and "\n" not in message
+    assert _stored(offline) == (0, 0)
+    result = ragsql.evaluate(RECORDS, metrics=["answer_relevancy", close], run="api-typo", dataset="typo")
+    assert list(result.scores) == (["nDCG@10", "answer_relevancy"] if close == "nDCG@10" else ["answer_relevancy", close])
+
+
+def test_a_single_metric_name_is_one_metric(offline):
+    result = ragsql.evaluate(RECORDS, metrics="faithfulness", run="api-one")
+    assert list(result.scores) == ["faithfulness"] and result.scores["faithfulness"] is not None
+    with psycopg.connect(offline) as conn:
+        assert {k for (k,) in conn.execute("select distinct kind from ragsql.judge_task")} == {"faithfulness"}
+
+
+def _nested(depth: int, leaf: object) -> object:
+    for level in range(depth):
+        leaf = [leaf] if level % 2 else {"k": leaf}
+    return leaf
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("user_input", "what is \ud800?", "lone surrogate"),
+    ("response", "an answer \udfff", "lone surrogate"),
+    ("retrieved_contexts", ["a context", "b \ud83d context"], "lone surrogate"),
+    ("response", "an\x00answer", "NUL"),
+    ("reference", "a\x00reference", "NUL"),
+    ("retrieved_contexts", [_nested(1000, "deep")], "nested more than 64 levels"),
+    ("metadata", _nested(1000, 1), "nested more than 64 levels"),
+    ("metadata", {"tags": ("a", ("b",)), "deep": functools.reduce(lambda inner, _: (inner,), range(1000), 0)},
+     "nested more than 64 levels"),
+    ("retrieved_scores", [float("nan"), 1.0], "nan"),
+    ("response", b"bytes", "not a JSON value"),
+])
+def test_hostile_values_raise_input_error_naming_the_record_and_store_nothing(offline, field, value, problem):
+    bad = {**RECORDS[1], "qid": "h-1", field: value}
+    if field == "retrieved_scores":
+        bad["retrieved_scores"] = [float("nan")] + [1.0] * (len(bad["retrieved_ids"]) - 1)
+    with pytest.raises(ragsql.InputError) as caught:
+        ragsql.evaluate([RECORDS[0], bad], metrics=["faithfulness"], run="api-hostile", dataset="hostile")
+    message = str(caught.value)
+    assert message.startswith("record 1 (qid h-1): ") and problem in message and "\n" not in message
+    message.encode("utf-8")  # printable in a notebook: no lone surrogate in the message itself
+    assert _stored(offline) == (0, 0)
+
+
+def test_the_same_call_again_returns_the_stored_values_and_buys_no_call(offline, monkeypatch):
+    """Running a notebook cell twice (default names or the same run name) finds the stored run: equal values, no
+    new run and no call to the endpoint."""
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        metrics = ["faithfulness", "answer_relevancy", "nDCG@10"]
+        first = ragsql.evaluate(RECORDS, metrics=metrics)
+        named = ragsql.evaluate(RECORDS, metrics=metrics, run="api-again", dataset="again")
+        assert fake.chat_calls > 0 and first.failed_tasks == 0
+        fake.reset()
+        assert ragsql.evaluate(RECORDS, metrics=metrics) == first
+        assert ragsql.evaluate(RECORDS, metrics=list(reversed(metrics)), run="api-again", dataset="again").scores \
+            == named.scores
+        assert (fake.chat_calls, fake.embedding_calls) == (0, 0)
+    assert first.judge not in (None, "offline") and first.scores["faithfulness"] is not None
+    assert _stored(offline) == (2, 2)
+
+
+def test_a_changed_record_needs_replace_which_gives_the_new_values(offline):
+    metrics = ["faithfulness", "context_recall", "nDCG@10"]
+    before = ragsql.evaluate(RECORDS, metrics=metrics, run="api-re", dataset="api-re")
+    changed = [dict(r) for r in RECORDS]
+    for key in ("retrieved_ids", "retrieved_scores", "retrieved_contexts"):
+        changed[0][key] = changed[0][key][1:]  # the relevant item moves up to rank 1
+    changed[1]["reference"] = "Something the contexts never say about quantum llamas."
+    with pytest.raises(ragsql.UsageError) as caught:
+        ragsql.evaluate(changed, metrics=metrics, run="api-re", dataset="api-re")
+    message = str(caught.value)
+    assert "'api-re' already exists with other inputs" in message and "replace=True" in message
+    assert "--" not in message and "ragsql " not in message  # no CLI advice in the API
+    with pytest.raises(ragsql.UsageError, match="other inputs"):
+        ragsql.evaluate(RECORDS, metrics=metrics[:2], run="api-re", dataset="api-re")  # other metrics
+    assert ragsql.evaluate(RECORDS, metrics=metrics, run="api-re", dataset="api-re") == before
+    after = ragsql.evaluate(changed, metrics=metrics, run="api-re", dataset="api-re", replace=True)
+    fresh = ragsql.evaluate(changed, metrics=metrics, run="api-fresh", dataset="api-fresh")
+    assert after.scores == fresh.scores and after.per_query == [{**r} for r in fresh.per_query]
+    assert after.scores["nDCG@10"] != before.scores["nDCG@10"]
+    assert after.scores["context_recall"] != before.scores["context_recall"]
+    with psycopg.connect(offline) as conn:
+        assert conn.execute("select count(*) from ragsql.run where name = 'api-re'").fetchone()[0] == 1
+        assert conn.execute("select r.text from ragsql.reference_answer as r join ragsql.query as q on q.id = r.query_id "
+                            "join ragsql.dataset as d on d.id = q.dataset_id where d.name = 'api-re' and q.qid = %s",
+                            (changed[1]["qid"],)).fetchall() == [(changed[1]["reference"],)]
+
+
+def _hostile_calls() -> list[tuple[object, dict]]:
+    """(records, keyword arguments) of calls evaluate must refuse."""
+    import decimal
+
+    good = RECORDS[:2]
+    loop: list = []
+    loop.append(loop)
+    one = dict(RECORDS[0])
+    return [
+        (None, {}), (5, {}), ({"qid": "a"}, {}), ([None], {}), ([{}], {}), (iter([]), {}),
+        ([{"qid": "g", "question": "q?", "gold_doc_ids": ["d1"]}], {}),  # no retrieved item, no answer
+        ([{**one, "response": None, "answer": None}], {"metrics": ["faithfulness"]}),  # nothing to judge
+        ([{k: v for k, v in one.items() if not k.startswith("retrieved")}], {"metrics": ["nDCG@10"]}),
+        ([one, one], {}), ([{**one, "qid": "a\nb"}], {}), ([{**one, "qid": "x" * 5000}], {}),
+        ([{**one, "qid": "\ud800"}], {}), ([{**one, "\ud800": 1}], {}), ([{**one, 1: "a", "1": "b"}], {}),
+        ([{**one, "response": ""}], {}), ([{**one, "response": 3}], {}), ([{**one, "response": {"a": 1}}], {}),
+        ([{**one, "retrieved_contexts": "text"}], {}), ([{**one, "retrieved_scores": [1e400, 1, 1, 1]}], {}),
+        ([{**one, "retrieved_scores": [decimal.Decimal(1)] * 4}], {}), ([{**one, "metadata": {1, 2}}], {}),
+        ([{**one, "metadata": {"n": 10**5000}}], {}), ([{**one, "metadata": loop}], {}),
+        ([{**one, "rel_map": {"d": 10**12}}], {}), ([{**one, "rel_map": {"d": True}}], {}),
+        ([{**one, "gold_evidence": [{"doc_id": "d", "start": 5, "end": 2}]}], {}),
+        (pandas.DataFrame([[1, 2]], columns=["qid", "qid"]), {}),
+        (good, {"metrics": [1]}), (good, {"metrics": {"faithfulness": 1}}), (good, {"metrics": b"faithfulness"}),
+        (good, {"metrics": []}), (good, {"metrics": [""]}), (good, {"metrics": ["\x00"]}),
+        (good, {"metrics": ["P@0"]}), (good, {"metrics": ["RBP(p=2)"]}), (good, {"metrics": ["nDCG(rel=2)@10"]}),
+        (good, {"metrics": ["aspect:nope"]}), (good, {"metrics": ["faithfulness\ud800"]}),
+        (good, {"metrics": 5}), (good, {"run": ""}), (good, {"run": "a\x00b"}), (good, {"run": 5}),
+        (good, {"dataset": "\ud800"}), (good, {"judge": 3}), (good, {"judge": "gpt-4o"}), (good, {"workers": 0}),
+        (good, {"workers": "8"}), (good, {"rel_level": 10**12}), (good, {"rel_level": True}),
+        (good, {"replace": "yes"}),
+    ]
+
+
+def test_no_hostile_input_raises_anything_but_input_or_usage_error(offline):
+    for records, kwargs in _hostile_calls():
+        try:
+            ragsql.evaluate(records, **{"run": "api-h", "dataset": "api-h", **kwargs})
+        except (ragsql.InputError, ragsql.UsageError) as exc:
+            message = str(exc)
+            assert "\n" not in message and message.encode("utf-8"), (kwargs, exc)
+            assert "--" not in message and " line " not in message, message  # the API's words, not the CLI's
+        else:
+            pytest.fail(f"accepted: {kwargs or records!r:.200}")
+    assert _stored(offline) == (0, 0)
+
+
+def test_a_judge_endpoint_that_refuses_or_a_bad_setting_stores_nothing(offline, monkeypatch):
+    """The judge's settings and endpoint are checked before the records are stored: the retry after fixing them
+    is a first run, not a clash with a half-made one."""
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI(required_key="right") as fake:
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "wrong")
+        with pytest.raises(JudgeError, match="rejected the API key"):
+            ragsql.evaluate(RECORDS, metrics=["faithfulness"], run="api-key", dataset="key")
+        assert _stored(offline) == (0, 0)
+        monkeypatch.setenv("RAGSQL_JUDGE_TEMPERATURE", "9")
+        with pytest.raises(ragsql.InputError, match="RAGSQL_JUDGE_TEMPERATURE"):
+            ragsql.evaluate(RECORDS, metrics=["faithfulness"], run="api-key", dataset="key")
+        assert _stored(offline) == (0, 0)
+        monkeypatch.delenv("RAGSQL_JUDGE_TEMPERATURE")
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "right")
+        assert ragsql.evaluate(RECORDS, metrics=["faithfulness"], run="api-key", dataset="key").failed_tasks == 0
