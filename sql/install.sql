@@ -106,6 +106,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint e546988a1665e2da0f68044f7e81344ab6f06d17473da84693bfb488b37922c2
+\set ragsql_fingerprint 30183889939c9bdc4fd4b24ba27780c4cd71dd97e851f8a9e253f5425d6e5a53
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
