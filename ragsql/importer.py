@@ -70,10 +70,11 @@ def import_trec(
             conn, dataset_id, dataset, judged, qrels_path, replace,
             lambda: ((qid, docno, rel, None) for qid, docno, rel in parse_qrels(text_lines(qrels_path), qrels_path)),
         )
+        summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
         if run_path is not None:
+            # last: attaching the run's partition locks the default partition of run_result until commit
             config = {"source": "trec", "file": os.path.abspath(run_path), "qrels": os.path.abspath(qrels_path)}
             _add_trec_run(conn, summary, dataset_id, judged, run_path, run_name, config, replace)
-        summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
     # a run's own partition of run_result was analyzed when attached (analyzing run_result would read them all)
     _analyze(conn, idle, ("query", "judgment") if results.partitioned(conn) else ("query", "judgment", "run_result"))
     return summary

@@ -106,6 +106,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint d15b38613fdd5f9b3d9b740b7a9eefef620da34d8a3d2c78dfc47f7bc27f7132
+\set ragsql_fingerprint 0e7d08dde9c62cddc0a6096e0f13cf57e2c1f72bfce8977dc460cbe5bf830832
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -1,0 +1,167 @@
+"""A TREC import or a run's deletion waiting for a lock on ragsql.run_result (to attach or drop the run's partition)
+while a long transaction reads the table never makes readers of other runs wait behind it (issue 26)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ragsql.cli import main
+from ragsql.importer import import_trec
+from tests.conftest import CITUS_SUITE
+from tests.loading import generated_run, load_trec
+
+# run_result is partitioned by run on one server only (migration 0160); on Citus the import takes its ordinary path
+pytestmark = pytest.mark.skipif(CITUS_SUITE, reason="one server's layout: Citus keeps run_result whole")
+
+MEASURES = ("nDCG@10", "AP", "P@5", "RR@10")
+
+
+@pytest.fixture
+def runs(fresh_db, tmp_path) -> Iterator[tuple[str, Path, Path]]:
+    """fresh_db holding run A in the default partition of run_result (stored row by row, as retrieval does) and
+    run B0 imported from the TREC file B whose import the tests start again; (url, qrels, B)."""
+    qrels, run_a, run_b = tmp_path / "q.qrels", tmp_path / "a.run", tmp_path / "b.run"
+    qrels.write_text("".join(f"T{t:02} 0 D{d} {1 + d % 2}\n" for t in range(30) for d in range(0, 300, 7)))
+    generated_run(run_a, "rank order", seed=1)
+    generated_run(run_b, "queries come back", seed=2)
+    with psycopg.connect(fresh_db) as conn:
+        load_trec(conn, qrels, run_a, run_name="A", dataset="ds")
+        import_trec(conn, "ds", qrels, run_b, run_name="B0")
+    yield fresh_db, qrels, run_b
+
+
+@pytest.fixture
+def long_reader(runs) -> Iterator[psycopg.Connection]:
+    """A transaction that read run A (a report, say) and stays open until the test ends: it holds ACCESS SHARE on
+    run_result and, its run id known only when it ran, on every partition."""
+    with psycopg.connect(runs[0]) as reader:
+        reader.execute("select count(*) from ragsql.run_result where run_id = (select id from ragsql.run "
+                       "where name = 'A')")
+        yield reader
+        reader.rollback()
+
+
+def values(url: str, run: str) -> list[float]:
+    with psycopg.connect(url) as conn:
+        return [conn.execute("select value from ragsql.measure(%s, %s)", (run, m)).fetchone()[0] for m in MEASURES]
+
+
+def in_thread(work: Callable[[], object]) -> tuple[threading.Thread, dict]:
+    """`work` started in a thread; the dict gets its "result" or "error" and the "seconds" it took."""
+    outcome: dict = {}
+
+    def target() -> None:
+        started = time.monotonic()
+        try:
+            outcome["result"] = work()
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            outcome["error"] = exc
+        outcome["seconds"] = time.monotonic() - started
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, outcome
+
+
+def wait_for_call(url: str, pid: int, call: str) -> None:
+    """Until session `pid` has spent half a second in a statement calling `call` (it waits for its lock there)."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        for _ in range(200):
+            seconds = admin.execute("select extract(epoch from clock_timestamp() - query_start) from pg_stat_activity "
+                                    "where pid = %s and state = 'active' and query like %s",
+                                    (pid, f"%{call}%")).fetchone()
+            if seconds and seconds[0] > 0.5:
+                return
+            time.sleep(0.05)
+    raise AssertionError(f"session {pid} never called {call}")
+
+
+def timed_metrics(capsys, monkeypatch, run: str) -> tuple[float, int, str]:
+    """`ragsql metrics --run RUN` in this process: seconds, exit code, stderr; a statement waiting 8 s fails."""
+    monkeypatch.setenv("PGOPTIONS", "-c statement_timeout=8s")
+    capsys.readouterr()
+    started = time.monotonic()
+    code = main(["metrics", "--run", run])
+    seconds = time.monotonic() - started
+    monkeypatch.delenv("PGOPTIONS")
+    return seconds, code, capsys.readouterr().err
+
+
+def test_import_waiting_to_attach_never_queues_readers_of_other_runs(runs, long_reader, capsys, monkeypatch):
+    """While a long transaction that read run A is open, `ragsql import trec` of run B waits to attach its
+    partition, yet `ragsql metrics --run A` answers at once; when the reader ends, B is attached with the values
+    of the same file imported with nobody reading."""
+    url, qrels, run_b = runs
+    with psycopg.connect(url) as importer:
+        thread, imported = in_thread(lambda: import_trec(importer, "ds", qrels, run_b, run_name="B"))
+        try:
+            wait_for_call(url, importer.info.backend_pid, "_run_result_attach")
+            seconds, code, err = timed_metrics(capsys, monkeypatch, "A")
+            assert (code, err) == (0, "") and seconds < 2, (seconds, err)
+            assert thread.is_alive()  # still waiting for the reader's lock
+        finally:
+            long_reader.rollback()
+            thread.join(30)
+        assert "error" not in imported and "seconds" in imported, imported
+    with psycopg.connect(url) as conn:
+        run_id = conn.execute("select id from ragsql.run where name = 'B'").fetchone()[0]
+        partition = conn.execute("select r.tableoid::regclass::text, count(*) from ragsql.run_result as r "
+                                 "where r.run_id = %s group by 1", (run_id,)).fetchall()
+    assert partition == [(f"ragsql.run_result_r{run_id}", 1200)]
+    assert values(url, "B") == values(url, "B0") and None not in values(url, "B0")
+
+
+def test_import_that_waits_past_lock_wait_fails_in_one_line_and_stores_nothing(runs, long_reader, capsys,
+                                                                                monkeypatch):
+    """An import still waiting after ragsql.lock_wait: exit 1, one line naming the lock and the setting, and
+    nothing of it left (no run, no table of results); the reader's transaction is untouched."""
+    url, qrels, run_b = runs
+    monkeypatch.setenv("PGOPTIONS", "-c ragsql.lock_wait=1s -c lock_timeout=5s")  # the latter: a wait unbounded
+    capsys.readouterr()
+    started = time.monotonic()
+    code = main(["import", "trec", "--dataset", "ds", "--qrels", str(qrels), "--run", str(run_b), "--run-name", "B"])
+    seconds = time.monotonic() - started
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1 and len(err) == 1 and seconds < 10, (seconds, err)
+    assert err[0].startswith("ragsql: error: the results of run ") and "were not attached to ragsql.run_result: " \
+        "another session held a lock it needs for 00:00:01 (ragsql.lock_wait)" in err[0], err
+    assert long_reader.execute("select count(*) from ragsql.run").fetchone()[0] == 2  # A and B0
+    with psycopg.connect(url) as conn:
+        assert conn.execute("select count(*) from ragsql.run where name = 'B'").fetchone()[0] == 0
+        assert conn.execute("select count(*) from pg_class where relname like 'run\\_result\\_r%%' "
+                            "and not relispartition and relkind = 'r'").fetchone()[0] == 0
+
+
+def test_deleting_a_run_never_queues_readers_of_other_runs(runs, long_reader, capsys, monkeypatch):
+    """`ragsql delete run B0` (its own partition, dropped with an ACCESS EXCLUSIVE lock on run_result itself) waits
+    for the long reader without queueing `ragsql metrics --run A`; then the run and its table are gone."""
+    url = runs[0]
+    with psycopg.connect(url) as conn:
+        run_id = conn.execute("select id from ragsql.run where name = 'B0'").fetchone()[0]
+    deleter = psycopg.connect(url)
+    try:
+        def delete() -> None:
+            with deleter.transaction():
+                deleter.execute("delete from ragsql.run where id = %s", (run_id,))
+
+        thread, deleted = in_thread(delete)
+        try:
+            wait_for_call(url, deleter.info.backend_pid, "delete from ragsql.run")
+            seconds, code, err = timed_metrics(capsys, monkeypatch, "A")
+            assert (code, err) == (0, "") and seconds < 2, (seconds, err)
+            assert thread.is_alive()
+        finally:
+            long_reader.rollback()
+            thread.join(30)
+        assert "error" not in deleted and "seconds" in deleted, deleted
+    finally:
+        deleter.close()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("select to_regclass(%s)", (f"ragsql.run_result_r{run_id}",)).fetchone()[0] is None
+        assert conn.execute("select count(*) from ragsql.run_result where run_id = %s", (run_id,)).fetchone()[0] == 0
