@@ -94,7 +94,7 @@ def test_a_metric_without_values_fails_its_gate_and_is_never_zero(demo):
     (["--min", "nDCG@x=0.3"], 'unknown measure "nDCG@x"'),
     (["--min", "nDCG@10=0.3", "--resamples", "0"], "--resamples"),
     (["--min", "nDCG@10=1e400"], '--min "nDCG@10=1e400": \'1e400\' is not a finite number'),
-    (["--min", "AP=0", "--rel-level", "99999999999"], "--rel-level': 99999999999 is not in the range"),
+    (["--min", "AP=0", "--rel-level", "99999999999"], "--rel-level': 99999999999 is beyond PostgreSQL's integer"),
     (["--min", "AP=0", "--seed", "nan"], "--seed': 'nan' is not a finite number"),
     (["--min", "AP=0", "--alpha", "nan"], "--alpha': 'nan' is not a finite number"),
     (["--min", "AP=0", "--junit", "/nonexistent/reports/gates.xml"], "folder '/nonexistent/reports' does not exist"),

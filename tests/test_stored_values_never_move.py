@@ -36,7 +36,8 @@ def snapshot(url: str, run: str = "watched") -> dict[tuple, tuple]:
     embedder, for each judge choice; floats as hex so the comparison is of bits."""
     out: dict[tuple, tuple] = {}
     with psycopg.connect(url) as conn:
-        metrics = [m for (m,) in conn.execute("select metric from ragsql.generation_metric order by metric")]
+        metrics = [m for (m,) in conn.execute("select metric from ragsql.generation_metric "
+                                              "where metric not like 'rubrics\\_score:%' order by metric")]
         metrics += [f"aspect:{a}" for (a,) in conn.execute("select name from ragsql.aspect where builtin order by name")]
         metrics += ["rubrics_score:plain"]
         for measure in MEASURES:
@@ -146,7 +147,7 @@ class OtherWork(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 99))
     def judge_another_run_repeatedly(self, pick):
         run = self.runs[pick % len(self.runs)]
-        with environment(self.url):
+        with environment(self.url, self.endpoint):  # --repeat needs an LLM judge
             ragsql_cli("judge", "--run", run, "--repeat", "2", "--metrics", "faithfulness answer_similarity",
                        ok=(0, 3))
 
@@ -246,7 +247,7 @@ def test_work_on_other_runs_never_moves_a_watched_runs_values(filled):
     assert any(k[0] is None and k[1] == "answer_relevancy" and v[0] is not None for k, v in before.items())
     OtherWork.url, OtherWork.endpoint, OtherWork.before = url, endpoint, before
     run_state_machine_as_test(OtherWork, settings=settings(
-        max_examples=int(os.environ.get("RAGSQL_STATEFUL_EXAMPLES", "6")), stateful_step_count=5, deadline=None,
+        max_examples=int(os.environ.get("RAGSQL_STATEFUL_EXAMPLES", "10")), stateful_step_count=5, deadline=None,
         derandomize=True, suppress_health_check=list(HealthCheck)))
 
 
