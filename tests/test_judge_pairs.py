@@ -137,6 +137,31 @@ def test_an_llm_judge_is_checked_through_the_client_and_a_second_check_is_free(o
 
 
 
+def test_a_check_gives_the_same_accuracy_in_a_used_database_as_in_a_fresh_one(offline_db, capsys, tmp_path,
+                                                                             monkeypatch):
+    """The offline check of answer_correctness, then a check by an endpoint with its own embedder on some of them,
+    then the offline check again: the same accuracies (the second offline check used to read the endpoint's newer
+    embeddings of some of its texts, no value for the others: 0.5 in a used database against 1.0 in a fresh one)."""
+    small = tmp_path / "pairs.jsonl"
+    small.write_text("".join(line + "\n" for line in DEV.read_text("utf-8").splitlines()
+                             if '"metric": "answer_correctness"' in line), "utf-8")
+    code, out, err = run_cli(capsys, "judge-check", str(small), "--format", "json", "--offline")
+    assert code == 0, err
+    fresh = json.loads(out)["groups"]
+    assert all(g["accuracy"] is not None for g in fresh) and len(fresh) >= 2
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        some = tmp_path / "some.jsonl"  # a few of the pairs: the endpoint embeds some of the texts only
+        some.write_text("".join(small.read_text("utf-8").splitlines(keepends=True)[:6]), "utf-8")
+        code, _, err = run_cli(capsys, "judge-check", str(some), "--format", "json")
+        assert code == 0 and fake.stats()["embedding_calls"] > 0, err
+    code, out, err = run_cli(capsys, "judge-check", str(small), "--format", "json", "--offline")
+    assert code == 0, err
+    assert json.loads(out)["groups"] == fresh
+
+
 def test_a_metric_with_no_value_has_no_accuracy_and_fails_the_gate(offline_db, capsys, tmp_path, monkeypatch):
     """An endpoint whose every reply is unusable: no pair gets a value, so the accuracy is NULL (not the ties' 0.5)
     with every pair counted under no_value, and --min-accuracy 0 fails (exit 4) saying there is no value."""
