@@ -120,7 +120,8 @@ def _unstorable(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; every error is one line on stderr and an exit status of the contract."""
-    logging.getLogger("psycopg").addFilter(_QUIET_ROLLBACK)
+    for name in ("psycopg", "psycopg.transaction"):  # a filter applies to its own logger's records only
+        logging.getLogger(name).addFilter(_QUIET_ROLLBACK)
     unstorable = _unstorable(sys.argv[1:] if argv is None else argv)
     if unstorable is not None:
         click.echo(f"ragsql: usage: {unstorable}", err=True)

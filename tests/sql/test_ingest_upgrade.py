@@ -80,10 +80,12 @@ def retrieved(url: str) -> dict[tuple, list]:
                         ("hybrid", "ragsql.hybrid_search(%s, %s, %s, %s::vector, 10)",
                          (version, text, terms[i], embedding))):
                     conn.execute("set enable_indexscan = " + ("on" if kind in ("bm25", "fuzzy") else "off"))
+                    # hybrid's RRF sum is taken in path order since issue 26 (in plan order before): equal to 1e-12
+                    score = "round(h.score::numeric, 12)::float8" if kind == "hybrid" else "h.score"
                     out[(splitter, i, kind)] = conn.execute(
-                        f"select d.doc_id, c.position, h.score from {call} as h join ragsql.chunk as c "
+                        f"select d.doc_id, c.position, {score} as score from {call} as h join ragsql.chunk as c "
                         "on c.id = h.chunk_id join ragsql.document as d on d.id = c.document_id "
-                        "order by h.score desc, d.doc_id, c.position", args).fetchall()
+                        "order by 3 desc, d.doc_id, c.position", args).fetchall()
     return out
 
 
