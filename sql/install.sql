@@ -106,6 +106,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 0e7d08dde9c62cddc0a6096e0f13cf57e2c1f72bfce8977dc460cbe5bf830832
+\set ragsql_fingerprint dc04882ffda306337569583e0241cfe9bd01d2d51a8979b26b1376278886c027
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -4,9 +4,9 @@
 -- Rules every metric here keeps:
 --   * A query's value is computed from one verdict set: the verdicts of one (model, prompt_version)
 --     pair. With model and prompt_version left null, the pair is that of the newest verdict of the
---     metric's kind in the run (ties: smallest model, then prompt_version), so a run value never mixes
---     prompts or models: queries judged only under another pair are missing, and their reason names
---     the pair in use. An LLM judge's verdicts win over the offline judge's, whatever their age: the
+--     metric's kind in the run (ties: smallest model, then prompt_version, bytewise), so a run value never
+--     mixes prompts or models: queries judged only under another pair are missing, and their reason names
+--     the pair in use. Every metric makes this one choice by calling ragsql._newest_verdicts. An LLM judge's verdicts win over the offline judge's, whatever their age: the
 --     offline heuristics are read only when no LLM judged the metric (ragsql._judge_preference). Give
 --     model (a model name, or 'offline' for the offline judge) and/or prompt_version to read another set.
 --   * Embedding metrics use one embedder per run in the same way: the one given, else the embedder that
@@ -211,7 +211,16 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 begin
-    -- PL/pgSQL, not SQL: Citus cannot plan a SQL function's parameterized body over distributed tables
+    -- PL/pgSQL, not SQL: Citus cannot plan a SQL function's parameterized body over distributed tables. Every
+    -- metric calls this in a statement of its own before its main query, so that query reads no function's tables.
+    -- One branch per verdict table; the others are cut by their constant filter on verdicts, so a misspelt
+    -- table would silently choose nothing.
+    if _newest_verdicts.verdicts not in ('graded_verdict', 'statement_verdict', 'aspect_verdict', 'rubric_verdict',
+                                         'rating', 'context_verdict', 'context_sentence_verdict', 'citation_verdict',
+                                         'generated_question', 'entity_extraction') then
+        raise exception 'unknown verdict table %', _newest_verdicts.verdicts
+            using errcode = 'invalid_parameter_value';
+    end if;
     return query
     select coalesce(p.model, _newest_verdicts.model),
            coalesce(p.prompt_version, _newest_verdicts.prompt_version)
@@ -240,11 +249,38 @@ begin
             where _newest_verdicts.verdicts = 'rubric_verdict'
               and r.run_id = _newest_verdicts.run_id and r.rubric = any (_newest_verdicts.keys)
               and r.definition_hash = _newest_verdicts.definition_hash
+            union all
+            select r.model, r.prompt_version, r.created_at
+            from ragsql.rating as r
+            where _newest_verdicts.verdicts = 'rating'
+              and r.run_id = _newest_verdicts.run_id and r.criterion = any (_newest_verdicts.keys)
+            union all
+            select c.model, c.prompt_version, c.created_at
+            from ragsql.context_verdict as c
+            where _newest_verdicts.verdicts = 'context_verdict' and c.run_id = _newest_verdicts.run_id
+            union all
+            select c.model, c.prompt_version, c.created_at
+            from ragsql.context_sentence_verdict as c
+            where _newest_verdicts.verdicts = 'context_sentence_verdict' and c.run_id = _newest_verdicts.run_id
+            union all
+            select c.model, c.prompt_version, c.created_at
+            from ragsql.citation_verdict as c
+            where _newest_verdicts.verdicts = 'citation_verdict' and c.run_id = _newest_verdicts.run_id
+            union all
+            select g.model, g.prompt_version, g.created_at
+            from ragsql.generated_question as g
+            where _newest_verdicts.verdicts = 'generated_question' and g.run_id = _newest_verdicts.run_id
+            union all
+            -- entity sets are kept per text, not per run: keys are the hashes of the run's texts
+            select e.model, e.prompt_version, e.created_at
+            from ragsql.entity_extraction as e
+            where _newest_verdicts.verdicts = 'entity_extraction' and e.text_hash = any (_newest_verdicts.keys)
         ) as v
         where ragsql._judge_matches(_newest_verdicts.model, v.model)
           and (_newest_verdicts.prompt_version is null or v.prompt_version = _newest_verdicts.prompt_version)
           and v.prompt_version like _newest_verdicts.version_like
-        order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
+        order by ragsql._judge_preference(v.model), v.created_at desc, v.model collate "C",
+                 v.prompt_version collate "C"
         limit 1
     ) as p on true;
 end
@@ -252,7 +288,9 @@ $$;
 comment on function ragsql._newest_verdicts(bigint, text, text[], text, text, text, text) is
     'The (model, prompt_version) of the verdicts a run''s metric reads from one verdict table (graded_verdict by '
     'metric, statement_verdict by purpose, aspect_verdict by aspect and rubric_verdict by rubric, both with the '
-    'definition hash): the filters, completed by the newest LLM judge''s, else the newest offline one''s.';
+    'definition hash, rating by criterion, entity_extraction by the hashes of the run''s texts, the other tables '
+    'by run alone): the filters, completed by the newest LLM judge''s, else the newest offline one''s (ties: '
+    'smallest model, then prompt_version, bytewise). The one verdict-set choice of every generation metric.';
 
 create or replace function ragsql._definition_scores(
     run_id bigint, verdicts text, name text, definition_hash text, model text, prompt_version text)

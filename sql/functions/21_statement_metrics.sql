@@ -1,31 +1,8 @@
 -- Statement verdicts: faithfulness, contradiction rate, context recall, answer correctness F1.
 -- Part of the generation metrics; the rules all of them keep are at the top of 20_generation.sql.
 
-create or replace function ragsql._statement_judge(
-    run_id bigint, purposes text[], model text, prompt_version text)
-returns table (judge_model text, judge_prompt_version text)
-language plpgsql stable parallel safe
-as $$
-#variable_conflict use_column
-begin
-    return query
-    select coalesce(p.model, _statement_judge.model),
-           coalesce(p.prompt_version, _statement_judge.prompt_version)
-    from (select) as one
-    left join lateral (
-        select v.model, v.prompt_version
-        from ragsql.statement_verdict as v
-        where v.run_id = _statement_judge.run_id
-          and v.purpose = any (_statement_judge.purposes)
-          and ragsql._judge_matches(_statement_judge.model, v.model)
-          and (_statement_judge.prompt_version is null or v.prompt_version = _statement_judge.prompt_version)
-        order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-        limit 1
-    ) as p on true;
-end
-$$;
-comment on function ragsql._statement_judge(bigint, text[], text, text) is
-    'The (model, prompt_version) of the statement verdicts a run''s metric reads: the filters, completed by the newest LLM verdict, else the newest offline one.';
+-- the verdict set is ragsql._newest_verdicts's choice, as every metric's
+drop function if exists ragsql._statement_judge(bigint, text[], text, text);
 
 create or replace function ragsql._statement_tally(
     run_id bigint, purpose text, model text, prompt_version text)
@@ -131,14 +108,24 @@ create or replace function ragsql.faithfulness(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(faithfulness.run);
+    chosen_model text;
+    chosen_version text;
+begin
+    -- PL/pgSQL, not SQL: the run and its verdict set first, in statements of their own (Citus: see
+    -- ragsql._newest_verdicts)
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'statement_verdict', array['faithfulness'], faithfulness.model,
+                                 faithfulness.prompt_version) as j;
+    return query
     with judge as materialized (
-        select ru.id as run_id, j.judge_model, j.judge_prompt_version,
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version,
                ragsql._unit_weight(faithfulness.partial_weight, 'partial_weight') as partial_weight
-        from (select ragsql._run_id(faithfulness.run) as id) as ru
-        cross join ragsql._statement_judge(ru.id, array['faithfulness'], faithfulness.model,
-                                           faithfulness.prompt_version) as j
     ),
     tally as materialized (
         select t.*
@@ -166,7 +153,8 @@ as $$
     from judge as j
     cross join ragsql._generation_scope(j.run_id, 'faithfulness') as s
     left join tally as t on t.query_id = s.query_id
-    order by s.qid collate "C"
+    order by s.qid collate "C";
+end
 $$;
 comment on function ragsql.faithfulness(text, text, text, float8) is
     'Faithfulness per query = (supported + partial_weight * partial) / answer statements, verdicts of the answer''s '
@@ -202,14 +190,24 @@ create or replace function ragsql.context_recall(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(context_recall.run);
+    chosen_model text;
+    chosen_version text;
+begin
+    -- PL/pgSQL, not SQL: the run and its verdict set first, in statements of their own (Citus: see
+    -- ragsql._newest_verdicts)
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'statement_verdict', array['context_recall'], context_recall.model,
+                                 context_recall.prompt_version) as j;
+    return query
     with judge as materialized (
-        select ru.id as run_id, j.judge_model, j.judge_prompt_version,
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version,
                ragsql._unit_weight(context_recall.partial_weight, 'partial_weight') as partial_weight
-        from (select ragsql._run_id(context_recall.run) as id) as ru
-        cross join ragsql._statement_judge(ru.id, array['context_recall'], context_recall.model,
-                                           context_recall.prompt_version) as j
     ),
     tally as materialized (
         select t.*
@@ -238,7 +236,8 @@ as $$
     from judge as j
     cross join ragsql._generation_scope(j.run_id, 'context_recall') as s
     left join tally as t on t.query_id = s.query_id
-    order by s.qid collate "C"
+    order by s.qid collate "C";
+end
 $$;
 comment on function ragsql.context_recall(text, text, text, float8) is
     'LLM context recall per query = reference statements supported by the contexts / reference statements '
@@ -250,13 +249,23 @@ create or replace function ragsql.answer_correctness_f1(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 as $$
+#variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(answer_correctness_f1.run);
+    chosen_model text;
+    chosen_version text;
+begin
+    -- PL/pgSQL, not SQL: the run and its verdict set first, in statements of their own (Citus: see
+    -- ragsql._newest_verdicts)
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'statement_verdict', array['correctness_answer', 'correctness_reference'],
+                                 answer_correctness_f1.model, answer_correctness_f1.prompt_version) as j;
+    return query
     with judge as materialized (
-        select ru.id as run_id, j.judge_model, j.judge_prompt_version
-        from (select ragsql._run_id(answer_correctness_f1.run) as id) as ru
-        cross join ragsql._statement_judge(ru.id, array['correctness_answer', 'correctness_reference'],
-                                           answer_correctness_f1.model, answer_correctness_f1.prompt_version) as j
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
     ),
     answer_side as materialized (
         select t.*
@@ -285,9 +294,10 @@ as $$
         left join reference_side as r on r.query_id = s.query_id
     )
     select c.qid,
-           case when c.complete then
+           -- numeric, then float8: the value the SQL function's result conversion gave
+           (case when c.complete then
                case when c.tp > 0 then c.tp / (c.tp + 0.5 * (c.fp + c.fn)) else 0 end
-           end,
+           end)::float8,
            case
                when c.answer is null then 'no answer in the run'
                when c.n_references = 0 then 'no reference answer'
@@ -303,7 +313,8 @@ as $$
            end
     from counted as c
     cross join judge as j
-    order by c.qid collate "C"
+    order by c.qid collate "C";
+end
 $$;
 comment on function ragsql.answer_correctness_f1(text, text, text) is
     'Factual F1 per query = TP / (TP + 0.5 * (FP + FN)), 0 when TP = 0 (RAGAS answer_correctness; seed polardb: '

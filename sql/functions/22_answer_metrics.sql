@@ -154,16 +154,10 @@ declare
 begin
     -- the run first, then its verdict set, the embedder that judged with it and its scope: the query below names
     -- the run id on every run-scoped table and calls no function that reads tables, so on Citus it is one shard's
-    select g.model, g.prompt_version
+    select j.judge_model, j.judge_prompt_version
       into chosen_model, chosen_version
-    from ragsql.generated_question as g
-    where g.run_id = rid
-      and ragsql._judge_matches(answer_relevancy.model, g.model)
-      and (answer_relevancy.prompt_version is null or g.prompt_version = answer_relevancy.prompt_version)
-    order by ragsql._judge_preference(g.model), g.created_at desc, g.model collate "C", g.prompt_version collate "C"
-    limit 1;
-    chosen_model := coalesce(chosen_model, answer_relevancy.model);
-    chosen_version := coalesce(chosen_version, answer_relevancy.prompt_version);
+    from ragsql._newest_verdicts(rid, 'generated_question', null, answer_relevancy.model,
+                                 answer_relevancy.prompt_version) as j;
     emb := ragsql._run_embedder(rid, answer_relevancy.embedder, chosen_model);
     scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_relevancy') as g);
     return query
@@ -239,28 +233,20 @@ as $$
 #variable_conflict use_column
 declare
     rid bigint := ragsql._run_id(answer_relevancy_rating.run);
+    chosen_model text;
+    chosen_version text;
     scope jsonb;
 begin
-    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
-    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
+    -- and calls no function that reads tables, so on Citus it is one shard's
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'rating', array['answer_relevancy'], answer_relevancy_rating.model,
+                                 answer_relevancy_rating.prompt_version) as j;
     scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_relevancy_rating') as g);
     return query
     with judge as materialized (
-        select ru.id as run_id,
-               coalesce(p.model, answer_relevancy_rating.model) as judge_model,
-               coalesce(p.prompt_version, answer_relevancy_rating.prompt_version) as judge_prompt_version
-        from (select rid as id) as ru
-        left join lateral (
-            select r.model, r.prompt_version
-            from ragsql.rating as r
-            where r.run_id = rid
-              and r.criterion = 'answer_relevancy'
-              and ragsql._judge_matches(answer_relevancy_rating.model, r.model)
-              and (answer_relevancy_rating.prompt_version is null
-                   or r.prompt_version = answer_relevancy_rating.prompt_version)
-            order by ragsql._judge_preference(r.model), r.created_at desc, r.model, r.prompt_version
-            limit 1
-        ) as p on true
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
     )
     select s.qid,
            (r.score - 1) / 4.0::float8,

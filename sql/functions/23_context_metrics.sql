@@ -11,26 +11,19 @@ as $$
 #variable_conflict use_column
 declare
     rid bigint := ragsql._run_id(context_precision.run);
+    chosen_model text;
+    chosen_version text;
     scope jsonb;
 begin
-    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
-    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
+    -- and calls no function that reads tables, so on Citus it is one shard's
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'context_verdict', null, context_precision.model, context_precision.prompt_version) as j;
     scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'context_precision') as g);
     return query
     with judge as materialized (
-        select ru.id as run_id,
-               coalesce(p.model, context_precision.model) as judge_model,
-               coalesce(p.prompt_version, context_precision.prompt_version) as judge_prompt_version
-        from (select rid as id) as ru
-        left join lateral (
-            select v.model, v.prompt_version
-            from ragsql.context_verdict as v
-            where v.run_id = rid
-              and ragsql._judge_matches(context_precision.model, v.model)
-              and (context_precision.prompt_version is null or v.prompt_version = context_precision.prompt_version)
-            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-            limit 1
-        ) as p on true
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
     ),
     judged as materialized (
         select v.query_id, count(*) as verdicts, array_agg(v.useful order by v.position) as useful
@@ -80,26 +73,19 @@ as $$
 #variable_conflict use_column
 declare
     rid bigint := ragsql._run_id(context_relevance.run);
+    chosen_model text;
+    chosen_version text;
     scope jsonb;
 begin
-    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
-    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
+    -- and calls no function that reads tables, so on Citus it is one shard's
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'context_sentence_verdict', null, context_relevance.model, context_relevance.prompt_version) as j;
     scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'context_relevance') as g);
     return query
     with judge as materialized (
-        select ru.id as run_id,
-               coalesce(p.model, context_relevance.model) as judge_model,
-               coalesce(p.prompt_version, context_relevance.prompt_version) as judge_prompt_version
-        from (select rid as id) as ru
-        left join lateral (
-            select v.model, v.prompt_version
-            from ragsql.context_sentence_verdict as v
-            where v.run_id = rid
-              and ragsql._judge_matches(context_relevance.model, v.model)
-              and (context_relevance.prompt_version is null or v.prompt_version = context_relevance.prompt_version)
-            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-            limit 1
-        ) as p on true
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
     ),
     per_context as materialized (
         -- contexts holding any non-space text, with their judged sentences
@@ -236,30 +222,21 @@ as $$
 declare
     rid bigint := ragsql._run_id(aspect_critique.run);
     definition text := ragsql._aspect_definition_hash(aspect_critique.aspect);
+    chosen_model text;
+    chosen_version text;
     scope jsonb;
 begin
-    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
-    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
+    -- and calls no function that reads tables, so on Citus it is one shard's
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'aspect_verdict', array[aspect_critique.aspect], aspect_critique.model,
+                                 aspect_critique.prompt_version, '%', definition) as j;
     scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'aspect_critique') as g);
     return query
     with judge as materialized (
-        select ru.id as run_id,
-               d.definition_hash,
-               coalesce(p.model, aspect_critique.model) as judge_model,
-               coalesce(p.prompt_version, aspect_critique.prompt_version) as judge_prompt_version
-        from (select rid as id) as ru
-        cross join (select definition as definition_hash) as d
-        left join lateral (
-            select v.model, v.prompt_version
-            from ragsql.aspect_verdict as v
-            where v.run_id = rid
-              and v.aspect = aspect_critique.aspect
-              and v.definition_hash = d.definition_hash
-              and ragsql._judge_matches(aspect_critique.model, v.model)
-              and (aspect_critique.prompt_version is null or v.prompt_version = aspect_critique.prompt_version)
-            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-            limit 1
-        ) as p on true
+        select rid as run_id, definition as definition_hash, chosen_model as judge_model,
+               chosen_version as judge_prompt_version
     )
     select s.qid,
            case when v.verdict then 1.0::float8 when not v.verdict then 0.0::float8 end,
@@ -301,26 +278,19 @@ as $$
 #variable_conflict use_column
 declare
     rid bigint := ragsql._run_id(_citation_tally.run);
+    chosen_model text;
+    chosen_version text;
     scope jsonb;
 begin
-    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
-    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
+    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
+    -- and calls no function that reads tables, so on Citus it is one shard's
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'citation_verdict', null, _citation_tally.model, _citation_tally.prompt_version) as j;
     scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'citations') as g);
     return query
     with judge as materialized (
-        select ru.id as run_id,
-               coalesce(p.model, _citation_tally.model) as judge_model,
-               coalesce(p.prompt_version, _citation_tally.prompt_version) as judge_prompt_version
-        from (select rid as id) as ru
-        left join lateral (
-            select v.model, v.prompt_version
-            from ragsql.citation_verdict as v
-            where v.run_id = rid
-              and ragsql._judge_matches(_citation_tally.model, v.model)
-              and (_citation_tally.prompt_version is null or v.prompt_version = _citation_tally.prompt_version)
-            order by ragsql._judge_preference(v.model), v.created_at desc, v.model, v.prompt_version
-            limit 1
-        ) as p on true
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
     ),
     counted as materialized (
         select v.query_id,

@@ -14,13 +14,19 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(_graded_metric.run);
+    chosen_model text;
+    chosen_version text;
 begin
+    -- the run and its verdict set first, in statements of their own (Citus: see ragsql._newest_verdicts)
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'graded_verdict', array[_graded_metric.metric], _graded_metric.model,
+                                 _graded_metric.prompt_version) as j;
     return query
     with judge as materialized (
-        select ru.id as run_id, j.judge_model, j.judge_prompt_version
-        from (select ragsql._run_id(_graded_metric.run) as id) as ru
-        cross join ragsql._newest_verdicts(ru.id, 'graded_verdict', array[_graded_metric.metric],
-                                           _graded_metric.model, _graded_metric.prompt_version) as j
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
     ),
     rated as materialized (
         select v.query_id,
@@ -105,37 +111,37 @@ as $$
 declare
     -- the run first: a function that reads a table must not run inside the query over the run's shard (Citus)
     rid bigint := ragsql._run_id(context_entity_recall.run);
+    compared jsonb;
+    chosen_model text;
+    chosen_version text;
     scope jsonb;
 begin
+    -- the texts whose entities are compared: each distinct reference answer, and the contexts joined; their
+    -- entity sets are chosen by these hashes (entity_extraction is kept per text, not per run)
+    compared := (
+        select coalesce(jsonb_agg(t), '[]')
+        from (select a.query_id, 'reference' as side, ragsql.text_hash(r.text) as text_hash
+              from ragsql.answer as a
+              join ragsql.reference_answer as r on r.query_id = a.query_id
+              where a.run_id = rid
+              union
+              select c.query_id, 'contexts', ragsql.text_hash(string_agg(c.text, E'\n' order by c.position))
+              from ragsql.answer_context as c
+              where c.run_id = rid
+              group by c.query_id) as t);
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'entity_extraction',
+                                 array(select t ->> 'text_hash' from jsonb_array_elements(compared) as t),
+                                 context_entity_recall.model, context_entity_recall.prompt_version) as j;
     scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'context_entity_recall') as g);
     return query
     with texts as materialized (
-        -- the texts whose entities are compared: each distinct reference answer, and the contexts joined
-        select a.query_id, 'reference' as side, ragsql.text_hash(r.text) as text_hash
-        from ragsql.answer as a
-        join ragsql.reference_answer as r on r.query_id = a.query_id
-        where a.run_id = rid
-        union
-        select c.query_id, 'contexts', ragsql.text_hash(string_agg(c.text, E'\n' order by c.position))
-        from ragsql.answer_context as c
-        where c.run_id = rid
-        group by c.query_id
+        select t.query_id, t.side, t.text_hash
+        from jsonb_to_recordset(compared) as t(query_id bigint, side text, text_hash text)
     ),
     judge as materialized (
-        select ru.id as run_id,
-               coalesce(p.model, context_entity_recall.model) as judge_model,
-               coalesce(p.prompt_version, context_entity_recall.prompt_version) as judge_prompt_version
-        from (select rid as id) as ru
-        left join lateral (
-            select e.model, e.prompt_version
-            from ragsql.entity_extraction as e
-            where e.text_hash in (select t.text_hash from texts as t)
-              and ragsql._judge_matches(context_entity_recall.model, e.model)
-              and (context_entity_recall.prompt_version is null
-                   or e.prompt_version = context_entity_recall.prompt_version)
-            order by ragsql._judge_preference(e.model), e.created_at desc, e.model, e.prompt_version
-            limit 1
-        ) as p on true
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
     ),
     extracted as materialized (
         select t.query_id, t.side, t.text_hash, e.entities
@@ -262,16 +268,22 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(factual_correctness.run);
+    chosen_model text;
+    chosen_version text;
 begin
+    -- the run and its verdict set first, in statements of their own (Citus: see ragsql._newest_verdicts)
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(
+        rid, 'statement_verdict', array['factual_precision', 'factual_recall'], factual_correctness.model,
+        factual_correctness.prompt_version,
+        '%' || ragsql._claim_setting(factual_correctness.atomicity, factual_correctness.coverage)) as j;
     return query
     with judge as materialized (
-        select ru.id as run_id, j.judge_model, j.judge_prompt_version,
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version,
                ragsql._factual_mode(factual_correctness.mode, factual_correctness.beta) as mode
-        from (select ragsql._run_id(factual_correctness.run) as id) as ru
-        cross join ragsql._newest_verdicts(
-            ru.id, 'statement_verdict', array['factual_precision', 'factual_recall'], factual_correctness.model,
-            factual_correctness.prompt_version,
-            '%' || ragsql._claim_setting(factual_correctness.atomicity, factual_correctness.coverage)) as j
     ),
     answer_side as materialized (
         select t.*
@@ -367,14 +379,20 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(noise_sensitivity.run);
+    chosen_model text;
+    chosen_version text;
 begin
+    -- the run and its verdict set first, in statements of their own (Citus: see ragsql._newest_verdicts)
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'statement_verdict', array['noise_sensitivity'], noise_sensitivity.model,
+                                 noise_sensitivity.prompt_version) as j;
     return query
     with judge as materialized (
-        select ru.id as run_id, j.judge_model, j.judge_prompt_version,
+        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version,
                ragsql._noise_mode(noise_sensitivity.mode) as mode
-        from (select ragsql._run_id(noise_sensitivity.run) as id) as ru
-        cross join ragsql._newest_verdicts(ru.id, 'statement_verdict', array['noise_sensitivity'],
-                                           noise_sensitivity.model, noise_sensitivity.prompt_version) as j
     ),
     tally as materialized (
         select t.*
@@ -498,15 +516,23 @@ returns table (
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    rid bigint := ragsql._run_id(rubrics_score.run);
+    definition text := ragsql._rubric_hash(rubrics_score.rubric);
+    chosen_model text;
+    chosen_version text;
 begin
+    -- the run and its verdict set first, in statements of their own (Citus: see ragsql._newest_verdicts)
+    select j.judge_model, j.judge_prompt_version
+      into chosen_model, chosen_version
+    from ragsql._newest_verdicts(rid, 'rubric_verdict', array[rubrics_score.rubric], rubrics_score.model,
+                                 rubrics_score.prompt_version, '%', definition) as j;
     return query
     with judge as materialized (
-        select ru.id as run_id, d.definition_hash, r.with_reference, j.judge_model, j.judge_prompt_version
-        from (select ragsql._run_id(rubrics_score.run) as id) as ru
-        cross join (select ragsql._rubric_hash(rubrics_score.rubric) as definition_hash) as d
-        join ragsql.rubric as r on r.name = rubrics_score.rubric
-        cross join ragsql._newest_verdicts(ru.id, 'rubric_verdict', array[rubrics_score.rubric], rubrics_score.model,
-                                           rubrics_score.prompt_version, '%', d.definition_hash) as j
+        select rid as run_id, definition as definition_hash, r.with_reference, chosen_model as judge_model,
+               chosen_version as judge_prompt_version
+        from ragsql.rubric as r
+        where r.name = rubrics_score.rubric
     )
     select s.qid,
            v.score,

@@ -869,13 +869,14 @@ declare
     judged_model text[];
     judged_version text[];
 begin
-    -- the run and each purpose's verdict set (ragsql._statement_judge) first: the query below then reads the
+    -- the run and each purpose's verdict set (ragsql._newest_verdicts) first: the query below then reads the
     -- run's verdicts by its id, one shard on Citus
     select ru.id into rid from ragsql.run as ru where ru.name = statement_verdicts.run;
     select array_agg(p.purpose), array_agg(j.judge_model), array_agg(j.judge_prompt_version)
     into judged_purpose, judged_model, judged_version
     from unnest(statement_verdicts.purposes) as p(purpose)
-    cross join lateral ragsql._statement_judge(rid, array[p.purpose], statement_verdicts.judge, null) as j
+    cross join lateral ragsql._newest_verdicts(rid, 'statement_verdict', array[p.purpose], statement_verdicts.judge,
+                                               null) as j
     where rid is not null;
     return query
     -- the verdict set each purpose's metric reads, statement by statement
