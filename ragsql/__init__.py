@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ragsql._version import __version__
 from ragsql.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Evaluation", "InputError", "UsageError", "__version__", "compare", "connect", "engine", "evaluate", "metrics",
            "synth"]
-
-__version__ = "0.1.0"
 
 _API = {"Evaluation", "compare", "connect", "engine", "evaluate", "metrics", "synth"}
 

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from ragsql import __version__
+from ragsql._version import __version__
 from ragsql.errors import EXIT_CODES, RagsqlError, UsageError
 
 __all__ = ["COMMANDS", "cli", "main"]

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 
-from ragsql import __version__
+from ragsql._version import __version__
 from ragsql.errors import SchemaError
 
 if TYPE_CHECKING:

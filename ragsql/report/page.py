@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jinja2
 
-from ragsql import __version__
+from ragsql._version import __version__
 from ragsql.db.report import ReportData
 from ragsql.report import charts
 
