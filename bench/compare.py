@@ -20,7 +20,6 @@ import argparse
 import json
 import random
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

@@ -46,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from trees import PHASE_TIMER, new_database, tree_of, with_db  # noqa: E402  (bench/ is scripts, not a package)
+
 GOAL = 10_000
 HYBRID_QUERIES = 20  # of the 200: vector and hybrid (whose fuzzy path reads many chunks) on these only
 CHARS_PER_DOCUMENT = 4_000

@@ -17,9 +17,9 @@ import argparse
 import asyncio
 import importlib.util
 import json
-import sys
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request

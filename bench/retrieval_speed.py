@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import threading
 import time
@@ -43,8 +42,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragsql import db  # noqa: E402
-from ragsql.db import corpus as store  # noqa: E402
-from ragsql.db import install  # noqa: E402
+from ragsql.db import corpus as store, install  # noqa: E402
 
 DBNAME = "ragsql_bench_speed"
 CHUNKS_PER_DOCUMENT = 10
@@ -332,7 +330,7 @@ def bm25s_figures(n_docs: int, tokens, offsets, vocab: int, queries: list[list[i
         model.index(corpus, show_progress=False)
         index_s = time.perf_counter() - start
 
-        def one(q):
+        def one(q, model=model, backend=backend):
             return model.retrieve([q], k=K, show_progress=False, n_threads=1, backend_selection=backend)
 
         times = timed_each(one, qtok)
@@ -343,7 +341,7 @@ def bm25s_figures(n_docs: int, tokens, offsets, vocab: int, queries: list[list[i
         qps = len(qtok) / (time.perf_counter() - start)
         out[backend] = {"index_s": index_s, "p50": p50, "p95": p95, "qps": qps,
                         "docs": np.asarray(docs), "scores": np.asarray(scores)}
-        del model
+        del model, one
     return out
 
 

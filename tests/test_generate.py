@@ -81,7 +81,7 @@ def test_offline_answers_cite_their_contexts_and_the_judge_reads_them(run_withou
     answers = _answers(url)
     assert len(answers) == ANSWERED and "en-99" not in answers
     top = _top(url, 5)
-    for qid, (question, lang, text, meta, contexts) in answers.items():
+    for qid, (_question, lang, text, meta, contexts) in answers.items():
         assert contexts == top[qid]
         assert meta["generator"] == "offline-extractive-v1" and meta["top_n"] == 5
         assert meta["prompt_version"] == "generate.v1" and meta["call_id"]
@@ -146,7 +146,7 @@ def test_endpoint_one_call_per_query_then_none(run_without_answers, endpoint, ca
     assert endpoint.chat_calls == ANSWERED and {e["task"] for e in endpoint.log} == {"generate"}
     assert _summary(out, "chat calls") == ANSWERED and _summary(out, "served from cache") == 0
     answers = _answers(url)
-    for qid, (question, lang, text, meta, contexts) in answers.items():
+    for qid, (_question, lang, text, meta, contexts) in answers.items():
         assert (meta["generator"], meta["model"]) == ("fake-judge", "fake-judge")
         docno = contexts[0][0]
         assert text.startswith(contexts[0][1][:4]) and f"[{docno}]" in text, (qid, text)

@@ -7,11 +7,11 @@ import csv
 import io
 import json
 import uuid
+from functools import partial
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ragsql.errors import InputError
 from ragsql.importer import import_records, import_trec
@@ -94,7 +94,7 @@ def test_any_bytes_as_jsonl_or_csv_is_stored_or_one_input_error(conn, folder, da
     """Raw random bytes, read as JSONL and as CSV."""
     for fmt in ("jsonl", "csv"):
         path = _file(folder, "." + fmt, data)
-        _outcome(conn, path, lambda: import_records(conn, path, fmt, "ds", skip_bad=skip_bad))
+        _outcome(conn, path, partial(import_records, conn, path, fmt, "ds", skip_bad=skip_bad))
 
 
 @PROPERTY

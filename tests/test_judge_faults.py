@@ -20,8 +20,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ragsql.calls import CallService, Stored
 from ragsql.cli import main
-from ragsql.llm.calls import CallRecord
 from ragsql.llm import send
+from ragsql.llm.calls import CallRecord
 from tests import cluster
 from tests.conftest import CITUS_SUITE, EXAMPLE, create_database, drop_database, restartable
 from tests.fake_openai import FakeOpenAI, default_responder

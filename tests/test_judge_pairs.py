@@ -11,8 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ragsql.judge import heuristics as h
-from ragsql.judge import prompts as p
+from ragsql.judge import heuristics as h, prompts as p
 from ragsql.judge.lexical import content_tokens, has_negation
 from tests.conftest import run_cli
 from tests.fake_openai import FakeOpenAI

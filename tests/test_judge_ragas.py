@@ -5,7 +5,6 @@ reused, and a prose reply giving NULL with a reason for each task kind."""
 from __future__ import annotations
 
 import json
-import re
 
 import psycopg
 import pytest

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import psycopg
 import pytest
@@ -153,7 +152,7 @@ def test_another_judge_judges_the_run_again(example_run, capsys, monkeypatch):
         assert _scores(example_run)["faithfulness"][1:4:2] == (12, "fake-judge")
         code, out, _ = run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness", "--again")
         assert code == 0 and fake.chat_calls == 2 * 12  # judged again, every request from the cache
-        assert "served from cache" in out and " 24 " in next(l for l in out.splitlines() if "served from cache" in l)
+        assert "served from cache" in out and " 24 " in next(line for line in out.splitlines() if "served from cache" in line)
 
 
 def test_unreachable_endpoint_is_one_line_before_any_work(example_run, monkeypatch, capsys):

@@ -45,7 +45,7 @@ def test_offline_synth_writes_clozes_in_both_languages_with_exact_spans(corpus, 
     rows = _stored(corpus, "syn")
     assert len({r[0] for r in rows}) == 24
     quotes = {}
-    for qid, question, language, kind, doc, start, end, quote, text, answer in rows:
+    for qid, question, language, kind, _doc, start, end, quote, text, _answer in rows:
         assert text[start:end] == quote  # the span is the document's text
         quotes[qid] = quotes.get(qid, "") + quote
         assert question.startswith("填空：" if language == "zh" else "Fill in the blank")

@@ -9,8 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ragsql.errors import InputError
 from ragsql.formats import files, parse_run, rank_run

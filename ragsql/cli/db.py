@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from urllib.parse import quote
-
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import click
 

@@ -13,9 +13,7 @@ from ragsql import db
 from ragsql.cli.output import render, stderr_console
 from ragsql.cli.report import write_report
 from ragsql.cli.specs import int4
-from ragsql.db import diagnostics
-from ragsql.db import generation as generation_db
-from ragsql.db import metrics as metrics_db
+from ragsql.db import diagnostics, generation as generation_db, metrics as metrics_db
 from ragsql.db.compare import Resampling
 from ragsql.llm.settings import EndpointSettings
 

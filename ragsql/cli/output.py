@@ -7,7 +7,6 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterator, Sequence
-
 from typing import TYPE_CHECKING
 
 import click

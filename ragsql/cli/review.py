@@ -10,8 +10,7 @@ import psycopg
 from ragsql import db
 from ragsql.cli.output import format_option, report
 from ragsql.cli.specs import Float8, OutputFile, int4
-from ragsql.db import names
-from ragsql.db import review as review_db
+from ragsql.db import names, review as review_db
 from ragsql.errors import InputError, UsageError
 from ragsql.formats.review import read_labels, sheet_csv, sheet_jsonl
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import contextlib
 import os
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from tenacity import Retrying, retry_if_exception, stop_before_delay, wait_exponential
 

@@ -7,14 +7,12 @@ of the files, so ensure_schema knows with one query whether a database is curren
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import hashlib
 import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
-
+from typing import TYPE_CHECKING
 
 from ragsql._version import __version__
 from ragsql.errors import SchemaError

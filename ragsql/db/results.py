@@ -17,7 +17,6 @@ import psycopg
 from psycopg import sql
 
 from ragsql.db.connect import duplicates_refused
-from ragsql.errors import InputError
 
 __all__ = ["attach_partition", "bare_partition", "copy_ranked", "partitioned", "query_ids", "rank_staged",
            "ranking_text", "stage_unranked"]

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import dict_row
 
-
 __all__ = ["LABEL_COLUMNS", "AnswerTexts", "SheetItem", "answer_texts", "answered_qids", "judged_statements", "known_metrics", "labelled", "ppi",
            "ppi_compare", "review_sheet", "store_labels"]
 

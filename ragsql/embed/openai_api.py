@@ -13,7 +13,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-
 from ragsql.embed.embedder import EmbeddingFailed, require_text
 from ragsql.errors import JudgeError
 from ragsql.llm.calls import CallRecord, request_hash

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragsql.calls import CallService
-from ragsql.calls.requests import Calls
-from ragsql.calls.requests import ask as cached_ask
+from ragsql.calls.requests import Calls, ask as cached_ask
 from ragsql.db.answers import NewAnswer, QueryContexts
 from ragsql.judge import prompts as p
 from ragsql.judge.client import JudgeClient

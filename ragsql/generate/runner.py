@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragsql.calls import CallService
-from ragsql.db import answers as store
-from ragsql.db import judging as cache
+from ragsql.db import answers as store, judging as cache
 from ragsql.db.answers import NewAnswer, QueryContexts
 from ragsql.errors import InputError
 from ragsql.generate.generator import Calls, GenerationFailed, answer_query

@@ -38,8 +38,17 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from ragsql.judge.language import detect_language, split_sentences
-from ragsql.judge.lexical import (calculations, content_tokens, content_words, coverage, has_negation, is_number, key_terms,
-                                  missing_terms, similarity)
+from ragsql.judge.lexical import (
+    calculations,
+    content_tokens,
+    content_words,
+    coverage,
+    has_negation,
+    is_number,
+    key_terms,
+    missing_terms,
+    similarity,
+)
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.judge.verdicts import CITATION
 

@@ -10,10 +10,10 @@ same texts give the same numbers on every machine.
 
 from __future__ import annotations
 
+import ast
 import functools
 import logging
 import math
-import ast
 import operator
 import re
 from collections import Counter

@@ -13,7 +13,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-
 from ragsql.llm.limiter import RateLimiter
 from ragsql.llm.retry import describe, is_refusal, retrying
 from ragsql.llm.tokens import tokenizer_name

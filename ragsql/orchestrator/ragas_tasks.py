@@ -123,7 +123,7 @@ async def noise_sensitivity(job: Job) -> list[Store]:
     version = f"{attribute[0].prompt_version}+{check.prompt_version}"
     positions = [c.position for c in job.sample.contexts]
     stores: list[Store] = []
-    for (text_statements, extraction), g in zip(texts, attributed):
+    for (_, extraction), g in zip(texts, attributed):
         rows = [(v.id, positions[ci - 1], ci in v.contexts)
                 for v in g.verdict.verdicts for ci in range(1, len(positions) + 1)]
         stores.append(lambda c, extraction=extraction, rows=rows, call=g.call_id: db.store_attributions(

@@ -11,7 +11,7 @@ from ragsql.judge import prompts as p
 from ragsql.judge.language import detect_language, split_sentences
 from ragsql.judge.verdicts import CITATION, citation_id, context_citations
 from ragsql.orchestrator import ragas_tasks
-from ragsql.orchestrator.job import QUESTIONS_PER_ANSWER, Job, Store, TaskFailed, together
+from ragsql.orchestrator.job import Job, Store, TaskFailed, together
 
 __all__ = ["KINDS", "NEEDS_CONTEXTS", "NEEDS_REFERENCE", "OPT_IN", "Job", "TaskFailed", "run_task", "together"]
 

@@ -39,7 +39,7 @@ def overview(values: dict[str, Sequence[IntervalValue]]) -> str:
     figure, axis = plt.subplots(figsize=(7.5, 0.32 * len(measures) + 1.2))
     step = 0.8 / max(len(values), 1)
     handles = []
-    for i, (run, rows) in enumerate(values.items()):
+    for i, rows in enumerate(values.values()):
         by = {v.measure: v for v in rows}
         ys, xs, lows, highs = [], [], [], []
         for j, m in enumerate(measures):

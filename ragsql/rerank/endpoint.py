@@ -7,7 +7,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-
 from ragsql.errors import InputError
 from ragsql.llm.calls import CallRecord, request_hash
 from ragsql.llm.send import EndpointClient, SendFailed

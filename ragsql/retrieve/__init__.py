@@ -12,9 +12,7 @@ import psycopg
 from ragsql import db as database
 from ragsql.calls import CallService
 from ragsql.corpus import SEGMENTERS
-from ragsql.db import corpus as corpus_db
-from ragsql.db import gold as gold_db
-from ragsql.db import retrieval as db
+from ragsql.db import corpus as corpus_db, gold as gold_db, retrieval as db
 from ragsql.db.retrieval import RunSpec, Version
 from ragsql.embed import embed_queries, make_embedder
 from ragsql.errors import InputError

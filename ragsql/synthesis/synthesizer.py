@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 
 from ragsql.calls import CallService
 from ragsql.calls.requests import Calls, ask
-from ragsql.db import connect
-from ragsql.db import corpus as corpus_db
-from ragsql.db import load, names
+from ragsql.db import connect, corpus as corpus_db, load, names
 from ragsql.errors import InputError
 from ragsql.judge import prompts as p
 from ragsql.judge.language import LANGUAGES, detect_language

@@ -100,7 +100,8 @@ def test_import_eval_set_and_offline_judge_store_the_same_verdicts_and_scores(ci
         judge = ("judge", "--run", "ex1", "--offline", "--embedder", "offline", "--workers", "2", "--format", "json")
         if side is citus:
             outputs: list[dict] = []
-            processes = [threading.Thread(target=lambda: outputs.append(json.loads(side.cli(*judge).stdout)))
+            processes = [threading.Thread(target=lambda cli=side.cli, args=judge, out=outputs: out.append(
+                json.loads(cli(*args).stdout)))
                          for _ in range(2)]
             for process in processes:
                 process.start()

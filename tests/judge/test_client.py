@@ -11,8 +11,7 @@ import time
 import pytest
 
 from ragsql.errors import JudgeError
-from ragsql.judge import prompts as p
-from ragsql.judge import verdicts as v
+from ragsql.judge import prompts as p, verdicts as v
 from ragsql.judge.client import JudgeClient
 from ragsql.judge.language import cjk_ratio
 from ragsql.llm.settings import EndpointSettings

@@ -76,7 +76,8 @@ def pairs(lang: str, n: int, rng: random.Random) -> list[dict]:
         hard = hard_negative(row, docs)
         random_doc = rng.choice([t for d, t in docs.items() if d != row["doc"] and row["answer"] not in t])
 
-        def pair(metric: str, kind: str, better: dict, worse: dict, **shared) -> None:
+        def pair(metric: str, kind: str, better: dict, worse: dict, *, row: dict = row, base: dict = base,
+                 **shared) -> None:
             out.append({"id": f"{lang}-{row['qid']}:{metric}:{kind}", "metric": metric, "kind": kind, **base,
                         **shared, "better": better, "worse": worse})
 

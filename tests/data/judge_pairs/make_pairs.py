@@ -173,7 +173,8 @@ def main(out_dir: Path = HERE) -> int:
         base = {"question": q, "language": lang}
         pairs: list[dict] = []
 
-        def add(metric: str, kind: str, better: dict, worse: dict, **shared) -> None:
+        def add(metric: str, kind: str, better: dict, worse: dict, *, pairs: list[dict] = pairs, qid: str = qid,
+                base: dict = base, **shared) -> None:
             pairs.append({"id": f"{qid}:{metric}:{kind}", "metric": metric, "kind": kind, **base, **shared,
                           "better": better, "worse": worse})
 
