@@ -19,8 +19,18 @@ from ragsql.errors import InputError, UsageError
 if TYPE_CHECKING:
     from ragsql.api import Evaluation, compare, connect, engine, evaluate, metrics, synth
 
-__all__ = ["Evaluation", "InputError", "UsageError", "__version__", "compare", "connect", "engine", "evaluate", "metrics",
-           "synth"]
+__all__ = [
+    "Evaluation",
+    "InputError",
+    "UsageError",
+    "__version__",
+    "compare",
+    "connect",
+    "engine",
+    "evaluate",
+    "metrics",
+    "synth",
+]
 
 _API = {"Evaluation", "compare", "connect", "engine", "evaluate", "metrics", "synth"}
 

@@ -42,8 +42,12 @@ class SourceDocument:
 
 def content_hash(title: str | None, text: str, language: str, metadata: dict) -> str:
     """sha256 (hex) of the canonical JSON of a document's title, text, language and metadata."""
-    canonical = json.dumps({"title": title, "text": text, "language": language, "metadata": metadata},
-                           sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = json.dumps(
+        {"title": title, "text": text, "language": language, "metadata": metadata},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

@@ -84,8 +84,9 @@ def _line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def retrying(attempts: int, *, initial: float = 0.5, maximum: float = 30.0,
-             on_rate_limit: Callable[[float], None] | None = None) -> AsyncRetrying:
+def retrying(
+    attempts: int, *, initial: float = 0.5, maximum: float = 30.0, on_rate_limit: Callable[[float], None] | None = None
+) -> AsyncRetrying:
     """Tenacity policy: up to `attempts` tries of transient errors; Retry-After wins over the jittered backoff.
 
     `on_rate_limit(seconds)` is told the wait after a 429 (the rate limiter pauses every caller for it).
@@ -100,5 +101,6 @@ def retrying(attempts: int, *, initial: float = 0.5, maximum: float = 30.0,
             on_rate_limit(delay)
         return delay
 
-    return AsyncRetrying(stop=stop_after_attempt(max(1, attempts)), wait=wait,
-                         retry=retry_if_exception(is_transient), reraise=True)
+    return AsyncRetrying(
+        stop=stop_after_attempt(max(1, attempts)), wait=wait, retry=retry_if_exception(is_transient), reraise=True
+    )

@@ -45,9 +45,17 @@ class RetrievalSummary:
     unmatched: gold_db.UnmatchedGold = field(default_factory=gold_db.UnmatchedGold)
 
 
-def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: str, spec: RunSpec,
-                 chunking: str | None = None, replace: bool = False,
-                 settings: EndpointSettings | None = None) -> RetrievalSummary:
+def retrieve_run(
+    conn: psycopg.Connection,
+    *,
+    dataset: str,
+    corpus: str,
+    run: str,
+    spec: RunSpec,
+    chunking: str | None = None,
+    replace: bool = False,
+    settings: EndpointSettings | None = None,
+) -> RetrievalSummary:
     """Retrieve the top `spec.k` chunks of `corpus` for every query of `dataset` as run `run` (one transaction)."""
     started = time.perf_counter()
     _check(spec)
@@ -61,17 +69,25 @@ def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: st
     reranker = make_reranker(spec.rerank, settings) if spec.rerank else None  # a bad model fails before any work
     languages = [(lang or detect_language(text)).lower()[:2] for _, text, lang in queries]
     terms = corpus_db.query_terms(conn, [(text, lang) for (_, text, _), lang in zip(queries, languages)], SEGMENTERS)
-    vectors, embedder_source = (_embed(version, [text for _, text, _ in queries], settings) if needs_vectors
-                                else ([None] * len(queries), None))
-    config = {"source": "ragsql retrieve", "corpus": corpus, "corpus_version": version.id,
-              "chunking": version.chunking, "embedder": version.embedder,
-              **({"embedder_source": embedder_source} if embedder_source else {}), **asdict(spec),
-              **({"reranker": reranker.config} if reranker is not None else {})}
+    vectors, embedder_source = (
+        _embed(version, [text for _, text, _ in queries], settings) if needs_vectors else ([None] * len(queries), None)
+    )
+    config = {
+        "source": "ragsql retrieve",
+        "corpus": corpus,
+        "corpus_version": version.id,
+        "chunking": version.chunking,
+        "embedder": version.embedder,
+        **({"embedder_source": embedder_source} if embedder_source else {}),
+        **asdict(spec),
+        **({"reranker": reranker.config} if reranker is not None else {}),
+    }
     summary = RetrievalSummary(run=run, version=version, spec=spec, config=config)
     with conn.transaction():
         run_id = db.start_run(conn, run, dataset_id, version, spec, config, replace)
-        summary.queries = db.add_queries(conn, run_id, (
-            (qid, text, sorted(t), v) for (qid, text, _), t, v in zip(queries, terms, vectors)))
+        summary.queries = db.add_queries(
+            conn, run_id, ((qid, text, sorted(t), v) for (qid, text, _), t, v in zip(queries, terms, vectors))
+        )
         summary.results = db.retrieve(conn, run_id)
         if reranker is not None:
             summary.results = _rerank(conn, run_id, spec.k, reranker, summary)
@@ -93,9 +109,13 @@ def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker: Reranker, s
     async def go() -> list[tuple]:
         try:
             async with CallService(database.database_url(), purpose="rerank", run_id=run_id) as service:
-                results = await asyncio.gather(*(_rerank_one(service, reranker, qid, query, items, k, summary)
-                                                 for qid, (query, items) in pending.items()),
-                                               return_exceptions=True)
+                results = await asyncio.gather(
+                    *(
+                        _rerank_one(service, reranker, qid, query, items, k, summary)
+                        for qid, (query, items) in pending.items()
+                    ),
+                    return_exceptions=True,
+                )
         finally:
             await reranker.aclose()
         failed = next((r for r in results if isinstance(r, BaseException)), None)
@@ -106,8 +126,15 @@ def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker: Reranker, s
     return db.replace_results(conn, run_id, k, asyncio.run(go()))
 
 
-async def _rerank_one(service: CallService, reranker: Reranker, query_id: int, query: str, items: list[tuple],
-                      k: int, summary: RetrievalSummary) -> list[tuple]:
+async def _rerank_one(
+    service: CallService,
+    reranker: Reranker,
+    query_id: int,
+    query: str,
+    items: list[tuple],
+    k: int,
+    summary: RetrievalSummary,
+) -> list[tuple]:
     texts = [text or "" for _, _, _, text in items]
     key = reranker.request_hash(query, texts)
     if key is None:  # a local model: nothing to cache

@@ -33,8 +33,15 @@ def write(name: str, lang: str, picked: list[dict]) -> tuple[int, int]:
             answers = list(dict.fromkeys(a["text"].strip() for a in q.get("answers", []) if a["text"].strip()))
             if q.get("is_impossible") or not answers or not q["question"].strip():
                 continue
-            queries.append({"qid": q["id"], "query": q["question"].strip(), "lang": lang,
-                            "gold_doc_ids": [doc_id], "ground_truths": answers})
+            queries.append(
+                {
+                    "qid": q["id"],
+                    "query": q["question"].strip(),
+                    "lang": lang,
+                    "gold_doc_ids": [doc_id],
+                    "ground_truths": answers,
+                }
+            )
     for file, rows in (("corpus.jsonl", docs), ("evalset.jsonl", queries)):
         (folder / file).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return len(docs), len(queries)
@@ -49,7 +56,7 @@ def main() -> None:
     print("en-squad", write("en-squad", "en", paragraphs(args.squad)))
     zh = paragraphs(args.cmrc)
     random.Random(2018).shuffle(zh)
-    print("zh-cmrc", write("zh-cmrc", "zh", zh[:args.zh_paragraphs]))
+    print("zh-cmrc", write("zh-cmrc", "zh", zh[: args.zh_paragraphs]))
 
 
 if __name__ == "__main__":
