@@ -14,9 +14,9 @@ taken, so that every import starts from the same state. The first import of each
 (qid, rank, docno, score) the two trees stored must be equal.
 
 With --profile: where this tree's import spends its time (the phases, timed in process, the server's CPU seconds
-in each, the backend's and its parallel workers', and the parsing thread's profile), once as it imports (a partition of the run's own, indexed after the
-COPY) and once copying straight into run_result, whose indexes are then kept up to date row by row (as before
-migration 0160), in the same tree, database and file.
+in each, the backend's and its parallel workers', and the parsing thread's profile), once as it imports (a partition of
+the run's own, indexed after the COPY) and once copying straight into run_result, whose indexes are then kept up to date
+row by row (as before migration 0160), in the same tree, database and file.
 
 Goal (issue 15): >= 200k rows/s for the whole command, a 1M-row run in <= 5 s.
 """
@@ -169,7 +169,8 @@ def profiled(path):
         yield item
 importer._ranked_texts = profiled
 partitioned = results.partitioned
-for layout in ("a partition of its own, indexed once the rows are in", "straight into run_result, indexes kept row by row"):
+LAYOUTS = ("a partition of its own, indexed once the rows are in", "straight into run_result, indexes kept row by row")
+for layout in LAYOUTS:
     phases.clear()
     parse = cProfile.Profile()
     with db.connect() as conn:

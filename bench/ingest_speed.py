@@ -8,9 +8,9 @@ base commit's tree is taken with `git archive` into a temporary folder. One embe
 scratch RAGSQL_HOME, and each tree gets a database of its own, installed by its own code. Then each tree
 ingests the file in a child process of its own (its PYTHONPATH), calling `ragsql.ingest.ingest` as the CLI
 does (offline embedder, recursive 500/100), with the database functions of `ragsql.db.corpus` wrapped by a
-timer: the wall time and the server's CPU seconds of each phase (the backend's, and its parallel workers'), the child's peak RSS and the server
-backend's peak RSS (VmHWM). The trees alternate, `--runs` times each (the fastest run is reported), each run in
-a fresh database.
+timer: the wall time and the server's CPU seconds of each phase (the backend's, and its parallel workers'), the child's
+peak RSS and the server backend's peak RSS (VmHWM). The trees alternate, `--runs` times each (the fastest run is
+reported), each run in a fresh database.
 
 Phases: "python" is reading, hashing, splitting and embedding (the embed call itself is also shown alone);
 "documents" the upsert and fetch of documents; "chunks" the COPY of chunks and what the insert does with them

@@ -222,7 +222,8 @@ def main() -> int:
     )
     head = (
         "| metric | ragsql calls/sample | RAGAS calls | ragsql prompt tok | RAGAS prompt tok | ragsql compl. tok "
-        "| ragsql emb calls | RAGAS emb calls | ragsql wall s | RAGAS wall s (evaluate / collections) | ragsql max in flight | NULL |"
+        "| ragsql emb calls | RAGAS emb calls | ragsql wall s | RAGAS wall s (evaluate / collections) "
+        "| ragsql max in flight | NULL |"
     )
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
@@ -233,7 +234,8 @@ def main() -> int:
             f"| {name} | {r['calls']:.2f} | {lc.get('calls', float('nan')):.2f} | {r['prompt']:.0f} | "
             f"{lc.get('prompt', float('nan')):.0f} | {r['completion']:.0f} | {r['emb']:.2f} | "
             f"{lc.get('emb', float('nan')):.2f} | {r['wall']:.2f} | "
-            f"{lc.get('wall', float('nan')):.1f} / {co.get('wall', float('nan')):.1f} | {r['max_in_flight']} | {', '.join(f'{m} {k}' for m, k in r['nulls'].items()) or 0} |"
+            f"{lc.get('wall', float('nan')):.1f} / {co.get('wall', float('nan')):.1f} | {r['max_in_flight']} | "
+            f"{', '.join(f'{m} {k}' for m, k in r['nulls'].items()) or 0} |"
         )
     print("\nmean scores, all 5:", {m: round(v, 3) for m, v in rows["all 5"]["scores"].items() if v is not None})
     return 0

@@ -198,7 +198,8 @@ def main() -> int:
     for name, seconds, note in lines:
         print(f"{name:45} {seconds:9.3f} {seconds / base:18.2f}  {note}")
     print(
-        f"ragsql means vs pytrec_eval incl. reading: {(read_seconds + build_seconds + pytrec_seconds) / sql_means:.2f}x "
+        "ragsql means vs pytrec_eval incl. reading: "
+        f"{(read_seconds + build_seconds + pytrec_seconds) / sql_means:.2f}x "
         f"faster; vs ranx: {(ranx_seconds) / sql_means:.2f}x (evaluate only)"
     )
     return 0

@@ -9,7 +9,8 @@ on RAGSQL_DATABASE_URL's server, else the embedded one) through the ingest's own
 ragsql.db.corpus.upsert_documents, chunks (with a small random embedding) with add_chunks, postings with
 add_chunk_terms (the path of segmented languages) into the version's new postings table, attached at the end
 (attach_postings), and the version's trigram index built (ensure_trigram_index), then ragsql.refresh_bm25 as
-the ingest's last step. Splitting, tokenising and embedding text are bypassed (the tokens are generated), so "ingest" is the database side only.
+the ingest's last step. Splitting, tokenising and embedding text are bypassed (the tokens are generated), so "ingest" is
+the database side only.
 
 Measured in one run, on the same tokens: load rate (chunks/s), BM25 index build (refresh_bm25), ragsql.bm25
 top-10 latency p50/p95 (single queries, warm), batch throughput of all queries in one LATERAL statement (one

@@ -734,7 +734,8 @@ def rows(report: Report) -> list[tuple[str, str, str]]:
         ),
         (
             "  answered 429 / 5xx / no answer (timeout) / wrong shape",
-            f"{e['answered 429']:,} / {e['answered 5xx']:,} / {e['timed out']:,} / {e['answered with the wrong shape']:,}",
+            f"{e['answered 429']:,} / {e['answered 5xx']:,} / {e['timed out']:,} / "
+            f"{e['answered with the wrong shape']:,}",
             "",
         ),
         (

@@ -93,7 +93,8 @@ def test_significant_lets_a_drop_within_noise_pass(demo):
     """A drop that fails a plain max-drop gate passes with significant when its adjusted p >= alpha."""
     with psycopg.connect(demo) as conn:
         noisy = conn.execute(
-            "select c.baseline, c.run, c.measure from (values ('demo-bm25', 'demo-hybrid'), ('demo-hybrid', 'demo-bm25'), "
+            "select c.baseline, c.run, c.measure "
+            "from (values ('demo-bm25', 'demo-hybrid'), ('demo-hybrid', 'demo-bm25'), "
             "('demo-vector', 'demo-hybrid'), ('demo-hybrid', 'demo-vector')) as r(a, b), "
             "lateral (select r.a as baseline, r.b as run, x.* from ragsql.compare(r.a, r.b, array['nDCG@10', 'AP', "
             "'RR@10', 'P@5', 'faithfulness', 'answer_relevancy'], 2000) as x) as c "

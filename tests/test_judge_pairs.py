@@ -1,6 +1,6 @@
 """`ragsql judge-check` and the labelled pairs: the offline judge discriminates (≥ 0.90 pairwise accuracy on the
-dev and held-out pairs, and on the cases the issue names), the pairs are what their script writes, bad files are refused whole,
-and an LLM judge is measured through the real client."""
+dev and held-out pairs, and on the cases the issue names), the pairs are what their script writes, bad files are refused
+whole, and an LLM judge is measured through the real client."""
 
 from __future__ import annotations
 

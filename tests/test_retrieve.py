@@ -140,7 +140,8 @@ def test_expansion_widens_the_text_not_the_ranking(demo, capsys):
             run: {
                 (q, rank): (docno, text)
                 for q, rank, docno, text in conn.execute(
-                    "select r.query_id, r.rank, r.docno, r.text from ragsql.run_result r join ragsql.run u on u.id = r.run_id "
+                    "select r.query_id, r.rank, r.docno, r.text "
+                    "from ragsql.run_result r join ragsql.run u on u.id = r.run_id "
                     "where u.name = %s",
                     (run,),
                 )

@@ -272,7 +272,8 @@ def test_compare_adds_the_prediction_powered_difference_where_both_runs_are_labe
         human = {
             run: dict(
                 conn.execute(
-                    "select q.qid, avg(l.score) from ragsql.review_label as l join ragsql.query as q on q.id = l.query_id "
+                    "select q.qid, avg(l.score) "
+                    "from ragsql.review_label as l join ragsql.query as q on q.id = l.query_id "
                     "join ragsql.run as r on r.id = l.run_id where r.name = %s and l.metric = 'faithfulness' "
                     "and l.item = '' group by q.qid",
                     (run,),

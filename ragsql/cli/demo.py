@@ -65,8 +65,8 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
     56 questions with gold evidence spans and reference answers, runs bm25, vector and
     hybrid retrieval, generates cited answers with the offline extractive generator,
     judges them with the offline judge, prints the metrics side by side with a
-    diagnosis of each run, and writes the HTML report of the three runs. No key and no network are needed; every generation score is
-    offline. The data stays in the database for psql (`ragsql db url`).
+    diagnosis of each run, and writes the HTML report of the three runs. No key and no network are needed; every
+    generation score is offline. The data stays in the database for psql (`ragsql db url`).
     """
     from ragsql.generate import generate_answers, make_generator, prepare_run
     from ragsql.importer import import_records

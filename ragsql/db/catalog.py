@@ -80,12 +80,14 @@ def run_details(conn: psycopg.Connection, run: str) -> dict:
 
 def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
     """Delete a run (and its repeats R#k), dataset or corpus and everything that belongs to it (the judge-call cache
-    stays); returns what went with it ({} for a dataset that does not exist). A corpus that runs were retrieved from is refused: their measures read its chunks."""
+    stays); returns what went with it ({} for a dataset that does not exist). A corpus that runs were retrieved from is
+    refused: their measures read its chunks."""
     if kind == "corpus":
         users = [
             r
             for (r,) in conn.execute(
-                "select ru.name from ragsql.retrieval_run as rr join ragsql.corpus_version as v on v.id = rr.version_id "
+                "select ru.name from ragsql.retrieval_run as rr "
+                "join ragsql.corpus_version as v on v.id = rr.version_id "
                 "join ragsql.corpus as c on c.id = v.corpus_id join ragsql.run as ru on ru.id = rr.run_id "
                 "where c.name = %s order by ru.name",
                 (name,),

@@ -203,7 +203,9 @@ def history(
         cur.execute(
             """
             select h.run, h.created_at, h.measure, h.kind, h.value, h.ci_low, h.ci_high, h.queries, h.best, h.latest
-            from ragsql.history(%(dataset)s, %(measures)s, %(ci)s, %(resamples)s, %(seed)s, %(alpha)s, 1, %(judge)s) as h
+            from ragsql.history(
+                %(dataset)s, %(measures)s, %(ci)s, %(resamples)s, %(seed)s, %(alpha)s, 1, %(judge)s
+            ) as h
             """,
             {
                 "dataset": dataset,

@@ -187,14 +187,17 @@ def run_report(conn: psycopg.Connection, run_id: int) -> dict[str, int]:
         (run_id,),
     ).fetchone()
     version_id, dataset_id = conn.execute(
-        "select rr.version_id, ru.dataset_id from ragsql.retrieval_run as rr join ragsql.run as ru on ru.id = rr.run_id "
+        "select rr.version_id, ru.dataset_id "
+        "from ragsql.retrieval_run as rr join ragsql.run as ru on ru.id = rr.run_id "
         "where rr.run_id = %s",
         (run_id,),
     ).fetchone()
     coarse = conn.execute(
         """
         select count(*) from (
-            select vj.query_id from ragsql.version_judgment(%s, %s) as vj group by vj.query_id having bool_and(vj.coarse)
+            select vj.query_id from ragsql.version_judgment(%s, %s) as vj
+            group by vj.query_id
+            having bool_and(vj.coarse)
         ) as g
         """,
         (version_id, dataset_id),

@@ -2,9 +2,9 @@
 
 Calls go through `ragsql.llm.send.Sender`: bounded (``settings.concurrency``), rate limited (rpm/tpm
 buckets reserving the prompt plus ``max_tokens`` and settled with the reported usage) and retried on
-transient errors (the openai client's own retries are off, so every HTTP attempt is counted). A reply that is not JSON or
-does not fit the verdict model gets one repair request; a reply cut off at ``max_tokens`` gets one retry with
-twice the room. Endpoint and reply problems never raise from `judge`: they come back as a failed record.
+transient errors (the openai client's own retries are off, so every HTTP attempt is counted). A reply that is not JSON
+or does not fit the verdict model gets one repair request; a reply cut off at ``max_tokens`` gets one retry with twice
+the room. Endpoint and reply problems never raise from `judge`: they come back as a failed record.
 """
 
 from __future__ import annotations

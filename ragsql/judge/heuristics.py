@@ -188,11 +188,12 @@ def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
 
     Supported: the contexts hold all of its key terms (`lexical.key_terms`: every number within the
     best-matching sentence, and its neighbours, of some context — a number is a local fact —, every name somewhere
-    in the contexts — an earlier sentence may introduce it —, all but one in four, at least one, of the others) and one context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two
-    key terms or more); a number the statement itself derives by a calculation that holds ("log2(4) = 2") needs no
-    context. Contradicted: it lacks a number or name where the closest sentence has another of the same kind, or a
-    clause and the context clause matching it differ in negation. Partial: PARTIAL overlap, or key terms missing.
-    Unsupported: a calculation it states does not hold, or too little overlap."""
+    in the contexts — an earlier sentence may introduce it —, all but one in four, at least one, of the others) and one
+    context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two key terms or more); a number the
+    statement itself derives by a calculation that holds ("log2(4) = 2") needs no context. Contradicted: it lacks a
+    number or name where the closest sentence has another of the same kind, or a clause and the context clause matching
+    it differ in negation. Partial: PARTIAL overlap, or key terms missing. Unsupported: a calculation it states does not
+    hold, or too little overlap."""
     core = strip_filler(statement)
     score, where = _best(core, [set(content_tokens(c)) for c in contexts])
     if not where:

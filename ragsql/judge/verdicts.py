@@ -2,8 +2,8 @@
 
 A model is validated with a context (``model_validate(obj, context={...})``) naming what the prompt numbered:
 ``ids`` (how many items were numbered 1..n), ``answer_ids``/``reference_ids`` for the classification,
-``aspects`` (the aspect names asked for), ``n_questions``, ``context_ids`` (the ids an answer may cite). A reply that skips or invents an item fails
-validation, so the client asks once for a repair instead of storing a partial verdict.
+``aspects`` (the aspect names asked for), ``n_questions``, ``context_ids`` (the ids an answer may cite). A reply that
+skips or invents an item fails validation, so the client asks once for a repair instead of storing a partial verdict.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""One record per call to an LLM or embedding endpoint (a row of ragsql.judge_call) and the request hash that keys the cache."""
+"""One record per call to an LLM or embedding endpoint (a row of ragsql.judge_call) and the request hash keying the
+cache."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ The pairs of one file go into a dataset of their own (``judge-check-<hash of the
 (its question and reference), and per metric a run of the better sides and a run of the worse sides. The judge
 is run on both with that metric alone, the per-query values are read back from SQL, and a pair counts 1 when
 the better side scores strictly higher, ½ on a tie, 0 otherwise; a side with no value (NULL, with its reason)
-counts as a tie and is reported; a group where no pair has a value has no accuracy (NULL). The dataset is deleted afterwards unless kept; the judge-call cache stays, so
-checking again costs no call.
+counts as a tie and is reported; a group where no pair has a value has no accuracy (NULL). The dataset is deleted
+afterwards unless kept; the judge-call cache stays, so checking again costs no call.
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[l
     shape = await db.run_shape(conn, rid)
     if shape["answers"] == 0:
         raise InputError(
-            "the run has no answers to judge (import them with `ragsql import jsonl|csv FILE --dataset D --run RUN`, or write them with `ragsql generate --run RUN`)"
+            "the run has no answers to judge (import them with `ragsql import jsonl|csv FILE --dataset D --run RUN`, "
+            "or write them with `ragsql generate --run RUN`)"
         )
     wanted = list(dict.fromkeys(metrics or DEFAULT_METRICS))
     skipped: dict[str, str] = {}

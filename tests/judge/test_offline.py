@@ -353,7 +353,8 @@ def test_a_copied_sentence_with_a_number_or_name_swapped_is_contradicted_either_
 
 
 BALLARAT = "What did colonial authorities reduce because of the Ballarat revolt?"
-BALLARAT_CONTEXTS = [  # SQuAD 2.0 dev: the answer's paragraph and a complexity-theory sentence sharing "because … reduce"
+# SQuAD 2.0 dev: the answer's paragraph and a complexity-theory sentence sharing "because … reduce"
+BALLARAT_CONTEXTS = [
     "This was crushed by British troops, but the discontents prompted colonial authorities to reform the "
     "administration (particularly reducing the hated mining licence fees) and extend the franchise.",
     "Because the problem P = NP is not solved, being able to reduce a known NP-complete problem, Π2, to another "

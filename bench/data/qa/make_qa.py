@@ -3,8 +3,8 @@
     python bench/data/qa/make_qa.py SQUAD_DEV.json CMRC2018_DEV.json
 
 Each paragraph becomes a document (`corpus.jsonl`: id, text, lang) and each answerable question a query whose gold
-document is its paragraph (`evalset.jsonl`: qid, query, lang, gold_doc_ids, ground_truths: the answers). English keeps every
-paragraph of the file given; Chinese keeps a seeded sample of --zh-paragraphs paragraphs and their questions.
+document is its paragraph (`evalset.jsonl`: qid, query, lang, gold_doc_ids, ground_truths: the answers). English keeps
+every paragraph of the file given; Chinese keeps a seeded sample of --zh-paragraphs paragraphs and their questions.
 """
 
 from __future__ import annotations
