@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -154,7 +154,7 @@ def _read_ahead(items: Iterator[T]) -> Iterator[T]:
         coming = pool.submit(next, items, end)
         while (item := coming.result()) is not end:
             coming = pool.submit(next, items, end)
-            yield item
+            yield cast(T, item)  # not the end marker
 
 
 def import_records(

@@ -161,7 +161,8 @@ class CallService:
             claim = await self.run(db.claim_call, key, self.owner, self.lease, since, take_from)
             if claim.state == "cached":
                 self.cached += 1
-                return Stored(claim.response, claim.call_id, True)
+                # a cached claim carries its call id (ragsql.claim_call returns both)
+                return Stored(claim.response, claim.call_id, True)  # pyright: ignore[reportArgumentType]
             if claim.state == "failed":
                 raise CallFailed(f"the call failed in another process: {claim.error}")
             if claim.state == "claimed":

@@ -100,12 +100,13 @@ class Sender:
         if isinstance(reply, (str, bytes)):
             snippet = " ".join(str(reply if isinstance(reply, str) else reply[:200]).split())[:80]
             raise SendFailed(f"the endpoint answered with a body that is not JSON: {snippet!r}", attempts)
+        # tenacity runs the loop at least once and raises unless an attempt returned: reply is bound here, an R
         if check is not None:
             try:
-                check(reply)
+                check(reply)  # pyright: ignore[reportArgumentType]
             except Exception as exc:  # noqa: BLE001 - a reply of the wrong shape, whatever the check raised
                 raise SendFailed(f"unusable reply: {describe(exc)}", attempts) from None
-        return Sent(reply, attempts)
+        return Sent(reply, attempts)  # pyright: ignore[reportReturnType]
 
 
 class EndpointClient:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 
@@ -42,7 +42,7 @@ def _svg(figure, name: str) -> str:
     return text[text.index("<svg") :]
 
 
-def overview(values: dict[str, Sequence[IntervalValue]]) -> str:
+def overview(values: Mapping[str, Sequence[IntervalValue]]) -> str:
     """Each measure's run value with its interval, one colour per run."""
     measures = list(dict.fromkeys(v.measure for rows in values.values() for v in rows))
     figure, axis = plt.subplots(figsize=(7.5, 0.32 * len(measures) + 1.2))
@@ -76,16 +76,17 @@ def overview(values: dict[str, Sequence[IntervalValue]]) -> str:
     return _svg(figure, "overview")
 
 
-def forest(comparisons: dict[str, Sequence[Comparison]], higher: dict[str, bool]) -> str:
+def forest(comparisons: Mapping[str, Sequence[Comparison]], higher: dict[str, bool]) -> str:
     """Each measure's difference from the baseline with its interval; filled when significant."""
-    rows = [(run, c) for run, cs in comparisons.items() for c in cs if c.diff is not None]
+    rows = [(run, c, c.diff) for run, cs in comparisons.items() for c in cs if c.diff is not None]
     figure, axis = plt.subplots(figsize=(7.5, 0.3 * len(rows) + 1.2))
-    for y, (run, c) in enumerate(rows):
+    for y, (run, c, diff) in enumerate(rows):
         color = COLORS[(list(comparisons).index(run) + 1) % len(COLORS)]
-        better = (c.diff > 0) == higher.get(c.measure, True)
-        axis.plot([c.ci_low, c.ci_high], [y, y], color=color, linewidth=1.5)
+        better = (diff > 0) == higher.get(c.measure, True)
+        # an interval bound may be None: matplotlib draws no segment for it
+        axis.plot([c.ci_low, c.ci_high], [y, y], color=color, linewidth=1.5)  # pyright: ignore[reportArgumentType]
         axis.plot(
-            [c.diff],
+            [diff],
             [y],
             marker="D" if c.significant else "o",
             markersize=5,
@@ -102,7 +103,7 @@ def forest(comparisons: dict[str, Sequence[Comparison]], higher: dict[str, bool]
                 color=color,
             )
     axis.axvline(0, color="#444", linewidth=0.8)
-    axis.set_yticks(range(len(rows)), [f"{c.measure} ({run})" for run, c in rows])
+    axis.set_yticks(range(len(rows)), [f"{c.measure} ({run})" for run, c, _ in rows])
     axis.invert_yaxis()
     axis.set_xlabel(
         "difference from the baseline (mean per query) with its 95% bootstrap interval; ◆ significant after Holm"

@@ -95,7 +95,7 @@ def _scores(reply: object, n: int) -> list[float]:
         scores[index] = float(score)
     if any(s is None for s in scores):
         raise ValueError(f"{sum(s is None for s in scores)} of {n} documents have no score")
-    return [float(s) for s in scores]
+    return [float(s) for s in scores if s is not None]  # all of them (checked above)
 
 
 def endpoint_reranker(model: str, settings: EndpointSettings | None = None) -> EndpointReranker:

@@ -121,7 +121,7 @@ def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker: Reranker, s
         failed = next((r for r in results if isinstance(r, BaseException)), None)
         if failed is not None:
             raise failed
-        return [row for query_rows in results for row in query_rows]
+        return [row for query_rows in results if not isinstance(query_rows, BaseException) for row in query_rows]
 
     return db.replace_results(conn, run_id, k, asyncio.run(go()))
 
@@ -142,7 +142,8 @@ async def _rerank_one(
         summary.rerank_calls += 1
     else:
         try:
-            stored = await service.get(key, lambda: _reranked(reranker, query, texts))
+            # an endpoint reranker (it has a request hash) returns its call's record, never None
+            stored = await service.get(key, lambda: _reranked(reranker, query, texts))  # pyright: ignore[reportArgumentType]
         except CallFailed as exc:
             raise RerankFailed(f"the rerank endpoint failed ({reranker.name}): {exc}") from None
         summary.rerank_cached += stored.cached
