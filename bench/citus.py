@@ -56,8 +56,12 @@ def ragsql(url: str, *args: str) -> float:
     """Run the CLI against url as a subprocess; its wall time in seconds."""
     env = dict(os.environ, RAGSQL_DATABASE_URL=url, PYTHONPATH=str(ROOT), RAGSQL_EMBEDDER="offline")
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", "import sys; from ragsql.cli import main; sys.exit(main())", *args],
-                          env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from ragsql.cli import main; sys.exit(main())", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise SystemExit(f"ragsql {' '.join(args)} on {url}: {done.stderr.strip()}")
     return time.perf_counter() - started
@@ -84,12 +88,19 @@ def size(conn: psycopg.Connection, tables: list[str]) -> int:
     total = 0
     for table in tables:
         name = f"ragsql.{table}"
-        spread = citus and conn.execute("select exists (select from pg_dist_partition where logicalrelid = %s::regclass)",
-                                        (name,)).fetchone()[0]
+        spread = (
+            citus
+            and conn.execute(
+                "select exists (select from pg_dist_partition where logicalrelid = %s::regclass)", (name,)
+            ).fetchone()[0]
+        )
         # a partitioned table (bm25_list) is the sum of its partitions
-        query = ("select citus_total_relation_size(%s)" if spread else
-                 "select greatest(pg_total_relation_size(%(t)s::regclass), (select coalesce(sum(pg_total_relation_size("
-                 "p.relid)), 0) from pg_partition_tree(%(t)s::regclass) as p))::bigint")
+        query = (
+            "select citus_total_relation_size(%s)"
+            if spread
+            else "select greatest(pg_total_relation_size(%(t)s::regclass), (select coalesce(sum(pg_total_relation_size("
+            "p.relid)), 0) from pg_partition_tree(%(t)s::regclass) as p))::bigint"
+        )
         total += conn.execute(query.replace("%s", "%(t)s"), {"t": name}).fetchone()[0]
     return total
 
@@ -98,8 +109,12 @@ def queue(url: str, tasks: int, workers: int) -> tuple[float, float]:
     """Tasks per second of `workers` threads draining one run's queue, and the longest claim in seconds."""
     with psycopg.connect(url) as conn:
         rid = conn.execute("select id from ragsql.run where name = 'queue'").fetchone()[0]
-        kinds = ["k" + str(i) for i in range(tasks // conn.execute(
-            "select count(*) from ragsql.answer where run_id = %s", (rid,)).fetchone()[0])]
+        kinds = [
+            "k" + str(i)
+            for i in range(
+                tasks // conn.execute("select count(*) from ragsql.answer where run_id = %s", (rid,)).fetchone()[0]
+            )
+        ]
         conn.execute("delete from ragsql.judge_task where run_id = %s", (rid,))
         conn.execute("select ragsql._enqueue_judge_tasks(%s, %s)", (rid, kinds))
         conn.commit()
@@ -128,8 +143,9 @@ def queue(url: str, tasks: int, workers: int) -> tuple[float, float]:
         thread.join()
     elapsed = time.perf_counter() - started
     with psycopg.connect(url) as conn:
-        done = conn.execute("select count(*) from ragsql.judge_task where run_id = %s and status = 'done'",
-                            (rid,)).fetchone()[0]
+        done = conn.execute(
+            "select count(*) from ragsql.judge_task where run_id = %s and status = 'done'", (rid,)
+        ).fetchone()[0]
     if done != total:
         raise SystemExit(f"queue on {url}: {done} of {total} tasks done")
     return total / elapsed, max(claims)
@@ -165,16 +181,37 @@ def main() -> None:
         jsonl = queue_run(folder, 500)
         for name, url in sides.items():
             r = result[name]
-            r["import trec (s)"] = ragsql(url, "import", "trec", "--dataset", "bench", "--qrels", str(qrels),
-                                          "--run", str(run), "--run-name", "bench")
+            r["import trec (s)"] = ragsql(
+                url,
+                "import",
+                "trec",
+                "--dataset",
+                "bench",
+                "--qrels",
+                str(qrels),
+                "--run",
+                str(run),
+                "--run-name",
+                "bench",
+            )
             r["metrics, 14 measures (s)"] = statistics.median(
-                ragsql(url, "metrics", "--run", "bench") for _ in range(args.runs))
+                ragsql(url, "metrics", "--run", "bench") for _ in range(args.runs)
+            )
             ragsql(url, "import", "jsonl", str(jsonl), "--dataset", "queue", "--run", "queue")
             r["judge --offline, 500 answers (s)"] = ragsql(
-                url, "judge", "--run", "queue", "--offline", "--embedder", "offline", "--metrics",
-                "faithfulness context_recall")
+                url,
+                "judge",
+                "--run",
+                "queue",
+                "--offline",
+                "--embedder",
+                "offline",
+                "--metrics",
+                "faithfulness context_recall",
+            )
             r[f"judge queue, {args.workers} workers (tasks/s)"], r["longest claim (s)"] = queue(
-                url, args.tasks, args.workers)
+                url, args.tasks, args.workers
+            )
             ragsql(url, "ingest", str(DEMO / "corpus.jsonl"), "--corpus", "demo", "--embedder", "offline")
             with psycopg.connect(url) as conn:
                 count = lambda table: conn.execute(f"select count(*) from ragsql.{table}").fetchone()[0]  # noqa: E731
@@ -182,7 +219,8 @@ def main() -> None:
                 r["bytes per judgment"] = size(conn, ["judgment"]) / count("judgment")
                 r["bytes per statement verdict"] = size(conn, ["statement_verdict"]) / count("statement_verdict")
                 r["bytes per chunk (embedding, postings)"] = size(
-                    conn, ["chunk", "chunk_term", "bm25_term", "bm25_list"]) / count("chunk")
+                    conn, ["chunk", "chunk_term", "bm25_term", "bm25_list"]
+                ) / count("chunk")
                 r["_values"] = conn.execute(
                     "select array_agg(e.value order by e.qid, e.measure) from ragsql.evaluate('bench') as e"
                 ).fetchone()[0]
@@ -192,8 +230,10 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"ragsql on one server and on a Citus cluster (coordinator + 2 workers), same machine; run of {args.rows:,} "
-          f"rows, per-query values equal")
+    print(
+        f"ragsql on one server and on a Citus cluster (coordinator + 2 workers), same machine; run of {args.rows:,} "
+        f"rows, per-query values equal"
+    )
     print(f"{'':42} {'one server':>12} {'cluster':>12}")
     for key in result["one server"]:
         a, b = result["one server"][key], result["cluster"][key]

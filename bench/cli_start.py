@@ -29,8 +29,9 @@ def timed(tree: Path, home: Path, *args: str) -> float:
     env = {k: v for k, v in os.environ.items() if k != "RAGSQL_DATABASE_URL"}
     env.update(PYTHONPATH=str(tree), RAGSQL_HOME=str(home))
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ragsql", *args], env=env, cwd=tree, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ragsql", *args], env=env, cwd=tree, capture_output=True, text=True, check=False
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"ragsql {' '.join(args)} from {tree} failed: {done.stderr.strip()}")
@@ -39,8 +40,13 @@ def timed(tree: Path, home: Path, *args: str) -> float:
 
 def measure(tree: Path, scratch: Path, runs: int) -> dict[str, float]:
     home = scratch / "home"
-    figures: dict[str, list[float]] = {"--version": [], "--help": [], "db url (running)": [],
-                                       "db url (cold start)": [], "db init (new home)": []}
+    figures: dict[str, list[float]] = {
+        "--version": [],
+        "--help": [],
+        "db url (running)": [],
+        "db url (cold start)": [],
+        "db init (new home)": [],
+    }
     for i in range(runs):
         figures["db init (new home)"].append(timed(tree, scratch / f"new-{i}", "db", "init"))
         timed(tree, scratch / f"new-{i}", "db", "stop")
@@ -72,7 +78,9 @@ def main() -> int:
     if args.json:
         print(json.dumps({"this tree": now, args.baseline_ref: before}, indent=2))
         return 0
-    print(f"{'command (median of ' + str(args.runs) + ')':32} {'this tree':>10} {args.baseline_ref:>10} {'× faster':>9}")
+    print(
+        f"{'command (median of ' + str(args.runs) + ')':32} {'this tree':>10} {args.baseline_ref:>10} {'× faster':>9}"
+    )
     for name in now:
         print(f"{name:32} {now[name]:>9.2f}s {before[name]:>9.2f}s {before[name] / now[name]:>9.1f}")
     return 0

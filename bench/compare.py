@@ -20,7 +20,6 @@ import argparse
 import json
 import random
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +33,22 @@ from ragsql.db import load  # noqa: E402
 
 # ragsql's 14 default measures and the 14 ranx measures timed beside them (ContextPrecision@10 has no ranx
 # peer: map@10 stands in)
-RANX = ["hit_rate@1", "hit_rate@5", "hit_rate@10", "recall@5", "recall@10", "recall@20", "precision@5",
-        "precision@10", "mrr@10", "ndcg@5", "ndcg@10", "map", "map@10", "r-precision"]
+RANX = [
+    "hit_rate@1",
+    "hit_rate@5",
+    "hit_rate@10",
+    "recall@5",
+    "recall@10",
+    "recall@20",
+    "precision@5",
+    "precision@10",
+    "mrr@10",
+    "ndcg@5",
+    "ndcg@10",
+    "map",
+    "map@10",
+    "r-precision",
+]
 RANX_OF = {"nDCG@10": "ndcg@10", "AP": "map", "RR@10": "mrr@10", "R@10": "recall@10"}
 
 
@@ -73,11 +86,18 @@ def scipy_tests(diffs: dict[str, np.ndarray], resamples: int) -> dict[str, tuple
 
     out = {}
     for measure, d in diffs.items():
-        perm = stats.permutation_test((d, np.zeros_like(d)), lambda x, y, axis: np.mean(x - y, axis=axis),
-                                      permutation_type="samples", n_resamples=resamples, alternative="two-sided",
-                                      random_state=1, batch=1000)
-        boot = stats.bootstrap((d,), np.mean, n_resamples=resamples, method="percentile", random_state=1,
-                               batch=1000).confidence_interval
+        perm = stats.permutation_test(
+            (d, np.zeros_like(d)),
+            lambda x, y, axis: np.mean(x - y, axis=axis),
+            permutation_type="samples",
+            n_resamples=resamples,
+            alternative="two-sided",
+            random_state=1,
+            batch=1000,
+        )
+        boot = stats.bootstrap(
+            (d,), np.mean, n_resamples=resamples, method="percentile", random_state=1, batch=1000
+        ).confidence_interval
         out[measure] = (float(perm.pvalue), float(boot.low), float(boot.high))
     return out
 
@@ -87,11 +107,13 @@ def ranx_runs(conn: psycopg.Connection):
 
     qrels, runs = {}, {"a": {}, "b": {}}
     for qid, docno, rel in conn.execute(
-            "select q.qid, j.docno, j.relevance from ragsql.judgment j join ragsql.query q on q.id = j.query_id"):
+        "select q.qid, j.docno, j.relevance from ragsql.judgment j join ragsql.query q on q.id = j.query_id"
+    ):
         qrels.setdefault(qid, {})[docno] = rel
     for run, qid, docno, score in conn.execute(
-            "select ru.name, q.qid, r.docno, r.score from ragsql.run_result r join ragsql.query q on q.id = r.query_id "
-            "join ragsql.run ru on ru.id = r.run_id"):
+        "select ru.name, q.qid, r.docno, r.score from ragsql.run_result r join ragsql.query q on q.id = r.query_id "
+        "join ragsql.run ru on ru.id = r.run_id"
+    ):
         runs[run].setdefault(qid, {})[docno] = score
     return Qrels(qrels), Run(runs["a"], name="a"), Run(runs["b"], name="b")
 
@@ -110,11 +132,19 @@ def main() -> int:
     conn.commit()
     load_runs(conn, args.queries, results, judgments)
 
-    evaluate_seconds, _ = timed(lambda: conn.execute(
-        "select * from ragsql.evaluate('a') union all select * from ragsql.evaluate('b')").fetchall(), 1)
-    compare_seconds, rows = timed(lambda: conn.execute(
-        "select measure, diff, ci_low, ci_high, p_value from ragsql.compare('a', 'b', resamples => %s)",
-        (args.resamples,)).fetchall(), 1)
+    evaluate_seconds, _ = timed(
+        lambda: conn.execute(
+            "select * from ragsql.evaluate('a') union all select * from ragsql.evaluate('b')"
+        ).fetchall(),
+        1,
+    )
+    compare_seconds, rows = timed(
+        lambda: conn.execute(
+            "select measure, diff, ci_low, ci_high, p_value from ragsql.compare('a', 'b', resamples => %s)",
+            (args.resamples,),
+        ).fetchall(),
+        1,
+    )
     ours = {m: (p, low, high) for m, _, low, high, p in rows}
 
     diffs = per_query(conn)
@@ -124,18 +154,31 @@ def main() -> int:
 
     qrels, run_a, run_b = ranx_runs(conn)
     compare(qrels, [run_a, run_b], metrics=["ndcg@10"], stat_test="fisher", n_permutations=10)  # numba compiles
-    ranx_seconds, report = timed(lambda: compare(qrels, [run_a, run_b], metrics=RANX, stat_test="fisher",
-                                                 n_permutations=args.resamples, max_p=0.05), 1)
+    ranx_seconds, report = timed(
+        lambda: compare(
+            qrels, [run_a, run_b], metrics=RANX, stat_test="fisher", n_permutations=args.resamples, max_p=0.05
+        ),
+        1,
+    )
 
     p_gap = max(abs(ours[m][0] - theirs[m][0]) for m in ours)
-    ci_gap = max(max(abs(ours[m][1] - theirs[m][1]), abs(ours[m][2] - theirs[m][2])) / max(np.std(diffs[m], ddof=1)
-                 / np.sqrt(len(diffs[m])), 1e-12) for m in ours)
+    ci_gap = max(
+        max(abs(ours[m][1] - theirs[m][1]), abs(ours[m][2] - theirs[m][2]))
+        / max(np.std(diffs[m], ddof=1) / np.sqrt(len(diffs[m])), 1e-12)
+        for m in ours
+    )
     ranx_gap = max(abs(ours[m][0] - report.comparisons[("a", "b")][r]["p_value"]) for m, r in RANX_OF.items())
     figures = {
-        "queries": args.queries, "measures": len(rows), "resamples": args.resamples,
-        "ragsql_evaluate_both_runs_seconds": evaluate_seconds, "ragsql_compare_seconds": compare_seconds,
-        "ranx_compare_fisher_seconds": ranx_seconds, "scipy_permutation_and_bootstrap_seconds": scipy_seconds,
-        "max_p_gap_scipy": p_gap, "max_ci_gap_scipy_in_standard_errors": ci_gap, "max_p_gap_ranx": ranx_gap,
+        "queries": args.queries,
+        "measures": len(rows),
+        "resamples": args.resamples,
+        "ragsql_evaluate_both_runs_seconds": evaluate_seconds,
+        "ragsql_compare_seconds": compare_seconds,
+        "ranx_compare_fisher_seconds": ranx_seconds,
+        "scipy_permutation_and_bootstrap_seconds": scipy_seconds,
+        "max_p_gap_scipy": p_gap,
+        "max_ci_gap_scipy_in_standard_errors": ci_gap,
+        "max_p_gap_ranx": ranx_gap,
     }
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -149,8 +192,10 @@ def main() -> int:
         ("scipy permutation_test + bootstrap on the same values", scipy_seconds),
     ):
         print(f"{name:62} {seconds:9.2f} {seconds / compare_seconds:9.2f}")
-    print(f"agreement: p-values within {p_gap:.4f} of scipy's and {ranx_gap:.4f} of ranx's; interval ends within "
-          f"{ci_gap:.3f} standard errors of scipy's")
+    print(
+        f"agreement: p-values within {p_gap:.4f} of scipy's and {ranx_gap:.4f} of ranx's; interval ends within "
+        f"{ci_gap:.3f} standard errors of scipy's"
+    )
     return 0
 
 

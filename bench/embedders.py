@@ -32,8 +32,10 @@ from ragsql import db  # noqa: E402
 DATA = ROOT / "bench" / "data" / "qa"
 DBNAME = "ragsql_bench_embedders"
 MEASURES = ("Success@5", "RR@10")
-FUSIONS = {"wsum-minmax": ["--method", "wsum", "--norm", "min-max", "--weights", "0.5,0.5"],
-           "wsum-zmuv": ["--method", "wsum", "--norm", "zmuv", "--weights", "0.5,0.5"]}
+FUSIONS = {
+    "wsum-minmax": ["--method", "wsum", "--norm", "min-max", "--weights", "0.5,0.5"],
+    "wsum-zmuv": ["--method", "wsum", "--norm", "zmuv", "--weights", "0.5,0.5"],
+}
 
 
 def scratch_database() -> str:
@@ -46,7 +48,13 @@ def scratch_database() -> str:
 
 def ragsql(url: str, *args: str) -> str:
     env = {**__import__("os").environ, "RAGSQL_DATABASE_URL": url, "PYTHONPATH": str(ROOT)}
-    for var in ("RAGSQL_EMBEDDER", "OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+    for var in (
+        "RAGSQL_EMBEDDER",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "RAGSQL_JUDGE_BASE_URL",
+        "RAGSQL_JUDGE_API_KEY",
+    ):
         env.pop(var, None)
     done = subprocess.run([sys.executable, "-m", "ragsql", *args], env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -67,8 +75,19 @@ def bench_set(url: str, name: str, embedders: list[str]) -> list[dict]:
     for embedder in embedders:
         corpus = f"{name}-{embedder}"
         started = time.perf_counter()
-        ragsql(url, "ingest", str(folder / "corpus.jsonl"), "--corpus", corpus, "--embedder", embedder,
-               "--chunk-size", "2000", "--overlap", "0")
+        ragsql(
+            url,
+            "ingest",
+            str(folder / "corpus.jsonl"),
+            "--corpus",
+            corpus,
+            "--embedder",
+            embedder,
+            "--chunk-size",
+            "2000",
+            "--overlap",
+            "0",
+        )
         ingest_s = time.perf_counter() - started
         runs = {}
         for mode, k in (("bm25", "100"), ("vector", "100"), ("hybrid", "10")):
@@ -86,14 +105,19 @@ def bench_set(url: str, name: str, embedders: list[str]) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     modes = list(rows[0]["runs"])
-    head = "| set | embedder | ingest s | " + " | ".join(f"{m} S@5 / RR@10" for m in modes) + " | hybrid ≥ best single |"
+    head = (
+        "| set | embedder | ingest s | " + " | ".join(f"{m} S@5 / RR@10" for m in modes) + " | hybrid ≥ best single |"
+    )
     lines = [head, "|" + "---|" * (4 + len(modes))]
     for r in rows:
         cells = [f"{r['runs'][m]['Success@5']:.3f} / {r['runs'][m]['RR@10']:.3f}" for m in modes]
         best = {m: max(r["runs"]["bm25"][m], r["runs"]["vector"][m]) for m in MEASURES}
         holds = all(r["runs"]["hybrid"][m] >= best[m] - 1e-12 for m in MEASURES)
-        lines.append(f"| {r['set']} | {r['embedder']} | {r['ingest_s']} | " + " | ".join(cells) +
-                     f" | {'yes' if holds else 'no'} |")
+        lines.append(
+            f"| {r['set']} | {r['embedder']} | {r['ingest_s']} | "
+            + " | ".join(cells)
+            + f" | {'yes' if holds else 'no'} |"
+        )
     return "\n".join(lines)
 
 
@@ -103,8 +127,11 @@ def main() -> int:
     parser.add_argument("--sets", default="en-squad,zh-cmrc")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    embedders = [e for e in args.embedders.split(",")
-                 if e != "minilm" or importlib.util.find_spec("sentence_transformers") is not None]
+    embedders = [
+        e
+        for e in args.embedders.split(",")
+        if e != "minilm" or importlib.util.find_spec("sentence_transformers") is not None
+    ]
     url = scratch_database()
     rows = []
     for name in args.sets.split(","):

@@ -14,9 +14,9 @@ taken, so that every import starts from the same state. The first import of each
 (qid, rank, docno, score) the two trees stored must be equal.
 
 With --profile: where this tree's import spends its time (the phases, timed in process, the server's CPU seconds
-in each, the backend's and its parallel workers', and the parsing thread's profile), once as it imports (a partition of the run's own, indexed after the
-COPY) and once copying straight into run_result, whose indexes are then kept up to date row by row (as before
-migration 0160), in the same tree, database and file.
+in each, the backend's and its parallel workers', and the parsing thread's profile), once as it imports (a partition of
+the run's own, indexed after the COPY) and once copying straight into run_result, whose indexes are then kept up to date
+row by row (as before migration 0160), in the same tree, database and file.
 
 Goal (issue 15): >= 200k rows/s for the whole command, a 1M-row run in <= 5 s.
 """
@@ -55,8 +55,9 @@ def write_files(folder: Path, rows: int, seed: int = 15) -> tuple[Path, Path]:
             scored = [(round(rng.gauss(10, 3), 1), docno) for docno in docnos]
             rng.shuffle(scored)
             scored.sort(key=lambda pair: -pair[0])  # stable: ties stay in random order, not trec_eval's
-            out.writelines(f"{qid} Q0 {docno} {rank} {score} bench\n"
-                           for rank, (score, docno) in enumerate(scored, start=1))
+            out.writelines(
+                f"{qid} Q0 {docno} {rank} {score} bench\n" for rank, (score, docno) in enumerate(scored, start=1)
+            )
             for _, docno in rng.sample(scored, 20):
                 judged.write(f"{qid} 0 {docno} {rng.randrange(4)}\n")
             for extra in range(5):
@@ -119,20 +120,36 @@ def digest(url: str) -> tuple[int, str]:
 
 def import_once(tree: Path, url: str, home: Path, qrels: Path, run: Path, rows: int) -> tuple[float, float]:
     """(seconds, peak MB) of one `ragsql import trec` of the run."""
-    seconds, out, peak = _ragsql(tree, url, home, "import", "trec", "--dataset", "bench", "--qrels", str(qrels),
-                                 "--run", str(run), "--run-name", "bench")
+    seconds, out, peak = _ragsql(
+        tree,
+        url,
+        home,
+        "import",
+        "trec",
+        "--dataset",
+        "bench",
+        "--qrels",
+        str(qrels),
+        "--run",
+        str(run),
+        "--run-name",
+        "bench",
+    )
     if f"{rows} results" not in out:
         sys.exit(f"unexpected summary from {tree}: {out.strip()}")
     return seconds, peak
 
 
-_PROFILE_THIS = r"""
+_PROFILE_THIS = (
+    r"""
 import cProfile, io, os, pstats, sys, time
 from ragsql import db, importer
 from ragsql.db import load, results
 qrels, run = sys.argv[1:3]
 phases = {}
-""" + PHASE_TIMER + r"""
+"""
+    + PHASE_TIMER
+    + r"""
 for module, names in ((load, ("add_queries", "add_judgments", "create_run", "analyze")),
                       (results, ("copy_ranked", "stage_unranked", "rank_staged", "bare_partition",
                                        "attach_partition"))):
@@ -152,7 +169,8 @@ def profiled(path):
         yield item
 importer._ranked_texts = profiled
 partitioned = results.partitioned
-for layout in ("a partition of its own, indexed once the rows are in", "straight into run_result, indexes kept row by row"):
+LAYOUTS = ("a partition of its own, indexed once the rows are in", "straight into run_result, indexes kept row by row")
+for layout in LAYOUTS:
     phases.clear()
     parse = cProfile.Profile()
     with db.connect() as conn:
@@ -172,6 +190,8 @@ for layout in ("a partition of its own, indexed once the rows are in", "straight
     results.partitioned = lambda conn: False
 results.partitioned = partitioned
 """
+)
+
 
 def profile(tree: Path, url: str, home: Path, qrels: Path, run: Path, code: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -192,15 +212,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ragsql-import-speed-") as tmp:
         scratch = Path(tmp)
         baseline = scratch / "baseline"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(baseline),
-                        args.baseline_ref], check=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(baseline), args.baseline_ref],
+            check=True,
+        )
         try:
             home = scratch / "home"
             admin_url = _ragsql(ROOT, None, home, "db", "url")[1].strip()  # starts the server, left running
             admin_url = with_db(admin_url, "postgres")
             trees = {"this tree": ROOT, args.baseline_ref: baseline}
-            urls = {name: database(admin_url, tree, home, f"ragsql_bench_import_{i}")
-                    for i, (name, tree) in enumerate(trees.items())}
+            urls = {
+                name: database(admin_url, tree, home, f"ragsql_bench_import_{i}")
+                for i, (name, tree) in enumerate(trees.items())
+            }
             for rows in sizes:
                 qrels, run = write_files(scratch, rows)
                 figures[rows] = {name: [] for name in trees}
@@ -218,13 +242,20 @@ def main() -> int:
             _ragsql(ROOT, None, home, "db", "stop")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)], check=False)
-    medians = {rows: {name: statistics.median(s for s, _ in values) for name, values in by_tree.items()}
-               for rows, by_tree in figures.items()}
-    peaks = {rows: {name: max(p for _, p in values) for name, values in by_tree.items()}
-             for rows, by_tree in figures.items()}
+    medians = {
+        rows: {name: statistics.median(s for s, _ in values) for name, values in by_tree.items()}
+        for rows, by_tree in figures.items()
+    }
+    peaks = {
+        rows: {name: max(p for _, p in values) for name, values in by_tree.items()} for rows, by_tree in figures.items()
+    }
     if args.json:
-        print(json.dumps({"runs": args.runs, "seconds_and_peak_mb": figures, "median_seconds": medians,
-                          "peak_mb": peaks}, indent=2))
+        print(
+            json.dumps(
+                {"runs": args.runs, "seconds_and_peak_mb": figures, "median_seconds": medians, "peak_mb": peaks},
+                indent=2,
+            )
+        )
         return 0
     print(f"`ragsql import trec`, whole command, median of {args.runs} (stored results equal in both trees)")
     print(f"| rows | tree | seconds | rows/s | × faster than {args.baseline_ref} | peak memory (MB) |")
@@ -232,8 +263,9 @@ def main() -> int:
     for rows, by_tree in medians.items():
         for name, seconds in by_tree.items():
             ratio = by_tree[args.baseline_ref] / seconds
-            print(f"| {rows:,} | {name} | {seconds:.2f} | {rows / seconds:,.0f} | {ratio:.1f} | "
-                  f"{peaks[rows][name]:.0f} |")
+            print(
+                f"| {rows:,} | {name} | {seconds:.2f} | {rows / seconds:,.0f} | {ratio:.1f} | {peaks[rows][name]:.0f} |"
+            )
     for rows, by_tree in medians.items():
         rate = rows / by_tree["this tree"]
         verdict = "met" if rate >= GOAL_ROWS_PER_SECOND else "not met"

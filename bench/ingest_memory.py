@@ -35,14 +35,20 @@ from ragsql import db  # noqa: E402
 from ragsql.db import install  # noqa: E402
 
 DBNAME = "ragsql_bench_memory"
-_ZH = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处理府研"
+_ZH = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种"
+    "面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本"
+    "去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比"
+    "或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总"
+    "次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做"
+    "必战先回则任取据处理府研"
+)
 
 
 def write_text(path: Path, megabytes: float, language: str, seed: int = 7) -> int:
     """Write about `megabytes` MB of UTF-8 text in paragraphs; returns its size in bytes."""
     rng = random.Random(seed)
-    words = ["".join(rng.choice("etaoinshrdlucmfwypvbgkqjxz") for _ in range(rng.randint(2, 10)))
-             for _ in range(8000)]
+    words = ["".join(rng.choice("etaoinshrdlucmfwypvbgkqjxz") for _ in range(rng.randint(2, 10))) for _ in range(8000)]
     target = int(megabytes * 1_000_000)
     written = 0
     with open(path, "w", encoding="utf-8") as out:
@@ -90,9 +96,13 @@ def watch_backends(url: str, stop: threading.Event, peak: dict) -> None:
     """Record the largest VmHWM of any client backend of the bench database other than this watcher."""
     with psycopg.connect(url, autocommit=True) as conn:
         while not stop.wait(0.2):
-            pids = [r[0] for r in conn.execute(
-                "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() "
-                "and backend_type = 'client backend'")]
+            pids = [
+                r[0]
+                for r in conn.execute(
+                    "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() "
+                    "and backend_type = 'client backend'"
+                )
+            ]
             for pid in pids:
                 kib = _vmhwm_kib(pid)
                 if kib is not None:
@@ -117,8 +127,13 @@ def main() -> int:
         watcher = threading.Thread(target=watch_backends, args=(url, stop, backend), daemon=True)
         watcher.start()
         started = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "ragsql", "ingest", str(path), "--corpus", "big"], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "ragsql", "ingest", str(path), "--corpus", "big"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         out, err = child.communicate()
         seconds = time.perf_counter() - started
         stop.set()
@@ -130,8 +145,12 @@ def main() -> int:
         with psycopg.connect(db.database_url(), autocommit=True) as admin:
             admin.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(args.dbname)))
     result = {
-        "document_bytes": size, "language": args.language, "exit": child.returncode, "seconds": round(seconds, 1),
-        "chunks": chunks, "client_peak_rss_mb": round(rusage.ru_maxrss / 1024, 1),
+        "document_bytes": size,
+        "language": args.language,
+        "exit": child.returncode,
+        "seconds": round(seconds, 1),
+        "chunks": chunks,
+        "client_peak_rss_mb": round(rusage.ru_maxrss / 1024, 1),
         "backend_peak_rss_mb": round(backend["kib"] / 1024, 1) if "kib" in backend else None,
         "stderr_tail": err.strip().splitlines()[-3:],
     }

@@ -8,9 +8,9 @@ base commit's tree is taken with `git archive` into a temporary folder. One embe
 scratch RAGSQL_HOME, and each tree gets a database of its own, installed by its own code. Then each tree
 ingests the file in a child process of its own (its PYTHONPATH), calling `ragsql.ingest.ingest` as the CLI
 does (offline embedder, recursive 500/100), with the database functions of `ragsql.db.corpus` wrapped by a
-timer: the wall time and the server's CPU seconds of each phase (the backend's, and its parallel workers'), the child's peak RSS and the server
-backend's peak RSS (VmHWM). The trees alternate, `--runs` times each (the fastest run is reported), each run in
-a fresh database.
+timer: the wall time and the server's CPU seconds of each phase (the backend's, and its parallel workers'), the child's
+peak RSS and the server backend's peak RSS (VmHWM). The trees alternate, `--runs` times each (the fastest run is
+reported), each run in a fresh database.
 
 Phases: "python" is reading, hashing, splitting and embedding (the embed call itself is also shown alone);
 "documents" the upsert and fetch of documents; "chunks" the COPY of chunks and what the insert does with them
@@ -46,11 +46,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from trees import PHASE_TIMER, new_database, tree_of, with_db  # noqa: E402  (bench/ is scripts, not a package)
+
 GOAL = 10_000
 HYBRID_QUERIES = 20  # of the 200: vector and hybrid (whose fuzzy path reads many chunks) on these only
 CHARS_PER_DOCUMENT = 4_000
-STOP = ["the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by",
-        "this", "are", "or", "from"]
+STOP = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "a",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "with",
+    "was",
+    "on",
+    "be",
+    "by",
+    "this",
+    "are",
+    "or",
+    "from",
+]
 
 
 def write_corpus(path: Path, chunks: int, seed: int = 15) -> tuple[int, list[str]]:
@@ -73,18 +94,20 @@ def write_corpus(path: Path, chunks: int, seed: int = 15) -> tuple[int, list[str
             sentences, start = [], 0
             while start < len(picked):
                 n = int(rng.integers(6, 20))
-                sentences.append(" ".join(words[i] for i in picked[start:start + n]).capitalize() + ".")
+                sentences.append(" ".join(words[i] for i in picked[start : start + n]).capitalize() + ".")
                 start += n
-            paragraphs = [" ".join(sentences[i:i + 5]) for i in range(0, len(sentences), 5)]
+            paragraphs = [" ".join(sentences[i : i + 5]) for i in range(0, len(sentences), 5)]
             out.write(json.dumps({"id": f"d{d}", "text": "\n\n".join(paragraphs), "language": "en"}) + "\n")
-    queries = [" ".join(words[i] for i in rng.choice(len(words), size=int(rng.integers(2, 6)), p=p))
-               for _ in range(200)]
+    queries = [
+        " ".join(words[i] for i in rng.choice(len(words), size=int(rng.integers(2, 6)), p=p)) for _ in range(200)
+    ]
     return documents, queries
 
 
 # Run in a child process with PYTHONPATH set to one tree: ingest the file with ragsql.db.corpus's functions
 # timed by phase (names a tree lacks are skipped), print one JSON line.
-_CHILD = r"""
+_CHILD = (
+    r"""
 import json, os, resource, sys, time
 from ragsql import db
 from ragsql.db import corpus as store
@@ -94,7 +117,9 @@ from ragsql.llm.settings import EndpointSettings
 
 path, phases = sys.argv[1], json.loads(sys.argv[2])
 spent = {}
-""" + PHASE_TIMER + r"""
+"""
+    + PHASE_TIMER
+    + r"""
 for phase, names in phases.items():
     for name in names:
         if phase != "embed" and hasattr(store, name):
@@ -121,6 +146,7 @@ with db.connect() as conn:
 print(json.dumps({"total": total, "phases": spent, "chunks": summary.chunks, "tokens": summary.tokens,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "server_peak_mb": server_peak}))
 """
+)
 
 LOAD = ("documents", "chunks", "postings", "trigram index")
 PHASES = {
@@ -143,8 +169,7 @@ def _env(tree: Path, home: Path, url: str | None) -> dict[str, str]:
 
 
 def _python(tree: Path, home: Path, url: str | None, *args: str) -> str:
-    done = subprocess.run([sys.executable, *args], env=_env(tree, home, url), cwd=tree, capture_output=True,
-                          text=True)
+    done = subprocess.run([sys.executable, *args], env=_env(tree, home, url), cwd=tree, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"{' '.join(args[:2])} from {tree} failed: {done.stderr.strip()[-2000:]}")
     return done.stdout
@@ -189,17 +214,24 @@ def compare(urls: dict[str, str], queries: list[str]) -> dict[str, str]:
                 terms = [t for (t,) in conn.execute("select term from ragsql.text_terms(%s, 'en')", (text,))]
                 embedding = conn.execute(
                     "select embedding from ragsql.chunk where version_id = %s order by id offset %s limit 1",
-                    (version, len(hits))).fetchone()[0]
+                    (version, len(hits)),
+                ).fetchone()[0]
                 for kind, q, params in (
-                        ("bm25", "select * from ragsql.bm25(%s, %s, 10)", (version, terms)),
-                        ("vector", "select * from ragsql.vector_search(%s, %s::vector, 10)", (version, embedding)),
-                        ("hybrid", "select * from ragsql.hybrid_search(%s, %s, %s, %s::vector, 10)",
-                         (version, text, terms, embedding))):
+                    ("bm25", "select * from ragsql.bm25(%s, %s, 10)", (version, terms)),
+                    ("vector", "select * from ragsql.vector_search(%s, %s::vector, 10)", (version, embedding)),
+                    (
+                        "hybrid",
+                        "select * from ragsql.hybrid_search(%s, %s, %s, %s::vector, 10)",
+                        (version, text, terms, embedding),
+                    ),
+                ):
                     conn.execute("set enable_indexscan = %s" % ("on" if kind == "bm25" else "off"))
                     rows = conn.execute(
                         f"select d.doc_id, c.position, h.score from ({q}) as h join ragsql.chunk as c on c.id = "
                         f"h.chunk_id join ragsql.document as d on d.id = c.document_id order by h.score desc, "
-                        f"h.chunk_id", params).fetchall()
+                        f"h.chunk_id",
+                        params,
+                    ).fetchall()
                     hits.append((kind, rows))
             out["retrieval"] = hits
             found[name] = out
@@ -208,9 +240,18 @@ def compare(urls: dict[str, str], queries: list[str]) -> dict[str, str]:
     for name, out in zip(list(found)[1:], rest):
         for key in first:
             if out[key] != first[key]:
-                where = next((f" ({a[0]} query {i // 3}: {a[1][:3]} against {b[1][:3]})"
-                              for i, (a, b) in enumerate(zip(first[key], out[key])) if a != b), "") \
-                    if key == "retrieval" else ""
+                where = (
+                    next(
+                        (
+                            f" ({a[0]} query {i // 3}: {a[1][:3]} against {b[1][:3]})"
+                            for i, (a, b) in enumerate(zip(first[key], out[key]))
+                            if a != b
+                        ),
+                        "",
+                    )
+                    if key == "retrieval"
+                    else ""
+                )
                 sys.exit(f"the trees differ in {key}: {list(found)[0]} and {name}{where}")
     return {key: str(first[key][0]) for key in _STORED} | {"queries": str(HYBRID_QUERIES), "bm25_ms": latency}
 
@@ -218,14 +259,18 @@ def compare(urls: dict[str, str], queries: list[str]) -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000, help="about this many chunks (10 a document)")
-    parser.add_argument("--base", default="4bf92cf",
-                        help="git ref to compare with (its tree via git archive; default: the tree before 0150)")
+    parser.add_argument(
+        "--base",
+        default="4bf92cf",
+        help="git ref to compare with (its tree via git archive; default: the tree before 0150)",
+    )
     parser.add_argument("--runs", type=int, default=1, help="ingests per tree (the fastest is reported)")
     parser.add_argument("--only-this", action="store_true", help="time this tree alone (no comparison)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    base_sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.base], capture_output=True,
-                              text=True, check=True).stdout.strip()
+    base_sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", args.base], capture_output=True, text=True, check=True
+    ).stdout.strip()
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="ragsql-ingest-speed-") as tmp:
         scratch = Path(tmp)
@@ -241,8 +286,9 @@ def main() -> int:
             for _ in range(args.runs):
                 for i, (name, tree) in enumerate(trees.items()):
                     urls[name] = database(admin_url, tree, home, f"ragsql_bench_ingest_{i}")
-                    out = json.loads(_python(tree, home, urls[name], "-c", _CHILD, str(corpus),
-                                             json.dumps(PHASES)).splitlines()[-1])
+                    out = json.loads(
+                        _python(tree, home, urls[name], "-c", _CHILD, str(corpus), json.dumps(PHASES)).splitlines()[-1]
+                    )
                     results.setdefault(name, []).append(out)
             same = compare(urls, queries)
         finally:
@@ -252,10 +298,12 @@ def main() -> int:
         print(json.dumps({"documents": documents, "runs": results, "equal": same}, indent=2))
         return 0
     chunks = best["this tree"]["chunks"]
-    print(f"`ragsql ingest` of {documents:,} documents, {chunks:,} chunks (offline embedder, recursive 500/100), "
-          f"best of {args.runs}; stored rows equal in both trees ({same['chunks']} chunks, {same['postings']} "
-          f"postings) and bm25 top 10 equal for 200 queries, vector and hybrid for {same['queries']}; ragsql.bm25 "
-          "median ms (warm): " + ", ".join(f"{n} {ms:.2f}" for n, ms in same["bm25_ms"].items()))
+    print(
+        f"`ragsql ingest` of {documents:,} documents, {chunks:,} chunks (offline embedder, recursive 500/100), "
+        f"best of {args.runs}; stored rows equal in both trees ({same['chunks']} chunks, {same['postings']} "
+        f"postings) and bm25 top 10 equal for 200 queries, vector and hybrid for {same['queries']}; ragsql.bm25 "
+        "median ms (warm): " + ", ".join(f"{n} {ms:.2f}" for n, ms in same["bm25_ms"].items())
+    )
     names = list(best)
     print("| phase | " + " | ".join(f"{n} s (server CPU s)" for n in names) + " |")
     print("|---|" + "---:|" * len(names))
@@ -272,20 +320,26 @@ def main() -> int:
     def load(r: dict, i: int) -> float:
         return sum(r["phases"].get(p, (0.0, 0.0))[i] for p in LOAD)
 
-    print("| tree | whole ingest s | chunks/s | load s (server CPU s) | load chunks/s | per CPU s | × (CPU) | "
-          "HNSW + refresh s | peak RSS MB | server backend peak MB |")
+    print(
+        "| tree | whole ingest s | chunks/s | load s (server CPU s) | load chunks/s | per CPU s | × (CPU) | "
+        "HNSW + refresh s | peak RSS MB | server backend peak MB |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     base = best[names[-1]]
     for n, r in best.items():
         wall, cpu = load(r, 0), load(r, 1)
         after = sum(r["phases"].get(p, (0.0, 0.0))[0] for p in ("HNSW index", "refresh"))
-        print(f"| {n} | {r['total']:.1f} | {r['chunks'] / r['total']:,.0f} | {wall:.1f} ({cpu:.1f}) | "
-              f"{r['chunks'] / wall:,.0f} | {r['chunks'] / cpu:,.0f} | {load(base, 1) / cpu:.1f} | {after:.1f} | "
-              f"{r['peak_mb']:.0f} | {r['server_peak_mb']:.0f} |")
+        print(
+            f"| {n} | {r['total']:.1f} | {r['chunks'] / r['total']:,.0f} | {wall:.1f} ({cpu:.1f}) | "
+            f"{r['chunks'] / wall:,.0f} | {r['chunks'] / cpu:,.0f} | {load(base, 1) / cpu:.1f} | {after:.1f} | "
+            f"{r['peak_mb']:.0f} | {r['server_peak_mb']:.0f} |"
+        )
     this = best["this tree"]
-    print(f"goal {GOAL:,} chunks/s for the database side and tokenisation (load): "
-          f"{'met' if chunks / load(this, 0) >= GOAL else 'not met'} ({chunks / load(this, 0):,.0f} per wall second, "
-          f"{chunks / load(this, 1):,.0f} per server CPU second)")
+    print(
+        f"goal {GOAL:,} chunks/s for the database side and tokenisation (load): "
+        f"{'met' if chunks / load(this, 0) >= GOAL else 'not met'} ({chunks / load(this, 0):,.0f} per wall second, "
+        f"{chunks / load(this, 1):,.0f} per server CPU second)"
+    )
     return 0
 
 

@@ -69,15 +69,20 @@ def main() -> int:
     name = f"ragsql_bench_jit_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'create database "{name}"')
-        jit = conn.execute("select pg_jit_available(), current_setting('jit'), current_setting('server_version')"
-                           ).fetchone()
+        jit = conn.execute(
+            "select pg_jit_available(), current_setting('jit'), current_setting('server_version')"
+        ).fetchone()
     url = make_conninfo(admin, dbname=name)
     try:
         env = {**os.environ, "RAGSQL_DATABASE_URL": url, "PYTHONPATH": str(ROOT), "RAGSQL_EMBEDDER": "offline"}
         for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
             env.pop(var, None)
-        subprocess.run([sys.executable, "-m", "ragsql", "demo", "--queries", str(args.queries)], env=env, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "ragsql", "demo", "--queries", str(args.queries)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         for sql in CALLS.values():  # warm the caches
             timed(url, sql, 1)
         times: dict[str, dict[str, list[float]]] = {"off": {c: [] for c in CALLS}, "server": {c: [] for c in CALLS}}
@@ -96,8 +101,10 @@ def main() -> int:
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{name}" with (force)')
-    print(f"PostgreSQL {jit[2]}, JIT available: {jit[0]}, jit = {jit[1]}; demo of {args.queries} queries, "
-          f"median of {args.repeat} sessions")
+    print(
+        f"PostgreSQL {jit[2]}, JIT available: {jit[0]}, jit = {jit[1]}; demo of {args.queries} queries, "
+        f"median of {args.repeat} sessions"
+    )
     print("| call | jit = off (ms) | server's JIT (ms) | ratio |\n|---|---:|---:|---:|")
     for call in CALLS:
         print(f"| {call} | {off[call] * 1000:,.0f} | {server[call] * 1000:,.0f} | {server[call] / off[call]:.1f}× |")

@@ -17,9 +17,9 @@ import argparse
 import asyncio
 import importlib.util
 import json
-import sys
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -43,17 +43,24 @@ from ragsql.orchestrator.service import Judging  # noqa: E402
 CONCURRENCY = 50  # at most this many calls in flight: what RAGAS's collections API reached in its run
 FIVE = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness"]
 RAGAS_DIR = ROOT.parent / "shared" / "bench" / "ragas_baseline"
-JUDGE_TABLES = ("judge_task, judge_call, statement_extraction, text_statement, statement_verdict, context_verdict, "
-                "context_sentence_verdict, generated_question, text_embedding, rating, aspect_verdict, "
-                "citation_verdict")
+JUDGE_TABLES = (
+    "judge_task, judge_call, statement_extraction, text_statement, statement_verdict, context_verdict, "
+    "context_sentence_verdict, generated_question, text_embedding, rating, aspect_verdict, "
+    "citation_verdict"
+)
 
 
 class FakeServer:
     """tests/fake_openai.py in its own process (as RAGAS's fake was), its counters read over /admin."""
 
     def __init__(self, latency: float):
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.fake_openai", "--latency", str(latency)],
-                                     cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fake_openai", "--latency", str(latency)],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self.base_url = self.proc.stdout.readline().strip()
         if not self.base_url.startswith("http"):
             raise SystemExit("the fake server did not start")
@@ -90,8 +97,10 @@ def ragas_figures(ragas_dir: Path) -> dict[tuple[str, str], dict]:
         n, server = r["n_samples"], r["server"]
         key = "all 5" if len(r["metrics"]) > 1 else r["metrics"][0]
         out[(r["config"], key)] = {
-            "calls": server["chat_requests"] / n, "prompt": server["chat_prompt_tokens"] / n,
-            "completion": server["chat_completion_tokens"] / n, "emb": server["embedding_requests"] / n,
+            "calls": server["chat_requests"] / n,
+            "prompt": server["chat_prompt_tokens"] / n,
+            "completion": server["chat_completion_tokens"] / n,
+            "emb": server["embedding_requests"] / n,
             "wall": r["wall_s"],
         }
     return out
@@ -131,8 +140,13 @@ def cell(url: str, fake: FakeServer, metrics: list[str], workers: int, n: int, e
             conn.execute("update ragsql.judge_task set status = 'pending'")
             conn.commit()
     fake.reset()
-    settings = EndpointSettings(base_url=fake.base_url, api_key="bench", model="gpt-4o-mini",
-                                embed_model="text-embedding-3-small", concurrency=CONCURRENCY)
+    settings = EndpointSettings(
+        base_url=fake.base_url,
+        api_key="bench",
+        model="gpt-4o-mini",
+        embed_model="text-embedding-3-small",
+        concurrency=CONCURRENCY,
+    )
     judging = Judging(JudgeClient(settings), make_embedder("openai", settings))
 
     async def go():
@@ -146,16 +160,30 @@ def cell(url: str, fake: FakeServer, metrics: list[str], workers: int, n: int, e
     result = asyncio.run(go())
     wall = time.perf_counter() - start
     with psycopg.connect(url) as conn:
-        scores = {m: (v, c, q) for m, v, c, q in conn.execute(
-            "select metric, value, covered, queries from ragsql.summarize_generation('bench')")}
-    asked = [m for m in scores if any(m.startswith(x) for x in metrics)
-             or m == "answer_similarity" and "answer_correctness" in metrics]
+        scores = {
+            m: (v, c, q)
+            for m, v, c, q in conn.execute(
+                "select metric, value, covered, queries from ragsql.summarize_generation('bench')"
+            )
+        }
+    asked = [
+        m
+        for m in scores
+        if any(m.startswith(x) for x in metrics) or m == "answer_similarity" and "answer_correctness" in metrics
+    ]
     nulls = {m: scores[m][2] - scores[m][1] for m in asked if scores[m][2] and scores[m][2] > scores[m][1]}
     seen = fake.stats()
-    return {"calls": seen["chat_calls"] / n, "prompt": seen["prompt_tokens"] / n,
-            "completion": seen["completion_tokens"] / n, "emb": seen["embedding_calls"] / n, "wall": wall,
-            "failed": result.failed, "nulls": nulls, "max_in_flight": seen["max_in_flight"],
-            "scores": {m: v for m, (v, _, _) in scores.items()}}
+    return {
+        "calls": seen["chat_calls"] / n,
+        "prompt": seen["prompt_tokens"] / n,
+        "completion": seen["completion_tokens"] / n,
+        "emb": seen["embedding_calls"] / n,
+        "wall": wall,
+        "failed": result.failed,
+        "nulls": nulls,
+        "max_in_flight": seen["max_in_flight"],
+        "scores": {m: v for m, (v, _, _) in scores.items()},
+    }
 
 
 def main() -> int:
@@ -174,6 +202,7 @@ def main() -> int:
     load_samples(url, samples)
     rows = {}
     with FakeServer(latency=args.latency_ms / 1000) as fake:
+
         def repeated(metrics: list[str], empty_cache: bool) -> dict:
             """`repeats` runs of a cell (the cache emptied before each, if asked); wall time = their median."""
             runs = [cell(url, fake, metrics, args.workers, args.samples, empty_cache) for _ in range(args.repeats)]
@@ -186,20 +215,28 @@ def main() -> int:
     if args.json:
         print(json.dumps({"ragsql": rows, "ragas": {f"{k[0]}/{k[1]}": v for k, v in ragas.items()}}, indent=2))
         return 0
-    print(f"{args.samples} samples, {args.latency_ms:.0f} ms per call, {args.workers} workers, at most {CONCURRENCY} "
-          f"chat calls in flight, wall = median of {args.repeats}; "
-          "RAGAS 0.4.3 evaluate() (langchain) and collections API at 200 ms from results.json")
-    head = ("| metric | ragsql calls/sample | RAGAS calls | ragsql prompt tok | RAGAS prompt tok | ragsql compl. tok "
-            "| ragsql emb calls | RAGAS emb calls | ragsql wall s | RAGAS wall s (evaluate / collections) | ragsql max in flight | NULL |")
+    print(
+        f"{args.samples} samples, {args.latency_ms:.0f} ms per call, {args.workers} workers, at most {CONCURRENCY} "
+        f"chat calls in flight, wall = median of {args.repeats}; "
+        "RAGAS 0.4.3 evaluate() (langchain) and collections API at 200 ms from results.json"
+    )
+    head = (
+        "| metric | ragsql calls/sample | RAGAS calls | ragsql prompt tok | RAGAS prompt tok | ragsql compl. tok "
+        "| ragsql emb calls | RAGAS emb calls | ragsql wall s | RAGAS wall s (evaluate / collections) "
+        "| ragsql max in flight | NULL |"
+    )
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for name, r in rows.items():
         key = "all 5" if name.startswith("all 5") else name
         lc, co = ragas.get(("langchain", key), {}), ragas.get(("collections", key), {})
-        print(f"| {name} | {r['calls']:.2f} | {lc.get('calls', float('nan')):.2f} | {r['prompt']:.0f} | "
-              f"{lc.get('prompt', float('nan')):.0f} | {r['completion']:.0f} | {r['emb']:.2f} | "
-              f"{lc.get('emb', float('nan')):.2f} | {r['wall']:.2f} | "
-              f"{lc.get('wall', float('nan')):.1f} / {co.get('wall', float('nan')):.1f} | {r['max_in_flight']} | {', '.join(f'{m} {k}' for m, k in r['nulls'].items()) or 0} |")
+        print(
+            f"| {name} | {r['calls']:.2f} | {lc.get('calls', float('nan')):.2f} | {r['prompt']:.0f} | "
+            f"{lc.get('prompt', float('nan')):.0f} | {r['completion']:.0f} | {r['emb']:.2f} | "
+            f"{lc.get('emb', float('nan')):.2f} | {r['wall']:.2f} | "
+            f"{lc.get('wall', float('nan')):.1f} / {co.get('wall', float('nan')):.1f} | {r['max_in_flight']} | "
+            f"{', '.join(f'{m} {k}' for m, k in r['nulls'].items()) or 0} |"
+        )
     print("\nmean scores, all 5:", {m: round(v, 3) for m, v in rows["all 5"]["scores"].items() if v is not None})
     return 0
 

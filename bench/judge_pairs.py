@@ -33,12 +33,26 @@ sys.path.insert(0, str(ROOT))
 from bench.retrieval_metrics import scratch_database  # noqa: E402
 
 PAIRS = ROOT / "tests" / "data" / "judge_pairs"
-SPLITS = {"dev": PAIRS / "dev.jsonl", "heldout": PAIRS / "heldout.jsonl",
-          "public": ROOT / "bench" / "data" / "qa" / "pairs.jsonl"}  # SQuAD / CMRC 2018 pairs (make_pairs.py there)
-JUDGE_FILES = ("ragsql/judge/heuristics.py", "ragsql/judge/lexical.py", "ragsql/judge/offline.py",
-               "ragsql/orchestrator/setup.py")  # setup.py builds the offline judge (v5: with e5)
-METRICS = ("faithfulness", "answer_relevancy", "context_relevance", "context_recall", "context_precision",
-           "answer_correctness", "answer_similarity")
+SPLITS = {
+    "dev": PAIRS / "dev.jsonl",
+    "heldout": PAIRS / "heldout.jsonl",
+    "public": ROOT / "bench" / "data" / "qa" / "pairs.jsonl",
+}  # SQuAD / CMRC 2018 pairs (make_pairs.py there)
+JUDGE_FILES = (
+    "ragsql/judge/heuristics.py",
+    "ragsql/judge/lexical.py",
+    "ragsql/judge/offline.py",
+    "ragsql/orchestrator/setup.py",
+)  # setup.py builds the offline judge (v5: with e5)
+METRICS = (
+    "faithfulness",
+    "answer_relevancy",
+    "context_relevance",
+    "context_recall",
+    "context_precision",
+    "answer_correctness",
+    "answer_similarity",
+)
 
 
 def judge_check(tree: Path, url: str, pairs: Path) -> tuple[dict[tuple[str, str], float], float]:
@@ -47,8 +61,14 @@ def judge_check(tree: Path, url: str, pairs: Path) -> tuple[dict[tuple[str, str]
     for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
         env.pop(var, None)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ragsql", "judge-check", str(pairs), "--offline", "--format", "json"],
-                          env=env, cwd=tree, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ragsql", "judge-check", str(pairs), "--offline", "--format", "json"],
+        env=env,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"judge-check from {tree} failed: {done.stderr.strip()}")
@@ -68,8 +88,12 @@ def baseline_tree(ref: str, into: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline-ref", action="append", metavar="REF",
-                        help="git ref of an earlier offline judge, repeatable (default: f864e02 = v4, 7b29077 = v3)")
+    parser.add_argument(
+        "--baseline-ref",
+        action="append",
+        metavar="REF",
+        help="git ref of an earlier offline judge, repeatable (default: f864e02 = v4, 7b29077 = v3)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     refs = args.baseline_ref or ["f864e02", "7b29077"]
@@ -85,21 +109,37 @@ def main() -> int:
                 reset_cache(url)
                 figures[split][name] = judge_check(tree, url, path)
     if args.json:
-        print(json.dumps({split: {name: {"accuracy": {" ".join(k): v for k, v in acc.items()}, "seconds": sec}
-                                  for name, (acc, sec) in f.items()} for split, f in figures.items()}, indent=2))
+        print(
+            json.dumps(
+                {
+                    split: {
+                        name: {"accuracy": {" ".join(k): v for k, v in acc.items()}, "seconds": sec}
+                        for name, (acc, sec) in f.items()
+                    }
+                    for split, f in figures.items()
+                },
+                indent=2,
+            )
+        )
         return 0
     names = list(trees)
     head = " ".join(f"{n[:10]:>10}" for n in names)
     print(f"{'metric':20} {'lang':4} | " + " | ".join(f"{split}: {head}" for split in SPLITS))
     for metric in METRICS:
         for lang in ("en", "zh"):
-            cells = [" ".join(f"{figures[split][n][0].get((metric, lang), float('nan')):>10.3f}" for n in names)
-                     for split in SPLITS]
-            print(f"{metric:20} {lang:4} | " + " | ".join(" " * len(f"{split}: ") + cell
-                                                          for split, cell in zip(SPLITS, cells)))
+            cells = [
+                " ".join(f"{figures[split][n][0].get((metric, lang), float('nan')):>10.3f}" for n in names)
+                for split in SPLITS
+            ]
+            print(
+                f"{metric:20} {lang:4} | "
+                + " | ".join(" " * len(f"{split}: ") + cell for split, cell in zip(SPLITS, cells))
+            )
     for split in SPLITS:
-        print(f"{split}: " + "; ".join(f"{n} min {min(acc.values()):.3f} in {sec:.1f} s"
-                                        for n, (acc, sec) in figures[split].items()))
+        print(
+            f"{split}: "
+            + "; ".join(f"{n} min {min(acc.values()):.3f} in {sec:.1f} s" for n, (acc, sec) in figures[split].items())
+        )
     return 0
 
 

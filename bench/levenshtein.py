@@ -68,9 +68,13 @@ def _near_copy(rng: random.Random, alphabet: str, n: int) -> tuple[str, str]:
 
 
 def sql_distances(conn: psycopg.Connection, function: str, pairs: list[tuple[str, str]]) -> list[int]:
-    return [d for (d,) in conn.execute(
-        f"select {function}(a, b) from unnest(%s::text[], %s::text[]) with ordinality as p(a, b, n) order by n",
-        ([a for a, _ in pairs], [b for _, b in pairs])).fetchall()]
+    return [
+        d
+        for (d,) in conn.execute(
+            f"select {function}(a, b) from unnest(%s::text[], %s::text[]) with ordinality as p(a, b, n) order by n",
+            ([a for a, _ in pairs], [b for _, b in pairs]),
+        ).fetchall()
+    ]
 
 
 def main() -> int:
@@ -88,10 +92,13 @@ def main() -> int:
     rng = random.Random(15)
     rows = []
     for length in (int(n) for n in args.lengths.split(",")):
-        for (lang, alphabet), kind in ((language, kind) for kind in ("edited", "near copy")
-                                       for language in (("en", EN), ("zh", ZH))):
-            pairs = [_texts(rng, alphabet, length) if kind == "edited" else _near_copy(rng, alphabet, length)
-                     for _ in range(args.pairs)]
+        for (lang, alphabet), kind in (
+            (language, kind) for kind in ("edited", "near copy") for language in (("en", EN), ("zh", ZH))
+        ):
+            pairs = [
+                _texts(rng, alphabet, length) if kind == "edited" else _near_copy(rng, alphabet, length)
+                for _ in range(args.pairs)
+            ]
             fast, got = timed(lambda p=pairs: sql_distances(conn, "ragsql.levenshtein_distance", p), args.repeat)
             peer, want = timed(lambda p=pairs: [Levenshtein.distance(a, b) for a, b in p], args.repeat)
             if got != want:
@@ -102,20 +109,32 @@ def main() -> int:
                 if sql_distances(conn, "pg_temp.levenshtein_dp", pairs) != want:
                     raise SystemExit(f"the old table differs at length {length} ({lang})")
                 old = time.perf_counter() - start
-            rows.append({"length": length, "language": lang, "kind": kind, "pairs": len(pairs),
-                         "sql_ms": 1000 * fast / len(pairs), "old_sql_ms": old and 1000 * old / len(pairs),
-                         "rapidfuzz_ms": 1000 * peer / len(pairs)})
+            rows.append(
+                {
+                    "length": length,
+                    "language": lang,
+                    "kind": kind,
+                    "pairs": len(pairs),
+                    "sql_ms": 1000 * fast / len(pairs),
+                    "old_sql_ms": old and 1000 * old / len(pairs),
+                    "rapidfuzz_ms": 1000 * peer / len(pairs),
+                }
+            )
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     print(f"Levenshtein distance per pair of passages (ms), best of {args.repeat}; distances equal rapidfuzz's")
-    print(f"{'length':>6} {'lang':>4} {'pairs':>9} {'SQL bit-parallel':>17} {'old SQL table':>14} "
-          f"{'rapidfuzz':>10} {'SQL / rapidfuzz':>16} {'old / new':>10}")
+    print(
+        f"{'length':>6} {'lang':>4} {'pairs':>9} {'SQL bit-parallel':>17} {'old SQL table':>14} "
+        f"{'rapidfuzz':>10} {'SQL / rapidfuzz':>16} {'old / new':>10}"
+    )
     for r in rows:
         old = f"{r['old_sql_ms']:14.1f}" if r["old_sql_ms"] is not None else f"{'-':>14}"
         speedup = f"{r['old_sql_ms'] / r['sql_ms']:9.0f}x" if r["old_sql_ms"] is not None else f"{'-':>10}"
-        print(f"{r['length']:6} {r['language']:>4} {r['kind']:>9} {r['sql_ms']:17.2f} {old} "
-              f"{r['rapidfuzz_ms']:10.4f} {r['sql_ms'] / r['rapidfuzz_ms']:15.0f}x {speedup}")
+        print(
+            f"{r['length']:6} {r['language']:>4} {r['kind']:>9} {r['sql_ms']:17.2f} {old} "
+            f"{r['rapidfuzz_ms']:10.4f} {r['sql_ms'] / r['rapidfuzz_ms']:15.0f}x {speedup}"
+        )
     return 0
 
 

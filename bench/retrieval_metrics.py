@@ -27,11 +27,35 @@ from ragsql import db  # noqa: E402
 from ragsql.db import load  # noqa: E402
 
 # ragsql default measure -> pytrec_eval / ranx names (ContextPrecision has no peer)
-PYTREC = {"Success@1": "success_1", "Success@5": "success_5", "Success@10": "success_10",
-          "R@5": "recall_5", "R@10": "recall_10", "R@20": "recall_20", "P@5": "P_5", "P@10": "P_10",
-          "nDCG@5": "ndcg_cut_5", "nDCG@10": "ndcg_cut_10", "AP": "map", "Rprec": "Rprec"}
-RANX = ["hit_rate@1", "hit_rate@5", "hit_rate@10", "recall@5", "recall@10", "recall@20", "precision@5",
-        "precision@10", "mrr@10", "ndcg@5", "ndcg@10", "map", "r-precision"]
+PYTREC = {
+    "Success@1": "success_1",
+    "Success@5": "success_5",
+    "Success@10": "success_10",
+    "R@5": "recall_5",
+    "R@10": "recall_10",
+    "R@20": "recall_20",
+    "P@5": "P_5",
+    "P@10": "P_10",
+    "nDCG@5": "ndcg_cut_5",
+    "nDCG@10": "ndcg_cut_10",
+    "AP": "map",
+    "Rprec": "Rprec",
+}
+RANX = [
+    "hit_rate@1",
+    "hit_rate@5",
+    "hit_rate@10",
+    "recall@5",
+    "recall@10",
+    "recall@20",
+    "precision@5",
+    "precision@10",
+    "mrr@10",
+    "ndcg@5",
+    "ndcg@10",
+    "map",
+    "r-precision",
+]
 
 
 def generate(n_queries: int, depth: int, seed: int = 42):
@@ -105,20 +129,25 @@ def main() -> int:
     def read_dicts():
         qrels, run = {}, {}
         for qid, docno, rel in conn.execute(
-                "select q.qid, j.docno, j.relevance from ragsql.judgment j join ragsql.query q on q.id = j.query_id"):
+            "select q.qid, j.docno, j.relevance from ragsql.judgment j join ragsql.query q on q.id = j.query_id"
+        ):
             qrels.setdefault(qid, {})[docno] = rel
         for qid, docno, score in conn.execute(
-                "select q.qid, r.docno, r.score from ragsql.run_result r join ragsql.query q on q.id = r.query_id"):
+            "select q.qid, r.docno, r.score from ragsql.run_result r join ragsql.query q on q.id = r.query_id"
+        ):
             run.setdefault(qid, {})[docno] = score
         return qrels, run
 
     read_seconds, (qrels, run) = timed(read_dicts, 1)
-    build_seconds, evaluator = timed(lambda: pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC.values()) | {"recip_rank"}), 1)
+    build_seconds, evaluator = timed(
+        lambda: pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC.values()) | {"recip_rank"}), 1
+    )
     pytrec_seconds, _ = timed(lambda: evaluator.evaluate(run), args.repeat)
 
     extra = ["Bpref", "infAP", "NumRet", "NumRel", "NumRelRet"]  # every judged hit is read, not only relevant ones
-    sql_extra, _ = timed(lambda: conn.execute("select * from ragsql.summarize('bench', %s)", (extra,)).fetchall(),
-                         args.repeat)
+    sql_extra, _ = timed(
+        lambda: conn.execute("select * from ragsql.summarize('bench', %s)", (extra,)).fetchall(), args.repeat
+    )
     extra_evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"bpref", "infAP", "num_ret", "num_rel", "num_rel_ret"})
     pytrec_extra, _ = timed(lambda: extra_evaluator.evaluate(run), args.repeat)
 
@@ -130,14 +159,21 @@ def main() -> int:
 
     n_rows = len(results)
     figures = {
-        "queries": args.queries, "rows": n_rows, "measures": len(measures),
-        "load_seconds": load_seconds, "load_rows_per_second": n_rows / load_seconds,
-        "sql_run_means_seconds": sql_means, "sql_per_query_rows_seconds": sql_rows,
+        "queries": args.queries,
+        "rows": n_rows,
+        "measures": len(measures),
+        "load_seconds": load_seconds,
+        "load_rows_per_second": n_rows / load_seconds,
+        "sql_run_means_seconds": sql_means,
+        "sql_per_query_rows_seconds": sql_rows,
         "sql_per_query_rows": len(rows),
-        "pytrec_read_dicts_seconds": read_seconds, "pytrec_build_seconds": build_seconds,
+        "pytrec_read_dicts_seconds": read_seconds,
+        "pytrec_build_seconds": build_seconds,
         "pytrec_evaluate_seconds": pytrec_seconds,
-        "ranx_build_seconds": ranx_build, "ranx_evaluate_seconds": ranx_seconds,
-        "sql_bpref_infap_counts_seconds": sql_extra, "pytrec_bpref_infap_counts_seconds": pytrec_extra,
+        "ranx_build_seconds": ranx_build,
+        "ranx_evaluate_seconds": ranx_seconds,
+        "sql_bpref_infap_counts_seconds": sql_extra,
+        "pytrec_bpref_infap_counts_seconds": pytrec_extra,
     }
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -161,8 +197,11 @@ def main() -> int:
     print(f"{'step':45} {'seconds':>9} {'x pytrec evaluate':>18}  note")
     for name, seconds, note in lines:
         print(f"{name:45} {seconds:9.3f} {seconds / base:18.2f}  {note}")
-    print(f"ragsql means vs pytrec_eval incl. reading: {(read_seconds + build_seconds + pytrec_seconds) / sql_means:.2f}x "
-          f"faster; vs ranx: {(ranx_seconds) / sql_means:.2f}x (evaluate only)")
+    print(
+        "ragsql means vs pytrec_eval incl. reading: "
+        f"{(read_seconds + build_seconds + pytrec_seconds) / sql_means:.2f}x "
+        f"faster; vs ranx: {(ranx_seconds) / sql_means:.2f}x (evaluate only)"
+    )
     return 0
 
 

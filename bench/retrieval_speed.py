@@ -9,7 +9,8 @@ on RAGSQL_DATABASE_URL's server, else the embedded one) through the ingest's own
 ragsql.db.corpus.upsert_documents, chunks (with a small random embedding) with add_chunks, postings with
 add_chunk_terms (the path of segmented languages) into the version's new postings table, attached at the end
 (attach_postings), and the version's trigram index built (ensure_trigram_index), then ragsql.refresh_bm25 as
-the ingest's last step. Splitting, tokenising and embedding text are bypassed (the tokens are generated), so "ingest" is the database side only.
+the ingest's last step. Splitting, tokenising and embedding text are bypassed (the tokens are generated), so "ingest" is
+the database side only.
 
 Measured in one run, on the same tokens: load rate (chunks/s), BM25 index build (refresh_bm25), ragsql.bm25
 top-10 latency p50/p95 (single queries, warm), batch throughput of all queries in one LATERAL statement (one
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import threading
 import time
@@ -43,8 +43,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragsql import db  # noqa: E402
-from ragsql.db import corpus as store  # noqa: E402
-from ragsql.db import install  # noqa: E402
+from ragsql.db import corpus as store, install  # noqa: E402
 
 DBNAME = "ragsql_bench_speed"
 CHUNKS_PER_DOCUMENT = 10
@@ -55,6 +54,7 @@ K = 10
 
 
 # ---------------------------------------------------------------- data
+
 
 def vocabulary_size(n_chunks: int) -> int:
     """Heaps' law-ish: distinct stems grow with the corpus (~60k at 100k chunks, ~200k at 1M)."""
@@ -95,13 +95,14 @@ def term(t: int) -> str:
 
 def postings(tokens: np.ndarray, offsets: np.ndarray, lo: int, hi: int):
     """(chunk index, term id, tf) of chunks lo..hi-1, from the flat token array."""
-    seg = tokens[offsets[lo]:offsets[hi]]
-    chunk = np.repeat(np.arange(lo, hi), np.diff(offsets[lo:hi + 1]))
+    seg = tokens[offsets[lo] : offsets[hi]]
+    chunk = np.repeat(np.arange(lo, hi), np.diff(offsets[lo : hi + 1]))
     keys, tf = np.unique(chunk * (1 << 32) + seg, return_counts=True)
     return keys >> 32, keys & 0xFFFFFFFF, tf
 
 
 # ---------------------------------------------------------------- database
+
 
 def scratch_database(reuse: bool, dbname: str = DBNAME) -> str:
     """The bench database, new (dropped first) unless `reuse` and it exists."""
@@ -133,31 +134,49 @@ def load(url: str, name: str, lengths, tokens, offsets, dim: int, seed: int = 1)
         step = 50_000
         for lo in range(0, n, step):
             hi = min(n, lo + step)
-            texts = [" ".join(term(t) for t in tokens[offsets[i]:offsets[i + 1]]) for i in range(lo, hi)]
+            texts = [" ".join(term(t) for t in tokens[offsets[i] : offsets[i + 1]]) for i in range(lo, hi)]
             docs = []
             for d in range(lo, hi, CHUNKS_PER_DOCUMENT):
-                text = " ".join(texts[d - lo:min(hi, d + CHUNKS_PER_DOCUMENT) - lo])
+                text = " ".join(texts[d - lo : min(hi, d + CHUNKS_PER_DOCUMENT) - lo])
                 docs.append((f"d{d // CHUNKS_PER_DOCUMENT}", None, text, "en", {}, f"h{d}", None))
             store.upsert_documents(conn, corpus_id, docs)
-            ids = dict(conn.execute(
-                "select doc_id, id from ragsql.document where corpus_id = %s and doc_id = any(%s)",
-                (corpus_id, [d[0] for d in docs])).fetchall())
+            ids = dict(
+                conn.execute(
+                    "select doc_id, id from ragsql.document where corpus_id = %s and doc_id = any(%s)",
+                    (corpus_id, [d[0] for d in docs]),
+                ).fetchall()
+            )
             vectors = rng.normal(size=(hi - lo, dim)).round(4)
             rows, pos = [], 0
             for i in range(lo, hi):
-                p = (i % CHUNKS_PER_DOCUMENT)
+                p = i % CHUNKS_PER_DOCUMENT
                 if p == 0:
                     pos = 0
                 text = texts[i - lo]
-                rows.append((ids[f"d{i // CHUNKS_PER_DOCUMENT}"], p + 1, pos, pos + len(text), text,
-                             int(lengths[i]), vectors[i - lo].tolist()))
+                rows.append(
+                    (
+                        ids[f"d{i // CHUNKS_PER_DOCUMENT}"],
+                        p + 1,
+                        pos,
+                        pos + len(text),
+                        text,
+                        int(lengths[i]),
+                        vectors[i - lo].tolist(),
+                    )
+                )
                 pos += len(text) + 1
             store.add_chunks(conn, version, rows, target)
             c, t, f = postings(tokens, offsets, lo, hi)
             doc_ids = [ids[f"d{i // CHUNKS_PER_DOCUMENT}"] for i in range(lo, hi)]
-            store.add_chunk_terms(conn, version, (
-                (doc_ids[ci - lo], ci % CHUNKS_PER_DOCUMENT + 1, term(ti), tfi)
-                for ci, ti, tfi in zip(c.tolist(), t.tolist(), f.tolist())), target)
+            store.add_chunk_terms(
+                conn,
+                version,
+                (
+                    (doc_ids[ci - lo], ci % CHUNKS_PER_DOCUMENT + 1, term(ti), tfi)
+                    for ci, ti, tfi in zip(c.tolist(), t.tolist(), f.tolist())
+                ),
+                target,
+            )
         store.attach_postings(conn, version)
         store.ensure_trigram_index(conn, version)  # as the ingest: built after the load, so timed with it
         store.set_dimensions(conn, version, dim)
@@ -182,8 +201,11 @@ def rebuild(url: str, version: int) -> dict:
 def loaded_version(url: str, name: str) -> int | None:
     """The version of a corpus an earlier run loaded and indexed (--reuse), else None."""
     with psycopg.connect(url) as conn:
-        row = conn.execute("select cv.id from ragsql.corpus_version as cv join ragsql.corpus as c on c.id = "
-                           "cv.corpus_id where c.name = %s and cv.bm25_fresh", (name,)).fetchone()
+        row = conn.execute(
+            "select cv.id from ragsql.corpus_version as cv join ragsql.corpus as c on c.id = "
+            "cv.corpus_id where c.name = %s and cv.bm25_fresh",
+            (name,),
+        ).fetchone()
     return row[0] if row else None
 
 
@@ -192,8 +214,9 @@ def prepare(url: str, version: int, dim: int) -> dict:
     out: dict = {"hnsw_s": None, "fts_s": None}
     fts = f"bench_fts_v{version}"
     with psycopg.connect(url) as conn:
-        out["postings"] = conn.execute("select sum(df) from ragsql.bm25_term where version_id = %s",
-                                       (version,)).fetchone()[0]
+        out["postings"] = conn.execute(
+            "select sum(df) from ragsql.bm25_term where version_id = %s", (version,)
+        ).fetchone()[0]
         if conn.execute("select to_regclass(%s)", (f"ragsql.{store.hnsw_index_name(version)}",)).fetchone()[0] is None:
             start = time.perf_counter()
             store.ensure_hnsw_index(conn, version, dim)
@@ -202,14 +225,23 @@ def prepare(url: str, version: int, dim: int) -> dict:
         # PostgreSQL's own full-text search on the same tokens, for comparison (not part of ragsql)
         if conn.execute("select to_regclass(%s)", (fts,)).fetchone()[0] is None:
             start = time.perf_counter()
-            conn.execute(f"create table {fts} as select c.id as chunk_id, to_tsvector('simple', c.text) as tsv "
-                         f"from ragsql.chunk as c where c.version_id = {int(version)}")
+            conn.execute(
+                f"create table {fts} as select c.id as chunk_id, to_tsvector('simple', c.text) as tsv "
+                f"from ragsql.chunk as c where c.version_id = {int(version)}"
+            )
             conn.execute(f"create index {fts}_gin on {fts} using gin (tsv)")
             conn.commit()
             out["fts_s"] = time.perf_counter() - start
-        out["chunk_ids"] = np.array([r[0] for r in conn.execute(
-            "select c.id from ragsql.chunk as c join ragsql.document as d on d.id = c.document_id "
-            "where c.version_id = %s order by (substr(d.doc_id, 2))::bigint, c.position", (version,))])
+        out["chunk_ids"] = np.array(
+            [
+                r[0]
+                for r in conn.execute(
+                    "select c.id from ragsql.chunk as c join ragsql.document as d on d.id = c.document_id "
+                    "where c.version_id = %s order by (substr(d.doc_id, 2))::bigint, c.position",
+                    (version,),
+                )
+            ]
+        )
     with psycopg.connect(url, autocommit=True) as conn:
         # what autovacuum does soon after an ingest commits (the new partition qualifies by its inserts): the
         # visibility map that lets the pruned search read its indexes without visiting the table
@@ -247,7 +279,8 @@ def ragsql_figures(url: str, version: int, queries: list[list[str]], dim: int) -
         results = [conn.execute(bm25, (version, q)).fetchall() for q in queries]
         unpruned = "select chunk_id, score from ragsql._bm25_full(%s, %s, 10)"
         out["full_p50"], out["full_p95"] = percentiles(
-            timed_each(lambda q: conn.execute(unpruned, (version, q)).fetchall(), queries[:SAMPLE]))
+            timed_each(lambda q: conn.execute(unpruned, (version, q)).fetchall(), queries[:SAMPLE])
+        )
         conn.execute("create temp table q (i integer, terms text[])")
         with conn.cursor().copy("copy q (i, terms) from stdin") as copy:
             for i, qt in enumerate(queries):
@@ -261,17 +294,23 @@ def ragsql_figures(url: str, version: int, queries: list[list[str]], dim: int) -
         # hybrid: RRF of BM25 and HNSW vector top 50 (fuzzy off)
         rng = np.random.default_rng(9)
         embs = ["[" + ",".join(f"{x:.4f}" for x in rng.normal(size=dim)) + "]" for _ in queries]
-        hybrid = ("select chunk_id from ragsql.hybrid_search(%s, '', %s, %s::vector, 10, 50, "
-                  "'{\"bm25\": 1, \"vector\": 1, \"fuzzy\": 0}')")
+        hybrid = (
+            "select chunk_id from ragsql.hybrid_search(%s, '', %s, %s::vector, 10, 50, "
+            '\'{"bm25": 1, "vector": 1, "fuzzy": 0}\')'
+        )
         items = list(zip(queries, embs))[:SAMPLE]
         out["hybrid_p50"], out["hybrid_p95"] = percentiles(
-            timed_each(lambda qe: conn.execute(hybrid, (version, qe[0], qe[1])).fetchall(), items))
+            timed_each(lambda qe: conn.execute(hybrid, (version, qe[0], qe[1])).fetchall(), items)
+        )
         vector = "select chunk_id from ragsql.vector_search(%s, %s::vector, 50)"
         out["vector_p50"], out["vector_p95"] = percentiles(
-            timed_each(lambda e: conn.execute(vector, (version, e)).fetchall(), embs[:SAMPLE]))
-        fts = (f"select chunk_id, ts_rank_cd(tsv, query) as r from bench_fts_v{int(version)}, "
-               "to_tsquery('simple', %s) as query "
-               "where tsv @@ query order by r desc, chunk_id limit 10")
+            timed_each(lambda e: conn.execute(vector, (version, e)).fetchall(), embs[:SAMPLE])
+        )
+        fts = (
+            f"select chunk_id, ts_rank_cd(tsv, query) as r from bench_fts_v{int(version)}, "
+            "to_tsquery('simple', %s) as query "
+            "where tsv @@ query order by r desc, chunk_id limit 10"
+        )
         fq = [" | ".join(q) for q in queries[:SAMPLE]]
         out["fts_p50"], out["fts_p95"] = percentiles(timed_each(lambda s: conn.execute(fts, (s,)).fetchall(), fq))
     # two sessions, each one set-based statement over half of the queries; like the one-session batch, each
@@ -291,7 +330,10 @@ def ragsql_figures(url: str, version: int, queries: list[list[str]], dim: int) -
             ready.wait()
             c.execute(statement)
 
-    threads = [threading.Thread(target=worker, args=(0, half)), threading.Thread(target=worker, args=(half, len(queries)))]
+    threads = [
+        threading.Thread(target=worker, args=(0, half)),
+        threading.Thread(target=worker, args=(half, len(queries))),
+    ]
     for t in threads:
         t.start()
     ready.wait()
@@ -309,10 +351,15 @@ def explain(url: str, version: int, terms: list[str]) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.add_notice_handler(lambda d: lines.append(d.message_primary or ""))
         conn.execute("load 'auto_explain'")
-        for setting in ("auto_explain.log_min_duration = 0", "auto_explain.log_analyze = on",
-                        "auto_explain.log_nested_statements = on", "auto_explain.log_buffers = on",
-                        "auto_explain.log_timing = on", "auto_explain.log_level = notice",
-                        "auto_explain.log_format = text"):
+        for setting in (
+            "auto_explain.log_min_duration = 0",
+            "auto_explain.log_analyze = on",
+            "auto_explain.log_nested_statements = on",
+            "auto_explain.log_buffers = on",
+            "auto_explain.log_timing = on",
+            "auto_explain.log_level = notice",
+            "auto_explain.log_format = text",
+        ):
             conn.execute("set " + setting)
         conn.execute("select * from ragsql.bm25(%s, %s, 10)", (version, terms)).fetchall()
     return "\n\n".join(lines)
@@ -322,7 +369,7 @@ def bm25s_figures(n_docs: int, tokens, offsets, vocab: int, queries: list[list[i
     import bm25s
     from bm25s.tokenization import Tokenized
 
-    ids = [tokens[offsets[i]:offsets[i + 1]].tolist() for i in range(n_docs)]
+    ids = [tokens[offsets[i] : offsets[i + 1]].tolist() for i in range(n_docs)]
     corpus = Tokenized(ids=ids, vocab={term(t): t for t in range(vocab)})
     qtok = [[term(t) for t in q] for q in queries]
     out: dict = {}
@@ -332,7 +379,7 @@ def bm25s_figures(n_docs: int, tokens, offsets, vocab: int, queries: list[list[i
         model.index(corpus, show_progress=False)
         index_s = time.perf_counter() - start
 
-        def one(q):
+        def one(q, model=model, backend=backend):
             return model.retrieve([q], k=K, show_progress=False, n_threads=1, backend_selection=backend)
 
         times = timed_each(one, qtok)
@@ -341,9 +388,15 @@ def bm25s_figures(n_docs: int, tokens, offsets, vocab: int, queries: list[list[i
         start = time.perf_counter()
         docs, scores = model.retrieve(qtok, k=K, show_progress=False, n_threads=threads, backend_selection=backend)
         qps = len(qtok) / (time.perf_counter() - start)
-        out[backend] = {"index_s": index_s, "p50": p50, "p95": p95, "qps": qps,
-                        "docs": np.asarray(docs), "scores": np.asarray(scores)}
-        del model
+        out[backend] = {
+            "index_s": index_s,
+            "p50": p50,
+            "p95": p95,
+            "qps": qps,
+            "docs": np.asarray(docs),
+            "scores": np.asarray(scores),
+        }
+        del model, one
     return out
 
 
@@ -377,19 +430,26 @@ def run_size(url: str, n: int, n_queries: int, dim: int, reuse: bool) -> dict:
     qterms = [[term(t) for t in q] for q in queries]
     ours = ragsql_figures(url, loaded["version"], qterms, dim)
     peers = bm25s_figures(n, tokens, offsets, vocab, queries, threads=2)
-    mismatches = {b: compare(ours["results"], loaded["chunk_ids"], peers[b]["docs"], peers[b]["scores"])
-                  for b in peers}
+    mismatches = {b: compare(ours["results"], loaded["chunk_ids"], peers[b]["docs"], peers[b]["scores"]) for b in peers}
     order = np.argsort(ours["bm25_times"])
     typical, worst = int(order[len(order) // 2]), int(order[-1])
-    plans = {"typical": (qterms[typical], explain(url, loaded["version"], qterms[typical])),
-             "worst": (qterms[worst], explain(url, loaded["version"], qterms[worst]))}
-    return {"n": n, "vocab": vocab, "tokens": int(lengths.sum()), "gen_s": gen_s, "queries": n_queries,
-            **{k: v for k, v in loaded.items() if k != "chunk_ids"},
-            **{k: v for k, v in ours.items() if k not in ("results", "bm25_times")},
-            "bm25s": {b: {k: v for k, v in f.items() if k not in ("docs", "scores")} for b, f in peers.items()},
-            "mismatches": {b: len(m) for b, m in mismatches.items()},
-            "mismatch_examples": {b: [qterms[i] for i in m[:3]] for b, m in mismatches.items()},
-            "plans": plans}
+    plans = {
+        "typical": (qterms[typical], explain(url, loaded["version"], qterms[typical])),
+        "worst": (qterms[worst], explain(url, loaded["version"], qterms[worst])),
+    }
+    return {
+        "n": n,
+        "vocab": vocab,
+        "tokens": int(lengths.sum()),
+        "gen_s": gen_s,
+        "queries": n_queries,
+        **{k: v for k, v in loaded.items() if k != "chunk_ids"},
+        **{k: v for k, v in ours.items() if k not in ("results", "bm25_times")},
+        "bm25s": {b: {k: v for k, v in f.items() if k not in ("docs", "scores")} for b, f in peers.items()},
+        "mismatches": {b: len(m) for b, m in mismatches.items()},
+        "mismatch_examples": {b: [qterms[i] for i in m[:3]] for b, m in mismatches.items()},
+        "plans": plans,
+    }
 
 
 def secs(value: float | None) -> str:
@@ -398,25 +458,36 @@ def secs(value: float | None) -> str:
 
 
 def print_table(rows: list[dict]) -> None:
-    print("| corpus | system | index build | load chunks/s | top-10 p50 ms | top-10 p95 ms | batch q/s "
-          "| top-10 = bm25s |")
+    print(
+        "| corpus | system | index build | load chunks/s | top-10 p50 ms | top-10 p95 ms | batch q/s | top-10 = bm25s |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         n = f"{r['n']:,} chunks, {r['postings']:,} postings"
-        print(f"| {n} | ragsql.bm25 (pruned, PL/pgSQL) | {secs(r['index_s'])} "
-              f"| {'reused' if r['load_s'] is None else format(r['n'] / r['load_s'], ',.0f')} "
-              f"| {r['bm25_p50']:.2f} | {r['bm25_p95']:.2f} | {r['batch_qps']:.0f} (2 sessions: "
-              f"{r['batch2_qps']:.0f}) | {r['queries'] - r['mismatches']['numpy']}/{r['queries']} |")
-        print(f"| | ragsql._bm25_full (every posting summed, no pruning; {SAMPLE} q.) | | | {r['full_p50']:.2f} "
-              f"| {r['full_p95']:.2f} | | |")
-        print(f"| | ragsql.hybrid_search (BM25 + HNSW top 50, RRF; {SAMPLE} q.) | HNSW {secs(r['hnsw_s'])} | "
-              f"| {r['hybrid_p50']:.2f} | {r['hybrid_p95']:.2f} | | |")
+        print(
+            f"| {n} | ragsql.bm25 (pruned, PL/pgSQL) | {secs(r['index_s'])} "
+            f"| {'reused' if r['load_s'] is None else format(r['n'] / r['load_s'], ',.0f')} "
+            f"| {r['bm25_p50']:.2f} | {r['bm25_p95']:.2f} | {r['batch_qps']:.0f} (2 sessions: "
+            f"{r['batch2_qps']:.0f}) | {r['queries'] - r['mismatches']['numpy']}/{r['queries']} |"
+        )
+        print(
+            f"| | ragsql._bm25_full (every posting summed, no pruning; {SAMPLE} q.) | | | {r['full_p50']:.2f} "
+            f"| {r['full_p95']:.2f} | | |"
+        )
+        print(
+            f"| | ragsql.hybrid_search (BM25 + HNSW top 50, RRF; {SAMPLE} q.) | HNSW {secs(r['hnsw_s'])} | "
+            f"| {r['hybrid_p50']:.2f} | {r['hybrid_p95']:.2f} | | |"
+        )
         print(f"| | ragsql.vector_search alone (top 50) | | | {r['vector_p50']:.2f} | {r['vector_p95']:.2f} | | |")
-        print(f"| | PostgreSQL ts_rank_cd, OR query (not BM25; {SAMPLE} q.) | GIN {secs(r['fts_s'])} | "
-              f"| {r['fts_p50']:.2f} | {r['fts_p95']:.2f} | | |")
+        print(
+            f"| | PostgreSQL ts_rank_cd, OR query (not BM25; {SAMPLE} q.) | GIN {secs(r['fts_s'])} | "
+            f"| {r['fts_p50']:.2f} | {r['fts_p95']:.2f} | | |"
+        )
         for b, f in r["bm25s"].items():
-            print(f"| | bm25s {b} (float64) | {f['index_s']:.1f} s | | {f['p50']:.2f} | {f['p95']:.2f} "
-                  f"| {f['qps']:.0f} | |")
+            print(
+                f"| | bm25s {b} (float64) | {f['index_s']:.1f} s | | {f['p50']:.2f} | {f['p95']:.2f} "
+                f"| {f['qps']:.0f} | |"
+            )
 
 
 def main() -> int:
@@ -425,9 +496,12 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--dim", type=int, default=16, help="dimensions of the synthetic embeddings")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--reuse", action="store_true",
-                        help="keep the bench database and reuse corpora an earlier run loaded (the load is not "
-                             "timed again; the BM25 index is rebuilt and timed)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the bench database and reuse corpora an earlier run loaded (the load is not "
+        "timed again; the BM25 index is rebuilt and timed)",
+    )
     parser.add_argument("--dbname", default=DBNAME, help="the bench database (dropped first unless --reuse)")
     args = parser.parse_args()
     url = scratch_database(args.reuse, args.dbname)
@@ -439,13 +513,18 @@ def main() -> int:
         print(json.dumps([{k: v for k, v in r.items() if k != "plans"} for r in rows], indent=2))
         return 0
     import os
-    print(f"{args.queries} queries of 2-6 Zipfian terms, top {K}, warm cache; {os.cpu_count()} cores; "
-          "index build = ragsql.refresh_bm25 (statistics and chunk lists); load = COPY of documents, "
-          "chunks and postings (text splitting, tokenising and embedding bypassed)")
+
+    print(
+        f"{args.queries} queries of 2-6 Zipfian terms, top {K}, warm cache; {os.cpu_count()} cores; "
+        "index build = ragsql.refresh_bm25 (statistics and chunk lists); load = COPY of documents, "
+        "chunks and postings (text splitting, tokenising and embedding bypassed)"
+    )
     print_table(rows)
     for r in rows:
-        print(f"\n{r['n']:,} chunks: vocabulary {r['vocab']:,}, {r['tokens']:,} tokens; mismatches vs bm25s: "
-              f"{r['mismatches']} {r['mismatch_examples'] if any(r['mismatches'].values()) else ''}")
+        print(
+            f"\n{r['n']:,} chunks: vocabulary {r['vocab']:,}, {r['tokens']:,} tokens; mismatches vs bm25s: "
+            f"{r['mismatches']} {r['mismatch_examples'] if any(r['mismatches'].values()) else ''}"
+        )
         for kind, (terms, plan) in r["plans"].items():
             print(f"\n### EXPLAIN ANALYZE inside ragsql.bm25, {kind} query {terms} ({r['n']:,} chunks)\n")
             print("```\n" + plan + "\n```")

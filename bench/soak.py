@@ -57,8 +57,18 @@ from tests.fake_openai import parse_fault_mix  # noqa: E402
 
 __all__ = ["Config", "Report", "print_report", "run_soak"]
 
-KINDS = ("faithfulness", "answer_relevancy", "answer_relevancy_rating", "context_precision", "context_relevance",
-         "context_recall", "answer_similarity", "answer_correctness", "aspect_critique", "citations")
+KINDS = (
+    "faithfulness",
+    "answer_relevancy",
+    "answer_relevancy_rating",
+    "context_precision",
+    "context_relevance",
+    "context_recall",
+    "answer_similarity",
+    "answer_correctness",
+    "aspect_critique",
+    "citations",
+)
 RUN = "soak"
 DATABASE = "ragsql_soak"
 _SETTINGS = EndpointSettings()  # the judge's defaults: the request hash uses its seed and max_tokens
@@ -77,8 +87,10 @@ def _word(rng: random.Random) -> str:
 
 
 def _fact(rng: random.Random, name: str) -> str:
-    return (f"The {_word(rng)} engine {name} {rng.choice(_VERBS)} {rng.randint(2, 9999)} {rng.choice(_NOUNS)} "
-            f"near {_word(rng).capitalize()} in {rng.randint(1950, 2030)}.")
+    return (
+        f"The {_word(rng)} engine {name} {rng.choice(_VERBS)} {rng.randint(2, 9999)} {rng.choice(_NOUNS)} "
+        f"near {_word(rng).capitalize()} in {rng.randint(1950, 2030)}."
+    )
 
 
 def make_records(samples: int, seed: int = 11) -> list[dict[str, Any]]:
@@ -90,14 +102,16 @@ def make_records(samples: int, seed: int = 11) -> list[dict[str, Any]]:
         contexts = [" ".join(_fact(rng, name) for _ in range(3)) for _ in range(3)]
         first = contexts[0].split(". ")[0].rstrip(".")
         ids = [f"q{i}-c{j}" for j in range(1, 4)]
-        out.append({
-            "qid": f"q{i:05d}",
-            "question": f"What does the engine {name} do?",
-            "retrieved_contexts": contexts,
-            "retrieved_ids": ids,
-            "response": f"{first} [{ids[0]}]. It also runs elsewhere.",
-            "reference": f"{first}. {contexts[1].split('. ')[0].rstrip('.')}.",
-        })
+        out.append(
+            {
+                "qid": f"q{i:05d}",
+                "question": f"What does the engine {name} do?",
+                "retrieved_contexts": contexts,
+                "retrieved_ids": ids,
+                "response": f"{first} [{ids[0]}]. It also runs elsewhere.",
+                "reference": f"{first}. {contexts[1].split('. ')[0].rstrip('.')}.",
+            }
+        )
     return out
 
 
@@ -138,9 +152,15 @@ def _fake_class():
             if status == 200 and isinstance(payload, dict) and "choices" in payload:
                 choice = (payload.get("choices") or [{}])[0]
                 content = (choice.get("message") or {}).get("content") or ""
-                self._outcome = ("cut off" if choice.get("finish_reason") != "stop" else
-                                 200 if _is_json(content) and content != fo._WRONG_SHAPE else
-                                 "wrong shape" if _is_json(content) else "prose")
+                self._outcome = (
+                    "cut off"
+                    if choice.get("finish_reason") != "stop"
+                    else 200
+                    if _is_json(content) and content != fo._WRONG_SHAPE
+                    else "wrong shape"
+                    if _is_json(content)
+                    else "prose"
+                )
             elif status == 200 and self._route() == "embeddings" and not isinstance(payload.get("data"), list):
                 self._outcome = "wrong shape"  # the mix's prose fault on an embedding request
             super()._send(status, payload, headers)
@@ -197,9 +217,17 @@ def _summarise(arrived: float, route: str, outcome: Any, body: bytes) -> dict[st
         row["task"] = task
         row["repair"] = cut < len(messages)
         row["longer"] = request.get("max_tokens") != _SETTINGS.max_tokens
-        row["hash"] = request_hash(str(request.get("model")), {
-            "prompt_version": _prompt_version(task), "messages": base, "temperature": 0, "seed": _SETTINGS.seed,
-            "response_format": _RESPONSE_FORMAT, "max_tokens": _SETTINGS.max_tokens})
+        row["hash"] = request_hash(
+            str(request.get("model")),
+            {
+                "prompt_version": _prompt_version(task),
+                "messages": base,
+                "temperature": 0,
+                "seed": _SETTINGS.seed,
+                "response_format": _RESPONSE_FORMAT,
+                "max_tokens": _SETTINGS.max_tokens,
+            },
+        )
     elif route == "embeddings":
         raw = request.get("input")
         texts = [raw] if isinstance(raw, str) else [str(x) for x in raw or []]
@@ -232,9 +260,25 @@ class FakeProcess:
         self.name = name
         self.stats: dict[str, Any] = {}
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--serve-fake", "--latency", str(latency),
-             "--fault-mix", json.dumps(mix or {}), "--seed", str(seed), "--hang", str(hang)],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--serve-fake",
+                "--latency",
+                str(latency),
+                "--fault-mix",
+                json.dumps(mix or {}),
+                "--seed",
+                str(seed),
+                "--hang",
+                str(hang),
+            ],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
         self.base_url = (self.proc.stdout.readline() or "").strip()
         if not self.base_url.startswith("http"):
             raise RuntimeError(f"the fake {name} did not start")
@@ -264,6 +308,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 # -- the database server --------------------------------------------------------------------------------------
+
 
 class Server:
     """An embedded PostgreSQL in `home`, restartable with pg_ctl (its socket directory, hence URL, is kept)."""
@@ -307,6 +352,7 @@ class Server:
 
 
 # -- the soak -------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Config:
@@ -387,7 +433,8 @@ def _tasks_by(url: str, column: str, status: str | None = None) -> dict[Any, int
         rows = conn.execute(
             f"select {column}, count(*) from ragsql.judge_task as t join ragsql.run as r on r.id = t.run_id "
             "where r.name = %s and t.status = coalesce(%s, t.status) group by 1 order by 2 desc",
-            (RUN, status)).fetchall()
+            (RUN, status),
+        ).fetchall()
     return dict(rows)
 
 
@@ -424,11 +471,31 @@ def _load(url: str, records: list[dict[str, Any]], workdir: Path) -> None:
 def _judge(name: str, phase: str, url: str, fake: FakeProcess, workers: int, cfg: Config, workdir: Path):
     err = open(workdir / f"{name}.stderr", "w+", encoding="utf-8")
     out = open(workdir / f"{name}.stdout", "w", encoding="utf-8")
-    env = _env(RAGSQL_DATABASE_URL=url, RAGSQL_JUDGE_BASE_URL=fake.base_url, RAGSQL_JUDGE_API_KEY="soak",
-               RAGSQL_JUDGE_TIMEOUT=str(cfg.client_timeout))
-    proc = subprocess.Popen([sys.executable, "-m", "ragsql", "judge", "--run", RUN, "--metrics", ",".join(KINDS),
-                             "--workers", str(workers)], cwd=ROOT, env=env, stdout=out, stderr=err,
-                            stdin=subprocess.DEVNULL)
+    env = _env(
+        RAGSQL_DATABASE_URL=url,
+        RAGSQL_JUDGE_BASE_URL=fake.base_url,
+        RAGSQL_JUDGE_API_KEY="soak",
+        RAGSQL_JUDGE_TIMEOUT=str(cfg.client_timeout),
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ragsql",
+            "judge",
+            "--run",
+            RUN,
+            "--metrics",
+            ",".join(KINDS),
+            "--workers",
+            str(workers),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=err,
+        stdin=subprocess.DEVNULL,
+    )
     return proc, Proc(name=name, phase=phase), err, time.perf_counter()
 
 
@@ -474,8 +541,7 @@ def run_soak(cfg: Config) -> Report:
         _load(url, make_records(cfg.samples, cfg.seed), workdir)
         report = Report(tasks=cfg.samples * len(KINDS), samples=cfg.samples)
 
-        fakes = [FakeProcess(f"fake{i}", cfg.latency, cfg.faults, cfg.seed + i, cfg.hang)
-                 for i in range(cfg.processes)]
+        fakes = [FakeProcess(f"fake{i}", cfg.latency, cfg.faults, cfg.seed + i, cfg.hang) for i in range(cfg.processes)]
         fakes.append(FakeProcess("fake-clean", cfg.latency, None, cfg.seed, cfg.hang))
         for fake in fakes:
             stack.callback(fake.close)
@@ -483,11 +549,14 @@ def run_soak(cfg: Config) -> Report:
         # phase 1: the processes, one SIGKILLed, the server restarted
         start = time.perf_counter()
         deadline = start + cfg.wait
-        running = [_judge(f"judge{i}", "faulty", url, fakes[i], cfg.workers, cfg, workdir)
-                   for i in range(cfg.processes)]
+        running = [
+            _judge(f"judge{i}", "faulty", url, fakes[i], cfg.workers, cfg, workdir) for i in range(cfg.processes)
+        ]
         popens = [r[0] for r in running]
-        marks = sorted(((cfg.kill_at, "kill"), (cfg.restart_at, "restart")) if cfg.processes else [],
-                       key=lambda m: m[0] if m[0] is not None else 2)
+        marks = sorted(
+            ((cfg.kill_at, "kill"), (cfg.restart_at, "restart")) if cfg.processes else [],
+            key=lambda m: m[0] if m[0] is not None else 2,
+        )
         for share, what in marks:
             if share is None:
                 continue
@@ -499,8 +568,10 @@ def run_soak(cfg: Config) -> Report:
                 report.events.append(f"{t:.1f} s: judge0 SIGKILLed ({closed} tasks closed)")
             elif what == "restart":
                 server.restart(cfg.restart_mode)
-                report.events.append(f"{t:.1f} s: PostgreSQL restarted, mode {cfg.restart_mode} "
-                                     f"({closed} tasks closed; {time.perf_counter() - start - t:.1f} s down)")
+                report.events.append(
+                    f"{t:.1f} s: PostgreSQL restarted, mode {cfg.restart_mode} "
+                    f"({closed} tasks closed; {time.perf_counter() - start - t:.1f} s down)"
+                )
             else:
                 report.events.append(f"{t:.1f} s: judge0 had already ended; not killed")
         for proc, info, err, began in running:
@@ -510,14 +581,16 @@ def run_soak(cfg: Config) -> Report:
         report.after_phase1 = _counts(url)
         report.reasons_phase1 = _reasons(url)
         by_pid = _running_by_pid(url)
-        report.running_after_exit = sum(n for pid, n in by_pid.items()
-                                        if pid not in {p.pid for p, i, _, _ in running if i.killed})
+        report.running_after_exit = sum(
+            n for pid, n in by_pid.items() if pid not in {p.pid for p, i, _, _ in running if i.killed}
+        )
         report.phase1_closed = report.after_phase1.get("done", 0) + report.after_phase1.get("failed", 0)
 
         # phase 2: a clean re-run, one process with every worker
         start = time.perf_counter()
-        proc, info, err, began = _judge("rerun", "clean re-run", url, fakes[-1], cfg.workers * cfg.processes, cfg,
-                                        workdir)
+        proc, info, err, began = _judge(
+            "rerun", "clean re-run", url, fakes[-1], cfg.workers * cfg.processes, cfg, workdir
+        )
         _finish(proc, info, err, began, start + cfg.wait)
         report.procs.append(info)
         report.rerun_seconds = time.perf_counter() - start
@@ -543,10 +616,14 @@ def run_soak(cfg: Config) -> Report:
 def _analyse(url: str, logs: list[dict[str, Any]], killed: set[str], report: Report) -> None:
     """Chat requests and embedded texts as the fakes saw them, against what ragsql stored."""
     with psycopg.connect(url) as conn:
-        calls = conn.execute("select request_hash, kind, status, extract(epoch from created_at) "
-                             "from ragsql.judge_call").fetchall()
-        texts = dict(conn.execute("select text_hash, extract(epoch from min(created_at)) from ragsql.text_embedding "
-                                  "group by 1").fetchall())
+        calls = conn.execute(
+            "select request_hash, kind, status, extract(epoch from created_at) from ragsql.judge_call"
+        ).fetchall()
+        texts = dict(
+            conn.execute(
+                "select text_hash, extract(epoch from min(created_at)) from ragsql.text_embedding group by 1"
+            ).fetchall()
+        )
     stored = {h: float(t) for h, kind, status, t in calls if kind == "chat" and status == "ok"}
     ok_rows = Counter(h for h, kind, status, _ in calls if kind == "chat" and status == "ok")
     report.calls_table = {
@@ -608,47 +685,81 @@ def _analyse(url: str, logs: list[dict[str, Any]], killed: set[str], report: Rep
 
 # -- the report -----------------------------------------------------------------------------------------------
 
+
 def rows(report: Report) -> list[tuple[str, str, str]]:
     """(measure, value, goal) rows of the soak table."""
     f, p1 = report.final, report.after_phase1
     c, e = report.chat, report.embed
     return [
         ("tasks (samples x 10 kinds)", f"{report.tasks:,} ({report.samples:,} x {len(KINDS)})", ""),
-        ("after the faulty phase: done / failed / pending / running",
-         f"{p1.get('done', 0):,} / {p1.get('failed', 0):,} / {p1.get('pending', 0):,} / {p1.get('running', 0):,}", ""),
-        ("  of which running under a process that exited (not the killed one)", f"{report.running_after_exit:,}",
-         "0"),
-        ("after the clean re-run: done / failed / pending",
-         f"{f.get('done', 0):,} / {f.get('failed', 0):,} / {f.get('pending', 0):,}", "all done"),
+        (
+            "after the faulty phase: done / failed / pending / running",
+            f"{p1.get('done', 0):,} / {p1.get('failed', 0):,} / {p1.get('pending', 0):,} / {p1.get('running', 0):,}",
+            "",
+        ),
+        ("  of which running under a process that exited (not the killed one)", f"{report.running_after_exit:,}", "0"),
+        (
+            "after the clean re-run: done / failed / pending",
+            f"{f.get('done', 0):,} / {f.get('failed', 0):,} / {f.get('pending', 0):,}",
+            "all done",
+        ),
         ("lost tasks (neither done, failed nor pending)", f"{report.lost:,}", "0"),
         ("tasks left running", f"{report.running:,}", "0"),
         ("chat requests sent / unique requests", f"{c['requests sent']:,} / {c['unique requests']:,}", ""),
-        ("  answered 429 / 5xx / no answer (timeout) / prose",
-         f"{c['answered 429']:,} / {c['answered 5xx']:,} / {c['timed out']:,} / {c['answered in prose']:,}", ""),
+        (
+            "  answered 429 / 5xx / no answer (timeout) / prose",
+            f"{c['answered 429']:,} / {c['answered 5xx']:,} / {c['timed out']:,} / {c['answered in prose']:,}",
+            "",
+        ),
         ("  requests sent more than once (retries included)", f"{c['sent more than once']:,}", ""),
         ("  requests answered (valid JSON) more than once", f"{c['bought twice']:,}", ""),
-        ("    of which one answer went to the killed process", f"{c['bought twice, once by the killed process']:,}",
-         ""),
+        (
+            "    of which one answer went to the killed process",
+            f"{c['bought twice, once by the killed process']:,}",
+            "",
+        ),
         ("    between live processes", f"{c['bought twice by live processes']:,}", "0"),
         ("  requests sent after their reply was stored", f"{c['sent after stored']:,}", "0"),
-        ("  judge_call chat rows: ok / failed (ok twice)",
-         f"{report.calls_table['chat rows ok']:,} / {report.calls_table['chat rows failed']:,} "
-         f"({report.calls_table['ok rows stored twice']})", ""),
+        (
+            "  judge_call chat rows: ok / failed (ok twice)",
+            f"{report.calls_table['chat rows ok']:,} / {report.calls_table['chat rows failed']:,} "
+            f"({report.calls_table['ok rows stored twice']})",
+            "",
+        ),
         ("  unique requests whose reply is stored", f"{c['unique requests stored ok']:,}", ""),
-        ("embedding requests / texts sent / unique texts",
-         f"{e['requests sent']:,} / {e['texts sent']:,} / {e['unique texts']:,}", ""),
-        ("  answered 429 / 5xx / no answer (timeout) / wrong shape",
-         f"{e['answered 429']:,} / {e['answered 5xx']:,} / {e['timed out']:,} / {e['answered with the wrong shape']:,}",
-         ""),
-        ("  texts embedded (valid reply) more than once (once by the killed process)",
-         f"{e['texts bought twice']:,} ({e['texts bought twice, once by the killed process']:,})", ""),
+        (
+            "embedding requests / texts sent / unique texts",
+            f"{e['requests sent']:,} / {e['texts sent']:,} / {e['unique texts']:,}",
+            "",
+        ),
+        (
+            "  answered 429 / 5xx / no answer (timeout) / wrong shape",
+            f"{e['answered 429']:,} / {e['answered 5xx']:,} / {e['timed out']:,} / "
+            f"{e['answered with the wrong shape']:,}",
+            "",
+        ),
+        (
+            "  texts embedded (valid reply) more than once (once by the killed process)",
+            f"{e['texts bought twice']:,} ({e['texts bought twice, once by the killed process']:,})",
+            "",
+        ),
         ("  texts sent after their embedding was stored", f"{e['sent after stored']:,}", "0"),
-        ("throughput, faulty phase (tasks closed / s)",
-         f"{report.phase1_closed / report.phase1_seconds:.1f} ({report.phase1_closed:,} in "
-         f"{report.phase1_seconds:.0f} s)" if report.phase1_seconds else "-", ""),
-        ("throughput, clean re-run (tasks closed / s)",
-         f"{report.rerun_closed / report.rerun_seconds:.1f} ({report.rerun_closed:,} in "
-         f"{report.rerun_seconds:.0f} s)" if report.rerun_seconds else "-", ""),
+        (
+            "throughput, faulty phase (tasks closed / s)",
+            f"{report.phase1_closed / report.phase1_seconds:.1f} ({report.phase1_closed:,} in "
+            f"{report.phase1_seconds:.0f} s)"
+            if report.phase1_seconds
+            else "-",
+            "",
+        ),
+        (
+            "throughput, clean re-run (tasks closed / s)",
+            f"{report.rerun_closed / report.rerun_seconds:.1f} ({report.rerun_closed:,} in "
+            f"{report.rerun_seconds:.0f} s)"
+            if report.rerun_seconds
+            else "-",
+            "",
+        ),
         ("throughput, overall (tasks done / s)", f"{report.throughput:.1f}", ""),
     ]
 
@@ -659,17 +770,23 @@ def print_report(report: Report, out=sys.stdout) -> None:
     print("|---|---:|---:|", file=out)
     for measure, value, goal in rows(report):
         print(f"| {measure} | {value} | {goal} |", file=out)
-    print("\n| process | phase | exit | killed | hung | traceback | error lines | seconds | last stderr line |",
-          file=out)
+    print(
+        "\n| process | phase | exit | killed | hung | traceback | error lines | seconds | last stderr line |", file=out
+    )
     print("|---|---|---:|---|---|---|---:|---:|---|", file=out)
     for p in report.procs:
         last = p.stderr_tail.splitlines()[-1] if p.stderr_tail else ""
-        print(f"| {p.name} | {p.phase} | {p.exit} | {p.killed} | {p.hung} | {p.traceback} | {p.error_lines} | "
-              f"{p.seconds:.0f} | "
-              f"{last[:120]} |", file=out)
+        print(
+            f"| {p.name} | {p.phase} | {p.exit} | {p.killed} | {p.hung} | {p.traceback} | {p.error_lines} | "
+            f"{p.seconds:.0f} | "
+            f"{last[:120]} |",
+            file=out,
+        )
     print("\n" + "\n".join(report.events), file=out)
-    for title, reasons in (("failed after the faulty phase", report.reasons_phase1),
-                           ("failed after the re-run", report.reasons_final)):
+    for title, reasons in (
+        ("failed after the faulty phase", report.reasons_phase1),
+        ("failed after the re-run", report.reasons_final),
+    ):
         for reason, n in reasons.items():
             print(f"{title}: {n} x {reason}", file=out)
 
@@ -682,24 +799,39 @@ def main() -> int:
     parser.add_argument("--latency-ms", type=float, default=20)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--restart-mode", choices=("fast", "immediate"), default="fast")
-    parser.add_argument("--home", type=Path, default=None,
-                        help="RAGSQL_HOME of the scratch server (default: a temporary directory)")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="copy the fakes' request logs (JSON lines) and the judges' stdout/stderr here")
+    parser.add_argument(
+        "--home", type=Path, default=None, help="RAGSQL_HOME of the scratch server (default: a temporary directory)"
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="copy the fakes' request logs (JSON lines) and the judges' stdout/stderr here",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=0.0, help=argparse.SUPPRESS)
-    parser.add_argument("--fault-mix", default=json.dumps(FAULT_MIX),
-                        help="faults of the faulty phase, as tests/fake_openai.py's --fault-mix takes them")
+    parser.add_argument(
+        "--fault-mix",
+        default=json.dumps(FAULT_MIX),
+        help="faults of the faulty phase, as tests/fake_openai.py's --fault-mix takes them",
+    )
     parser.add_argument("--hang", type=float, default=4.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_fake:
         serve_fake(args.latency, parse_fault_mix(args.fault_mix), args.seed, args.hang)
         return 0
-    cfg = Config(samples=args.samples, processes=args.processes, workers=args.workers,
-                 faults=parse_fault_mix(args.fault_mix),
-                 latency=args.latency_ms / 1000, seed=args.seed, restart_mode=args.restart_mode, home=args.home,
-                 keep=args.keep)
+    cfg = Config(
+        samples=args.samples,
+        processes=args.processes,
+        workers=args.workers,
+        faults=parse_fault_mix(args.fault_mix),
+        latency=args.latency_ms / 1000,
+        seed=args.seed,
+        restart_mode=args.restart_mode,
+        home=args.home,
+        keep=args.keep,
+    )
     report = run_soak(cfg)
     if args.json:
         print(json.dumps({**asdict(report), "rows": rows(report)}, indent=2, default=str))

@@ -15,7 +15,6 @@ import argparse
 import json
 import random
 import sys
-import time
 from pathlib import Path
 
 import psycopg
@@ -27,8 +26,10 @@ from ragsql import db  # noqa: E402
 from ragsql.db import load  # noqa: E402
 from tests.sql import test_text_metrics as ref  # noqa: E402  (the Python formulas the tests check against)
 
-WORDS = ("the retrieval system ranks passages by score and the reranker reorders the top candidates before the "
-         "generator writes an answer with citations 1905 10.4 BM25 k1 relevance precision recall").split()
+WORDS = (
+    "the retrieval system ranks passages by score and the reranker reorders the top candidates before the "
+    "generator writes an answer with citations 1905 10.4 BM25 k1 relevance precision recall"
+).split()
 HANZI = "检索系统按分数排序段落重排序模型在生成答案前重新排列候选结果并引用来源长江东海上海一九零五年"
 METRICS = ["exact_match", "token_f1", "rouge_l", "bleu", "chrf", "levenshtein_similarity"]
 
@@ -59,7 +60,11 @@ def python_values(metric: str, rows: list[tuple[str, str, list[str]]]) -> float:
         best = 0.0
         for r in refs:
             if metric == "exact_match":
-                v = ref.cmrc_em(answer, r) if lang == "zh" else float(ref.squad_normalize(answer) == ref.squad_normalize(r))
+                v = (
+                    ref.cmrc_em(answer, r)
+                    if lang == "zh"
+                    else float(ref.squad_normalize(answer) == ref.squad_normalize(r))
+                )
             elif metric == "token_f1":
                 v = ref.cmrc_f1(answer, r) if lang == "zh" else ref.squad_f1(answer, r)
             elif metric == "rouge_l":
@@ -93,19 +98,29 @@ def main() -> int:
 
     figures = {}
     for metric in METRICS:
-        sql_seconds, sql_value = timed(lambda m=metric: conn.execute(
-            "select value from ragsql.summarize_generation('text-bench', %s)", ([m],)).fetchone()[0], args.repeat)
+        sql_seconds, sql_value = timed(
+            lambda m=metric: conn.execute(
+                "select value from ragsql.summarize_generation('text-bench', %s)", ([m],)
+            ).fetchone()[0],
+            args.repeat,
+        )
 
         def from_python(m=metric):
             texts = conn.execute(  # read what the SQL reads, then compute
                 "select q.language, a.text, array_agg(r.text order by r.position) from ragsql.answer as a "
                 "join ragsql.query as q on q.id = a.query_id join ragsql.reference_answer as r on r.query_id = q.id "
-                "where a.run_id = %s group by q.id, q.language, a.text", (run,)).fetchall()
+                "where a.run_id = %s group by q.id, q.language, a.text",
+                (run,),
+            ).fetchall()
             return python_values(m, [(lang, a, list(refs)) for lang, a, refs in texts])
 
         py_seconds, py_value = timed(from_python, args.repeat)
-        figures[metric] = {"sql_seconds": sql_seconds, "python_seconds": py_seconds, "sql_value": sql_value,
-                           "python_value": py_value}
+        figures[metric] = {
+            "sql_seconds": sql_seconds,
+            "python_seconds": py_seconds,
+            "sql_value": sql_value,
+            "python_value": py_value,
+        }
     if args.json:
         print(json.dumps({"queries": args.queries, "metrics": figures}, indent=2))
         return 0
@@ -113,8 +128,10 @@ def main() -> int:
     print(f"{'metric':24} {'SQL s':>8} {'Python s':>9} {'SQL / Python':>13}  {'run value (SQL = Python)':>26}")
     for metric, f in figures.items():
         same = "=" if abs(f["sql_value"] - f["python_value"]) < 1e-9 else "!="
-        print(f"{metric:24} {f['sql_seconds']:8.3f} {f['python_seconds']:9.3f} "
-              f"{f['sql_seconds'] / f['python_seconds']:13.2f}  {f['sql_value']:12.6f} {same} {f['python_value']:.6f}")
+        print(
+            f"{metric:24} {f['sql_seconds']:8.3f} {f['python_seconds']:9.3f} "
+            f"{f['sql_seconds'] / f['python_seconds']:13.2f}  {f['sql_value']:12.6f} {same} {f['python_value']:.6f}"
+        )
     return 0
 
 

@@ -36,8 +36,9 @@ file): `timed(spent, phase, fn)` wraps a database function to time it by phase."
 
 def tree_of(ref: str, dest: Path) -> Path:
     """The files of commit `ref` in `dest`, from `git archive`."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref], capture_output=True,
-                             check=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref], capture_output=True, check=True
+    ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(dest, filter="data")
     return dest

@@ -13,15 +13,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ragsql._version import __version__
 from ragsql.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from ragsql.api import Evaluation, compare, connect, engine, evaluate, metrics, synth
 
-__all__ = ["Evaluation", "InputError", "UsageError", "__version__", "compare", "connect", "engine", "evaluate", "metrics",
-           "synth"]
-
-__version__ = "0.1.0"
+__all__ = [
+    "Evaluation",
+    "InputError",
+    "UsageError",
+    "__version__",
+    "compare",
+    "connect",
+    "engine",
+    "evaluate",
+    "metrics",
+    "synth",
+]
 
 _API = {"Evaluation", "compare", "connect", "engine", "evaluate", "metrics", "synth"}
 

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from ragsql import db
-from ragsql.db import compare as db_compare
-from ragsql.db import generation, metrics as db_metrics, names
+from ragsql.db import compare as db_compare, generation, metrics as db_metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import InputError, UsageError
 from ragsql.formats import Record, parse_records
@@ -70,8 +69,7 @@ class Evaluation:
             cells[row["metric"]] = math.nan if row["value"] is None else float(row["value"])
             cells[f"{row['metric']}_reason"] = row.get("reason")
         columns = ["qid", "question", *self.scores, *(f"{m}_reason" for m in self.scores)]
-        return pandas.DataFrame([{"qid": q, "question": questions[q], **values[q]} for q in values],
-                                columns=columns)
+        return pandas.DataFrame([{"qid": q, "question": questions[q], **values[q]} for q in values], columns=columns)
 
 
 def connect(database_url: str | None = None) -> psycopg.Connection:
@@ -90,10 +88,18 @@ def engine(database_url: str | None = None) -> sqlalchemy.Engine:
     return db.engine(database_url)
 
 
-def evaluate(records: Iterable[Mapping[str, Any]] | pandas.DataFrame, metrics: str | Sequence[str] | None = None,
-             *, run: str | None = None, dataset: str | None = None, judge: str | None = None,
-             database_url: str | None = None, workers: int = 8, rel_level: int = 1,
-             replace: bool = False) -> Evaluation:
+def evaluate(
+    records: Iterable[Mapping[str, Any]] | pandas.DataFrame,
+    metrics: str | Sequence[str] | None = None,
+    *,
+    run: str | None = None,
+    dataset: str | None = None,
+    judge: str | None = None,
+    database_url: str | None = None,
+    workers: int = 8,
+    rel_level: int = 1,
+    replace: bool = False,
+) -> Evaluation:
     """Store `records` as a dataset and a run, judge what the metrics need, and return the values.
 
     records: dicts (or DataFrame rows) with RAGAS (``user_input``, ``response``, ``retrieved_contexts``,
@@ -118,28 +124,52 @@ def evaluate(records: Iterable[Mapping[str, Any]] | pandas.DataFrame, metrics: s
         gen, ret = (None, None) if asked is None else _split_metrics(conn, asked, kinds)
         has_answers = any(r.answer is not None for r in parsed)
         _require_inputs(parsed, gen, ret)
-        task_kinds = None if gen is None else [k for k in dict.fromkeys(
-            "aspect_critique" if m.lower().strip().startswith("aspect:") else kinds[m.lower().strip()]
-            for m in gen) if k is not None]
+        task_kinds = (
+            None
+            if gen is None
+            else [
+                k
+                for k in dict.fromkeys(
+                    "aspect_critique" if m.lower().strip().startswith("aspect:") else kinds[m.lower().strip()]
+                    for m in gen
+                )
+                if k is not None
+            ]
+        )
         needs_judge = has_answers and task_kinds != []  # text metrics (no task kind) need no judge
         settings = _judge_settings(judge) if needs_judge or judge is not None else None
-        judge_id = None if not needs_judge else (
-            "offline" if judge == "offline" or not settings.configured else settings.model)
+        judge_id = (
+            None
+            if not needs_judge
+            else ("offline" if judge == "offline" or not settings.configured else settings.model)
+        )
         dataset = dataset or "py-" + _digest(rows)[:10]
-        inputs = _digest({"records": rows, "metrics": None if asked is None else sorted(asked), "dataset": dataset,
-                          "judge": judge_id})
+        inputs = _digest(
+            {
+                "records": rows,
+                "metrics": None if asked is None else sorted(asked),
+                "dataset": dataset,
+                "judge": judge_id,
+            }
+        )
         # the default run name follows the inputs, so running the same cell again finds its run
         run = run or f"{dataset}-{inputs[:10]}"
         stored = _stored_inputs(conn, run)
     reuse = stored == inputs and not replace
     if stored is not None and not reuse and not replace:
-        raise UsageError(f"run {run!r} already exists with other inputs (records, metrics, dataset or judge): "
-                         "pass replace=True to replace it, or another run name")
+        raise UsageError(
+            f"run {run!r} already exists with other inputs (records, metrics, dataset or judge): "
+            "pass replace=True to replace it, or another run name"
+        )
     if not reuse:
         if needs_judge:
             _check_endpoint(settings, judge == "offline")
-        config = {"source": "ragsql.evaluate", "inputs_sha256": inputs,
-                  "metrics": None if asked is None else asked, "judge": judge_id}
+        config = {
+            "source": "ragsql.evaluate",
+            "inputs_sha256": inputs,
+            "metrics": None if asked is None else asked,
+            "judge": judge_id,
+        }
         with connect(url) as conn:
             _import(conn, lines, rows, dataset, run, replace, config)
     failed, model = 0, None
@@ -151,8 +181,14 @@ def evaluate(records: Iterable[Mapping[str, Any]] | pandas.DataFrame, metrics: s
     return Evaluation(run, dataset, judge_name, scores, per_query, failed)
 
 
-def metrics(run: str, measures: Sequence[str] | None = None, *, judge: str | None = None,
-            database_url: str | None = None, rel_level: int = 1) -> pandas.DataFrame:
+def metrics(
+    run: str,
+    measures: Sequence[str] | None = None,
+    *,
+    judge: str | None = None,
+    database_url: str | None = None,
+    rel_level: int = 1,
+) -> pandas.DataFrame:
     """A stored run's values as `ragsql scores` shows them: kind, measure, value, queries, covered, missing,
     judge_model (None for retrieval). measures: retrieval measures and generation metrics (default: all)."""
     import pandas
@@ -160,20 +196,50 @@ def metrics(run: str, measures: Sequence[str] | None = None, *, judge: str | Non
     with connect(database_url) as conn:
         names.run_id(conn, run)
         kinds = generation.metric_kinds(conn)
-        gen = None if measures is None else [m for m in measures if m.lower().strip() in kinds or m.startswith("aspect:")]
+        gen = (
+            None if measures is None else [m for m in measures if m.lower().strip() in kinds or m.startswith("aspect:")]
+        )
         ret = None if measures is None else [m for m in measures if m not in gen]
-        rows = [{"kind": "retrieval", "measure": v.measure, "value": v.value, "queries": v.queries,
-                 "covered": v.queries - v.missing, "missing": v.missing, "judge_model": None}
-                for v in (db_metrics.run_values(conn, run, ret, rel_level) if ret != [] else []) if v.queries]
-        rows += [{"kind": "generation", "measure": r["metric"], "value": r["value"], "queries": r["queries"],
-                  "covered": r["covered"], "missing": r["missing"], "judge_model": r["judge_model"]}
-                 for r in (generation.run_generation(conn, run, gen, judge=judge) if gen != [] else [])]
+        rows = [
+            {
+                "kind": "retrieval",
+                "measure": v.measure,
+                "value": v.value,
+                "queries": v.queries,
+                "covered": v.queries - v.missing,
+                "missing": v.missing,
+                "judge_model": None,
+            }
+            for v in (db_metrics.run_values(conn, run, ret, rel_level) if ret != [] else [])
+            if v.queries
+        ]
+        rows += [
+            {
+                "kind": "generation",
+                "measure": r["metric"],
+                "value": r["value"],
+                "queries": r["queries"],
+                "covered": r["covered"],
+                "missing": r["missing"],
+                "judge_model": r["judge_model"],
+            }
+            for r in (generation.run_generation(conn, run, gen, judge=judge) if gen != [] else [])
+        ]
     return pandas.DataFrame(rows, columns=["kind", "measure", "value", "queries", "covered", "missing", "judge_model"])
 
 
-def compare(run_a: str, run_b: str, measures: Sequence[str] | None = None, *,
-            resamples: int = Resampling.resamples, seed: float = Resampling.seed, alpha: float = Resampling.alpha,
-            judge: str | None = None, database_url: str | None = None, rel_level: int = 1) -> pandas.DataFrame:
+def compare(
+    run_a: str,
+    run_b: str,
+    measures: Sequence[str] | None = None,
+    *,
+    resamples: int = Resampling.resamples,
+    seed: float = Resampling.seed,
+    alpha: float = Resampling.alpha,
+    judge: str | None = None,
+    database_url: str | None = None,
+    rel_level: int = 1,
+) -> pandas.DataFrame:
     """run_b against run_a as `ragsql compare` computes it: per measure both values, the mean per-query
     difference with its bootstrap interval, randomization and t-test p-values (Holm-adjusted), counts."""
     import pandas
@@ -181,14 +247,31 @@ def compare(run_a: str, run_b: str, measures: Sequence[str] | None = None, *,
     with connect(database_url) as conn:
         names.run_id(conn, run_a)
         names.run_id(conn, run_b)
-        rows = db_compare.compare(conn, run_a, run_b, list(measures) if measures else None,
-                                  Resampling(resamples, seed, alpha), rel_level, judge)
+        rows = db_compare.compare(
+            conn,
+            run_a,
+            run_b,
+            list(measures) if measures else None,
+            Resampling(resamples, seed, alpha),
+            rel_level,
+            judge,
+        )
     return pandas.DataFrame([dataclasses.asdict(r) for r in rows])
 
 
-def synth(corpus: str, dataset: str, *, n: int = 100, kinds: Sequence[str] = ("single",), lang: str = "auto",
-          style: str = "plain", seed: int = 0, offline: bool = False, model: str | None = None,
-          database_url: str | None = None) -> SynthResult:
+def synth(
+    corpus: str,
+    dataset: str,
+    *,
+    n: int = 100,
+    kinds: Sequence[str] = ("single",),
+    lang: str = "auto",
+    style: str = "plain",
+    seed: int = 0,
+    offline: bool = False,
+    model: str | None = None,
+    database_url: str | None = None,
+) -> SynthResult:
     """Write `n` eval questions from an ingested corpus into `dataset`, as `ragsql synth` does: each with its
     reference answer and gold evidence as document spans; kinds single / multi / comparison; the configured
     endpoint's LLM (or `model` there), else — or with `offline` — deterministic clozes. Returns the questions
@@ -206,8 +289,9 @@ def synth(corpus: str, dataset: str, *, n: int = 100, kinds: Sequence[str] = ("s
 
     async def written() -> SynthResult:
         try:
-            return await synthesize(url, corpus, dataset, client, n=n, kinds=list(kinds), language=lang, seed=seed,
-                                    style=style)
+            return await synthesize(
+                url, corpus, dataset, client, n=n, kinds=list(kinds), language=lang, seed=seed, style=style
+            )
         finally:
             await client.aclose()
 
@@ -233,8 +317,9 @@ def _metric_names(metrics: str | Iterable[str] | None) -> list[str] | None:
     return list(dict.fromkeys(names))
 
 
-def _check_options(run: object, dataset: object, judge: object, workers: object, rel_level: object,
-                   replace: object) -> None:
+def _check_options(
+    run: object, dataset: object, judge: object, workers: object, rel_level: object, replace: object
+) -> None:
     """Raise UsageError for an option evaluate cannot use, before anything is stored."""
     for what, name in (("run", run), ("dataset", dataset), ("judge", judge)):
         if name is None:
@@ -268,8 +353,9 @@ def _rows(records: Iterable[Mapping[str, Any]] | pandas.DataFrame) -> list[dict[
         for key, value in record.items():
             name = key if isinstance(key, str) else str(key)
             if name in row:
-                raise InputError(f"{_where(record, i)}: field {name!r} is given twice (two keys that read the same "
-                                 "as text)")
+                raise InputError(
+                    f"{_where(record, i)}: field {name!r} is given twice (two keys that read the same as text)"
+                )
             if not _missing(value):
                 try:
                     row[name] = _plain(value, name)
@@ -290,8 +376,12 @@ def _missing(value: Any) -> bool:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return True
     pandas = sys.modules.get("pandas")
-    return pandas is not None and type(value).__module__.startswith("pandas") and pandas.api.types.is_scalar(value) \
+    return (
+        pandas is not None
+        and type(value).__module__.startswith("pandas")
+        and pandas.api.types.is_scalar(value)
         and bool(pandas.isna(value))
+    )
 
 
 def _plain(value: Any, field: str, depth: int = 0) -> Any:
@@ -311,8 +401,9 @@ def _plain(value: Any, field: str, depth: int = 0) -> Any:
         return value.isoformat()
     if _missing(value):
         return None
-    raise _NotJson(f"{field} holds a {type(value).__name__}, which is not a JSON value "
-                   "(string, number, boolean, list, dict)")
+    raise _NotJson(
+        f"{field} holds a {type(value).__name__}, which is not a JSON value (string, number, boolean, list, dict)"
+    )
 
 
 def _lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -362,8 +453,9 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _split_metrics(conn: psycopg.Connection, asked: list[str], kinds: Mapping[str, str | None]
-                   ) -> tuple[list[str], list[str]]:
+def _split_metrics(
+    conn: psycopg.Connection, asked: list[str], kinds: Mapping[str, str | None]
+) -> tuple[list[str], list[str]]:
     """The generation metrics and the retrieval measures asked for, each name checked by the SQL that will read
     it; an unknown name is a UsageError with the closest known one."""
     gen: list[str] = []
@@ -395,21 +487,26 @@ def _metric_problem(conn: psycopg.Connection, name: str, problem: str) -> str:
     by_lower = {k.lower(): k for k in known}
     close = difflib.get_close_matches(cleaned, by_lower, n=1, cutoff=0.6)
     hint = f"; did you mean {prefix + by_lower[close[0]]!r}?" if close else ""
-    return (f"unknown {what} {_short(name)}{hint} (generation metrics: select metric from ragsql.generation_metric; "
-            "aspects: aspect:<name> of ragsql.aspect; retrieval measures: nDCG@10, P@5, R@10, RR@10, AP, …)")
+    return (
+        f"unknown {what} {_short(name)}{hint} (generation metrics: select metric from ragsql.generation_metric; "
+        "aspects: aspect:<name> of ragsql.aspect; retrieval measures: nDCG@10, P@5, R@10, RR@10, AP, …)"
+    )
 
 
 def _require_inputs(records: list[Record], generated: list[str] | None, retrieval: list[str] | None) -> None:
     """The records hold what the metrics asked for need: answers for generation metrics, retrieved items for
     retrieval measures (a run with none would score 0, a number nobody measured)."""
     if not any(r.answer is not None or r.retrieved for r in records):
-        raise InputError("no record has retrieved items (retrieved_contexts, retrieved_ids) or an answer "
-                         "(response, answer): nothing to evaluate")
+        raise InputError(
+            "no record has retrieved items (retrieved_contexts, retrieved_ids) or an answer "
+            "(response, answer): nothing to evaluate"
+        )
     if generated and not any(r.answer is not None for r in records):
         raise InputError(f"{generated[0]} needs answers, and no record has one (response or answer)")
     if retrieval and not any(r.retrieved for r in records):
-        raise InputError(f"{retrieval[0]} needs retrieved items, and no record has any (retrieved_contexts or "
-                         "retrieved_ids)")
+        raise InputError(
+            f"{retrieval[0]} needs retrieved items, and no record has any (retrieved_contexts or retrieved_ids)"
+        )
 
 
 def _digest(value: object) -> str:
@@ -419,13 +516,21 @@ def _digest(value: object) -> str:
 
 def _stored_inputs(conn: psycopg.Connection, run: str) -> str | None:
     """The inputs digest evaluate recorded with the run; '' for a run stored otherwise, None for no run."""
-    row = conn.execute("select coalesce(config->>'inputs_sha256', '') from ragsql.run where name = %s",
-                       (run,)).fetchone()
+    row = conn.execute(
+        "select coalesce(config->>'inputs_sha256', '') from ragsql.run where name = %s", (run,)
+    ).fetchone()
     return None if row is None else row[0]
 
 
-def _import(conn: psycopg.Connection, lines: list[str], rows: list[dict[str, Any]], dataset: str, run: str,
-            replace: bool, config: dict) -> ImportSummary:
+def _import(
+    conn: psycopg.Connection,
+    lines: list[str],
+    rows: list[dict[str, Any]],
+    dataset: str,
+    run: str,
+    replace: bool,
+    config: dict,
+) -> ImportSummary:
     """The records through the JSONL importer (one transaction); its file:line errors become record index + qid."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8", delete=False) as f:
         f.writelines(line + "\n" for line in lines)
@@ -436,8 +541,9 @@ def _import(conn: psycopg.Connection, lines: list[str], rows: list[dict[str, Any
     except InputError as exc:
         conn.rollback()
         if "already exists" in str(exc) and exc.line is None:  # stored by another call since it was looked for
-            raise UsageError(f"run {run!r} already exists with other inputs: pass replace=True to replace it, "
-                             "or another run name") from None
+            raise UsageError(
+                f"run {run!r} already exists with other inputs: pass replace=True to replace it, or another run name"
+            ) from None
         raise _at_record(exc, rows) from None
     finally:
         os.unlink(f.name)
@@ -449,8 +555,10 @@ def _judge_settings(judge: str | None) -> EndpointSettings:
 
     settings = EndpointSettings.from_env(model=None if judge in (None, "offline") else judge)
     if judge not in (None, "offline") and not settings.configured:
-        raise UsageError(f"judge {judge!r} needs an endpoint: set RAGSQL_JUDGE_BASE_URL and RAGSQL_JUDGE_API_KEY "
-                         "(or OPENAI_*), or pass judge='offline'")
+        raise UsageError(
+            f"judge {judge!r} needs an endpoint: set RAGSQL_JUDGE_BASE_URL and RAGSQL_JUDGE_API_KEY "
+            "(or OPENAI_*), or pass judge='offline'"
+        )
     return settings
 
 
@@ -472,8 +580,9 @@ def _check_endpoint(settings: EndpointSettings, offline: bool) -> None:
     _run_async(checked())
 
 
-def _judge(url: str, run: str, kinds: list[str] | None, settings: EndpointSettings, offline: bool,
-           workers: int) -> tuple[int, str]:
+def _judge(
+    url: str, run: str, kinds: list[str] | None, settings: EndpointSettings, offline: bool, workers: int
+) -> tuple[int, str]:
     """Judge the run (the configured endpoint, offline, or the model named); failed tasks and the judge model."""
     from ragsql.orchestrator.runner import judge_run
     from ragsql.orchestrator.setup import make_judging
@@ -501,8 +610,14 @@ def _run_async(coro: Coroutine[Any, Any, Any]) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-def _values(conn: psycopg.Connection, run: str, retrieval: list[str] | None, generated: list[str] | None,
-            judge: str | None, rel_level: int) -> tuple[dict[str, float | None], list[dict[str, Any]]]:
+def _values(
+    conn: psycopg.Connection,
+    run: str,
+    retrieval: list[str] | None,
+    generated: list[str] | None,
+    judge: str | None,
+    rel_level: int,
+) -> tuple[dict[str, float | None], list[dict[str, Any]]]:
     """Run values and per-query rows (qid, question, metric, value, reason) as `ragsql scores` reads them."""
     questions = db_metrics.question_texts(conn, run)
     scores: dict[str, float | None] = {}
@@ -510,13 +625,25 @@ def _values(conn: psycopg.Connection, run: str, retrieval: list[str] | None, gen
     if retrieval != []:
         values = [v for v in db_metrics.run_values(conn, run, retrieval, rel_level) if v.queries or retrieval]
         scores.update({v.measure: v.value for v in values})
-        per_query += [{"qid": v.qid, "question": questions.get(v.qid), "metric": v.measure, "value": v.value,
-                       "reason": None} for v in db_metrics.query_values(conn, run, [v.measure for v in values],
-                                                                         rel_level)] if values else []
+        per_query += (
+            [
+                {"qid": v.qid, "question": questions.get(v.qid), "metric": v.measure, "value": v.value, "reason": None}
+                for v in db_metrics.query_values(conn, run, [v.measure for v in values], rel_level)
+            ]
+            if values
+            else []
+        )
     if generated != []:
         rows = generation.run_generation(conn, run, generated, judge=judge)
         scores.update({r["metric"]: r["value"] for r in rows})
-        per_query += [{"qid": r["qid"], "question": questions.get(r["qid"]), "metric": r["metric"],
-                       "value": r["value"], "reason": r["reason"]}
-                      for r in generation.query_generation(conn, run, [r["metric"] for r in rows], judge=judge)]
+        per_query += [
+            {
+                "qid": r["qid"],
+                "question": questions.get(r["qid"]),
+                "metric": r["metric"],
+                "value": r["value"],
+                "reason": r["reason"],
+            }
+            for r in generation.query_generation(conn, run, [r["metric"] for r in rows], judge=judge)
+        ]
     return scores, per_query

@@ -14,14 +14,14 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
 from ragsql.db import gold, load, results
 from ragsql.errors import InputError
-from ragsql.formats import Record, RankedBlock, parse_qrels, parse_records, parse_run, rank_run
+from ragsql.formats import RankedBlock, Record, parse_qrels, parse_records, parse_run, rank_run
 from ragsql.formats.files import text_lines
 
 __all__ = ["ImportSummary", "import_trec", "import_records"]
@@ -47,8 +47,13 @@ class ImportSummary:
 
 
 def import_trec(
-    conn: psycopg.Connection, dataset: str, qrels_path: str | os.PathLike, run_path: str | os.PathLike | None = None,
-    run_name: str | None = None, replace: bool = False, corpus: str | None = None,
+    conn: psycopg.Connection,
+    dataset: str,
+    qrels_path: str | os.PathLike,
+    run_path: str | os.PathLike | None = None,
+    run_name: str | None = None,
+    replace: bool = False,
+    corpus: str | None = None,
 ) -> ImportSummary:
     """Load TREC qrels (and a run, ranked as trec_eval ranks it) into a dataset; run topics not in the qrels
     become unjudged queries. The run is named run_name, else after the tag column of its first line."""
@@ -58,8 +63,9 @@ def import_trec(
         _require_name("run", run_name)
     judged = list(dict.fromkeys(qid for qid, _, _ in parse_qrels(text_lines(qrels_path), qrels_path)))
     if not judged:
-        raise InputError("the qrels file holds no judgments (it is empty, or only comments and blank lines)",
-                         qrels_path)
+        raise InputError(
+            "the qrels file holds no judgments (it is empty, or only comments and blank lines)", qrels_path
+        )
     summary = ImportSummary(dataset)
     idle = conn.info.transaction_status == TransactionStatus.IDLE
     gold.require_corpus(conn, corpus)
@@ -67,7 +73,12 @@ def import_trec(
         dataset_id = load.ensure_dataset(conn, dataset)
         summary.queries = load.add_queries(conn, dataset_id, ((qid, None, None, None) for qid in judged))
         summary.judgments = _add_judgments(
-            conn, dataset_id, dataset, judged, qrels_path, replace,
+            conn,
+            dataset_id,
+            dataset,
+            judged,
+            qrels_path,
+            replace,
             lambda: ((qid, docno, rel, None) for qid, docno, rel in parse_qrels(text_lines(qrels_path), qrels_path)),
         )
         summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
@@ -81,8 +92,14 @@ def import_trec(
 
 
 def _add_trec_run(
-    conn: psycopg.Connection, summary: ImportSummary, dataset_id: int, judged: list[str], path: str,
-    name: str | None, config: dict, replace: bool,
+    conn: psycopg.Connection,
+    summary: ImportSummary,
+    dataset_id: int,
+    judged: list[str],
+    path: str,
+    name: str | None,
+    config: dict,
+    replace: bool,
 ) -> None:
     """Stream a TREC run into a new run, block by block: its new topics become queries, the queries each block
     completes are ranked in Python and copied straight into the results; a query the file comes back to is ranked
@@ -137,12 +154,19 @@ def _read_ahead(items: Iterator[T]) -> Iterator[T]:
         coming = pool.submit(next, items, end)
         while (item := coming.result()) is not end:
             coming = pool.submit(next, items, end)
-            yield item
+            yield cast(T, item)  # not the end marker
 
 
 def import_records(
-    conn: psycopg.Connection, path: str | os.PathLike, fmt: str, dataset: str, run: str | None = None,
-    skip_bad: bool = False, replace: bool = False, corpus: str | None = None, run_config: dict | None = None,
+    conn: psycopg.Connection,
+    path: str | os.PathLike,
+    fmt: str,
+    dataset: str,
+    run: str | None = None,
+    skip_bad: bool = False,
+    replace: bool = False,
+    corpus: str | None = None,
+    run_config: dict | None = None,
 ) -> ImportSummary:
     """Load JSONL or CSV eval-set records: queries, judgments and reference answers into the dataset, and
     with `run` the retrieved items (rank = list position) and answers with the contexts they used. Gold evidence
@@ -174,25 +198,41 @@ def import_records(
         if run is not None and not (scan.results or scan.answers):
             raise InputError(f"--run {run} given, but no record has retrieved items or an answer", path)
         summary.judgments = _add_judgments(
-            conn, dataset_id, dataset, scan.judged, path, replace,
+            conn,
+            dataset_id,
+            dataset,
+            scan.judged,
+            path,
+            replace,
             lambda: ((r.qid, docno, rel, text) for r in records() for docno, rel, text in r.judgments),
         )
         summary.spans = _add_spans(conn, dataset_id, dataset, scan.spanned, path, replace, records)
         summary.references = _add_references(
-            conn, dataset_id, dataset, scan.referenced, path, replace,
+            conn,
+            dataset_id,
+            dataset,
+            scan.referenced,
+            path,
+            replace,
             lambda: ((r.qid, text) for r in records() for text in r.references),
         )
         if run is not None:
             config = run_config if run_config is not None else {"source": fmt, "file": os.path.abspath(path)}
             run_id = load.create_run(conn, run, dataset_id, config, replace=replace)
             if scan.results:
-                summary.results = load.add_run_results(conn, run_id, (
-                    (r.qid, rank, docno, score, text)
-                    for r in records() for rank, (docno, score, text) in enumerate(r.retrieved, start=1)
-                ))
+                summary.results = load.add_run_results(
+                    conn,
+                    run_id,
+                    (
+                        (r.qid, rank, docno, score, text)
+                        for r in records()
+                        for rank, (docno, score, text) in enumerate(r.retrieved, start=1)
+                    ),
+                )
             if scan.answers:
                 summary.answers = load.add_answers(
-                    conn, run_id,
+                    conn,
+                    run_id,
                     ((r.qid, r.answer, None) for r in records() if r.answer is not None),
                     _answer_contexts(records()),
                 )
@@ -232,7 +272,12 @@ def _answer_contexts(records: Iterable[Record]) -> Iterator[tuple]:
 
 
 def _add_spans(
-    conn: psycopg.Connection, dataset_id: int, dataset: str, qids: list[str], path: str, replace: bool,
+    conn: psycopg.Connection,
+    dataset_id: int,
+    dataset: str,
+    qids: list[str],
+    path: str,
+    replace: bool,
     records: Callable[[], Iterator[Record]],
 ) -> int:
     """Load the records' gold spans; stored spans of these queries must match unless replaced."""
@@ -245,12 +290,18 @@ def _add_spans(
         stored = load.stored_gold_spans(conn, dataset_id, qids)
     given = {r.qid: list(r.spans) for r in records() if r.qid in stored}
     _require_same(dataset, "gold spans", stored, given, path)
-    return load.add_gold_spans(conn, dataset_id, (
-        (r.qid, *span) for r in records() if r.qid not in stored for span in r.spans))
+    return load.add_gold_spans(
+        conn, dataset_id, ((r.qid, *span) for r in records() if r.qid not in stored for span in r.spans)
+    )
 
 
 def _add_judgments(
-    conn: psycopg.Connection, dataset_id: int, dataset: str, qids: list[str], path: str, replace: bool,
+    conn: psycopg.Connection,
+    dataset_id: int,
+    dataset: str,
+    qids: list[str],
+    path: str,
+    replace: bool,
     rows: Callable[[], Iterator[tuple]],
 ) -> int:
     """Load (qid, docno, relevance, text) rows; stored judgments of these queries must match unless replaced."""
@@ -276,7 +327,12 @@ def _add_judgments(
 
 
 def _add_references(
-    conn: psycopg.Connection, dataset_id: int, dataset: str, qids: list[str], path: str, replace: bool,
+    conn: psycopg.Connection,
+    dataset_id: int,
+    dataset: str,
+    qids: list[str],
+    path: str,
+    replace: bool,
     rows: Callable[[], Iterator[tuple]],
 ) -> int:
     """Load (qid, text) reference answers; stored ones of these queries must match unless replaced."""
@@ -306,8 +362,9 @@ def _no_records(fmt: str, skipped: list[tuple[int, str]]) -> str:
     if skipped:
         line, message = skipped[0]
         return f"no good record: all {len(skipped)} were bad (the first, line {line}: {message})"
-    return "the file holds no records (it is empty" + (", or only a header row)" if fmt == "csv" else
-                                                         ", or only blank lines)")
+    return "the file holds no records (it is empty" + (
+        ", or only a header row)" if fmt == "csv" else ", or only blank lines)"
+    )
 
 
 def _require_same(dataset: str, what: str, stored: dict, given: dict, path: str) -> None:

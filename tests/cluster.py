@@ -28,8 +28,10 @@ def sources() -> Path:
     for folder in (os.environ.get("RAGSQL_CITUS_SOURCES"), ROOT.parent / "shared" / "citus", "/work/shared/citus"):
         if folder and (Path(folder) / "cluster.sh").is_file():
             return Path(folder).resolve()
-    raise RuntimeError("RAGSQL_TEST_CITUS=1 needs the Citus sources: set RAGSQL_CITUS_SOURCES to the folder with "
-                       "cluster.sh (../shared/citus), and run its build.sh once as root")
+    raise RuntimeError(
+        "RAGSQL_TEST_CITUS=1 needs the Citus sources: set RAGSQL_CITUS_SOURCES to the folder with "
+        "cluster.sh (../shared/citus), and run its build.sh once as root"
+    )
 
 
 def _cluster(command: str, home: str) -> str:
@@ -38,8 +40,20 @@ def _cluster(command: str, home: str) -> str:
         raise RuntimeError(f"Citus is not built: run sudo bash {sources() / 'build.sh'} once")
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"] if shutil.which("sudo") else []
     # the settings on env's command line: sudo passes no environment through
-    done = subprocess.run([*sudo, "env", f"CITUS_HOME={home}", "CITUS_PORT=" + os.environ.get("CITUS_PORT", "9700"),
-                           "bash", str(sources() / "cluster.sh"), command], capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            *sudo,
+            "env",
+            f"CITUS_HOME={home}",
+            "CITUS_PORT=" + os.environ.get("CITUS_PORT", "9700"),
+            "bash",
+            str(sources() / "cluster.sh"),
+            command,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"cluster.sh {command} exited {done.returncode}: {done.stderr.strip()}")
     return done.stdout.strip()
@@ -80,18 +94,22 @@ def _with_dbname(url: str, dbname: str) -> str:
 def nodes(server_url: str) -> list[str]:
     """Admin URLs (database postgres) of every node: the coordinator's first, then the workers'."""
     with psycopg.connect(server_url, autocommit=True) as conn:
-        workers = conn.execute("select nodename, nodeport from pg_dist_node where groupid <> 0 and isactive "
-                               "order by nodeport").fetchall()
+        workers = conn.execute(
+            "select nodename, nodeport from pg_dist_node where groupid <> 0 and isactive order by nodeport"
+        ).fetchall()
     params = conninfo_to_dict(server_url)
     return [make_conninfo(server_url, dbname="postgres")] + [
-        make_conninfo(**{**params, "host": host, "port": str(port), "dbname": "postgres"}) for host, port in workers]
+        make_conninfo(**{**params, "host": host, "port": str(port), "dbname": "postgres"}) for host, port in workers
+    ]
 
 
 def _alone(admin: psycopg.Connection, dbname: str) -> None:
     """Ends the other sessions on a database (Citus's maintenance daemon keeps one on every database with the
     extension) so that it can be a template or be dropped."""
-    admin.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = %s and pid <> "
-                  "pg_backend_pid()", (dbname,))
+    admin.execute(
+        "select pg_terminate_backend(pid) from pg_stat_activity where datname = %s and pid <> pg_backend_pid()",
+        (dbname,),
+    )
 
 
 def create_database(server_url: str, name: str, template: str | None = None) -> str:
@@ -120,8 +138,10 @@ def create_database(server_url: str, name: str, template: str | None = None) -> 
     if not template:
         coordinator = conninfo_to_dict(server_url)
         with psycopg.connect(_with_dbname(server_url, name), autocommit=True) as conn:
-            conn.execute("select citus_set_coordinator_host(%s, %s)",
-                         (coordinator.get("host", "127.0.0.1"), int(coordinator.get("port", 5432))))
+            conn.execute(
+                "select citus_set_coordinator_host(%s, %s)",
+                (coordinator.get("host", "127.0.0.1"), int(coordinator.get("port", 5432))),
+            )
             for url in urls[1:]:
                 params = conninfo_to_dict(url)
                 conn.execute("select citus_add_node(%s, %s)", (params["host"], int(params["port"])))

@@ -52,8 +52,9 @@ CITUS = _citus_coordinator()
 if not CITUS:
     collect_ignore.append("citus")
 if CITUS_SUITE and not CITUS:
-    raise pytest.UsageError(f"RAGSQL_TEST_CITUS=1 but RAGSQL_DATABASE_URL is no Citus coordinator: "
-                            f"{os.environ.get('RAGSQL_DATABASE_URL')}")
+    raise pytest.UsageError(
+        f"RAGSQL_TEST_CITUS=1 but RAGSQL_DATABASE_URL is no Citus coordinator: {os.environ.get('RAGSQL_DATABASE_URL')}"
+    )
 
 
 def pytest_unconfigure(config):
@@ -107,16 +108,29 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_report_header(config) -> list[str]:
-    return ["database layout: " + (f"distributed on Citus (RAGSQL_TEST_CITUS=1, {os.environ['RAGSQL_DATABASE_URL']})"
-                                   if CITUS_SUITE else "one server; RAGSQL_TEST_CITUS=1 runs the suite distributed "
-                                                       "on a local Citus cluster"),
-            "tests/local (torch, ragsql[local]): " +
-            ("on" if LOCAL_OPT_IN else "not collected; opt in with RAGSQL_TEST_LOCAL=1 after "
-                                       "pip install torch==2.13.0 -e '.[test,local]' (a CPU build of torch)"),
-            "tests/citus (distributed layout): " +
-            ("on, against the coordinator in RAGSQL_DATABASE_URL" if CITUS else
-             "not collected; run it with: bash ../shared/citus/build.sh; export RAGSQL_DATABASE_URL=$(bash "
-             "../shared/citus/cluster.sh start); pytest tests/citus")]
+    return [
+        "database layout: "
+        + (
+            f"distributed on Citus (RAGSQL_TEST_CITUS=1, {os.environ['RAGSQL_DATABASE_URL']})"
+            if CITUS_SUITE
+            else "one server; RAGSQL_TEST_CITUS=1 runs the suite distributed on a local Citus cluster"
+        ),
+        "tests/local (torch, ragsql[local]): "
+        + (
+            "on"
+            if LOCAL_OPT_IN
+            else "not collected; opt in with RAGSQL_TEST_LOCAL=1 after "
+            "pip install torch==2.13.0 -e '.[test,local]' (a CPU build of torch)"
+        ),
+        "tests/citus (distributed layout): "
+        + (
+            "on, against the coordinator in RAGSQL_DATABASE_URL"
+            if CITUS
+            else "not collected; run it with: bash ../shared/citus/build.sh; export RAGSQL_DATABASE_URL=$(bash "
+            "../shared/citus/cluster.sh start); pytest tests/citus"
+        ),
+    ]
+
 
 TEMPLATE = f"ragsql_tmpl_{os.getpid()}"
 DEMO = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "demo"

@@ -17,8 +17,12 @@ _QUERIES = {ord("Q"), ord("P")}  # simple query, or Parse of the extended protoc
 
 
 def _fatal(message: str) -> bytes:
-    fields = b"".join(k + v.encode() + b"\0" for k, v in
-                      ((b"S", "FATAL"), (b"V", "FATAL"), (b"C", "57P01"), (b"M", message))) + b"\0"
+    fields = (
+        b"".join(
+            k + v.encode() + b"\0" for k, v in ((b"S", "FATAL"), (b"V", "FATAL"), (b"C", "57P01"), (b"M", message))
+        )
+        + b"\0"
+    )
     return b"E" + struct.pack("!i", len(fields) + 4) + fields
 
 
@@ -90,8 +94,11 @@ def dropping_proxy(url: str, cut_at: int, port: int = 0) -> Iterator[Proxy]:
     params = conninfo_to_dict(url)
     listener = socket.create_server(("127.0.0.1", port))
     port = listener.getsockname()[1]
-    proxy = Proxy(make_conninfo(**{**params, "host": "127.0.0.1", "port": str(port), "sslmode": "disable",
-                                   "gssencmode": "disable"}))
+    proxy = Proxy(
+        make_conninfo(
+            **{**params, "host": "127.0.0.1", "port": str(port), "sslmode": "disable", "gssencmode": "disable"}
+        )
+    )
 
     def accept() -> None:
         with contextlib.suppress(OSError):

@@ -64,8 +64,38 @@ __all__ = ["FAULT_KINDS", "FakeOpenAI", "default_responder", "hashed_embedding",
 Responder = Callable[[str, list[dict[str, Any]], dict[str, Any]], str]
 
 _WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]+")
-_STOP = {"the", "a", "an", "of", "and", "or", "to", "in", "is", "are", "was", "were", "it", "its", "for", "on",
-         "with", "as", "by", "that", "this", "be", "at", "from", "what", "how", "which", "does", "do", "lt"}
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "and",
+    "or",
+    "to",
+    "in",
+    "is",
+    "are",
+    "was",
+    "were",
+    "it",
+    "its",
+    "for",
+    "on",
+    "with",
+    "as",
+    "by",
+    "that",
+    "this",
+    "be",
+    "at",
+    "from",
+    "what",
+    "how",
+    "which",
+    "does",
+    "do",
+    "lt",
+}
 _EN_FORMS = ("What is true about {}?", "Can you explain that {}?", "Is it the case that {}?")
 _ZH_FORMS = ("关于“{}”，是什么情况？", "请解释：{}？", "是否{}？")
 FAULT_KINDS = ("prose", "wrong_shape", "truncated", "non_json_body", "timeout", "drop")
@@ -80,7 +110,7 @@ def _terms(text: str) -> list[str]:
     out: list[str] = []
     for tok in _WORD.findall(text.lower()):
         if "\u3400" <= tok[0] <= "\u9fff":
-            out.extend([tok[i:i + 2] for i in range(len(tok) - 1)] or [tok])
+            out.extend([tok[i : i + 2] for i in range(len(tok) - 1)] or [tok])
         elif tok not in _STOP:
             out.append(tok)
     return out
@@ -110,11 +140,14 @@ def _synthesized(user: str) -> dict[str, Any]:
     it exactly; the answer is that sentence's last word."""
     kind = re.search(r"^(?:Kind|类型)[:：] ?(\w+)", user, re.M)
     contexts = re.findall(r'<context id="([^"]+)">\n(.*?)\n</context>', user, re.S)
-    needed = contexts[:2 if kind and kind.group(1) in ("multi", "comparison") else 1]
+    needed = contexts[: 2 if kind and kind.group(1) in ("multi", "comparison") else 1]
     quotes = [(cid, (split_sentences(text) or [text])[0]) for cid, text in needed]
     words = quotes[0][1].rstrip("。.!?！？").split()
-    return {"question": f"What is said about {' '.join(words[:6])}?", "answer": words[-1] if words else "?",
-            "evidence": [{"id": cid, "quote": quote} for cid, quote in quotes]}
+    return {
+        "question": f"What is said about {' '.join(words[:6])}?",
+        "answer": words[-1] if words else "?",
+        "evidence": [{"id": cid, "quote": quote} for cid, quote in quotes],
+    }
 
 
 def _generated(user: str) -> dict[str, Any]:
@@ -126,8 +159,7 @@ def _generated(user: str) -> dict[str, Any]:
     cid, first = contexts[0][0], sentences[0]
     core, end = re.match(r"(.*?)([。！？.!?]*)$", first, re.S).groups()
     chinese = re.search(r"[\u3400-\u9fff]", first) is not None
-    return {"answer": f"{core}{'' if chinese else ' '}[{cid}]{end or ('。' if chinese else '.')}",
-            "citations": [cid]}
+    return {"answer": f"{core}{'' if chinese else ' '}[{cid}]{end or ('。' if chinese else '.')}", "citations": [cid]}
 
 
 def _questions(answer: str, head: str) -> dict[str, Any]:
@@ -154,19 +186,29 @@ def default_responder(task: str, messages: list[dict[str, Any]], request_json: d
             reply["statements"] = split_sentences(answer)
     elif task == "verify":
         pool = _terms(_between(user, "contexts"))
-        reply = {"verdicts": [{"id": i, "verdict": "supported" if _covered(s, pool) else "unsupported",
-                               "reason": "fake"} for i, s in _numbered(_between(user, "statements"))]}
+        reply = {
+            "verdicts": [
+                {"id": i, "verdict": "supported" if _covered(s, pool) else "unsupported", "reason": "fake"}
+                for i, s in _numbered(_between(user, "statements"))
+            ]
+        }
     elif task == "classify":
-        answer, reference = _numbered(_between(user, "answer_statements")), _numbered(
-            _between(user, "reference_statements"))
+        answer, reference = (
+            _numbered(_between(user, "answer_statements")),
+            _numbered(_between(user, "reference_statements")),
+        )
         a_pool, r_pool = _terms(" ".join(s for _, s in answer)), _terms(" ".join(s for _, s in reference))
-        reply = {"answer": [{"id": i, "label": "TP" if _covered(s, r_pool, 0.5) else "FP"} for i, s in answer],
-                 "reference": [{"id": i, "label": "TP" if _covered(s, a_pool, 0.5) else "FN"}
-                               for i, s in reference]}
+        reply = {
+            "answer": [{"id": i, "label": "TP" if _covered(s, r_pool, 0.5) else "FP"} for i, s in answer],
+            "reference": [{"id": i, "label": "TP" if _covered(s, a_pool, 0.5) else "FN"} for i, s in reference],
+        }
     elif task == "usefulness":
         target = set(_terms(_between(user, "reference") or _between(user, "answer")))
-        reply = {"verdicts": [{"id": i, "useful": len(target & set(_terms(c))) >= 2, "reason": "fake"}
-                              for i, c in _contexts(user)]}
+        reply = {
+            "verdicts": [
+                {"id": i, "useful": len(target & set(_terms(c))) >= 2, "reason": "fake"} for i, c in _contexts(user)
+            ]
+        }
     elif task == "sentence_relevance":
         question = set(_terms(_between(user, "question")))
         reply = {"relevant": [i for i, s in _numbered(_between(user, "sentences")) if question & set(_terms(s))]}
@@ -176,12 +218,23 @@ def default_responder(task: str, messages: list[dict[str, Any]], request_json: d
         reply = {"score": 1 + round(4 * share), "reason": "fake"}
     elif task == "critique":
         names = re.findall(r"^- ([^:\n]+): ", user.partition("<question>")[0], re.M)
-        reply = {"verdicts": [{"aspect": n, "verdict": n not in ("harmfulness", "maliciousness"), "reason": "fake"}
-                              for n in names]}
+        reply = {
+            "verdicts": [
+                {"aspect": n, "verdict": n not in ("harmfulness", "maliciousness"), "reason": "fake"} for n in names
+            ]
+        }
     elif task == "citations":
         claims = re.findall(r'<claim id="(\d+)">\n<sentence>(.*?)</sentence>\n(.*?)</claim>', user, re.S)
-        reply = {"verdicts": [{"id": int(i), "supported": _covered(s, _terms(" ".join(
-            re.findall(r"<cited>\n(.*?)\n</cited>", cited, re.S)))), "reason": "fake"} for i, s, cited in claims]}
+        reply = {
+            "verdicts": [
+                {
+                    "id": int(i),
+                    "supported": _covered(s, _terms(" ".join(re.findall(r"<cited>\n(.*?)\n</cited>", cited, re.S)))),
+                    "reason": "fake",
+                }
+                for i, s, cited in claims
+            ]
+        }
     elif task == "entities":  # capitalised words and numbers; CJK runs of two or more characters
         text = _between(user, "text")
         reply = {"entities": list(dict.fromkeys(re.findall(r"\b[A-Z][a-z]+\b|\d+|[\u3400-\u9fff]{2,}", text)))}
@@ -189,8 +242,12 @@ def default_responder(task: str, messages: list[dict[str, Any]], request_json: d
         reply = {"claims": split_sentences(_between(user, "text"))}
     elif task == "attribution":
         contexts = _contexts(user)
-        reply = {"verdicts": [{"id": i, "contexts": [ci for ci, c in contexts if _covered(s, _terms(c))]}
-                              for i, s in _numbered(_between(user, "statements"))]}
+        reply = {
+            "verdicts": [
+                {"id": i, "contexts": [ci for ci, c in contexts if _covered(s, _terms(c))]}
+                for i, s in _numbered(_between(user, "statements"))
+            ]
+        }
     elif task in ("groundedness", "context_rating"):  # the share of the answer's (question's) terms in the contexts
         pool = set(_terms(_between(user, "contexts")))
         terms = _terms(_between(user, "answer" if task == "groundedness" else "question"))
@@ -227,9 +284,16 @@ def _task(messages: list[dict[str, Any]]) -> str:
     return match.group(1) if match else ""
 
 
-STAT_NAMES = ("chat_calls", "embedding_calls", "rerank_calls", "embedding_inputs", "prompt_tokens",
-              "completion_tokens",
-              "embedding_tokens", "max_in_flight")
+STAT_NAMES = (
+    "chat_calls",
+    "embedding_calls",
+    "rerank_calls",
+    "embedding_inputs",
+    "prompt_tokens",
+    "completion_tokens",
+    "embedding_tokens",
+    "max_in_flight",
+)
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -244,9 +308,17 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeOpenAI:
     """OpenAI-compatible server on 127.0.0.1 (port 0) with counters and fault injection; a context manager."""
 
-    def __init__(self, *, latency: float = 0.0, dim: int = 64, required_key: str | None = None,
-                 models: Iterable[str] | None = None, models_route: bool = True, hang: float = 5.0,
-                 responder: Responder | None = None):
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        dim: int = 64,
+        required_key: str | None = None,
+        models: Iterable[str] | None = None,
+        models_route: bool = True,
+        hang: float = 5.0,
+        responder: Responder | None = None,
+    ):
         self.latency = latency
         self.dim = dim
         self.required_key = required_key
@@ -320,8 +392,9 @@ class FakeOpenAI:
             out["faults"] = dict(self.faults)
             return out
 
-    def fault_mix(self, mix: dict[str, float] | None, *, seed: int = 0, on: str = "chat",
-                  retry_after: float = 0.05) -> None:
+    def fault_mix(
+        self, mix: dict[str, float] | None, *, seed: int = 0, on: str = "chat", retry_after: float = 0.05
+    ) -> None:
         """Give a share of the requests to `on` a fault (see the module docstring); None clears the mix.
 
         `mix` maps a fault kind (`FAULT_KINDS`) or an HTTP status ("429", "500") to the share of requests that
@@ -332,8 +405,9 @@ class FakeOpenAI:
         with self._lock:
             self._mix = None if checked is None else (checked, int(seed), on, float(retry_after))
 
-    def fail_next(self, status: int, n: int = 1, retry_after: float | str | None = None, body: Any = None,
-                  on: str = "chat") -> None:
+    def fail_next(
+        self, status: int, n: int = 1, retry_after: float | str | None = None, body: Any = None, on: str = "chat"
+    ) -> None:
         """The next `n` requests to `on` ('chat', 'embeddings' or 'any') get HTTP `status` (queued in order)."""
         with self._lock:
             self._failures.extend([(on, status, retry_after, body)] * n)
@@ -388,7 +462,7 @@ class FakeOpenAI:
             mix, seed, on, retry_after = self._mix
             if on not in (route, "any"):
                 return None, retry_after
-            point = int.from_bytes(hashlib.sha256(f"{seed}:{key}:{n}".encode()).digest()[:8], "big") / 2 ** 64
+            point = int.from_bytes(hashlib.sha256(f"{seed}:{key}:{n}".encode()).digest()[:8], "big") / 2**64
             total = 0.0
             for kind in sorted(mix):
                 total += mix[kind]
@@ -506,13 +580,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         known = sorted(fake.models) if fake.models is not None else ["fake-judge", "fake-embed"]
         if path == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
-                                                         "owned_by": "fake"} for m in known]})
+            self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in known],
+                },
+            )
             return
         model = path.removeprefix("/v1/models/")
         if fake.models is not None and model not in fake.models:
-            self._send(404, _error(f"The model '{model}' does not exist", "invalid_request_error",
-                                   "model_not_found"))
+            self._send(404, _error(f"The model '{model}' does not exist", "invalid_request_error", "model_not_found"))
             return
         self._send(200, {"id": model, "object": "model", "created": 0, "owned_by": "fake"})
 
@@ -526,8 +604,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") == "/admin/fault_mix":
             try:
                 spec = json.loads(body or b"{}")
-                fake.fault_mix(spec.get("mix"), seed=int(spec.get("seed", 0)), on=spec.get("on", "chat"),
-                               retry_after=float(spec.get("retry_after", 0.05)))
+                fake.fault_mix(
+                    spec.get("mix"),
+                    seed=int(spec.get("seed", 0)),
+                    on=spec.get("on", "chat"),
+                    retry_after=float(spec.get("retry_after", 0.05)),
+                )
             except (ValueError, TypeError, AttributeError) as exc:
                 self._send(400, _error(str(exc), "invalid_request_error"))
                 return
@@ -553,8 +635,15 @@ class _Handler(BaseHTTPRequestHandler):
             fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
             if route == "chat":
                 messages = request.get("messages") or []
-                fake.log.append({"time": time.monotonic(), "task": _task(messages), "messages": messages,
-                                 "model": request.get("model"), "max_tokens": request.get("max_tokens")})
+                fake.log.append(
+                    {
+                        "time": time.monotonic(),
+                        "task": _task(messages),
+                        "messages": messages,
+                        "model": request.get("model"),
+                        "max_tokens": request.get("max_tokens"),
+                    }
+                )
         try:
             if self._gate(route):
                 return
@@ -563,8 +652,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             model = request.get("model")
             if fake.models is not None and model not in fake.models:
-                self._send(404, _error(f"The model '{model}' does not exist", "invalid_request_error",
-                                       "model_not_found"))
+                self._send(
+                    404, _error(f"The model '{model}' does not exist", "invalid_request_error", "model_not_found")
+                )
                 return
             if route == "chat" and fake._take("_timeouts"):
                 time.sleep(fake.hang)
@@ -627,24 +717,47 @@ class _Handler(BaseHTTPRequestHandler):
         with fake._lock:
             fake.prompt_tokens += prompt
             fake.completion_tokens += completion
-        self._send(200, {
-            "id": f"chatcmpl-fake-{fake.chat_calls}", "object": "chat.completion", "created": int(time.time()),
-            "model": request.get("model"),
-            "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
-        })
+        self._send(
+            200,
+            {
+                "id": f"chatcmpl-fake-{fake.chat_calls}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request.get("model"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": finish,
+                        "logprobs": None,
+                        "message": {"role": "assistant", "content": content},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            },
+        )
 
     def _rerank(self, request: dict[str, Any]) -> None:
         """Cohere/Jina-style rerank: relevance = share of the query's words (CJK: characters) in the document."""
         query, documents = str(request.get("query") or ""), [str(d) for d in request.get("documents") or []]
         words = set(re.findall(r"[a-z0-9]+|[\u4e00-\u9fff]", query.lower()))
-        scores = [len(words & set(re.findall(r"[a-z0-9]+|[\u4e00-\u9fff]", d.lower()))) / max(1, len(words))
-                  for d in documents]
+        scores = [
+            len(words & set(re.findall(r"[a-z0-9]+|[\u4e00-\u9fff]", d.lower()))) / max(1, len(words))
+            for d in documents
+        ]
         top_n = int(request.get("top_n") or len(documents))
         order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))[:top_n]
-        self._send(200, {"id": "rerank-fake", "model": request.get("model"),
-                         "results": [{"index": i, "relevance_score": scores[i]} for i in order]})
+        self._send(
+            200,
+            {
+                "id": "rerank-fake",
+                "model": request.get("model"),
+                "results": [{"index": i, "relevance_score": scores[i]} for i in order],
+            },
+        )
 
     def _embeddings(self, request: dict[str, Any]) -> None:
         fake = self.server_fake
@@ -659,12 +772,24 @@ class _Handler(BaseHTTPRequestHandler):
         for i, text in enumerate(inputs):
             vec = hashed_embedding(text, dim)
             if request.get("encoding_format") == "base64":
-                data.append({"object": "embedding", "index": i,
-                             "embedding": base64.b64encode(struct.pack(f"<{dim}f", *vec)).decode()})
+                data.append(
+                    {
+                        "object": "embedding",
+                        "index": i,
+                        "embedding": base64.b64encode(struct.pack(f"<{dim}f", *vec)).decode(),
+                    }
+                )
             else:
                 data.append({"object": "embedding", "index": i, "embedding": vec})
-        self._send(200, {"object": "list", "data": data, "model": request.get("model"),
-                         "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        self._send(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": request.get("model"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
 
 def _serve() -> None:
@@ -679,16 +804,30 @@ def _serve() -> None:
     parser = argparse.ArgumentParser(description=_serve.__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds every chat and embedding call sleeps")
     parser.add_argument("--dim", type=int, default=64, help="embedding dimension")
-    parser.add_argument("--fault-mix", type=parse_fault_mix, default=None, metavar="MIX",
-                        help="share of requests per fault: 'prose=0.1,429=0.05,500=0.05,timeout=0.02' or JSON; "
-                             f"kinds: an HTTP status or {', '.join(FAULT_KINDS)}")
+    parser.add_argument(
+        "--fault-mix",
+        type=parse_fault_mix,
+        default=None,
+        metavar="MIX",
+        help="share of requests per fault: 'prose=0.1,429=0.05,500=0.05,timeout=0.02' or JSON; "
+        f"kinds: an HTTP status or {', '.join(FAULT_KINDS)}",
+    )
     parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws")
-    parser.add_argument("--fault-on", default="chat", choices=("chat", "embeddings", "rerank", "any"),
-                        help="which requests the mix hits")
+    parser.add_argument(
+        "--fault-on",
+        default="chat",
+        choices=("chat", "embeddings", "rerank", "any"),
+        help="which requests the mix hits",
+    )
     parser.add_argument("--retry-after", type=float, default=0.05, help="Retry-After seconds of a 429 fault")
     parser.add_argument("--hang", type=float, default=5.0, help="seconds a timeout fault hangs")
-    parser.add_argument("--die-after", type=int, default=None, metavar="N",
-                        help="after N chat calls every request has its connection closed")
+    parser.add_argument(
+        "--die-after",
+        type=int,
+        default=None,
+        metavar="N",
+        help="after N chat calls every request has its connection closed",
+    )
     args = parser.parse_args()
     with FakeOpenAI(latency=args.latency, dim=args.dim, hang=args.hang) as fake:
         if args.fault_mix:

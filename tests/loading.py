@@ -15,8 +15,9 @@ def _lines(source: str | Path) -> list[str]:
     return source.strip("\n").splitlines()
 
 
-def load_trec(conn, qrels: str | Path, run: str | Path | None = None, run_name: str = "r",
-              dataset: str | None = None) -> int:
+def load_trec(
+    conn, qrels: str | Path, run: str | Path | None = None, run_name: str = "r", dataset: str | None = None
+) -> int:
     """Load qrels (and a run ranked as trec_eval ranks it) into a dataset named after the run; returns run id."""
     dataset_id = load.ensure_dataset(conn, dataset or f"ds_{run_name}")
     judgments = list(parse_qrels(_lines(qrels)))
@@ -41,8 +42,12 @@ def generated_run(path: Path, layout: str, seed: int = 15) -> list[tuple[str, in
         docnos = rng.sample([f"D{i}" for i in range(300)] + ["é1", "中文", "Ω", "a\\b", "x#1"], 40)
         rows = [(f"T{topic:02}", docno, round(rng.uniform(0, 2), 1)) for docno in docnos]
         rows.sort(key=lambda row: -row[2])
-        ranked += [(q, rank, d, s) for rank, (q, d, s) in enumerate(
-            sorted(rows, key=lambda row: (row[2], row[1].encode()), reverse=True), start=1)]
+        ranked += [
+            (q, rank, d, s)
+            for rank, (q, d, s) in enumerate(
+                sorted(rows, key=lambda row: (row[2], row[1].encode()), reverse=True), start=1
+            )
+        ]
         if layout != "rank order":
             rng.shuffle(rows)
         lines += [f"{q} Q0 {d} {rank} {s} tag" for rank, (q, d, s) in enumerate(rows, start=1)]

@@ -34,11 +34,20 @@ def _cli_scores(capsys, run: str) -> dict[str, float | None]:
 
 
 def test_evaluate_dicts_equals_the_cli_and_to_pandas_has_a_row_per_query(offline, capsys):
-    result = ragsql.evaluate(RECORDS, metrics=["faithfulness", "context_recall", "answer_correctness", "nDCG@10",
-                                               "contradiction_rate"], run="api-ex", dataset="api")
+    result = ragsql.evaluate(
+        RECORDS,
+        metrics=["faithfulness", "context_recall", "answer_correctness", "nDCG@10", "contradiction_rate"],
+        run="api-ex",
+        dataset="api",
+    )
     assert (result.run, result.dataset, result.judge, result.failed_tasks) == ("api-ex", "api", "offline", 0)
-    assert list(result.scores) == ["nDCG@10", "faithfulness", "context_recall", "answer_correctness",
-                                   "contradiction_rate"]
+    assert list(result.scores) == [
+        "nDCG@10",
+        "faithfulness",
+        "context_recall",
+        "answer_correctness",
+        "contradiction_rate",
+    ]
     cli = _cli_scores(capsys, "api-ex")
     assert all(result.scores[m] == pytest.approx(cli[m], abs=1e-12) for m in result.scores)
     frame = result.to_pandas()
@@ -66,27 +75,44 @@ def test_a_dataframe_with_missing_cells_evaluates_as_the_dicts_do(offline):
 
 def test_default_metrics_are_what_the_data_allows_and_metrics_compare_equal_the_cli(offline, capsys):
     a = ragsql.evaluate(RECORDS, run="api-a", dataset="api2")
-    shuffled = [{**r, "retrieved_ids": r["retrieved_ids"][::-1], "retrieved_scores": r["retrieved_scores"]}
-                for r in RECORDS]
+    shuffled = [
+        {**r, "retrieved_ids": r["retrieved_ids"][::-1], "retrieved_scores": r["retrieved_scores"]} for r in RECORDS
+    ]
     ragsql.evaluate(shuffled, run="api-b", dataset="api2")
     assert {"nDCG@10", "faithfulness", "answer_relevancy", "context_precision"} <= set(a.scores)
     values = ragsql.metrics("api-a")
     cli = _cli_scores(capsys, "api-a")
     assert dict(zip(values["measure"], values["value"])) == pytest.approx(cli, abs=1e-12)
     compared = ragsql.compare("api-a", "api-b", ["nDCG@10", "faithfulness"], resamples=500)
-    code, out, err = run_cli(capsys, "compare", "api-a", "api-b", "--measures", "nDCG@10 faithfulness",
-                             "--resamples", "500", "--format", "json")
+    code, out, err = run_cli(
+        capsys,
+        "compare",
+        "api-a",
+        "api-b",
+        "--measures",
+        "nDCG@10 faithfulness",
+        "--resamples",
+        "500",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     for row, want in zip(compared.to_dict("records"), json.loads(out)):
-        assert (row["measure"], row["diff"], row["p_value"]) == (want["measure"], pytest.approx(want["diff"]),
-                                                                 pytest.approx(want["p_value"]))
+        assert (row["measure"], row["diff"], row["p_value"]) == (
+            want["measure"],
+            pytest.approx(want["diff"]),
+            pytest.approx(want["p_value"]),
+        )
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"response": "an answer"}, "record 2: record has no query text"),
-    ({"qid": "x-1", "query": "q?", "retrieved_contexts": "not a list"}, "record 2 (qid x-1): "),
-    ({"qid": "x-2", "query": "q?", "response": ""}, "record 2 (qid x-2): response is empty"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"response": "an answer"}, "record 2: record has no query text"),
+        ({"qid": "x-1", "query": "q?", "retrieved_contexts": "not a list"}, "record 2 (qid x-1): "),
+        ({"qid": "x-2", "query": "q?", "response": ""}, "record 2 (qid x-2): response is empty"),
+    ],
+)
 def test_a_bad_record_is_named_by_index_and_qid_and_nothing_is_stored(offline, bad, message):
     with pytest.raises(ragsql.InputError) as caught:
         ragsql.evaluate([RECORDS[0], RECORDS[1], bad], run="api-bad", dataset="bad")
@@ -115,8 +141,10 @@ def test_connect_and_engine_serve_pandas(offline):
 
 
 def test_import_ragsql_stays_light():
-    code = ("import sys, ragsql; print(ragsql.__version__, 'ragsql.api' in sys.modules, 'pandas' in sys.modules); "
-            "ragsql.evaluate; print('ragsql.api' in sys.modules)")
+    code = (
+        "import sys, ragsql; print(ragsql.__version__, 'ragsql.api' in sys.modules, 'pandas' in sys.modules); "
+        "ragsql.evaluate; print('ragsql.api' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [ragsql.__version__, "False", "False", "True"]
 
@@ -138,8 +166,12 @@ def test_evaluate_takes_ragas_later_metrics_by_their_names(offline):
     """The Python API judges exactly the tasks RAGAS's later metrics need (by the registry) and returns them under
     RAGAS's names, equal to SQL; the non-LLM context metrics need no judge."""
     records = [{**r, "reference_contexts": r["retrieved_contexts"][:1]} for r in RECORDS]
-    names = ["factual_correctness(mode=precision)", "noise_sensitivity(mode=relevant)", "rubrics_score:default",
-             "non_llm_context_recall"]
+    names = [
+        "factual_correctness(mode=precision)",
+        "noise_sensitivity(mode=relevant)",
+        "rubrics_score:default",
+        "non_llm_context_recall",
+    ]
     result = ragsql.evaluate(records, metrics=names, run="api-later", dataset="api-later")
     assert list(result.scores) == names and result.failed_tasks == 0
     with psycopg.connect(offline) as conn:
@@ -154,11 +186,14 @@ def test_evaluate_takes_ragas_later_metrics_by_their_names(offline):
 def _stored(url: str) -> tuple[int, int]:
     """(runs, datasets) in the database."""
     with psycopg.connect(url) as conn:
-        return conn.execute("select (select count(*) from ragsql.run), (select count(*) from ragsql.dataset)").fetchone()
+        return conn.execute(
+            "select (select count(*) from ragsql.run), (select count(*) from ragsql.dataset)"
+        ).fetchone()
 
 
-@pytest.mark.parametrize("typo, close", [("faithfullness", "faithfulness"), ("nDGC@10", "nDCG@10"),
-                                         ("aspect:coherance", "aspect:coherence")])
+@pytest.mark.parametrize(
+    "typo, close", [("faithfullness", "faithfulness"), ("nDGC@10", "nDCG@10"), ("aspect:coherance", "aspect:coherence")]
+)
 def test_a_typo_in_a_metric_stores_nothing_and_names_the_close_match(offline, typo, close):
     """Every metric name is checked before anything is stored, so the corrected call with the same run name works."""
     with pytest.raises(ragsql.UsageError) as caught:
@@ -167,7 +202,9 @@ def test_a_typo_in_a_metric_stores_nothing_and_names_the_close_match(offline, ty
     assert repr(typo) in message and f"did you mean {close!r}" in message and "\n" not in message
     assert _stored(offline) == (0, 0)
     result = ragsql.evaluate(RECORDS, metrics=["answer_relevancy", close], run="api-typo", dataset="typo")
-    assert list(result.scores) == (["nDCG@10", "answer_relevancy"] if close == "nDCG@10" else ["answer_relevancy", close])
+    assert list(result.scores) == (
+        ["nDCG@10", "answer_relevancy"] if close == "nDCG@10" else ["answer_relevancy", close]
+    )
 
 
 def test_a_single_metric_name_is_one_metric(offline):
@@ -183,19 +220,25 @@ def _nested(depth: int, leaf: object) -> object:
     return leaf
 
 
-@pytest.mark.parametrize("field, value, problem", [
-    ("user_input", "what is \ud800?", "lone surrogate"),
-    ("response", "an answer \udfff", "lone surrogate"),
-    ("retrieved_contexts", ["a context", "b \ud83d context"], "lone surrogate"),
-    ("response", "an\x00answer", "NUL"),
-    ("reference", "a\x00reference", "NUL"),
-    ("retrieved_contexts", [_nested(1000, "deep")], "nested more than 64 levels"),
-    ("metadata", _nested(1000, 1), "nested more than 64 levels"),
-    ("metadata", {"tags": ("a", ("b",)), "deep": functools.reduce(lambda inner, _: (inner,), range(1000), 0)},
-     "nested more than 64 levels"),
-    ("retrieved_scores", [float("nan"), 1.0], "nan"),
-    ("response", b"bytes", "not a JSON value"),
-])
+@pytest.mark.parametrize(
+    "field, value, problem",
+    [
+        ("user_input", "what is \ud800?", "lone surrogate"),
+        ("response", "an answer \udfff", "lone surrogate"),
+        ("retrieved_contexts", ["a context", "b \ud83d context"], "lone surrogate"),
+        ("response", "an\x00answer", "NUL"),
+        ("reference", "a\x00reference", "NUL"),
+        ("retrieved_contexts", [_nested(1000, "deep")], "nested more than 64 levels"),
+        ("metadata", _nested(1000, 1), "nested more than 64 levels"),
+        (
+            "metadata",
+            {"tags": ("a", ("b",)), "deep": functools.reduce(lambda inner, _: (inner,), range(1000), 0)},
+            "nested more than 64 levels",
+        ),
+        ("retrieved_scores", [float("nan"), 1.0], "nan"),
+        ("response", b"bytes", "not a JSON value"),
+    ],
+)
 def test_hostile_values_raise_input_error_naming_the_record_and_store_nothing(offline, field, value, problem):
     bad = {**RECORDS[1], "qid": "h-1", field: value}
     if field == "retrieved_scores":
@@ -222,8 +265,10 @@ def test_the_same_call_again_returns_the_stored_values_and_buys_no_call(offline,
         assert fake.chat_calls > 0 and first.failed_tasks == 0
         fake.reset()
         assert ragsql.evaluate(RECORDS, metrics=metrics) == first
-        assert ragsql.evaluate(RECORDS, metrics=list(reversed(metrics)), run="api-again", dataset="again").scores \
+        assert (
+            ragsql.evaluate(RECORDS, metrics=list(reversed(metrics)), run="api-again", dataset="again").scores
             == named.scores
+        )
         assert (fake.chat_calls, fake.embedding_calls) == (0, 0)
     assert first.judge not in (None, "offline") and first.scores["faithfulness"] is not None
     assert _stored(offline) == (2, 2)
@@ -251,9 +296,11 @@ def test_a_changed_record_needs_replace_which_gives_the_new_values(offline):
     assert after.scores["context_recall"] != before.scores["context_recall"]
     with psycopg.connect(offline) as conn:
         assert conn.execute("select count(*) from ragsql.run where name = 'api-re'").fetchone()[0] == 1
-        assert conn.execute("select r.text from ragsql.reference_answer as r join ragsql.query as q on q.id = r.query_id "
-                            "join ragsql.dataset as d on d.id = q.dataset_id where d.name = 'api-re' and q.qid = %s",
-                            (changed[1]["qid"],)).fetchall() == [(changed[1]["reference"],)]
+        assert conn.execute(
+            "select r.text from ragsql.reference_answer as r join ragsql.query as q on q.id = r.query_id "
+            "join ragsql.dataset as d on d.id = q.dataset_id where d.name = 'api-re' and q.qid = %s",
+            (changed[1]["qid"],),
+        ).fetchall() == [(changed[1]["reference"],)]
 
 
 def _hostile_calls() -> list[tuple[object, dict]]:
@@ -265,26 +312,56 @@ def _hostile_calls() -> list[tuple[object, dict]]:
     loop.append(loop)
     one = dict(RECORDS[0])
     return [
-        (None, {}), (5, {}), ({"qid": "a"}, {}), ([None], {}), ([{}], {}), (iter([]), {}),
+        (None, {}),
+        (5, {}),
+        ({"qid": "a"}, {}),
+        ([None], {}),
+        ([{}], {}),
+        (iter([]), {}),
         ([{"qid": "g", "question": "q?", "gold_doc_ids": ["d1"]}], {}),  # no retrieved item, no answer
         ([{**one, "response": None, "answer": None}], {"metrics": ["faithfulness"]}),  # nothing to judge
         ([{k: v for k, v in one.items() if not k.startswith("retrieved")}], {"metrics": ["nDCG@10"]}),
-        ([one, one], {}), ([{**one, "qid": "a\nb"}], {}), ([{**one, "qid": "x" * 5000}], {}),
-        ([{**one, "qid": "\ud800"}], {}), ([{**one, "\ud800": 1}], {}), ([{**one, 1: "a", "1": "b"}], {}),
-        ([{**one, "response": ""}], {}), ([{**one, "response": 3}], {}), ([{**one, "response": {"a": 1}}], {}),
-        ([{**one, "retrieved_contexts": "text"}], {}), ([{**one, "retrieved_scores": [1e400, 1, 1, 1]}], {}),
-        ([{**one, "retrieved_scores": [decimal.Decimal(1)] * 4}], {}), ([{**one, "metadata": {1, 2}}], {}),
-        ([{**one, "metadata": {"n": 10**5000}}], {}), ([{**one, "metadata": loop}], {}),
-        ([{**one, "rel_map": {"d": 10**12}}], {}), ([{**one, "rel_map": {"d": True}}], {}),
+        ([one, one], {}),
+        ([{**one, "qid": "a\nb"}], {}),
+        ([{**one, "qid": "x" * 5000}], {}),
+        ([{**one, "qid": "\ud800"}], {}),
+        ([{**one, "\ud800": 1}], {}),
+        ([{**one, 1: "a", "1": "b"}], {}),
+        ([{**one, "response": ""}], {}),
+        ([{**one, "response": 3}], {}),
+        ([{**one, "response": {"a": 1}}], {}),
+        ([{**one, "retrieved_contexts": "text"}], {}),
+        ([{**one, "retrieved_scores": [1e400, 1, 1, 1]}], {}),
+        ([{**one, "retrieved_scores": [decimal.Decimal(1)] * 4}], {}),
+        ([{**one, "metadata": {1, 2}}], {}),
+        ([{**one, "metadata": {"n": 10**5000}}], {}),
+        ([{**one, "metadata": loop}], {}),
+        ([{**one, "rel_map": {"d": 10**12}}], {}),
+        ([{**one, "rel_map": {"d": True}}], {}),
         ([{**one, "gold_evidence": [{"doc_id": "d", "start": 5, "end": 2}]}], {}),
         (pandas.DataFrame([[1, 2]], columns=["qid", "qid"]), {}),
-        (good, {"metrics": [1]}), (good, {"metrics": {"faithfulness": 1}}), (good, {"metrics": b"faithfulness"}),
-        (good, {"metrics": []}), (good, {"metrics": [""]}), (good, {"metrics": ["\x00"]}),
-        (good, {"metrics": ["P@0"]}), (good, {"metrics": ["RBP(p=2)"]}), (good, {"metrics": ["nDCG(rel=2)@10"]}),
-        (good, {"metrics": ["aspect:nope"]}), (good, {"metrics": ["faithfulness\ud800"]}),
-        (good, {"metrics": 5}), (good, {"run": ""}), (good, {"run": "a\x00b"}), (good, {"run": 5}),
-        (good, {"dataset": "\ud800"}), (good, {"judge": 3}), (good, {"judge": "gpt-4o"}), (good, {"workers": 0}),
-        (good, {"workers": "8"}), (good, {"rel_level": 10**12}), (good, {"rel_level": True}),
+        (good, {"metrics": [1]}),
+        (good, {"metrics": {"faithfulness": 1}}),
+        (good, {"metrics": b"faithfulness"}),
+        (good, {"metrics": []}),
+        (good, {"metrics": [""]}),
+        (good, {"metrics": ["\x00"]}),
+        (good, {"metrics": ["P@0"]}),
+        (good, {"metrics": ["RBP(p=2)"]}),
+        (good, {"metrics": ["nDCG(rel=2)@10"]}),
+        (good, {"metrics": ["aspect:nope"]}),
+        (good, {"metrics": ["faithfulness\ud800"]}),
+        (good, {"metrics": 5}),
+        (good, {"run": ""}),
+        (good, {"run": "a\x00b"}),
+        (good, {"run": 5}),
+        (good, {"dataset": "\ud800"}),
+        (good, {"judge": 3}),
+        (good, {"judge": "gpt-4o"}),
+        (good, {"workers": 0}),
+        (good, {"workers": "8"}),
+        (good, {"rel_level": 10**12}),
+        (good, {"rel_level": True}),
         (good, {"replace": "yes"}),
     ]
 

@@ -40,7 +40,8 @@ def test_wikipedia_footnotes_are_no_citations():
     assert not has_citations("Paris is the capital of France.[1][2]", {"ctx:ab12", "ctx:cd34"})
     assert citation_id("doc 7", 2) == "2" and citation_id(None, 3) == "3" and citation_id("c7", 1) == "c7"
     assert cited_sentences("Paris is the capital [2].", {citation_id("doc 7", 2)}) == [
-        ("Paris is the capital [2].", ["2"])]
+        ("Paris is the capital [2].", ["2"])
+    ]
 
 
 def test_the_citations_metric_counts_only_the_contexts_citation_ids(fresh_db, tmp_path, capsys, monkeypatch):
@@ -51,20 +52,32 @@ def test_the_citations_metric_counts_only_the_contexts_citation_ids(fresh_db, tm
         monkeypatch.delenv(name, raising=False)
     contexts = ["Paris is the capital and largest city of France.", "The Seine flows through Paris."]
     rows = [
-        {"qid": "q1", "query": "What is the capital of France?", "retrieved_ids": ["d1", "d2"],
-         "retrieved_contexts": contexts, "answer": "Paris is the capital of France [d1]. It is large[1][2]."},
-        {"qid": "q2", "query": "Which river flows through Paris?", "retrieved_ids": ["d1", "d2"],
-         "retrieved_contexts": contexts, "answer": "The Seine flows through Paris[1][2]."},
+        {
+            "qid": "q1",
+            "query": "What is the capital of France?",
+            "retrieved_ids": ["d1", "d2"],
+            "retrieved_contexts": contexts,
+            "answer": "Paris is the capital of France [d1]. It is large[1][2].",
+        },
+        {
+            "qid": "q2",
+            "query": "Which river flows through Paris?",
+            "retrieved_ids": ["d1", "d2"],
+            "retrieved_contexts": contexts,
+            "answer": "The Seine flows through Paris[1][2].",
+        },
     ]
     path = tmp_path / "run.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     assert main(["import", "jsonl", str(path), "--dataset", "c", "--run", "cite"]) == 0
     assert main(["judge", "--run", "cite", "--offline", "--metrics", "citations"]) == 0
     with psycopg.connect(fresh_db) as conn:
-        verdicts = conn.execute("select q.qid, count(*) filter (where v.citation_no > 0), "
-                                "array_agg(v.docno) filter (where v.citation_no > 0) "
-                                "from ragsql.citation_verdict v join ragsql.query q on q.id = v.query_id "
-                                "group by q.qid order by 1").fetchall()
+        verdicts = conn.execute(
+            "select q.qid, count(*) filter (where v.citation_no > 0), "
+            "array_agg(v.docno) filter (where v.citation_no > 0) "
+            "from ragsql.citation_verdict v join ragsql.query q on q.id = v.query_id "
+            "group by q.qid order by 1"
+        ).fetchall()
         validity = dict(conn.execute("select qid, reason from ragsql.citation_validity('cite')").fetchall())
         coverage = dict(conn.execute("select qid, value from ragsql.citation_coverage('cite')").fetchall())
     assert verdicts == [("q1", 1, ["d1"]), ("q2", 0, None)]

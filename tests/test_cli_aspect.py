@@ -12,39 +12,51 @@ from tests.conftest import run_cli
 
 
 def test_an_added_aspect_is_judged_read_and_removed_with_its_verdicts(example_run, capsys):
-    code, out, err = run_cli(capsys, "aspect", "add", "cites_sources", "--definition",
-                             "Does the answer name a source for its claims?")
+    code, out, err = run_cli(
+        capsys, "aspect", "add", "cites_sources", "--definition", "Does the answer name a source for its claims?"
+    )
     assert code == 0 and out.startswith("added aspect cites_sources"), err
     code, out, _ = run_cli(capsys, "aspect", "list", "--format", "json")
     listed = {r["name"]: r for r in json.loads(out)}
-    assert listed["cites_sources"] == {"name": "cites_sources", "definition": "Does the answer name a source for its "
-                                       "claims?", "builtin": False, "higher_is_better": True, "verdicts": 0}
+    assert listed["cites_sources"] == {
+        "name": "cites_sources",
+        "definition": "Does the answer name a source for its claims?",
+        "builtin": False,
+        "higher_is_better": True,
+        "verdicts": 0,
+    }
     assert {"harmfulness", "maliciousness", "coherence", "correctness", "conciseness"} <= {
-        n for n, r in listed.items() if r["builtin"]}
+        n for n, r in listed.items() if r["builtin"]
+    }
     code, _, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", "aspect_critique")
     assert code == 0, err
     code, out, _ = run_cli(capsys, "scores", "--run", "ex", "--format", "json")
     value = {r["measure"]: r for r in json.loads(out)}["aspect:cites_sources"]
     assert value["covered"] == 12 and value["value"] == 0.0  # the offline judge cannot assess a user aspect: no
-    code, out, _ = run_cli(capsys, "aspect", "add", "cites_sources", "--definition", "Does it cite?", "--replace",
-                           "--lower-is-better")
+    code, out, _ = run_cli(
+        capsys, "aspect", "add", "cites_sources", "--definition", "Does it cite?", "--replace", "--lower-is-better"
+    )
     assert code == 0 and out.startswith("replaced aspect cites_sources")
     code, out, _ = run_cli(capsys, "aspect", "remove", "cites_sources", "--yes", "--format", "json")
-    assert code == 0 and json.loads(out) == {"aspect": "cites_sources", "removed": True, "verdicts": 12,
-                                             "warnings": []}
+    assert code == 0 and json.loads(out) == {"aspect": "cites_sources", "removed": True, "verdicts": 12, "warnings": []}
     with psycopg.connect(example_run) as conn:
-        assert conn.execute("select count(*) from ragsql.aspect_verdict where aspect = 'cites_sources'").fetchone() == (0,)
+        assert conn.execute("select count(*) from ragsql.aspect_verdict where aspect = 'cites_sources'").fetchone() == (
+            0,
+        )
 
 
-@pytest.mark.parametrize("args, status, line", [
-    (["add", "Cites!", "--definition", "x"], 1, 'ragsql: error: aspect name "Cites!": use lower-case letters'),
-    (["add", "polite", "--definition", "  "], 1, 'ragsql: error: aspect "polite": the definition is empty'),
-    (["add", "harmfulness", "--definition", "x"], 1, 'ragsql: error: aspect "harmfulness" is built in'),
-    (["add", "polite", "--definition", "Is it polite?"], 1, 'ragsql: error: aspect "polite" already exists'),
-    (["remove", "polite"], 2, "ragsql: usage: aspect remove polite: add --yes"),
-    (["remove", "coherence", "--yes"], 1, 'ragsql: error: aspect "coherence" is built in and stays'),
-    (["remove", "nope", "--yes"], 1, 'ragsql: error: unknown aspect "nope" (your aspects: polite)'),
-])
+@pytest.mark.parametrize(
+    "args, status, line",
+    [
+        (["add", "Cites!", "--definition", "x"], 1, 'ragsql: error: aspect name "Cites!": use lower-case letters'),
+        (["add", "polite", "--definition", "  "], 1, 'ragsql: error: aspect "polite": the definition is empty'),
+        (["add", "harmfulness", "--definition", "x"], 1, 'ragsql: error: aspect "harmfulness" is built in'),
+        (["add", "polite", "--definition", "Is it polite?"], 1, 'ragsql: error: aspect "polite" already exists'),
+        (["remove", "polite"], 2, "ragsql: usage: aspect remove polite: add --yes"),
+        (["remove", "coherence", "--yes"], 1, 'ragsql: error: aspect "coherence" is built in and stays'),
+        (["remove", "nope", "--yes"], 1, 'ragsql: error: unknown aspect "nope" (your aspects: polite)'),
+    ],
+)
 def test_bad_aspect_commands_are_one_line_and_change_nothing(fresh_db, capsys, args, status, line):
     assert run_cli(capsys, "aspect", "add", "polite", "--definition", "Is the answer polite?")[0] == 0
     with psycopg.connect(fresh_db) as conn:
@@ -52,7 +64,9 @@ def test_bad_aspect_commands_are_one_line_and_change_nothing(fresh_db, capsys, a
     code, out, err = run_cli(capsys, "aspect", *args)
     assert (code, out) == (status, "") and err.startswith(line) and err.count("\n") == 1, err
     with psycopg.connect(fresh_db) as conn:
-        assert conn.execute("select name, definition, higher_is_better from ragsql.aspect order by 1").fetchall() == before
+        assert (
+            conn.execute("select name, definition, higher_is_better from ragsql.aspect order by 1").fetchall() == before
+        )
 
 
 def test_an_aspect_or_rubric_added_after_judging_is_judged_without_again(example_run, capsys, monkeypatch):
@@ -61,8 +75,9 @@ def test_an_aspect_or_rubric_added_after_judging_is_judged_without_again(example
     from tests.fake_openai import FakeOpenAI
 
     def judge(*args: str) -> dict:
-        code, out, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", "aspect_critique rubrics_score",
-                                 "--format", "json", *args)
+        code, out, err = run_cli(
+            capsys, "judge", "--run", "ex", "--metrics", "aspect_critique rubrics_score", "--format", "json", *args
+        )
         assert code == 0, err
         return json.loads(out)
 
@@ -71,8 +86,17 @@ def test_an_aspect_or_rubric_added_after_judging_is_judged_without_again(example
         monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
         monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
         judge()
-        assert run_cli(capsys, "aspect", "add", "cites_sources", "--definition",
-                       "Does the answer name a source for its claims?")[0] == 0
+        assert (
+            run_cli(
+                capsys,
+                "aspect",
+                "add",
+                "cites_sources",
+                "--definition",
+                "Does the answer name a source for its claims?",
+            )[0]
+            == 0
+        )
         assert run_cli(capsys, "rubric", "add", "plain", *(f"--score{i}=plainness {i}" for i in range(1, 6)))[0] == 0
         fake.reset()
         plan = judge("--dry-run")

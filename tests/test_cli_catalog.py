@@ -27,18 +27,20 @@ def test_list_and_show_say_what_each_holds(demo, capsys):
     runs = {r["run"]: r for r in json.loads(out)}
     assert list(runs) == ["demo-bm25", "demo-vector", "demo-hybrid"]
     with psycopg.connect(demo) as conn:
-        results = conn.execute("select count(*) from ragsql.run_result as x join ragsql.run as r on r.id = x.run_id "
-                               "where r.name = 'demo-bm25'").fetchone()[0]
+        results = conn.execute(
+            "select count(*) from ragsql.run_result as x join ragsql.run as r on r.id = x.run_id "
+            "where r.name = 'demo-bm25'"
+        ).fetchone()[0]
     bm25 = runs["demo-bm25"]
     assert bm25["dataset"] == "demo" and bm25["results"] == results and bm25["answers"] == 6
     assert bm25["judge_tasks"] > 0 and "offline" in bm25["judges"]
     code, out, _ = run_cli(capsys, "list", "datasets", "--format", "json")
     assert code == 0 and [(d["dataset"], d["queries"], d["runs"]) for d in json.loads(out)] == [("demo", 6, 3)]
     code, out, _ = run_cli(capsys, "list", "corpora", "--format", "json")
-    corpus, = json.loads(out)
+    (corpus,) = json.loads(out)
     assert code == 0 and corpus["corpus"] == "demo" and corpus["documents"] > 50 and corpus["runs"] == 3
     code, out, _ = run_cli(capsys, "show", "run", "demo-vector", "--format", "json")
-    shown, = json.loads(out)
+    (shown,) = json.loads(out)
     assert code == 0 and shown["config"]["mode"] == "vector" and shown["answers"] == 6
     code, out, _ = run_cli(capsys, "show", "run", "demo-vector")
     assert code == 0 and "config.chunking" in out
@@ -57,8 +59,10 @@ def test_delete_needs_yes_refuses_a_corpus_in_use_and_deletes_only_its_object(de
     assert "deleted run demo-hybrid" in out and "6 answers" in out
     with psycopg.connect(demo) as conn:
         left = [r for (r,) in conn.execute("select name from ragsql.run order by id")]
-        orphans = conn.execute("select count(*) from ragsql.answer as a where not exists "
-                               "(select from ragsql.run as r where r.id = a.run_id)").fetchone()[0]
+        orphans = conn.execute(
+            "select count(*) from ragsql.answer as a where not exists "
+            "(select from ragsql.run as r where r.id = a.run_id)"
+        ).fetchone()[0]
     assert left == ["demo-bm25", "demo-vector"] and orphans == 0
     assert count(demo, "judge_call") == calls  # the cache stays
     code, _, err = run_cli(capsys, "delete", "run", "demo-hybrid", "--yes")
@@ -73,8 +77,23 @@ def test_a_taken_run_name_says_which_dataset_holds_it(fresh_db, capsys, tmp_path
     qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
     qrels.write_text("t1 0 d1 1\n", encoding="utf-8")
     run.write_text("t1 Q0 d1 1 1.0 x\n", encoding="utf-8")
-    assert run_cli(capsys, "import", "trec", "--dataset", "first", "--qrels", str(qrels), "--run", str(run),
-                   "--run-name", "taken")[0] == 0
-    code, _, err = run_cli(capsys, "import", "trec", "--dataset", "second", "--qrels", str(qrels), "--run", str(run),
-                           "--run-name", "taken")
+    assert (
+        run_cli(
+            capsys,
+            "import",
+            "trec",
+            "--dataset",
+            "first",
+            "--qrels",
+            str(qrels),
+            "--run",
+            str(run),
+            "--run-name",
+            "taken",
+        )[0]
+        == 0
+    )
+    code, _, err = run_cli(
+        capsys, "import", "trec", "--dataset", "second", "--qrels", str(qrels), "--run", str(run), "--run-name", "taken"
+    )
     assert code == 1 and 'run "taken" already exists, in dataset "first"' in err

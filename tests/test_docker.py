@@ -47,18 +47,28 @@ def test_the_image_has_psql_and_a_small_build_context():
     """postgresql-client is installed; .dockerignore admits only what the Dockerfile copies."""
     dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
     assert "apt-get install -y --no-install-recommends postgresql-client" in dockerfile
-    copied = {part for line in dockerfile.splitlines() if line.startswith("COPY ")
-              for part in line.split()[1:-1]}
-    ignore = [line for line in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
-              if line and not line.startswith("#")]
+    copied = {part for line in dockerfile.splitlines() if line.startswith("COPY ") for part in line.split()[1:-1]}
+    ignore = [
+        line
+        for line in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+        if line and not line.startswith("#")
+    ]
     assert ignore[0] == "*" and {p.strip("!/") for p in ignore if p.startswith("!")} == copied
 
 
-@pytest.mark.skipif(shutil.which("docker-compose") is None and subprocess.run(
-    ["docker", "compose", "version"], capture_output=True).returncode != 0 if shutil.which("docker") else True,
-    reason="no Docker Compose CLI here")
+@pytest.mark.skipif(
+    shutil.which("docker-compose") is None
+    and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode != 0
+    if shutil.which("docker")
+    else True,
+    reason="no Docker Compose CLI here",
+)
 def test_docker_compose_config_accepts_the_file():  # pragma: no cover - needs a Compose CLI
     command = ["docker-compose"] if shutil.which("docker-compose") else ["docker", "compose"]
-    done = subprocess.run([*command, "-f", str(DOCKER / "compose.yaml"), "config", "--quiet"], capture_output=True,
-                          text=True, env={"PWD": str(ROOT), "PATH": "/usr/bin:/bin:/usr/local/bin"})
+    done = subprocess.run(
+        [*command, "-f", str(DOCKER / "compose.yaml"), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        env={"PWD": str(ROOT), "PATH": "/usr/bin:/bin:/usr/local/bin"},
+    )
     assert done.returncode == 0, done.stderr

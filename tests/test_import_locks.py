@@ -41,8 +41,9 @@ def long_reader(runs) -> Iterator[psycopg.Connection]:
     """A transaction that read run A (a report, say) and stays open until the test ends: it holds ACCESS SHARE on
     run_result and, its run id known only when it ran, on every partition."""
     with psycopg.connect(runs[0]) as reader:
-        reader.execute("select count(*) from ragsql.run_result where run_id = (select id from ragsql.run "
-                       "where name = 'A')")
+        reader.execute(
+            "select count(*) from ragsql.run_result where run_id = (select id from ragsql.run where name = 'A')"
+        )
         yield reader
         reader.rollback()
 
@@ -73,9 +74,11 @@ def wait_for_call(url: str, pid: int, call: str) -> None:
     """Until session `pid` has spent half a second in a statement calling `call` (it waits for its lock there)."""
     with psycopg.connect(url, autocommit=True) as admin:
         for _ in range(200):
-            seconds = admin.execute("select extract(epoch from clock_timestamp() - query_start) from pg_stat_activity "
-                                    "where pid = %s and state = 'active' and query like %s",
-                                    (pid, f"%{call}%")).fetchone()
+            seconds = admin.execute(
+                "select extract(epoch from clock_timestamp() - query_start) from pg_stat_activity "
+                "where pid = %s and state = 'active' and query like %s",
+                (pid, f"%{call}%"),
+            ).fetchone()
             if seconds and seconds[0] > 0.5:
                 return
             time.sleep(0.05)
@@ -111,14 +114,15 @@ def test_import_waiting_to_attach_never_queues_readers_of_other_runs(runs, long_
         assert "error" not in imported and "seconds" in imported, imported
     with psycopg.connect(url) as conn:
         run_id = conn.execute("select id from ragsql.run where name = 'B'").fetchone()[0]
-        partition = conn.execute("select r.tableoid::regclass::text, count(*) from ragsql.run_result as r "
-                                 "where r.run_id = %s group by 1", (run_id,)).fetchall()
+        partition = conn.execute(
+            "select r.tableoid::regclass::text, count(*) from ragsql.run_result as r where r.run_id = %s group by 1",
+            (run_id,),
+        ).fetchall()
     assert partition == [(f"ragsql.run_result_r{run_id}", 1200)]
     assert values(url, "B") == values(url, "B0") and None not in values(url, "B0")
 
 
-def test_import_that_waits_past_lock_wait_fails_in_one_line_and_stores_nothing(runs, long_reader, capsys,
-                                                                                monkeypatch):
+def test_import_that_waits_past_lock_wait_fails_in_one_line_and_stores_nothing(runs, long_reader, capsys, monkeypatch):
     """An import still waiting after ragsql.lock_wait: exit 1, one line naming the lock and the setting, and
     nothing of it left (no run, no table of results); the reader's transaction is untouched."""
     url, qrels, run_b = runs
@@ -129,13 +133,22 @@ def test_import_that_waits_past_lock_wait_fails_in_one_line_and_stores_nothing(r
     seconds = time.monotonic() - started
     err = capsys.readouterr().err.splitlines()
     assert code == 1 and len(err) == 1 and seconds < 10, (seconds, err)
-    assert err[0].startswith("ragsql: error: the results of run ") and "were not attached to ragsql.run_result: " \
-        "another session held a lock it needs for 00:00:01 (ragsql.lock_wait)" in err[0], err
+    assert (
+        err[0].startswith("ragsql: error: the results of run ")
+        and "were not attached to ragsql.run_result: "
+        "another session held a lock it needs for 00:00:01 (ragsql.lock_wait)"
+        in err[0]
+    ), err
     assert long_reader.execute("select count(*) from ragsql.run").fetchone()[0] == 2  # A and B0
     with psycopg.connect(url) as conn:
         assert conn.execute("select count(*) from ragsql.run where name = 'B'").fetchone()[0] == 0
-        assert conn.execute("select count(*) from pg_class where relname like 'run\\_result\\_r%%' "
-                            "and not relispartition and relkind = 'r'").fetchone()[0] == 0
+        assert (
+            conn.execute(
+                "select count(*) from pg_class where relname like 'run\\_result\\_r%%' "
+                "and not relispartition and relkind = 'r'"
+            ).fetchone()[0]
+            == 0
+        )
 
 
 def test_deleting_a_run_never_queues_readers_of_other_runs(runs, long_reader, capsys, monkeypatch):
@@ -146,6 +159,7 @@ def test_deleting_a_run_never_queues_readers_of_other_runs(runs, long_reader, ca
         run_id = conn.execute("select id from ragsql.run where name = 'B0'").fetchone()[0]
     deleter = psycopg.connect(url)
     try:
+
         def delete() -> None:
             with deleter.transaction():
                 deleter.execute("delete from ragsql.run where id = %s", (run_id,))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import threading
 from pathlib import Path
 
@@ -64,8 +63,9 @@ def count(url_or_conn, table: str) -> int:
 def test_trec_ties_are_ranked_by_docno_descending_in_byte_order(conn, tmp_path):
     """Equal scores rank by docno descending in byte order ('d9' before 'd10', 'a' before 'B'); rank column ignored."""
     qrels = write(tmp_path, "q.qrels", "t1 0 d9 1\n")
-    run = write(tmp_path, "r.run", "t1 Q0 d10 1 0.5 r\nt1 Q0 d9 2 0.5 r\nt1 Q0 top 9 0.7 r\n"
-                                   "t1 Q0 B 3 0.1 r\nt1 Q0 a 4 0.1 r\n")
+    run = write(
+        tmp_path, "r.run", "t1 Q0 d10 1 0.5 r\nt1 Q0 d9 2 0.5 r\nt1 Q0 top 9 0.7 r\nt1 Q0 B 3 0.1 r\nt1 Q0 a 4 0.1 r\n"
+    )
     summary = import_trec(conn, "ds", qrels, run)
     assert (summary.run, summary.queries, summary.judgments, summary.results) == ("r", 1, 1, 5)
     assert [d for d, _ in ranking(conn, "r")["t1"]] == ["top", "d9", "d10", "a", "B"]
@@ -78,7 +78,9 @@ def test_trec_comments_hash_in_docno_and_extra_fields_after_the_tag(conn, tmp_pa
     import_trec(conn, "ds", qrels, run, run_name="mine")
     assert ranking(conn, "mine") == {"t1": [("doc#2", 2.0), ("doc#1", 1.0)]}
     assert conn.execute("select docno, relevance from ragsql.judgment order by docno").fetchall() == [
-        ("doc#1", 2), ("doc#2", 0)]
+        ("doc#1", 2),
+        ("doc#2", 0),
+    ]
 
 
 def test_trec_run_topics_missing_from_qrels_become_unjudged_queries(conn, tmp_path):
@@ -88,7 +90,8 @@ def test_trec_run_topics_missing_from_qrels_become_unjudged_queries(conn, tmp_pa
     summary = import_trec(conn, "ds", qrels, run)
     rows = conn.execute(
         "select q.qid, count(j.docno) from ragsql.query as q left join ragsql.judgment as j on j.query_id = q.id "
-        "group by q.qid order by q.qid").fetchall()
+        "group by q.qid order by q.qid"
+    ).fetchall()
     assert rows == [("t1", 1), ("t2", 0)] and summary.queries == 2 and set(ranking(conn, "r")) == {"t1", "t2"}
 
 
@@ -135,8 +138,10 @@ def test_trec_other_qrels_are_refused_unless_replace(conn, tmp_path):
     with pytest.raises(InputError, match="already holds other judgments for query t1"):
         import_trec(conn, "ds", changed)
     import_trec(conn, "ds", changed, replace=True)
-    rows = conn.execute("select q.qid, j.docno, j.relevance from ragsql.judgment as j "
-                        "join ragsql.query as q on q.id = j.query_id order by 1").fetchall()
+    rows = conn.execute(
+        "select q.qid, j.docno, j.relevance from ragsql.judgment as j "
+        "join ragsql.query as q on q.id = j.query_id order by 1"
+    ).fetchall()
     assert rows == [("t1", "d1", 2), ("t2", "d2", 1)]
 
 
@@ -176,11 +181,14 @@ def test_trec_run_is_ranked_as_the_database_ranks_it(conn, tmp_path, monkeypatch
     assert stored(conn, "fast") == stored(conn, "sql") == expected
 
 
-@pytest.mark.parametrize(("tail", "line", "message"), [
-    ("T29 Q0 late 1 x tag\n", 1202, "score 'x' is not a number"),
-    ("T29 Q0 NEW 1 1 tag\nT29 Q0 NEW 1 1 tag\n", 1203, "NEW is retrieved twice for query T29"),
-    ("T03 Q0 NEW 1 1 tag\nT03 Q0 NEW 1 1 tag\n", 1203, "NEW is retrieved twice for query T03"),
-])
+@pytest.mark.parametrize(
+    ("tail", "line", "message"),
+    [
+        ("T29 Q0 late 1 x tag\n", 1202, "score 'x' is not a number"),
+        ("T29 Q0 NEW 1 1 tag\nT29 Q0 NEW 1 1 tag\n", 1203, "NEW is retrieved twice for query T29"),
+        ("T03 Q0 NEW 1 1 tag\nT03 Q0 NEW 1 1 tag\n", 1203, "NEW is retrieved twice for query T03"),
+    ],
+)
 def test_trec_bad_line_after_many_blocks_stores_nothing(conn, tmp_path, monkeypatch, tail, line, message):
     """A bad line after many blocks were stored, a duplicate in the last query, or one in a query the file comes
     back to (found by the database, then placed by reading the file again): file and line, nothing stored."""
@@ -246,8 +254,9 @@ def test_two_trec_imports_at_once_each_get_a_partition_and_queue_only_to_attach(
         thread.start()
         try:
             assert not done.wait(1.5)  # waits for the first import's lock
-            waiting = first.execute("select count(*) from pg_locks where not granted and pid = %s",
-                                    (second.info.backend_pid,)).fetchone()[0]
+            waiting = first.execute(
+                "select count(*) from pg_locks where not granted and pid = %s", (second.info.backend_pid,)
+            ).fetchone()[0]
             assert waiting == 1
         finally:
             first.commit()
@@ -269,10 +278,14 @@ def test_jsonl_cli_import_stores_every_table(fresh_db, capsys):
     with psycopg.connect(fresh_db) as c:
         tables = ("query", "judgment", "reference_answer", "run_result", "answer")
         assert [count(c, t) for t in tables] == [3, 2, 2, 6, 3]
-        contexts = c.execute("select q.qid, a.position, a.docno from ragsql.answer_context as a "
-                             "join ragsql.query as q on q.id = a.query_id order by 1, 2").fetchall()
-        ranks = c.execute("select q.qid, r.rank, r.docno, r.score from ragsql.run_result as r "
-                          "join ragsql.query as q on q.id = r.query_id where q.qid = 'q3' order by 2").fetchall()
+        contexts = c.execute(
+            "select q.qid, a.position, a.docno from ragsql.answer_context as a "
+            "join ragsql.query as q on q.id = a.query_id order by 1, 2"
+        ).fetchall()
+        ranks = c.execute(
+            "select q.qid, r.rank, r.docno, r.score from ragsql.run_result as r "
+            "join ragsql.query as q on q.id = r.query_id where q.qid = 'q3' order by 2"
+        ).fetchall()
     # chunk#9 has no text, so the answer of q3 used one context.
     assert [row[:2] for row in contexts] == [("q1", 1), ("q1", 2), ("q2", 1), ("q2", 2), ("q3", 1)]
     assert contexts[0][2] == context_docno("RAG (Retrieval-Augmented Generation) combines retrieval and generation.")
@@ -281,11 +294,25 @@ def test_jsonl_cli_import_stores_every_table(fresh_db, capsys):
 
 def test_api_import_records_summary_lists_skipped_lines(conn, tmp_path):
     """import_records with skip_bad returns the counts stored and every skipped (line, message)."""
-    path = write(tmp_path, "e.jsonl", "\n".join([
-        json.dumps({"qid": "a", "query": "x", "reference_contexts": ["ctx a"], "retrieved_contexts": ["ctx a", "b"],
-                    "response": "yes"}),
-        json.dumps({"qid": "b", "query": "y", "retrieved_ids": ["d1"], "retrieved_scores": [1, 2]}),
-    ]) + "\n")
+    path = write(
+        tmp_path,
+        "e.jsonl",
+        "\n".join(
+            [
+                json.dumps(
+                    {
+                        "qid": "a",
+                        "query": "x",
+                        "reference_contexts": ["ctx a"],
+                        "retrieved_contexts": ["ctx a", "b"],
+                        "response": "yes",
+                    }
+                ),
+                json.dumps({"qid": "b", "query": "y", "retrieved_ids": ["d1"], "retrieved_scores": [1, 2]}),
+            ]
+        )
+        + "\n",
+    )
     summary = import_records(conn, path, "jsonl", "d", run="r", skip_bad=True)
     assert (summary.queries, summary.judgments, summary.results, summary.answers) == (1, 1, 2, 1)
     assert summary.skipped == [(2, "retrieved_scores has 2 items but retrieved_ids has 1")]
@@ -333,13 +360,20 @@ def test_malformed_record_stores_nothing_and_names_file_and_line(fresh_db, tmp_p
 
 def test_skip_bad_loads_the_rest_and_reports_every_skipped_line(fresh_db, tmp_path, capsys):
     """--skip-bad loads the good records and prints each skipped line as FILE:LINE: message."""
-    path = write(tmp_path, "e.jsonl", "\n".join([
-        json.dumps({"qid": "a", "query": "x", "gold_evidence": ["d1"], "retrieved": ["d1"]}),
-        "{broken",
-        json.dumps({"qid": "b", "query": "y", "rel_map": {"d1": 0.5}}),
-        json.dumps({"qid": "c", "query": "z", "retrieved": ["d2", "d2"]}),
-        json.dumps({"qid": "d", "query": "w", "gold_evidence": ["d3"]}),
-    ]) + "\n")
+    path = write(
+        tmp_path,
+        "e.jsonl",
+        "\n".join(
+            [
+                json.dumps({"qid": "a", "query": "x", "gold_evidence": ["d1"], "retrieved": ["d1"]}),
+                "{broken",
+                json.dumps({"qid": "b", "query": "y", "rel_map": {"d1": 0.5}}),
+                json.dumps({"qid": "c", "query": "z", "retrieved": ["d2", "d2"]}),
+                json.dumps({"qid": "d", "query": "w", "gold_evidence": ["d3"]}),
+            ]
+        )
+        + "\n",
+    )
     assert main(["import", "jsonl", path, "--dataset", "d", "--run", "r", "--skip-bad"]) == 0
     captured = capsys.readouterr()
     assert [line.split(": ")[0] for line in captured.err.splitlines()] == [f"{path}:2", f"{path}:3", f"{path}:4"]
@@ -382,8 +416,13 @@ def test_import_then_metrics_gives_hand_computed_values(fresh_db, capsys):
     assert main(["metrics", "--run", "seedrun", "--measures", measures, "--format", "json"]) == 0
     got = {row["measure"]: row["value"] for row in json.loads(capsys.readouterr().out)}
     ndcg_q1 = (2 / math.log2(3)) / (2 + 1 / math.log2(3))
-    expected = {"RR@10": (1 / 2 + 1 / 3) / 2, "R@5": (1 / 2 + 1) / 2, "P@5": 0.2, "Success@1": 0.0,
-                "nDCG@3": (ndcg_q1 + 0.5) / 2}
+    expected = {
+        "RR@10": (1 / 2 + 1 / 3) / 2,
+        "R@5": (1 / 2 + 1) / 2,
+        "P@5": 0.2,
+        "Success@1": 0.0,
+        "nDCG@3": (ndcg_q1 + 0.5) / 2,
+    }
     assert got.keys() == expected.keys()
     assert all(math.isclose(got[m], expected[m], abs_tol=1e-9) for m in expected), got
 
@@ -394,7 +433,8 @@ def test_trec_cli_summary_and_run_name_option(fresh_db, tmp_path, capsys):
     run = write(tmp_path, "r.run", "t1 Q0 d1 1 1 tag\nt3 Q0 d1 1 1 tag\n")
     assert main(["import", "trec", "--dataset", "t", "--qrels", qrels, "--run", run, "--run-name", "named"]) == 0
     assert capsys.readouterr().out == (
-        "imported into dataset t: 3 queries, 2 judgments, 0 reference answers, run named: 2 results, 0 answers\n")
+        "imported into dataset t: 3 queries, 2 judgments, 0 reference answers, run named: 2 results, 0 answers\n"
+    )
     assert main(["metrics", "--run", "named", "--measures", "Success@1", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"run": "named", "measure": "Success@1", "value": 0.5, "queries": 2}]
 
@@ -404,23 +444,30 @@ def test_bundled_example_eval_set_imports_with_a_run(fresh_db, capsys):
     assert main(["import", "jsonl", str(EXAMPLE), "--dataset", "example", "--run", "example-run"]) == 0
     with psycopg.connect(fresh_db) as c:
         languages = dict(c.execute("select language, count(*) from ragsql.query group by 1").fetchall())
-        unjudged = c.execute("select count(*) from ragsql.query as q where not exists "
-                             "(select from ragsql.judgment as j where j.query_id = q.id)").fetchone()[0]
+        unjudged = c.execute(
+            "select count(*) from ragsql.query as q where not exists "
+            "(select from ragsql.judgment as j where j.query_id = q.id)"
+        ).fetchone()[0]
         answers = count(c, "answer")
     assert set(languages) == {"zh", "en"} and 8 <= sum(languages.values()) <= 12
     assert unjudged == 0 and answers == sum(languages.values())
 
 
 SPANS = [
-    {"qid": "s1", "query": "who?", "gold_evidence": [{"doc_id": "d1", "start": 3, "end": 9},
-                                                     {"doc_id": "d2", "text": "a quote", "relevance": 2}]},
+    {
+        "qid": "s1",
+        "query": "who?",
+        "gold_evidence": [{"doc_id": "d1", "start": 3, "end": 9}, {"doc_id": "d2", "text": "a quote", "relevance": 2}],
+    },
     {"qid": "s2", "query": "what?", "gold_evidence": [{"doc_id": "d3"}], "gold_doc_ids": ["d4"]},
 ]
 
 
 def _spans(conn) -> list[tuple]:
-    return conn.execute("select q.qid, g.position, g.doc_id, g.start_char, g.end_char, g.quote, g.relevance "
-                        "from ragsql.gold_span g join ragsql.query q on q.id = g.query_id order by 1, 2").fetchall()
+    return conn.execute(
+        "select q.qid, g.position, g.doc_id, g.start_char, g.end_char, g.quote, g.relevance "
+        "from ragsql.gold_span g join ragsql.query q on q.id = g.query_id order by 1, 2"
+    ).fetchall()
 
 
 def test_gold_spans_quotes_and_document_ids_are_stored(conn, tmp_path):
@@ -429,8 +476,9 @@ def test_gold_spans_quotes_and_document_ids_are_stored(conn, tmp_path):
     summary = import_records(conn, path, "jsonl", dataset="sp")
     assert (summary.spans, summary.judgments) == (2, 2)
     assert _spans(conn) == [("s1", 1, "d1", 3, 9, None, 1), ("s1", 2, "d2", None, None, "a quote", 2)]
-    judged = conn.execute("select q.qid, j.docno from ragsql.judgment j join ragsql.query q on q.id = j.query_id "
-                          "order by 2").fetchall()
+    judged = conn.execute(
+        "select q.qid, j.docno from ragsql.judgment j join ragsql.query q on q.id = j.query_id order by 2"
+    ).fetchall()
     assert judged == [("s2", "d3"), ("s2", "d4")]
     assert import_records(conn, path, "jsonl", dataset="sp").spans == 0  # the same spans again: nothing new
     changed = [{**SPANS[0], "gold_evidence": [{"doc_id": "d1", "start": 0, "end": 4}]}]
@@ -441,13 +489,16 @@ def test_gold_spans_quotes_and_document_ids_are_stored(conn, tmp_path):
     assert _spans(conn) == [("s1", 1, "d1", 0, 4, None, 1)]
 
 
-@pytest.mark.parametrize(("span", "message"), [
-    ({"doc_id": "d", "start": 4}, "needs both start and end"),
-    ({"doc_id": "d", "start": 4, "end": 4}, "must be greater than start"),
-    ({"doc_id": "d", "start": -1, "end": 4}, "character offset"),
-    ({"start": 0, "end": 4}, "has no doc_id"),
-    ({"doc_id": "d", "txt": "x"}, r"unknown key\(s\) txt"),
-])
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [
+        ({"doc_id": "d", "start": 4}, "needs both start and end"),
+        ({"doc_id": "d", "start": 4, "end": 4}, "must be greater than start"),
+        ({"doc_id": "d", "start": -1, "end": 4}, "character offset"),
+        ({"start": 0, "end": 4}, "has no doc_id"),
+        ({"doc_id": "d", "txt": "x"}, r"unknown key\(s\) txt"),
+    ],
+)
 def test_bad_gold_span_names_the_line(conn, tmp_path, span, message):
     path = write(tmp_path, "bad.jsonl", json.dumps(SPANS[1]) + "\n" + json.dumps({"qid": "b", "gold_evidence": [span]}))
     with pytest.raises(InputError, match=rf"bad.jsonl:2: .*{message}"):

@@ -44,7 +44,7 @@ def snapshot(conn, corpus="demo") -> dict[str, list]:
         "document": "select d.ctid::text, d.* from ragsql.document d",
         "version": "select v.ctid::text, v.* from ragsql.corpus_version v",
         "chunk": "select c.ctid::text, c.id, c.version_id, c.document_id, c.position, c.start_char, c.end_char, "
-                 "c.length, c.embedding::text from ragsql.chunk c",
+        "c.length, c.embedding::text from ragsql.chunk c",
         "chunk_term": "select t.ctid::text, t.* from ragsql.chunk_term t",
     }
     return {name: sorted(conn.execute(q).fetchall(), key=str) for name, q in queries.items()}
@@ -55,38 +55,59 @@ def test_demo_corpus_is_chunked_tokenised_and_embedded(conn):
     assert (summary.added, summary.changed, summary.unchanged, summary.bad_files) == (57, 0, 0, 0)
     assert summary.embedder == "offline:hash-ngram-v1:384" and summary.dimensions == 384
     docs, languages = conn.execute(
-        "select count(*), array_agg(distinct language order by language) from ragsql.document").fetchone()
+        "select count(*), array_agg(distinct language order by language) from ragsql.document"
+    ).fetchone()
     assert (docs, languages) == (57, ["en", "zh"])
     assert conn.execute("select count(*) from ragsql.chunk").fetchone()[0] == summary.chunks > 57
     # spans are exact and positions run 1..n in every document
-    assert conn.execute(
-        """select count(*) from ragsql.chunk c join ragsql.document d on d.id = c.document_id
-           where substr(d.text, c.start_char + 1, c.end_char - c.start_char) <> c.text""").fetchone()[0] == 0
-    assert conn.execute(
-        """select count(*) from (select document_id from ragsql.chunk group by document_id
-           having min(position) <> 1 or max(position) <> count(*)) x""").fetchone()[0] == 0
+    assert (
+        conn.execute(
+            """select count(*) from ragsql.chunk c join ragsql.document d on d.id = c.document_id
+           where substr(d.text, c.start_char + 1, c.end_char - c.start_char) <> c.text"""
+        ).fetchone()[0]
+        == 0
+    )
+    assert (
+        conn.execute(
+            """select count(*) from (select document_id from ragsql.chunk group by document_id
+           having min(position) <> 1 or max(position) <> count(*)) x"""
+        ).fetchone()[0]
+        == 0
+    )
     # length is the number of BM25 tokens, and every chunk has some
-    assert conn.execute(
-        """select count(*) from ragsql.chunk c
+    assert (
+        conn.execute(
+            """select count(*) from ragsql.chunk c
            where c.length <> (select coalesce(sum(tf), 0) from ragsql.chunk_term t where t.chunk_id = c.id)
-              or c.length = 0""").fetchone()[0] == 0
+              or c.length = 0"""
+        ).fetchone()[0]
+        == 0
+    )
     assert conn.execute("select sum(length) from ragsql.chunk").fetchone()[0] == summary.tokens
     # Chinese chunks carry jieba words, English chunks stemmed lexemes
     zh = conn.execute(
         """select bool_and(exists (select from ragsql.chunk_term t where t.chunk_id = c.id and t.term = '教研部'))
-           from ragsql.chunk c where c.text like '%教研部%'""").fetchone()[0]
+           from ragsql.chunk c where c.text like '%教研部%'"""
+    ).fetchone()[0]
     en = conn.execute(
         """select bool_and(exists (select from ragsql.chunk_term t where t.chunk_id = c.id and t.term = 'retriev')),
                   bool_or(exists (select from ragsql.chunk_term t where t.chunk_id = c.id and t.term = 'retrieval'))
            from ragsql.chunk c join ragsql.document d on d.id = c.document_id
-           where d.language = 'en' and c.text ~* '\\mretrieval\\M'""").fetchone()
+           where d.language = 'en' and c.text ~* '\\mretrieval\\M'"""
+    ).fetchone()
     assert zh is True and en == (True, False)
     # embeddings of the version's dimensions, indexed by the version's HNSW index
-    assert conn.execute(
-        """select count(*) from ragsql.chunk c join ragsql.corpus_version v on v.id = c.version_id
-           where c.embedding is null or vector_dims(c.embedding) <> v.dimensions""").fetchone()[0] == 0
-    index = conn.execute("select indexdef from pg_indexes where schemaname = 'ragsql' and indexname = %s",
-                         (hnsw_index_name(summary.version_id),)).fetchone()
+    assert (
+        conn.execute(
+            """select count(*) from ragsql.chunk c join ragsql.corpus_version v on v.id = c.version_id
+           where c.embedding is null or vector_dims(c.embedding) <> v.dimensions"""
+        ).fetchone()[0]
+        == 0
+    )
+    index = conn.execute(
+        "select indexdef from pg_indexes where schemaname = 'ragsql' and indexname = %s",
+        (hnsw_index_name(summary.version_id),),
+    ).fetchone()
     assert index and "hnsw" in index[0] and "vector(384)" in index[0]
 
 
@@ -94,8 +115,13 @@ def test_reingest_changes_nothing_and_a_changed_document_replaces_only_its_chunk
     first = run(conn, [DEMO])
     before = snapshot(conn)
     again = run(conn, [DEMO])
-    assert (again.added, again.changed, again.unchanged, again.chunks, again.version_id) == (0, 0, 57, 0,
-                                                                                            first.version_id)
+    assert (again.added, again.changed, again.unchanged, again.chunks, again.version_id) == (
+        0,
+        0,
+        57,
+        0,
+        first.version_id,
+    )
     assert snapshot(conn) == before
 
     lines = DEMO.read_text(encoding="utf-8").splitlines()
@@ -113,7 +139,8 @@ def test_reingest_changes_nothing_and_a_changed_document_replaces_only_its_chunk
     assert conn.execute(
         """select bool_and(substr(d.text, c.start_char + 1, c.end_char - c.start_char) = c.text)
            from ragsql.chunk c join ragsql.document d on d.id = c.document_id where d.id = %s""",
-        (document,)).fetchone()[0]
+        (document,),
+    ).fetchone()[0]
 
 
 def test_a_second_chunking_is_a_new_version_that_also_chunks_earlier_documents(conn, tmp_path):
@@ -141,9 +168,11 @@ def test_txt_and_markdown_folders(conn, tmp_path):
     summary = run(conn, [folder, single], splitter="markdown")
     assert summary.reports == [f"{folder / 'c.pdf'}: skipped: not one of .txt, .md, .markdown, .jsonl"]
     rows = conn.execute("select doc_id, title, language, metadata, source from ragsql.document order by 1").fetchall()
-    assert rows == [("a", "第一章 地球", "zh", {}, str(folder / "a.txt")),
-                    ("single", None, "en", {}, single),
-                    ("sub/b", "Vector search", "en", {}, str(folder / "sub" / "b.md"))]
+    assert rows == [
+        ("a", "第一章 地球", "zh", {}, str(folder / "a.txt")),
+        ("single", None, "en", {}, single),
+        ("sub/b", "Vector search", "en", {}, str(folder / "sub" / "b.md")),
+    ]
     assert conn.execute("select splitter from ragsql.corpus_version").fetchone()[0] == "markdown"
     assert conn.execute("select count(*) from ragsql.chunk_term where term = '公转'").fetchone()[0] == 1
 
@@ -172,7 +201,8 @@ def test_a_bad_file_is_skipped_whole_and_strict_stores_nothing(fresh_db, tmp_pat
     assert f"{folder / 'z_dup.jsonl'}:1: duplicate id 'g1' (also in {folder / 'good.jsonl'}:1)" in err
     with connect(fresh_db) as conn:
         assert conn.execute("select doc_id, metadata from ragsql.document").fetchall() == [
-            ("g1", {"source_url": "http://x"})]
+            ("g1", {"source_url": "http://x"})
+        ]
         assert conn.execute("select dimensions from ragsql.corpus_version").fetchone()[0] == 32
 
     assert main(["ingest", str(folder), "--corpus", "strict", "--strict", "--embedder", "offline:32"]) == 1
@@ -200,7 +230,7 @@ def test_chunk_spans_are_exact_even_for_repeated_text(splitter):
     text = "\n\n".join([paragraph] * 12 + ["# Heading\n\nTail text."])
     chunks = Chunker(splitter, 60, 20).split(text)
     assert [c.position for c in chunks] == list(range(1, len(chunks) + 1))
-    assert all(text[c.start:c.end] == c.text for c in chunks)
+    assert all(text[c.start : c.end] == c.text for c in chunks)
     assert [c.start for c in chunks] == sorted(c.start for c in chunks)
     assert chunks[-1].end == len(text)
 
@@ -212,14 +242,17 @@ def test_bad_chunker_options():
         Chunker("semantic", 100, 10)
 
 
-@pytest.mark.parametrize("content, message, line", [
-    (b'{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "duplicate id 'a' (also on line 1)", 2),
-    (b'{"text": "x"}\n', "missing or empty 'id'", 1),
-    (b'\n{"id": 1, "text": "  "}\n', "missing or empty 'text'", 2),
-    (b'{"id": 1, "text": "x", "lang": "chinese!"}\n', "'lang' must be a language code", 1),
-    (b'[1]\n', "a line must be a JSON object", 1),
-    (b'{"id": 1, "text": "ok"}\n{"id": 2, "text": "caf\xe9"}\n', "not UTF-8 text (byte 23 of the line)", 2),
-])
+@pytest.mark.parametrize(
+    "content, message, line",
+    [
+        (b'{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "duplicate id 'a' (also on line 1)", 2),
+        (b'{"text": "x"}\n', "missing or empty 'id'", 1),
+        (b'\n{"id": 1, "text": "  "}\n', "missing or empty 'text'", 2),
+        (b'{"id": 1, "text": "x", "lang": "chinese!"}\n', "'lang' must be a language code", 1),
+        (b"[1]\n", "a line must be a JSON object", 1),
+        (b'{"id": 1, "text": "ok"}\n{"id": 2, "text": "caf\xe9"}\n', "not UTF-8 text (byte 23 of the line)", 2),
+    ],
+)
 def test_bad_jsonl_files(tmp_path, content, message, line):
     path = tmp_path / "x.jsonl"
     path.write_bytes(content)
@@ -247,18 +280,21 @@ def test_reingest_of_a_changed_document_keeps_bm25_statistics_exact(conn, tmp_pa
     def same_as_formula(version: int) -> None:
         for terms in queries:
             fast = conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, 10)", (version, terms)).fetchall()
-            exact = conn.execute("select chunk_id, score from ragsql._bm25_exact(%s, %s, 10)",
-                                 (version, terms)).fetchall()
+            exact = conn.execute(
+                "select chunk_id, score from ragsql._bm25_exact(%s, %s, 10)", (version, terms)
+            ).fetchall()
             assert fast and [c for c, _ in fast] == [c for c, _ in exact], terms
             assert [s for _, s in fast] == pytest.approx([s for _, s in exact], abs=1e-9)
 
     def stats(version: int):
-        return conn.execute("select bm25_chunks, bm25_avgdl, bm25_fresh from ragsql.corpus_version where id = %s",
-                            (version,)).fetchone()
+        return conn.execute(
+            "select bm25_chunks, bm25_avgdl, bm25_fresh from ragsql.corpus_version where id = %s", (version,)
+        ).fetchone()
 
     before = {v: stats(v) for v in (first.version_id, other.version_id)}
-    old_scores = conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, 10)",
-                              (first.version_id, queries[0])).fetchall()
+    old_scores = conn.execute(
+        "select chunk_id, score from ragsql.bm25(%s, %s, 10)", (first.version_id, queries[0])
+    ).fetchall()
     lines = DEMO.read_text(encoding="utf-8").splitlines()
     record = json.loads(lines[0])
     record["text"] += "\n\n" + " ".join(["Hybrid retrieval ranks every document twice."] * 30)
@@ -268,19 +304,22 @@ def test_reingest_of_a_changed_document_keeps_bm25_statistics_exact(conn, tmp_pa
     for version in (first.version_id, other.version_id):
         n, avgdl, fresh = stats(version)
         assert fresh is True and (n, avgdl) != before[version][:2]
-        assert (n, avgdl) == conn.execute("select count(*), avg(length)::float8 from ragsql.chunk where version_id = %s",
-                                          (version,)).fetchone()
+        assert (n, avgdl) == conn.execute(
+            "select count(*), avg(length)::float8 from ragsql.chunk where version_id = %s", (version,)
+        ).fetchone()
         same_as_formula(version)
-    new_scores = dict(conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, 10)",
-                                   (first.version_id, queries[0])).fetchall())
+    new_scores = dict(
+        conn.execute("select chunk_id, score from ragsql.bm25(%s, %s, 10)", (first.version_id, queries[0])).fetchall()
+    )
     assert any(c in new_scores and abs(new_scores[c] - s) > 1e-6 for c, s in old_scores)
     # an ingest that changes nothing leaves the statistics alone
     assert run(conn, [edited]).changed == 0 and stats(first.version_id)[2] is True
 
 
 @pytest.mark.parametrize("lost_at", [1, 3], ids=["first-batch", "later-batch"])
-def test_database_lost_while_a_batch_is_stored_is_one_line_and_stores_nothing(fresh_db, tmp_path, monkeypatch,
-                                                                              capsys, lost_at):
+def test_database_lost_while_a_batch_is_stored_is_one_line_and_stores_nothing(
+    fresh_db, tmp_path, monkeypatch, capsys, lost_at
+):
     """The server ends the ingest's connection while a batch is being stored in the loader's thread (the next one
     being embedded meanwhile): exit 1 with one error line, no traceback, nothing of the corpus stored (one
     transaction), and no storing thread left behind."""
@@ -312,6 +351,8 @@ def test_database_lost_while_a_batch_is_stored_is_one_line_and_stores_nothing(fr
     assert len(err.strip().splitlines()) == 1 and err.startswith("ragsql: error: ") and "Traceback" not in err, err
     assert len(calls) == lost_at and calls[0] != threading.main_thread().name  # stored in the loader's thread
     with psycopg.connect(fresh_db) as conn:
-        assert [conn.execute(f"select count(*) from ragsql.{t}").fetchone()[0]
-                for t in ("corpus", "document", "chunk", "chunk_term")] == [0, 0, 0, 0]
+        assert [
+            conn.execute(f"select count(*) from ragsql.{t}").fetchone()[0]
+            for t in ("corpus", "document", "chunk", "chunk_term")
+        ] == [0, 0, 0, 0]
     assert [t for t in set(threading.enumerate()) - before if t.is_alive()] == []

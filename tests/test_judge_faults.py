@@ -20,8 +20,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ragsql.calls import CallService, Stored
 from ragsql.cli import main
-from ragsql.llm.calls import CallRecord
 from ragsql.llm import send
+from ragsql.llm.calls import CallRecord
 from tests import cluster
 from tests.conftest import CITUS_SUITE, EXAMPLE, create_database, drop_database, restartable
 from tests.fake_openai import FakeOpenAI, default_responder
@@ -103,19 +103,23 @@ def _judge(capsys, caplog, workers: int) -> tuple[int, str]:
 def _state(url: str) -> dict:
     with psycopg.connect(url) as conn:
         tasks = dict(conn.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall())
-        unexplained = conn.execute("select count(*) from ragsql.judge_task where status = 'failed' "
-                                   "and btrim(coalesce(last_error, '')) = ''").fetchone()[0]
+        unexplained = conn.execute(
+            "select count(*) from ragsql.judge_task where status = 'failed' and btrim(coalesce(last_error, '')) = ''"
+        ).fetchone()[0]
         claims = conn.execute("select count(*) from ragsql.judge_call_claim").fetchone()[0]
-        nulls = conn.execute("select count(*) filter (where value is null and reason is null) "
-                             "from ragsql.generation_measure('ex', 'faithfulness')").fetchone()[0]
+        nulls = conn.execute(
+            "select count(*) filter (where value is null and reason is null) "
+            "from ragsql.generation_measure('ex', 'faithfulness')"
+        ).fetchone()[0]
     return {"tasks": tasks, "unexplained": unexplained, "claims": claims, "nulls_without_reason": nulls}
 
 
 @pytest.mark.parametrize("share", [0.1, 1.0], ids=["10pct", "100pct"])
 @pytest.mark.parametrize("workers", [1, 8, 32])
 @pytest.mark.parametrize("fault", FAULTS)
-def test_a_fault_fails_only_the_tasks_it_touches_and_a_rerun_completes(fault, workers, share, cell_db, fake,
-                                                                       capsys, caplog, monkeypatch):
+def test_a_fault_fails_only_the_tasks_it_touches_and_a_rerun_completes(
+    fault, workers, share, cell_db, fake, capsys, caplog, monkeypatch
+):
     """Any share of failing calls: exit 0 or 3 (1 with one line for a lost database), no traceback, nothing left
     running or claimed, a reason on every failure; the clean re-run completes and buys no stored reply again."""
     if fault == "database_restarts" and not restartable():
@@ -137,8 +141,10 @@ def test_a_fault_fails_only_the_tasks_it_touches_and_a_rerun_completes(fault, wo
     first = (code, err, state, fake.stats())
     assert "Traceback" not in err, err
     if fault == "database_restarts":
-        assert code == 0 or (code == 1 and len(err.strip().splitlines()) == 1
-                             and err.startswith("ragsql: error:")), (code, err)
+        assert code == 0 or (code == 1 and len(err.strip().splitlines()) == 1 and err.startswith("ragsql: error:")), (
+            code,
+            err,
+        )
     elif share == 1.0:
         assert code == 3, (code, err)
         assert state["tasks"].get("failed", 0) >= TASKS // 2, state
@@ -176,8 +182,11 @@ def test_a_claim_left_by_a_closed_service_is_taken_over_at_once(cell_db):
         async with CallService(cell_db, purpose="judge") as first:
             owner = first.owner
         with psycopg.connect(cell_db, autocommit=True) as conn:  # as if the release had found no server
-            conn.execute("insert into ragsql.judge_call_claim (request_hash, owner, lease_until) "
-                         "values (%s, %s, clock_timestamp() + interval '1 hour')", (key, owner))
+            conn.execute(
+                "insert into ragsql.judge_call_claim (request_hash, owner, lease_until) "
+                "values (%s, %s, clock_timestamp() + interval '1 hour')",
+                (key, owner),
+            )
         async with CallService(cell_db, purpose="judge") as second:
             started = time.monotonic()
             stored = await asyncio.wait_for(second.get(key, _returns(record)), 10)
@@ -193,6 +202,7 @@ def test_a_claim_left_by_a_closed_service_is_taken_over_at_once(cell_db):
 def _returns(record: CallRecord):
     async def call():
         return record.response, record
+
     return call
 
 
@@ -210,10 +220,17 @@ def test_a_task_that_fails_early_does_not_strand_a_shared_call(fresh_db, fake, c
     """Four answers share one slow request; three tasks fail at once on their reference: the one that waits for
     the shared request still gets it (it was stored on the call service's connection, not on the worker's of a
     task that had closed), so the run ends with exit 3 and one done task — not 'the connection is closed'."""
-    record = {"language": "en", "query": "What does the engine store?", "response": "The engine stores vectors.",
-              "retrieved_ids": ["d1"], "retrieved_contexts": ["The engine stores vectors and text."]}
-    lines = [json.dumps({**record, "qid": f"q{i}", "reference": f"{'FAIL' if i < 3 else 'OK'} reference {i}."})
-             for i in range(4)]
+    record = {
+        "language": "en",
+        "query": "What does the engine store?",
+        "response": "The engine stores vectors.",
+        "retrieved_ids": ["d1"],
+        "retrieved_contexts": ["The engine stores vectors and text."],
+    }
+    lines = [
+        json.dumps({**record, "qid": f"q{i}", "reference": f"{'FAIL' if i < 3 else 'OK'} reference {i}."})
+        for i in range(4)
+    ]
     path = tmp_path / "shared.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["import", "jsonl", str(path), "--dataset", "s", "--run", "s"]) == 0
@@ -223,7 +240,8 @@ def test_a_task_that_fails_early_does_not_strand_a_shared_call(fresh_db, fake, c
     assert code == 3 and "Traceback" not in err, err
     with psycopg.connect(fresh_db) as conn:
         tasks = dict(conn.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall())
-        analyses = conn.execute("select count(*) from ragsql.judge_call where prompt_name = 'answer_analysis' "
-                                "and status = 'ok'").fetchone()[0]
+        analyses = conn.execute(
+            "select count(*) from ragsql.judge_call where prompt_name = 'answer_analysis' and status = 'ok'"
+        ).fetchone()[0]
     assert tasks == {"done": 1, "failed": 3}
     assert analyses == 1 and sum(e["task"] == "answer_analysis" for e in fake.log) == 1

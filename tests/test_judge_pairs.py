@@ -1,6 +1,6 @@
 """`ragsql judge-check` and the labelled pairs: the offline judge discriminates (≥ 0.90 pairwise accuracy on the
-dev and held-out pairs, and on the cases the issue names), the pairs are what their script writes, bad files are refused whole,
-and an LLM judge is measured through the real client."""
+dev and held-out pairs, and on the cases the issue names), the pairs are what their script writes, bad files are refused
+whole, and an LLM judge is measured through the real client."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ragsql.judge import heuristics as h
-from ragsql.judge import prompts as p
+from ragsql.judge import heuristics as h, prompts as p
 from ragsql.judge.lexical import content_tokens, has_negation
 from tests.conftest import run_cli
 from tests.fake_openai import FakeOpenAI
@@ -60,8 +59,11 @@ def test_context_relevance_reaches_090_on_public_english_pairs(offline_db, capsy
     against the same article's paragraph sharing the most words with the question), where words alone stopped at
     0.817: with the local e5 model weighing meaning, ≥ 0.90 (measured 0.929; Chinese, 1.000, is in the bench)."""
     public = Path(__file__).parents[1] / "bench" / "data" / "qa" / "pairs.jsonl"
-    english = [line for line in public.read_text("utf-8").splitlines()
-               if json.loads(line)["metric"] == "context_relevance" and json.loads(line)["language"] == "en"]
+    english = [
+        line
+        for line in public.read_text("utf-8").splitlines()
+        if json.loads(line)["metric"] == "context_relevance" and json.loads(line)["language"] == "en"
+    ]
     (tmp_path / "en.jsonl").write_text("\n".join(english) + "\n", "utf-8")
     code, out, err = run_cli(capsys, "judge-check", str(tmp_path / "en.jsonl"), "--offline", "--format", "json")
     assert code == 0, err
@@ -72,8 +74,10 @@ def test_context_relevance_reaches_090_on_public_english_pairs(offline_db, capsy
 
 def test_min_accuracy_fails_with_exit_4_and_names_each_group(offline_db, capsys, tmp_path):
     small = tmp_path / "pairs.jsonl"
-    small.write_text("".join(line + "\n" for line in DEV.read_text("utf-8").splitlines()
-                             if '"metric": "context_relevance"' in line), "utf-8")
+    small.write_text(
+        "".join(line + "\n" for line in DEV.read_text("utf-8").splitlines() if '"metric": "context_relevance"' in line),
+        "utf-8",
+    )
     code, out, err = run_cli(capsys, "judge-check", str(small), "--offline", "--by", "kind", "--min-accuracy", "0.99")
     assert code == 4
     failed = [line for line in err.splitlines() if line.startswith("failed: ")]
@@ -81,18 +85,19 @@ def test_min_accuracy_fails_with_exit_4_and_names_each_group(offline_db, capsys,
     assert "hard-negative" in out and "pairwise accuracy of the offline judge" in out
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda p: {**p, "metric": "faithfulnes"}, "unknown metric 'faithfulnes'"),
-    (lambda p: {k: v for k, v in p.items() if k != "question"}, "missing field 'question'"),
-    (lambda p: {**p, "better": {"answer": 3}}, "answer of better must be a string"),
-    (lambda p: {**p, "worse": dict(p["better"])}, "the better and worse sides are the same"),
-    (lambda p: {**p, "contexts": []} if "contexts" in p else {**p, "better": {"contexts": []}},
-     "needs contexts"),
-    (lambda p: {**p, "colour": 1}, "unknown field 'colour'"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda p: {**p, "metric": "faithfulnes"}, "unknown metric 'faithfulnes'"),
+        (lambda p: {k: v for k, v in p.items() if k != "question"}, "missing field 'question'"),
+        (lambda p: {**p, "better": {"answer": 3}}, "answer of better must be a string"),
+        (lambda p: {**p, "worse": dict(p["better"])}, "the better and worse sides are the same"),
+        (lambda p: {**p, "contexts": []} if "contexts" in p else {**p, "better": {"contexts": []}}, "needs contexts"),
+        (lambda p: {**p, "colour": 1}, "unknown field 'colour'"),
+    ],
+)
 def test_a_bad_pair_is_named_by_file_and_line_and_nothing_is_judged(offline_db, capsys, tmp_path, mutate, message):
-    lines = [json.loads(line) for line in DEV.read_text("utf-8").splitlines()
-             if '"metric": "faithfulness"' in line][:3]
+    lines = [json.loads(line) for line in DEV.read_text("utf-8").splitlines() if '"metric": "faithfulness"' in line][:3]
     lines[2] = mutate(lines[2])
     path = tmp_path / "bad.jsonl"
     path.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in lines), "utf-8")
@@ -115,11 +120,18 @@ def test_duplicate_ids_and_empty_files_are_refused(offline_db, capsys, tmp_path)
     assert code == 1 and "no pair in the file" in err
 
 
-def test_an_llm_judge_is_checked_through_the_client_and_a_second_check_is_free(offline_db, capsys, tmp_path,
-                                                                              monkeypatch):
+def test_an_llm_judge_is_checked_through_the_client_and_a_second_check_is_free(
+    offline_db, capsys, tmp_path, monkeypatch
+):
     small = tmp_path / "pairs.jsonl"
-    small.write_text("".join(line + "\n" for line in DEV.read_text("utf-8").splitlines()
-                             if '"metric": "faithfulness"' in line and '"language": "en"' in line), "utf-8")
+    small.write_text(
+        "".join(
+            line + "\n"
+            for line in DEV.read_text("utf-8").splitlines()
+            if '"metric": "faithfulness"' in line and '"language": "en"' in line
+        ),
+        "utf-8",
+    )
     with FakeOpenAI() as fake:
         monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
         monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
@@ -136,15 +148,19 @@ def test_an_llm_judge_is_checked_through_the_client_and_a_second_check_is_free(o
         assert json.loads(out2)["groups"] == got["groups"]
 
 
-
-def test_a_check_gives_the_same_accuracy_in_a_used_database_as_in_a_fresh_one(offline_db, capsys, tmp_path,
-                                                                             monkeypatch):
+def test_a_check_gives_the_same_accuracy_in_a_used_database_as_in_a_fresh_one(
+    offline_db, capsys, tmp_path, monkeypatch
+):
     """The offline check of answer_correctness, then a check by an endpoint with its own embedder on some of them,
     then the offline check again: the same accuracies (the second offline check used to read the endpoint's newer
     embeddings of some of its texts, no value for the others: 0.5 in a used database against 1.0 in a fresh one)."""
     small = tmp_path / "pairs.jsonl"
-    small.write_text("".join(line + "\n" for line in DEV.read_text("utf-8").splitlines()
-                             if '"metric": "answer_correctness"' in line), "utf-8")
+    small.write_text(
+        "".join(
+            line + "\n" for line in DEV.read_text("utf-8").splitlines() if '"metric": "answer_correctness"' in line
+        ),
+        "utf-8",
+    )
     code, out, err = run_cli(capsys, "judge-check", str(small), "--format", "json", "--offline")
     assert code == 0, err
     fresh = json.loads(out)["groups"]
@@ -168,9 +184,15 @@ def test_a_metric_with_no_value_has_no_accuracy_and_fails_the_gate(offline_db, c
     from ragsql.llm import send
 
     small = tmp_path / "pairs.jsonl"
-    small.write_text("".join(line + "\n" for line in DEV.read_text("utf-8").splitlines()
-                             if '"metric": "faithfulness"' in line and '"language": "en"' in line)[:4000]
-                     .rsplit("\n", 1)[0] + "\n", "utf-8")
+    small.write_text(
+        "".join(
+            line + "\n"
+            for line in DEV.read_text("utf-8").splitlines()
+            if '"metric": "faithfulness"' in line and '"language": "en"' in line
+        )[:4000].rsplit("\n", 1)[0]
+        + "\n",
+        "utf-8",
+    )
     pairs = len(small.read_text("utf-8").splitlines())
     monkeypatch.setattr(send, "DEFAULT_BACKOFF", (0.01, 0.05))
     with FakeOpenAI() as fake:
@@ -183,12 +205,15 @@ def test_a_metric_with_no_value_has_no_accuracy_and_fails_the_gate(offline_db, c
         got = json.loads(out)
         assert got["failed_tasks"] == 2 * pairs and pairs >= 2
         assert [(g["metric"], g["pairs"], g["accuracy"], g["no_value"], g["ties"]) for g in got["groups"]] == [
-            ("faithfulness", pairs, None, pairs, 0)]
+            ("faithfulness", pairs, None, pairs, 0)
+        ]
         code, out, err = run_cli(capsys, "judge-check", str(small), "--embedder", "offline", "--min-accuracy", "0")
     assert code == 4 and "accuracy n/a (no pair has a value) < 0.0" in err, err
     assert "NULL" in out and "0.5000" not in out, out
 
+
 # --- the blind spots issue 13 names, one by one --------------------------------------------------------------
+
 
 def _faithful(answer: str, contexts: list[str], question: str | None = None) -> list[str]:
     return [h.support(s, contexts)[0] for s in h.statements_of(answer, question)]
@@ -225,7 +250,8 @@ def test_filler_does_not_count_and_a_bare_answer_is_judged_with_its_question():
     assert _faithful("答案是1905年。", ctx, "爱因斯坦在哪一年提出狭义相对论？") == ["supported"]
     assert _faithful("答案是1915年。", ctx, "爱因斯坦在哪一年提出狭义相对论？") != ["supported"]
     assert h.statements_of("The answer is 1905.", "When did Einstein publish special relativity?") == [
-        "When did Einstein publish special relativity: 1905"]
+        "When did Einstein publish special relativity: 1905"
+    ]
 
 
 def test_answer_relevancy_reads_the_answer_type_and_restatements():
@@ -245,8 +271,9 @@ def test_a_number_is_found_only_as_a_whole_token():
 
 def test_a_restatement_in_a_frame_is_non_committal_but_a_restated_bare_answer_is_not():
     q, q_zh = "How does trec_eval order documents that have the same score?", "长江最终在哪里注入大海？"
-    assert h.adds_nothing("How does trec_eval order documents that have the same score is something that comes up "
-                          "a lot in practice.", q)
+    assert h.adds_nothing(
+        "How does trec_eval order documents that have the same score is something that comes up a lot in practice.", q
+    )
     assert h.adds_nothing("People often wonder: how does trec_eval order documents that have the same score", q)
     assert h.adds_nothing("长江最终在哪里注入大海在实际工作中经常被讨论。", q_zh)
     assert not h.adds_nothing("trec_eval sorts documents with the same score by document id, descending.", q)
@@ -268,5 +295,7 @@ def test_context_relevance_counts_question_words_not_question_bigrams():
     q = "BM25 中的参数 k1 和 b 分别起什么作用？通常取多少？"
     assert h.relevant("它由参数 k1 控制，常取1.2。", q)  # 多少 / 分别 / 通常 are not what was asked
     assert not h.relevant("倒数排名融合是一种合并多个结果列表的方法。", q)
-    assert h.relevant("Earth completes one turn on its axis in about 23 hours 56 minutes.",
-                      "How long does Earth take to rotate once on its axis?")  # "does" is a stop word, not "doe"
+    assert h.relevant(
+        "Earth completes one turn on its axis in about 23 hours 56 minutes.",
+        "How long does Earth take to rotate once on its axis?",
+    )  # "does" is a stop word, not "doe"

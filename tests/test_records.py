@@ -43,7 +43,9 @@ def test_ragas_new_fields_are_normalised():
     )
     assert second.judgments == (("emb#1", 1, "Consider language support, dimension, speed and cost."),)
     assert third.retrieved == (
-        ("chunk#3", 3.5, "Chunking splits long documents into small pieces."), ("chunk#9", 1.25, None))
+        ("chunk#3", 3.5, "Chunking splits long documents into small pieces."),
+        ("chunk#9", 1.25, None),
+    )
     assert third.metadata == {"rubrics": {"score1": "wrong"}}
 
 
@@ -54,7 +56,9 @@ def test_ragas_old_fields_are_normalised():
     assert first.references == ("RAG 是一种结合检索和生成的技术，用于增强 LLM 的回答。",)
     assert first.retrieved == ((context_docno(first.retrieved[0][2]), None, first.retrieved[0][2]),)
     assert second.references == (
-        "选择 Embedding 模型需考虑语言、维度、性能和成本，中文推荐 BGE。", "中文推荐 BGE 系列。")
+        "选择 Embedding 模型需考虑语言、维度、性能和成本，中文推荐 BGE。",
+        "中文推荐 BGE 系列。",
+    )
 
 
 def test_seed_fields_with_graded_rel_map():
@@ -82,10 +86,14 @@ def test_aliases_language_metadata_and_unknown_fields():
 
 def test_retrieved_ids_scores_and_objects_combine_by_position():
     """retrieved_ids and retrieved_scores run parallel to the contexts; objects may give id, score and text."""
-    record = one({
-        "query": "q", "retrieved_contexts": ["t1", {"text": "t2"}, "t3"],
-        "retrieved_ids": ["d1", {"id": "d2", "score": 0.5}, None], "retrieved_scores": [0.9, None, 0.1],
-    })
+    record = one(
+        {
+            "query": "q",
+            "retrieved_contexts": ["t1", {"text": "t2"}, "t3"],
+            "retrieved_ids": ["d1", {"id": "d2", "score": 0.5}, None],
+            "retrieved_scores": [0.9, None, 0.1],
+        }
+    )
     assert record.retrieved == (("d1", 0.9, "t1"), ("d2", 0.5, "t2"), (context_docno("t3"), 0.1, "t3"))
 
 
@@ -105,8 +113,10 @@ def test_csv_cells_json_arrays_plain_cells_and_line_numbers():
     """CSV list cells are JSON arrays or one plain element; blank cells are absent; lines count quoted newlines."""
     r1, r2, r3 = read("evalset.csv", "csv")
     assert (r1.qid, r1.line, r1.language, r1.metadata) == ("r1", 2, "en", {"source": "handmade"})
-    assert r1.retrieved == (("geo#1", 0.9, "Earth's rotation causes day and night."),
-                            ("astro#4", 0.4, "The solar system has eight planets."))
+    assert r1.retrieved == (
+        ("geo#1", 0.9, "Earth's rotation causes day and night."),
+        ("astro#4", 0.4, "The solar system has eight planets."),
+    )
     assert r1.judgments == (("geo#1", 1, None),) and r1.references == ("Day and night, and the wind pattern.",)
     assert r2.retrieved == (("vdb#1", 0.75, "A vector database stores embeddings,\nand searches them by similarity."),)
     assert (r3.line, r3.retrieved, r3.answer, r3.judgments) == (5, (), "I do not know.", (("x#1", 1, None),))
@@ -194,8 +204,13 @@ def test_csv_scores_rel_map_and_metadata_cells():
 def test_on_error_skips_bad_records_and_reports_each_line():
     """With on_error, bad records are reported as (line, message) and every other record is still yielded."""
     skipped: list[tuple[int, str]] = []
-    lines = jsonl({"qid": "a", "query": "x"}, "{oops", {"qid": "b", "query": "y", "response": ""},
-                  {"qid": "a", "query": "again"}, {"qid": "c", "query": "z"})
+    lines = jsonl(
+        {"qid": "a", "query": "x"},
+        "{oops",
+        {"qid": "b", "query": "y", "response": ""},
+        {"qid": "a", "query": "again"},
+        {"qid": "c", "query": "z"},
+    )
     got = [r.qid for r in parse_records(lines, "jsonl", "s.jsonl", lambda n, m: skipped.append((n, m)))]
     assert got == ["a", "c"]
     assert [n for n, _ in skipped] == [2, 3, 4] and "response" in skipped[1][1]

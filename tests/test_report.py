@@ -15,8 +15,9 @@ from tests.conftest import judged_demo
 from tests.loading import load_trec
 
 CHARTS = ["chart-overview", "chart-forest", "chart-heatmap", "chart-distributions"]
-NETWORK = re.compile(r"""(?:\bsrc|\bhref|@import)\s*=?\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|<script|<link""",
-                     re.I)
+NETWORK = re.compile(
+    r"""(?:\bsrc|\bhref|@import)\s*=?\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|<script|<link""", re.I
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +36,21 @@ def chromium() -> str:
 def render(page: Path) -> tuple[str, list[str]]:
     """The DOM headless Chromium builds from the file (network refused), and its console messages."""
     done = subprocess.run(
-        [chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0",
-         "--host-resolver-rules=MAP * ~NOTFOUND", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120)
+        [
+            chromium(),
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout, [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
 
@@ -52,8 +65,21 @@ def test_the_console_check_catches_an_error(tmp_path):
 
 def test_html_report_renders_with_every_chart_no_console_message_and_no_network(demo, tmp_path, capsys):
     page = tmp_path / "report.html"
-    code = main(["report", "--run", "demo-bm25", "--compare", "demo-vector", "--compare", "demo-hybrid",
-                 "--html", str(page), "--resamples", "500"])
+    code = main(
+        [
+            "report",
+            "--run",
+            "demo-bm25",
+            "--compare",
+            "demo-vector",
+            "--compare",
+            "demo-hybrid",
+            "--html",
+            str(page),
+            "--resamples",
+            "500",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert f"report written to {page.resolve()}" in out and "demo-vector against demo-bm25" in out
@@ -62,17 +88,23 @@ def test_html_report_renders_with_every_chart_no_console_message_and_no_network(
     dom, console = render(page)
     assert console == []
     for chart in CHARTS:
-        block = dom[dom.index(f'id="{chart}"'):]
+        block = dom[dom.index(f'id="{chart}"') :]
         assert block.index("<svg") < block.index("</div>"), chart  # the chart's SVG is inside its block
     assert dom.count("<path") > 200
     assert "OFFLINE" in dom and "offline-heuristic-v5+e5" in dom
     with psycopg.connect(demo) as conn:
-        worst = conn.execute("select qid from ragsql.diagnose_queries('demo-bm25') where answer_correctness is not null "
-                             "order by answer_correctness, qid collate \"C\" limit 1").fetchone()[0]
-        question = conn.execute("select q.text from ragsql.query as q join ragsql.dataset as d on d.id = q.dataset_id "
-                                "where d.name = 'demo' and q.qid = %s", (worst,)).fetchone()[0]
-        verdicts = conn.execute("select distinct verdict from ragsql.statement_verdicts('demo-bm25') as v "
-                                "where v.qid = %s", (worst,)).fetchall()
+        worst = conn.execute(
+            "select qid from ragsql.diagnose_queries('demo-bm25') where answer_correctness is not null "
+            'order by answer_correctness, qid collate "C" limit 1'
+        ).fetchone()[0]
+        question = conn.execute(
+            "select q.text from ragsql.query as q join ragsql.dataset as d on d.id = q.dataset_id "
+            "where d.name = 'demo' and q.qid = %s",
+            (worst,),
+        ).fetchone()[0]
+        verdicts = conn.execute(
+            "select distinct verdict from ragsql.statement_verdicts('demo-bm25') as v where v.qid = %s", (worst,)
+        ).fetchall()
     assert f"<strong>{worst}</strong>" in dom and question.replace("'", "&#39;").replace('"', "&#34;")[:30] in dom
     for (verdict,) in verdicts:
         assert f'class="{verdict}"' in dom
@@ -81,8 +113,9 @@ def test_html_report_renders_with_every_chart_no_console_message_and_no_network(
 
 def test_a_run_without_generation_metrics_still_renders_and_says_so(fresh_db, tmp_path, capsys):
     with psycopg.connect(fresh_db) as conn:
-        load_trec(conn, "q1 0 d1 1\nq2 0 d2 1\nq3 0 d3 2", "q1 Q0 d1 0 3 r\nq2 Q0 d9 0 2 r\nq3 Q0 d3 0 1 r",
-                  run_name="plain")
+        load_trec(
+            conn, "q1 0 d1 1\nq2 0 d2 1\nq3 0 d3 2", "q1 Q0 d1 0 3 r\nq2 Q0 d9 0 2 r\nq3 Q0 d3 0 1 r", run_name="plain"
+        )
         conn.commit()
     page = tmp_path / "plain.html"
     code = main(["report", "--run", "plain", "--html", str(page), "--resamples", "200"])
@@ -99,7 +132,9 @@ def test_report_refuses_unknown_runs_and_other_datasets(demo, capsys):
     assert 'unknown run "nope"' in capsys.readouterr().err
     with psycopg.connect(demo) as conn:
         conn.execute("insert into ragsql.dataset (name) values ('other')")
-        conn.execute("insert into ragsql.run (name, dataset_id) select 'far', id from ragsql.dataset where name = 'other'")
+        conn.execute(
+            "insert into ragsql.run (name, dataset_id) select 'far', id from ragsql.dataset where name = 'other'"
+        )
     try:
         assert main(["report", "--run", "demo-bm25", "--compare", "far"]) == 1
         assert "another dataset" in capsys.readouterr().err
@@ -122,8 +157,8 @@ def test_demo_writes_its_report(demo, tmp_path, capsys):
 def _chart(html: str, name: str) -> str:
     """The markup of one chart of the page (its <svg>, up to the next chart)."""
     start = html.index(f'id="{name}"')
-    ends = [html.index(f'id="{other}"', start) for other in CHARTS if f'id="{other}"' in html[start + 1:]]
-    return html[start:min(ends)] if ends else html[start:]
+    ends = [html.index(f'id="{other}"', start) for other in CHARTS if f'id="{other}"' in html[start + 1 :]]
+    return html[start : min(ends)] if ends else html[start:]
 
 
 def test_a_measure_constant_across_queries_has_an_interval_holding_it_and_renders(fresh_db, tmp_path, capsys):
@@ -131,12 +166,17 @@ def test_a_measure_constant_across_queries_has_an_interval_holding_it_and_render
     the page renders (issue 26: ci_low 0.6666666666666666 above the value 0.6666666666666665 from float4 resample
     sums, and matplotlib refused the negative error bar)."""
     with psycopg.connect(fresh_db) as conn:
-        load_trec(conn, "\n".join(f"q{i:02} 0 d{j} 1" for i in range(40) for j in (1, 2)),
-                  "\n".join(f"q{i:02} Q0 {d} 0 {s} r" for i in range(40) for d, s in (("d1", 3), ("d2", 2), ("x", 1))),
-                  run_name="flat")
+        load_trec(
+            conn,
+            "\n".join(f"q{i:02} 0 d{j} 1" for i in range(40) for j in (1, 2)),
+            "\n".join(f"q{i:02} Q0 {d} 0 {s} r" for i in range(40) for d, s in (("d1", 3), ("d2", 2), ("x", 1))),
+            run_name="flat",
+        )
         conn.commit()
-        rows = conn.execute("select measure, value, ci_low, ci_high from ragsql.measure_ci('flat', "
-                            "array['P@3', 'P@5', 'P@10', 'nDCG@10', 'AP', 'RR'], 500)").fetchall()
+        rows = conn.execute(
+            "select measure, value, ci_low, ci_high from ragsql.measure_ci('flat', "
+            "array['P@3', 'P@5', 'P@10', 'nDCG@10', 'AP', 'RR'], 500)"
+        ).fetchall()
     assert len(rows) == 6 and all(low <= value <= high for _, value, low, high in rows), rows
     page = tmp_path / "flat.html"
     code = main(["report", "--run", "flat", "--html", str(page), "--resamples", "500"])
@@ -154,8 +194,9 @@ def test_run_names_with_dollars_and_a_leading_underscore_are_drawn_literally(fre
     with psycopg.connect(fresh_db) as conn:
         load_trec(conn, qrels, run, run_name="budget $5_a_b$", dataset="names")
         run_id = load.create_run(conn, "_x", load.ensure_dataset(conn, "names"))
-        load.add_run_results(conn, run_id, [("q1", None, "d9", 1.0, None), ("q2", None, "d2", 1.0, None)],
-                             rank_by_score=True)
+        load.add_run_results(
+            conn, run_id, [("q1", None, "d9", 1.0, None), ("q2", None, "d2", 1.0, None)], rank_by_score=True
+        )
         conn.commit()
     page = tmp_path / "names.html"
     code = main(["report", "--run", "budget $5_a_b$", "--compare", "_x", "--html", str(page), "--resamples", "200"])
@@ -174,7 +215,8 @@ def test_the_overview_chart_never_passes_a_negative_error_bar():
     from ragsql.db.compare import IntervalValue
     from ragsql.report import charts
 
-    rows = [IntervalValue("r", "P@3", "retrieval", 0.6666666666666665, 0.6666666666666666, 0.6666666666666666, 40, 0,
-                          None),
-            IntervalValue("r", "P@5", "retrieval", 0.4, 0.3, 0.39999999999999997, 40, 0, None)]
+    rows = [
+        IntervalValue("r", "P@3", "retrieval", 0.6666666666666665, 0.6666666666666666, 0.6666666666666666, 40, 0, None),
+        IntervalValue("r", "P@5", "retrieval", 0.4, 0.3, 0.39999999999999997, 40, 0, None),
+    ]
     assert "P@3" in charts.overview({"r": rows})

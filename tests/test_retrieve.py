@@ -26,24 +26,44 @@ def demo_url(server_url, template_url):
 
 
 def _metrics(capsys, run: str) -> dict[str, float]:
-    code, out, err = run_cli(capsys, "metrics", "--run", run, "--measures", "Success@5 R@10 nDCG@10", "--format",
-                             "json")
+    code, out, err = run_cli(
+        capsys, "metrics", "--run", run, "--measures", "Success@5 R@10 nDCG@10", "--format", "json"
+    )
     assert code == 0, err
     return {r["measure"]: r["value"] for r in json.loads(out)}
 
 
 @pytest.mark.parametrize("mode", ["bm25", "vector", "fuzzy", "hybrid"])
 def test_each_mode_writes_a_ranked_run_that_metrics_reads(demo, capsys, mode):
-    code, out, err = run_cli(capsys, "retrieve", "--dataset", "demo", "--corpus", "demo", "--run", f"r-{mode}",
-                             "--mode", mode, "--k", "10", "--format", "json", "--chunking", "recursive:500:100")
+    code, out, err = run_cli(
+        capsys,
+        "retrieve",
+        "--dataset",
+        "demo",
+        "--corpus",
+        "demo",
+        "--run",
+        f"r-{mode}",
+        "--mode",
+        mode,
+        "--k",
+        "10",
+        "--format",
+        "json",
+        "--chunking",
+        "recursive:500:100",
+    )
     assert code == 0, err
     summary = json.loads(out)
     assert summary["queries"] == 56 and summary["empty"] == 0
     assert summary["config"]["mode"] == mode and summary["config"]["chunking"] == "recursive:500:100"
     with psycopg.connect(demo) as conn:
-        ranks = conn.execute("select query_id, array_agg(rank order by rank), bool_and(docno ~ '^c[0-9]+$') "
-                             "from ragsql.run_result r join ragsql.run u on u.id = r.run_id where u.name = %s "
-                             "group by query_id", (f"r-{mode}",)).fetchall()
+        ranks = conn.execute(
+            "select query_id, array_agg(rank order by rank), bool_and(docno ~ '^c[0-9]+$') "
+            "from ragsql.run_result r join ragsql.run u on u.id = r.run_id where u.name = %s "
+            "group by query_id",
+            (f"r-{mode}",),
+        ).fetchall()
         stored = conn.execute("select config from ragsql.run where name = %s", (f"r-{mode}",)).fetchone()[0]
     assert len(ranks) == 56 and all(r[1] == list(range(1, len(r[1]) + 1)) and r[2] for r in ranks)
     assert stored["k"] == 10 and stored["corpus"] == "demo"
@@ -53,8 +73,23 @@ def test_each_mode_writes_a_ranked_run_that_metrics_reads(demo, capsys, mode):
 
 def test_bm25_beats_or_ties_fuzzy_and_hybrid_fuses(demo, capsys):
     for mode in ("bm25", "fuzzy", "hybrid"):
-        assert run_cli(capsys, "retrieve", "--dataset", "demo", "--corpus", "demo", "--run", f"c-{mode}",
-                       "--mode", mode, "--chunking", "recursive:500:100")[0] == 0
+        assert (
+            run_cli(
+                capsys,
+                "retrieve",
+                "--dataset",
+                "demo",
+                "--corpus",
+                "demo",
+                "--run",
+                f"c-{mode}",
+                "--mode",
+                mode,
+                "--chunking",
+                "recursive:500:100",
+            )[0]
+            == 0
+        )
     bm25, fuzzy, hybrid = (_metrics(capsys, f"c-{m}")["nDCG@10"] for m in ("bm25", "fuzzy", "hybrid"))
     assert bm25 >= fuzzy
     assert hybrid >= min(bm25, fuzzy)
@@ -63,14 +98,35 @@ def test_bm25_beats_or_ties_fuzzy_and_hybrid_fuses(demo, capsys):
 def test_one_eval_set_serves_two_chunkings(demo, capsys):
     """Gold spans map onto each chunking: both runs are judged on every answerable query."""
     for chunking in ("recursive:500:100", "recursive:250:0"):
-        code, _, err = run_cli(capsys, "retrieve", "--dataset", "demo", "--corpus", "demo", "--run",
-                               f"k-{chunking}", "--mode", "bm25", "--chunking", chunking)
+        code, _, err = run_cli(
+            capsys,
+            "retrieve",
+            "--dataset",
+            "demo",
+            "--corpus",
+            "demo",
+            "--run",
+            f"k-{chunking}",
+            "--mode",
+            "bm25",
+            "--chunking",
+            chunking,
+        )
         assert code == 0, err
     with psycopg.connect(demo) as conn:  # the run first, then its gold labels (Citus mode: run-first, as ragsql)
-        runs = conn.execute("select u.name, rr.version_id, u.dataset_id from ragsql.retrieval_run rr "
-                            "join ragsql.run u on u.id = rr.run_id where u.name like 'k-%' order by 1").fetchall()
-        rows = [(name, *conn.execute("select count(distinct query_id), count(*) from ragsql.version_judgment(%s, %s)",
-                                     (version, dataset)).fetchone()) for name, version, dataset in runs]
+        runs = conn.execute(
+            "select u.name, rr.version_id, u.dataset_id from ragsql.retrieval_run rr "
+            "join ragsql.run u on u.id = rr.run_id where u.name like 'k-%' order by 1"
+        ).fetchall()
+        rows = [
+            (
+                name,
+                *conn.execute(
+                    "select count(distinct query_id), count(*) from ragsql.version_judgment(%s, %s)", (version, dataset)
+                ).fetchone(),
+            )
+            for name, version, dataset in runs
+        ]
     assert [r[1] for r in rows] == [52, 52]  # 56 questions, 4 unanswerable
     assert rows[0][2] > rows[1][2]  # smaller chunks: more of them overlap the gold spans (250-char run first)
 
@@ -80,9 +136,18 @@ def test_expansion_widens_the_text_not_the_ranking(demo, capsys):
     assert run_cli(capsys, *args, "--run", "e0")[0] == 0
     assert run_cli(capsys, *args, "--run", "e1", "--expand", "1")[0] == 0
     with psycopg.connect(demo) as conn:  # each run's rows by itself (Citus mode: two runs are two shards)
-        ranked = {run: {(q, rank): (docno, text) for q, rank, docno, text in conn.execute(
-            "select r.query_id, r.rank, r.docno, r.text from ragsql.run_result r join ragsql.run u on u.id = r.run_id "
-            "where u.name = %s", (run,))} for run in ("e0", "e1")}
+        ranked = {
+            run: {
+                (q, rank): (docno, text)
+                for q, rank, docno, text in conn.execute(
+                    "select r.query_id, r.rank, r.docno, r.text "
+                    "from ragsql.run_result r join ragsql.run u on u.id = r.run_id "
+                    "where u.name = %s",
+                    (run,),
+                )
+            }
+            for run in ("e0", "e1")
+        }
     assert ranked["e0"] and ranked["e0"].keys() == ranked["e1"].keys()
     for key, (docno, text) in ranked["e0"].items():
         wide_docno, wide_text = ranked["e1"][key]
@@ -114,9 +179,25 @@ def test_rerank_reorders_by_the_endpoint_and_caches_its_replies(demo, capsys, mo
     with FakeOpenAI() as fake:
         monkeypatch.setenv("RAGSQL_RERANK_BASE_URL", fake.base_url)
         monkeypatch.setenv("RAGSQL_RERANK_API_KEY", "k")
-        args = ("retrieve", "--dataset", "demo", "--corpus", "demo", "--mode", "bm25", "--k", "5",
-                "--chunking", "recursive:500:100", "--rerank", "endpoint:fake-rerank", "--rerank-depth", "20",
-                "--format", "json")
+        args = (
+            "retrieve",
+            "--dataset",
+            "demo",
+            "--corpus",
+            "demo",
+            "--mode",
+            "bm25",
+            "--k",
+            "5",
+            "--chunking",
+            "recursive:500:100",
+            "--rerank",
+            "endpoint:fake-rerank",
+            "--rerank-depth",
+            "20",
+            "--format",
+            "json",
+        )
         code, out, err = run_cli(capsys, *args, "--run", "rr")
         assert code == 0, err
         summary = json.loads(out)
@@ -127,7 +208,8 @@ def test_rerank_reorders_by_the_endpoint_and_caches_its_replies(demo, capsys, mo
                 "select r.query_id, r.rank, r.score, q.text, r.text from ragsql.run_result r "
                 "join ragsql.run u on u.id = r.run_id and u.name = 'rr' "
                 "join ragsql.retrieval_query q on q.run_id = r.run_id and q.query_id = r.query_id "
-                "order by 1, 2").fetchall()
+                "order by 1, 2"
+            ).fetchall()
             calls = conn.execute("select count(*) from ragsql.judge_call where kind = 'rerank'").fetchone()[0]
         assert calls == 56
         by_query: dict[int, list] = {}

@@ -24,7 +24,6 @@ def demo_url(server_url, template_url):
         yield url
 
 
-
 def export(capsys, *args: str, run: str = "demo-bm25") -> list[dict]:
     code, out, err = run_cli(capsys, "review", "export", "--run", run, *args)
     assert code == 0, err
@@ -64,8 +63,9 @@ def test_export_is_a_seeded_sample_with_the_judges_values_and_verdicts(demo, cap
     assert first["metrics"]["faithfulness"]["judge_model"].startswith("offline")
     assert all(v["label"] is None for v in first["metrics"].values())
     statement = next(r for r in sheet if r["statements"])["statements"][0]
-    assert statement["judge"] in LEVELS and statement["item"].startswith(("faithfulness:", "context_recall:",
-                                                                          "correctness_"))
+    assert statement["judge"] in LEVELS and statement["item"].startswith(
+        ("faithfulness:", "context_recall:", "correctness_")
+    )
     stratified = export(capsys, "--sample", "10", "--stratify", "faithfulness")
     values = sorted(r["metrics"]["faithfulness"]["judge"] for r in stratified)
     assert values[0] < values[-1]  # taken across the quintiles, not from one end
@@ -85,8 +85,10 @@ def test_import_then_agreement_equals_scikit_learn_and_scipy(demo, capsys, tmp_p
     sheet = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     with psycopg.connect(demo) as conn:
         rows = {(r[1], r[2]): r for r in conn.execute("select * from ragsql.judge_agreement('demo-bm25')").fetchall()}
-        confusion = conn.execute("select judge_label, human_label, pairs from ragsql.judge_confusion "
-                                 "where run = 'demo-bm25' and metric = 'faithfulness' and kind = 'verdict'").fetchall()
+        confusion = conn.execute(
+            "select judge_label, human_label, pairs from ragsql.judge_confusion "
+            "where run = 'demo-bm25' and metric = 'faithfulness' and kind = 'verdict'"
+        ).fetchall()
     judge = [s["judge"] for r in sheet for s in r["statements"] if s["metric"] == "faithfulness"]
     human = [s["label"] for r in sheet for s in r["statements"] if s["metric"] == "faithfulness"]
     row = rows[("faithfulness", "verdict")]
@@ -96,7 +98,8 @@ def test_import_then_agreement_equals_scikit_learn_and_scipy(demo, capsys, tmp_p
     assert row[8] == pytest.approx(cohen_kappa_score(judge, human, labels=LEVELS, weights="linear"), abs=1e-12)
     assert sum(n for *_, n in confusion) == len(judge)
     assert dict(((a, b), n) for a, b, n in confusion) == {
-        (a, b): sum(1 for x, y in zip(judge, human) if (x, y) == (a, b)) for a, b in set(zip(judge, human))}
+        (a, b): sum(1 for x, y in zip(judge, human) if (x, y) == (a, b)) for a, b in set(zip(judge, human))
+    }
     scores = [(r["metrics"]["faithfulness"]["judge"], r["metrics"]["faithfulness"]["label"]) for r in sheet]
     score_row = rows[("faithfulness", "score")]
     j, h = np.array([s[0] for s in scores]), np.array([s[1] for s in scores])
@@ -108,21 +111,31 @@ def test_import_then_agreement_equals_scikit_learn_and_scipy(demo, capsys, tmp_p
 def test_ppi_equals_the_ares_formula_computed_with_numpy(demo):
     """estimate = mean(judge, all) - mean(judge - human, labelled); half-width z * sqrt(var/N + var/n)."""
     with psycopg.connect(demo) as conn:
-        judged = dict(conn.execute("select qid, value from ragsql.generation_measure('demo-bm25', 'faithfulness') "
-                                   "where value is not null").fetchall())
-        human = dict(conn.execute("select q.qid, avg(l.score) from ragsql.review_label as l join ragsql.query as q "
-                                  "on q.id = l.query_id join ragsql.run as r on r.id = l.run_id where r.name = "
-                                  "'demo-bm25' and l.metric = 'faithfulness' and l.item = '' group by q.qid").fetchall())
-        got = conn.execute("select estimate, ci_low, ci_high, unlabelled, labelled, note from "
-                           "ragsql.ppi_mean('demo-bm25', 'faithfulness', 0.1)").fetchone()
+        judged = dict(
+            conn.execute(
+                "select qid, value from ragsql.generation_measure('demo-bm25', 'faithfulness') where value is not null"
+            ).fetchall()
+        )
+        human = dict(
+            conn.execute(
+                "select q.qid, avg(l.score) from ragsql.review_label as l join ragsql.query as q "
+                "on q.id = l.query_id join ragsql.run as r on r.id = l.run_id where r.name = "
+                "'demo-bm25' and l.metric = 'faithfulness' and l.item = '' group by q.qid"
+            ).fetchall()
+        )
+        got = conn.execute(
+            "select estimate, ci_low, ci_high, unlabelled, labelled, note from "
+            "ragsql.ppi_mean('demo-bm25', 'faithfulness', 0.1)"
+        ).fetchone()
         none = conn.execute("select estimate, note from ragsql.ppi_mean('demo-vector', 'faithfulness')").fetchone()
     assert human, "the previous test stored labels"
     y_hat_all = np.array(list(judged.values()))
     y_hat_lab = np.array([judged[q] for q in human])
     y_lab = np.array([human[q] for q in human])
     estimate = y_hat_all.mean() - (y_hat_lab - y_lab).mean()
-    half = stats.norm.ppf(0.95) * np.sqrt(y_hat_all.std() ** 2 / len(y_hat_all) + (y_hat_lab - y_lab).std() ** 2
-                                          / len(y_lab))
+    half = stats.norm.ppf(0.95) * np.sqrt(
+        y_hat_all.std() ** 2 / len(y_hat_all) + (y_hat_lab - y_lab).std() ** 2 / len(y_lab)
+    )
     assert got[:5] == pytest.approx((estimate, estimate - half, estimate + half, len(judged), len(human)), abs=1e-8)
     assert got[5] is None and none[0] is None and "no human label" in none[1]
 
@@ -130,39 +143,54 @@ def test_ppi_equals_the_ares_formula_computed_with_numpy(demo):
 def test_two_reviewers_agreement_and_too_few_pairs(demo, capsys, tmp_path):
     path = write(tmp_path, "bob.jsonl", fill(export(capsys, "--sample", "16"), seed=2, reviewer="bob"))
     assert run_cli(capsys, "review", "import", str(path))[0] == 0
-    few = write(tmp_path, "carol.jsonl", fill(export(capsys, "--sample", "2", run="demo-hybrid"), seed=3,
-                                             reviewer="carol"))
+    few = write(
+        tmp_path, "carol.jsonl", fill(export(capsys, "--sample", "2", run="demo-hybrid"), seed=3, reviewer="carol")
+    )
     assert run_cli(capsys, "review", "import", str(few))[0] == 0
     with psycopg.connect(demo) as conn:
-        pair = conn.execute("select items, agreement, kappa from ragsql.reviewer_agreement where run = 'demo-bm25' "
-                            "and metric = 'faithfulness' and kind = 'verdict' and reviewer_a = 'alice' "
-                            "and reviewer_b = 'bob'").fetchone()
-        a = conn.execute("select l.query_id, l.item, l.verdict from ragsql.review_label as l where l.reviewer = "
-                         "'alice' and l.metric = 'faithfulness' and l.item <> ''").fetchall()
-        b = dict(((q, i), v) for q, i, v in conn.execute(
-            "select l.query_id, l.item, l.verdict from ragsql.review_label as l where l.reviewer = 'bob' and "
-            "l.metric = 'faithfulness' and l.item <> ''").fetchall())
-        thin = conn.execute("select pairs, accuracy, kappa, spearman, note from ragsql.judge_agreement('demo-hybrid') "
-                            "where metric = 'faithfulness' and kind = 'score'").fetchall()
+        pair = conn.execute(
+            "select items, agreement, kappa from ragsql.reviewer_agreement where run = 'demo-bm25' "
+            "and metric = 'faithfulness' and kind = 'verdict' and reviewer_a = 'alice' "
+            "and reviewer_b = 'bob'"
+        ).fetchone()
+        a = conn.execute(
+            "select l.query_id, l.item, l.verdict from ragsql.review_label as l where l.reviewer = "
+            "'alice' and l.metric = 'faithfulness' and l.item <> ''"
+        ).fetchall()
+        b = dict(
+            ((q, i), v)
+            for q, i, v in conn.execute(
+                "select l.query_id, l.item, l.verdict from ragsql.review_label as l where l.reviewer = 'bob' and "
+                "l.metric = 'faithfulness' and l.item <> ''"
+            ).fetchall()
+        )
+        thin = conn.execute(
+            "select pairs, accuracy, kappa, spearman, note from ragsql.judge_agreement('demo-hybrid') "
+            "where metric = 'faithfulness' and kind = 'score'"
+        ).fetchall()
     both = [(v, b[(q, i)]) for q, i, v in a if (q, i) in b]
     assert pair[0] == len(both) >= 10
     assert pair[1] == pytest.approx(np.mean([x == y for x, y in both]))
     assert pair[2] == pytest.approx(cohen_kappa_score([x for x, _ in both], [y for _, y in both]), abs=1e-12)
-    assert thin and all(p < 10 and a is None and k is None and r is None and f"only {p} labelled pairs" in n
-                        for p, a, k, r, n in thin)
+    assert thin and all(
+        p < 10 and a is None and k is None and r is None and f"only {p} labelled pairs" in n for p, a, k, r, n in thin
+    )
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda r: r.update(qid="no-such-qid"), 'query "no-such-qid" has no answer in run "demo-bm25"'),
-    (lambda r: r["metrics"]["faithfulness"].update(label=1.5), "between 0 and 1"),
-    (lambda r: r["metrics"]["faithfulness"].update(label="high"), "between 0 and 1"),
-    (lambda r: r["statements"][0].update(label="mostly"), "must be one of supported"),
-    (lambda r: r["metrics"].update(flatness={"judge": 0.1, "label": 0.5}), 'unknown metric "flatness"'),
-    (lambda r: r.update(reviewer=None), "no reviewer"),
-    (lambda r: r["metrics"]["faithfulness"].update(label=True), "not the JSON boolean true"),
-    (lambda r: r["statements"][0].update(item="faithfulness:999"), "no statement verdict faithfulness:999 by"),
-    (lambda r: r["statements"][0].update(judge_model="another-judge"), "by another-judge of query"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda r: r.update(qid="no-such-qid"), 'query "no-such-qid" has no answer in run "demo-bm25"'),
+        (lambda r: r["metrics"]["faithfulness"].update(label=1.5), "between 0 and 1"),
+        (lambda r: r["metrics"]["faithfulness"].update(label="high"), "between 0 and 1"),
+        (lambda r: r["statements"][0].update(label="mostly"), "must be one of supported"),
+        (lambda r: r["metrics"].update(flatness={"judge": 0.1, "label": 0.5}), 'unknown metric "flatness"'),
+        (lambda r: r.update(reviewer=None), "no reviewer"),
+        (lambda r: r["metrics"]["faithfulness"].update(label=True), "not the JSON boolean true"),
+        (lambda r: r["statements"][0].update(item="faithfulness:999"), "no statement verdict faithfulness:999 by"),
+        (lambda r: r["statements"][0].update(judge_model="another-judge"), "by another-judge of query"),
+    ],
+)
 def test_bad_lines_are_named_by_file_and_line_and_nothing_is_stored(demo, capsys, tmp_path, mutate, message):
     sheet = fill([r for r in export(capsys, "--sample", "4") if r["statements"]][:3], seed=4, reviewer="dave")
     mutate(sheet[2])
@@ -195,11 +223,16 @@ def test_scores_ci_adds_the_prediction_powered_interval_where_labels_exist(demo,
     assert code == 0, err
     rows = {r["measure"]: r for r in json.loads(out)}
     with psycopg.connect(demo) as conn:
-        want = conn.execute("select estimate, ci_low, ci_high, labelled from ragsql.ppi_mean('demo-bm25', "
-                            "'faithfulness')").fetchone()
+        want = conn.execute(
+            "select estimate, ci_low, ci_high, labelled from ragsql.ppi_mean('demo-bm25', 'faithfulness')"
+        ).fetchone()
     faithfulness = rows["faithfulness"]
-    assert want[3] > 0 and (faithfulness["ppi"], faithfulness["ppi_low"], faithfulness["ppi_high"],
-                            faithfulness["labelled"]) == pytest.approx(want)
+    assert want[3] > 0 and (
+        faithfulness["ppi"],
+        faithfulness["ppi_low"],
+        faithfulness["ppi_high"],
+        faithfulness["labelled"],
+    ) == pytest.approx(want)
     assert rows["nDCG@10"]["ppi"] is None and rows["nDCG@10"]["labelled"] is None
     code, out, _ = run_cli(capsys, "scores", "--run", "demo-bm25", "--ci", "--resamples", "300")
     assert code == 0 and "ppi_low" in out
@@ -210,8 +243,9 @@ def test_report_shows_the_prediction_powered_mean_where_labels_exist(demo, capsy
     code, out, err = run_cli(capsys, "report", "--run", "demo-bm25", "--html", str(page), "--resamples", "200")
     assert code == 0, err
     with psycopg.connect(demo) as conn:
-        estimate, labelled = conn.execute("select estimate, labelled from ragsql.ppi_mean('demo-bm25', 'faithfulness')"
-                                          ).fetchone()
+        estimate, labelled = conn.execute(
+            "select estimate, labelled from ragsql.ppi_mean('demo-bm25', 'faithfulness')"
+        ).fetchone()
     html = page.read_text(encoding="utf-8")
     assert "prediction-powered" in out and "prediction-powered (human labels)" in html
     assert f"{estimate:.4f}" in html and f"{labelled} labelled" in html
@@ -221,23 +255,42 @@ def test_compare_adds_the_prediction_powered_difference_where_both_runs_are_labe
     """Paired PPI of run - baseline: mean judge difference minus mean error difference on the queries labelled in
     both runs; half-width z * sqrt(var(judge diff) / N + var(error diff) / n) — checked with numpy."""
     sheet = fill(export(capsys, "--sample", "16", run="demo-vector"), seed=5)
-    code, _, err = run_cli(capsys, "review", "import", str(write(tmp_path, "vector.jsonl", sheet)),
-                           "--reviewer", "carol")
+    code, _, err = run_cli(
+        capsys, "review", "import", str(write(tmp_path, "vector.jsonl", sheet)), "--reviewer", "carol"
+    )
     assert code == 0, err
     with psycopg.connect(demo) as conn:
-        judged = {run: dict(conn.execute("select qid, value from ragsql.generation_measure(%s, 'faithfulness') "
-                                         "where value is not null", (run,)).fetchall())
-                  for run in ("demo-bm25", "demo-vector")}
-        human = {run: dict(conn.execute(
-            "select q.qid, avg(l.score) from ragsql.review_label as l join ragsql.query as q on q.id = l.query_id "
-            "join ragsql.run as r on r.id = l.run_id where r.name = %s and l.metric = 'faithfulness' "
-            "and l.item = '' group by q.qid", (run,)).fetchall()) for run in ("demo-bm25", "demo-vector")}
-        got = conn.execute("select diff, ci_low, ci_high, queries, labelled_both, method, note from "
-                           "ragsql.ppi_compare('demo-bm25', 'demo-vector', 'faithfulness', 0.1)").fetchone()
-        conn.execute("delete from ragsql.review_label where run_id = (select id from ragsql.run "
-                     "where name = 'demo-hybrid')")  # rolled back below: the run as if nobody had labelled it
-        unlabelled = conn.execute("select method, note from ragsql.ppi_compare('demo-bm25', 'demo-hybrid', "
-                                  "'faithfulness')").fetchone()
+        judged = {
+            run: dict(
+                conn.execute(
+                    "select qid, value from ragsql.generation_measure(%s, 'faithfulness') where value is not null",
+                    (run,),
+                ).fetchall()
+            )
+            for run in ("demo-bm25", "demo-vector")
+        }
+        human = {
+            run: dict(
+                conn.execute(
+                    "select q.qid, avg(l.score) "
+                    "from ragsql.review_label as l join ragsql.query as q on q.id = l.query_id "
+                    "join ragsql.run as r on r.id = l.run_id where r.name = %s and l.metric = 'faithfulness' "
+                    "and l.item = '' group by q.qid",
+                    (run,),
+                ).fetchall()
+            )
+            for run in ("demo-bm25", "demo-vector")
+        }
+        got = conn.execute(
+            "select diff, ci_low, ci_high, queries, labelled_both, method, note from "
+            "ragsql.ppi_compare('demo-bm25', 'demo-vector', 'faithfulness', 0.1)"
+        ).fetchone()
+        conn.execute(
+            "delete from ragsql.review_label where run_id = (select id from ragsql.run where name = 'demo-hybrid')"
+        )  # rolled back below: the run as if nobody had labelled it
+        unlabelled = conn.execute(
+            "select method, note from ragsql.ppi_compare('demo-bm25', 'demo-hybrid', 'faithfulness')"
+        ).fetchone()
         conn.rollback()
     a, b = judged["demo-bm25"], judged["demo-vector"]
     both = [q for q in a if q in b]
@@ -251,29 +304,49 @@ def test_compare_adds_the_prediction_powered_difference_where_both_runs_are_labe
     assert got[5] == "paired" and got[6] is None
     assert unlabelled[0] is None and "no human label" in unlabelled[1]
 
-    code, out, err = run_cli(capsys, "compare", "demo-bm25", "demo-vector", "--measures", "faithfulness nDCG@10",
-                             "--alpha", "0.1", "--format", "json")
+    code, out, err = run_cli(
+        capsys,
+        "compare",
+        "demo-bm25",
+        "demo-vector",
+        "--measures",
+        "faithfulness nDCG@10",
+        "--alpha",
+        "0.1",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     rows = {r["measure"]: r for r in json.loads(out)}
-    assert (rows["faithfulness"]["ppi_diff"], rows["faithfulness"]["ppi_low"], rows["faithfulness"]["ppi_labelled"],
-            rows["faithfulness"]["ppi_method"]) == (pytest.approx(diff), pytest.approx(diff - half), len(labelled),
-                                                    "paired")
+    assert (
+        rows["faithfulness"]["ppi_diff"],
+        rows["faithfulness"]["ppi_low"],
+        rows["faithfulness"]["ppi_labelled"],
+        rows["faithfulness"]["ppi_method"],
+    ) == (pytest.approx(diff), pytest.approx(diff - half), len(labelled), "paired")
     assert rows["nDCG@10"]["ppi_diff"] is None
     code, out, err = run_cli(capsys, "compare", "demo-bm25", "demo-vector", "--measures", "faithfulness nDCG@10")
     assert code == 0 and "prediction-powered with human labels" in out and "paired" in out
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"run": "demo-bm25", "qid": "\\ud800", "reviewer": "x", "metrics": {"faithfulness": {"label": 1}}}',
-     "qid contains a lone surrogate (\\ud800)"),
-    ("[" * 100_000 + "]" * 100_000, "not JSON: nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            '{"run": "demo-bm25", "qid": "\\ud800", "reviewer": "x", "metrics": {"faithfulness": {"label": 1}}}',
+            "qid contains a lone surrogate (\\ud800)",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "not JSON: nested too deeply"),
+    ],
+)
 def test_surrogates_and_deep_nesting_are_one_line_naming_the_line(demo, capsys, tmp_path, line, message):
     path = tmp_path / "hostile.jsonl"
     path.write_text("\n" + line + "\n", encoding="utf-8")
     before = labels(demo)
     code, out, err = run_cli(capsys, "review", "import", str(path), "--reviewer", "x")
-    assert (code, out) == (1, "") and err.startswith(f"ragsql: error: {path}:2: {message}") and err.count("\n") == 1, err
+    assert (code, out) == (1, "") and err.startswith(f"ragsql: error: {path}:2: {message}") and err.count("\n") == 1, (
+        err
+    )
     assert labels(demo) == before
 
 
@@ -292,11 +365,14 @@ def test_agreement_reads_the_judges_stored_verdicts_not_the_sheets(demo, capsys,
     assert code == 0, err
     with psycopg.connect(demo) as conn:
         conn.execute("delete from ragsql.review_label where reviewer <> 'frank'")  # rolled back
-        mine = {(r[1], r[2]): r for r in conn.execute(
-            "select * from ragsql.judge_agreement('demo-hybrid')").fetchall()}
-        confusion = dict(((a, b), n) for a, b, n in conn.execute(
-            "select judge_label, human_label, pairs from ragsql.judge_confusion where run = 'demo-hybrid' "
-            "and metric = 'faithfulness' and kind = 'verdict'").fetchall())
+        mine = {(r[1], r[2]): r for r in conn.execute("select * from ragsql.judge_agreement('demo-hybrid')").fetchall()}
+        confusion = dict(
+            ((a, b), n)
+            for a, b, n in conn.execute(
+                "select judge_label, human_label, pairs from ragsql.judge_confusion where run = 'demo-hybrid' "
+                "and metric = 'faithfulness' and kind = 'verdict'"
+            ).fetchall()
+        )
         conn.rollback()
     judge = [s["judge"] for r in sheet for s in r["statements"] if s["metric"] == "faithfulness"]
     human = [s["label"] for r in sheet for s in r["statements"] if s["metric"] == "faithfulness"]
@@ -304,9 +380,13 @@ def test_agreement_reads_the_judges_stored_verdicts_not_the_sheets(demo, capsys,
     assert row[4] == len(judge) >= 10
     assert row[6] == pytest.approx(np.mean([a == b for a, b in zip(judge, human)]))
     assert row[7] == pytest.approx(cohen_kappa_score(judge, human), abs=1e-12)
-    scores = [(r["metrics"]["faithfulness"]["judge"], r["metrics"]["faithfulness"]["label"]) for r in sheet
-              if r["metrics"]["faithfulness"]["judge"] is not None]
+    scores = [
+        (r["metrics"]["faithfulness"]["judge"], r["metrics"]["faithfulness"]["label"])
+        for r in sheet
+        if r["metrics"]["faithfulness"]["judge"] is not None
+    ]
     j, h = np.array([x for x, _ in scores]), np.array([y for _, y in scores])
     assert mine[("faithfulness", "score")][9] == pytest.approx(np.mean(np.abs(j - h)), abs=1e-12)
-    assert confusion == {(a, b): sum(1 for x, y in zip(judge, human) if (x, y) == (a, b))
-                         for a, b in set(zip(judge, human))}
+    assert confusion == {
+        (a, b): sum(1 for x, y in zip(judge, human) if (x, y) == (a, b)) for a, b in set(zip(judge, human))
+    }

@@ -12,7 +12,11 @@ from tests.conftest import EXAMPLE
 from tests.fake_openai import FakeOpenAI
 
 EMBEDDING_METRICS = ("answer_relevancy", "answer_relevancy_cosine", "answer_similarity", "answer_correctness")
-JUDGED = ("answer_relevancy", "answer_similarity", "answer_correctness")  # task kinds; the cosine rides on answer_relevancy
+JUDGED = (
+    "answer_relevancy",
+    "answer_similarity",
+    "answer_correctness",
+)  # task kinds; the cosine rides on answer_relevancy
 
 
 def _values(url: str, run: str, judge: str | None = None) -> dict[tuple[str, str], tuple]:
@@ -21,7 +25,8 @@ def _values(url: str, run: str, judge: str | None = None) -> dict[tuple[str, str
         rows = conn.execute(
             "select metric, qid, value, reason, judge_model, judge_embedder "
             "from ragsql.evaluate_generation(%s, array(select metric from ragsql.generation_metric), %s)",
-            (run, judge)).fetchall()
+            (run, judge),
+        ).fetchall()
     return {(r[0], r[1]): r[2:] for r in rows}
 
 
@@ -51,8 +56,9 @@ def test_offline_judge_after_an_llm_judge_moves_no_value(example_run, endpoint, 
     _cli(capsys, "judge", "--run", "ex", "--offline", "--metrics", " ".join(JUDGED))
     assert _values(example_run, "ex") == llm
     chosen = _values(example_run, "ex", "fake-judge")
-    assert {k: v for k, v in chosen.items() if k[0] in EMBEDDING_METRICS} == \
-        {k: v for k, v in llm.items() if k[0] in EMBEDDING_METRICS}
+    assert {k: v for k, v in chosen.items() if k[0] in EMBEDDING_METRICS} == {
+        k: v for k, v in llm.items() if k[0] in EMBEDDING_METRICS
+    }
     offline = _values(example_run, "ex", "offline")
     for (metric, qid), (value, reason, _, embedder) in offline.items():
         if metric in EMBEDDING_METRICS:
@@ -71,8 +77,9 @@ def test_judging_another_run_with_another_embedder_moves_nothing(example_run, en
     assert any(v[0] is not None for (m, _), v in before.items() if m == "answer_similarity")
     _cli(capsys, "judge", "--run", "ex2", "--metrics", " ".join(JUDGED))
     assert _values(example_run, "ex") == before
-    assert {v[3] for (m, _), v in _values(example_run, "ex2").items() if m in EMBEDDING_METRICS} \
-        .isdisjoint({e for (m, _), (_, _, _, e) in before.items() if m in EMBEDDING_METRICS})
+    assert {v[3] for (m, _), v in _values(example_run, "ex2").items() if m in EMBEDDING_METRICS}.isdisjoint(
+        {e for (m, _), (_, _, _, e) in before.items() if m in EMBEDDING_METRICS}
+    )
 
 
 def test_a_runs_cost_is_the_calls_sent_for_it(example_run, endpoint, capsys):
@@ -84,8 +91,9 @@ def test_a_runs_cost_is_the_calls_sent_for_it(example_run, endpoint, capsys):
     _cli(capsys, "judge", "--run", "ex2", "--metrics", "faithfulness")
     assert endpoint.chat_calls == sent  # every reply came from the cache
     with psycopg.connect(example_run) as conn:
-        usage = conn.execute("select run, purpose, kind, sum(calls)::int from ragsql.run_usage "
-                             "group by 1, 2, 3 order by 1, 2, 3").fetchall()
+        usage = conn.execute(
+            "select run, purpose, kind, sum(calls)::int from ragsql.run_usage group by 1, 2, 3 order by 1, 2, 3"
+        ).fetchall()
         total = conn.execute("select count(*) from ragsql.judge_call where kind = 'chat'").fetchone()[0]
     assert usage == [("ex", "judge", "chat", sent)] and total == sent
     assert "cost (the calls sent for these runs)" not in _cli(capsys, "report", "--run", "ex2")

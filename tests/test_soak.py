@@ -77,10 +77,12 @@ def test_no_stored_chat_reply_bought_again(soak):
     assert report.chat["unique requests stored ok"] == report.calls_table["chat rows ok"] == 500
 
 
-@pytest.mark.xfail(reason="embedding batches are shared in flight within a process (Judging.embed) but not claimed "
-                          "across processes: two processes judging tasks of one sample at once may both embed its "
-                          "texts (rare; passes on most runs)",
-                   strict=False)
+@pytest.mark.xfail(
+    reason="embedding batches are shared in flight within a process (Judging.embed) but not claimed "
+    "across processes: two processes judging tasks of one sample at once may both embed its "
+    "texts (rare; passes on most runs)",
+    strict=False,
+)
 def test_no_stored_embedding_bought_again(soak):
     """No text is embedded after its embedding was stored, nor twice by live processes."""
     report, table = soak

@@ -14,10 +14,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
-from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
-                                 run_state_machine_as_test)
+from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 import ragsql
 from ragsql.cli import main
@@ -26,8 +31,26 @@ from tests.conftest import DEMO, EXAMPLE, _clone, _with_dbname, drop_database
 from tests.fake_openai import FakeOpenAI
 
 PAIRS = Path(__file__).parent / "data" / "judge_pairs" / "dev.jsonl"
-MEASURES = ["P@1", "P@5", "R@5", "R@10", "Success@1", "Success@5", "RR@10", "nDCG@5", "nDCG@10", "nDCG_burges@10",
-            "AP", "AP@10", "Rprec", "ContextPrecision@5", "bpref", "infAP", "ERR@10", "RBP(p=0.8)"]
+MEASURES = [
+    "P@1",
+    "P@5",
+    "R@5",
+    "R@10",
+    "Success@1",
+    "Success@5",
+    "RR@10",
+    "nDCG@5",
+    "nDCG@10",
+    "nDCG_burges@10",
+    "AP",
+    "AP@10",
+    "Rprec",
+    "ContextPrecision@5",
+    "bpref",
+    "infAP",
+    "ERR@10",
+    "RBP(p=0.8)",
+]
 JUDGES = (None, "offline", "fake-judge")
 
 
@@ -36,17 +59,25 @@ def snapshot(url: str, run: str = "watched") -> dict[tuple, tuple]:
     embedder, for each judge choice; floats as hex so the comparison is of bits."""
     out: dict[tuple, tuple] = {}
     with psycopg.connect(url) as conn:
-        metrics = [m for (m,) in conn.execute("select metric from ragsql.generation_metric "
-                                              "where metric not like 'rubrics\\_score:%' order by metric")]
-        metrics += [f"aspect:{a}" for (a,) in conn.execute("select name from ragsql.aspect where builtin order by name")]
+        metrics = [
+            m
+            for (m,) in conn.execute(
+                "select metric from ragsql.generation_metric where metric not like 'rubrics\\_score:%' order by metric"
+            )
+        ]
+        metrics += [
+            f"aspect:{a}" for (a,) in conn.execute("select name from ragsql.aspect where builtin order by name")
+        ]
         metrics += ["rubrics_score:plain"]
         for measure in MEASURES:
             for qid, value in conn.execute("select qid, value from ragsql.measure(%s, %s)", (run, measure)):
                 out[("measure", measure, qid)] = (_bits(value),)
         for judge in JUDGES:
             for metric, qid, value, reason, model, version, embedder in conn.execute(
-                    "select metric, qid, value, reason, judge_model, judge_prompt_version, judge_embedder "
-                    "from ragsql.evaluate_generation(%s, %s, %s)", (run, metrics, judge)):
+                "select metric, qid, value, reason, judge_model, judge_prompt_version, judge_embedder "
+                "from ragsql.evaluate_generation(%s, %s, %s)",
+                (run, metrics, judge),
+            ):
                 out[(judge, metric, qid)] = (_bits(value), reason, model, version, embedder)
     return out
 
@@ -65,15 +96,22 @@ def changed(before: dict, after: dict) -> list:
 @contextlib.contextmanager
 def environment(url: str, endpoint: FakeOpenAI | None = None) -> Iterator[None]:
     """RAGSQL_DATABASE_URL = url and the judge endpoint set (or unset) for the commands inside."""
-    names = ("RAGSQL_DATABASE_URL", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY", "RAGSQL_JUDGE_MODEL",
-             "OPENAI_BASE_URL", "OPENAI_API_KEY")
+    names = (
+        "RAGSQL_DATABASE_URL",
+        "RAGSQL_JUDGE_BASE_URL",
+        "RAGSQL_JUDGE_API_KEY",
+        "RAGSQL_JUDGE_MODEL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+    )
     saved = {n: os.environ.get(n) for n in names}
     for n in names:
         os.environ.pop(n, None)
     os.environ["RAGSQL_DATABASE_URL"] = url
     if endpoint is not None:
-        os.environ.update(RAGSQL_JUDGE_BASE_URL=endpoint.base_url, RAGSQL_JUDGE_API_KEY="test-key",
-                          RAGSQL_JUDGE_MODEL="fake-judge")
+        os.environ.update(
+            RAGSQL_JUDGE_BASE_URL=endpoint.base_url, RAGSQL_JUDGE_API_KEY="test-key", RAGSQL_JUDGE_MODEL="fake-judge"
+        )
     try:
         yield
     finally:
@@ -99,8 +137,15 @@ def fill(url: str, endpoint: FakeOpenAI) -> None:
         ragsql_cli("import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "watched")
         ragsql_cli("rubric", "add", "plain", *[f"--score{i}=level {i}" for i in range(1, 6)])
     with environment(url, endpoint):
-        ragsql_cli("judge", "--run", "watched", "--metrics", "faithfulness answer_relevancy context_precision "
-                   "context_recall answer_similarity answer_correctness aspect_critique rubrics_score", ok=(0, 3))
+        ragsql_cli(
+            "judge",
+            "--run",
+            "watched",
+            "--metrics",
+            "faithfulness answer_relevancy context_precision "
+            "context_recall answer_similarity answer_correctness aspect_critique rubrics_score",
+            ok=(0, 3),
+        )
     with environment(url):
         ragsql_cli("judge", "--run", "watched", "--offline")
 
@@ -148,21 +193,33 @@ class OtherWork(RuleBasedStateMachine):
     def judge_another_run_repeatedly(self, pick):
         run = self.runs[pick % len(self.runs)]
         with environment(self.url, self.endpoint):  # --repeat needs an LLM judge
-            ragsql_cli("judge", "--run", run, "--repeat", "2", "--metrics", "faithfulness answer_similarity",
-                       ok=(0, 3))
+            ragsql_cli("judge", "--run", run, "--repeat", "2", "--metrics", "faithfulness answer_similarity", ok=(0, 3))
 
     @rule(llm=st.booleans())
     def evaluate_in_python(self, llm):
         with environment(self.url, self.endpoint if llm else None):
             records = [r for r in _example_records()][:4]
-            ragsql.evaluate(records, ["faithfulness", "answer_correctness", "nDCG@10"], run=self._name("py"),
-                            dataset=self._name("pyds"), workers=2)
+            ragsql.evaluate(
+                records,
+                ["faithfulness", "answer_correctness", "nDCG@10"],
+                run=self._name("py"),
+                dataset=self._name("pyds"),
+                workers=2,
+            )
 
     @rule()
     def check_the_judge(self):
         with environment(self.url):
-            ragsql_cli("judge-check", str(PAIRS), "--offline", "--metrics", "answer_correctness faithfulness",
-                       "--workers", "2", ok=(0, 4))
+            ragsql_cli(
+                "judge-check",
+                str(PAIRS),
+                "--offline",
+                "--metrics",
+                "answer_correctness faithfulness",
+                "--workers",
+                "2",
+                ok=(0, 4),
+            )
 
     @rule(kind=st.sampled_from(["aspect", "rubric"]))
     def add_a_definition(self, kind):
@@ -227,12 +284,22 @@ def test_each_kind_of_work_on_other_runs_moves_nothing(filled):
     OtherWork.url, OtherWork.endpoint, OtherWork.before = url, endpoint, before
     work = OtherWork()
     work.start()
-    steps = [lambda: work.import_a_run(True), lambda: work.import_a_run(False),
-             *[lambda e=e: work.judge_another_run(0, e) for e in ("openai:other-embedding", "offline", "openai")],
-             lambda: work.judge_another_run_repeatedly(0), lambda: work.evaluate_in_python(True),
-             lambda: work.evaluate_in_python(False), work.check_the_judge, lambda: work.add_a_definition("aspect"),
-             lambda: work.add_a_definition("rubric"), lambda: work.retrieve("bm25"), lambda: work.retrieve("hybrid"),
-             lambda: work.fuse("combsum"), lambda: work.delete_another_run(0), lambda: work.delete_another_run(0)]
+    steps = [
+        lambda: work.import_a_run(True),
+        lambda: work.import_a_run(False),
+        *[lambda e=e: work.judge_another_run(0, e) for e in ("openai:other-embedding", "offline", "openai")],
+        lambda: work.judge_another_run_repeatedly(0),
+        lambda: work.evaluate_in_python(True),
+        lambda: work.evaluate_in_python(False),
+        work.check_the_judge,
+        lambda: work.add_a_definition("aspect"),
+        lambda: work.add_a_definition("rubric"),
+        lambda: work.retrieve("bm25"),
+        lambda: work.retrieve("hybrid"),
+        lambda: work.fuse("combsum"),
+        lambda: work.delete_another_run(0),
+        lambda: work.delete_another_run(0),
+    ]
     for step in steps:
         step()
         work.watched_run_is_unchanged()
@@ -246,9 +313,16 @@ def test_work_on_other_runs_never_moves_a_watched_runs_values(filled):
     assert sum(1 for k, v in before.items() if v[0] is not None) > 300  # values, not NULLs, are watched
     assert any(k[0] is None and k[1] == "answer_relevancy" and v[0] is not None for k, v in before.items())
     OtherWork.url, OtherWork.endpoint, OtherWork.before = url, endpoint, before
-    run_state_machine_as_test(OtherWork, settings=settings(
-        max_examples=int(os.environ.get("RAGSQL_STATEFUL_EXAMPLES", "10")), stateful_step_count=5, deadline=None,
-        derandomize=True, suppress_health_check=list(HealthCheck)))
+    run_state_machine_as_test(
+        OtherWork,
+        settings=settings(
+            max_examples=int(os.environ.get("RAGSQL_STATEFUL_EXAMPLES", "10")),
+            stateful_step_count=5,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
 
 
 def _pgbin(name: str) -> str:
@@ -266,8 +340,9 @@ def test_a_dump_restored_into_a_fresh_database_gives_the_same_bits(filled, serve
         admin.execute(f'create database "{name}"')
     try:
         dump = subprocess.run([_pgbin("pg_dump"), "--no-owner", url], check=True, capture_output=True).stdout
-        done = subprocess.run([_pgbin("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", restored], input=dump,
-                              capture_output=True)
+        done = subprocess.run(
+            [_pgbin("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", restored], input=dump, capture_output=True
+        )
         assert done.returncode == 0, done.stderr.decode()[-2000:]
         assert changed(snapshot(url), snapshot(restored)) == []
     finally:

@@ -32,12 +32,29 @@ def _stored(url: str, dataset: str) -> list[tuple]:
             "join ragsql.gold_span as s on s.query_id = q.id "
             "join ragsql.document as d on d.doc_id = s.doc_id "
             "join ragsql.reference_answer as r on r.query_id = q.id "
-            "where ds.name = %s order by q.qid, s.doc_id", (dataset,)).fetchall()
+            "where ds.name = %s order by q.qid, s.doc_id",
+            (dataset,),
+        ).fetchall()
 
 
 def test_offline_synth_writes_clozes_in_both_languages_with_exact_spans(corpus, capsys):
-    code, out, err = run_cli(capsys, "synth", "--corpus", "demo", "--dataset", "syn", "--n", "24",
-                             "--kinds", "single,multi", "--offline", "--seed", "7", "--format", "json")
+    code, out, err = run_cli(
+        capsys,
+        "synth",
+        "--corpus",
+        "demo",
+        "--dataset",
+        "syn",
+        "--n",
+        "24",
+        "--kinds",
+        "single,multi",
+        "--offline",
+        "--seed",
+        "7",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     got = json.loads(out)
     assert got["questions"] == 24 and got["by_kind"] == {"single": 12, "multi": 12}
@@ -45,7 +62,7 @@ def test_offline_synth_writes_clozes_in_both_languages_with_exact_spans(corpus, 
     rows = _stored(corpus, "syn")
     assert len({r[0] for r in rows}) == 24
     quotes = {}
-    for qid, question, language, kind, doc, start, end, quote, text, answer in rows:
+    for qid, question, language, kind, _doc, start, end, quote, text, _answer in rows:
         assert text[start:end] == quote  # the span is the document's text
         quotes[qid] = quotes.get(qid, "") + quote
         assert question.startswith("填空：" if language == "zh" else "Fill in the blank")
@@ -55,17 +72,44 @@ def test_offline_synth_writes_clozes_in_both_languages_with_exact_spans(corpus, 
     multi = [r for r in rows if r[3] == "multi"]
     assert all(sum(r[0] == q for r in multi) == 2 for q in {r[0] for r in multi})  # two spans each
 
-    code, out, _ = run_cli(capsys, "synth", "--corpus", "demo", "--dataset", "syn", "--n", "24",
-                           "--kinds", "single,multi", "--offline", "--seed", "7", "--format", "json")
+    code, out, _ = run_cli(
+        capsys,
+        "synth",
+        "--corpus",
+        "demo",
+        "--dataset",
+        "syn",
+        "--n",
+        "24",
+        "--kinds",
+        "single,multi",
+        "--offline",
+        "--seed",
+        "7",
+        "--format",
+        "json",
+    )
     again = json.loads(out)
     assert code == 0 and again["calls"] == 0 and again["cached"] == again["attempts"]  # nothing sent twice
     assert _stored(corpus, "syn") == rows
 
-    code, out, err = run_cli(capsys, "retrieve", "--corpus", "demo", "--dataset", "syn", "--run", "syn-bm25",
-                             "--mode", "bm25", "--format", "json")
+    code, out, err = run_cli(
+        capsys,
+        "retrieve",
+        "--corpus",
+        "demo",
+        "--dataset",
+        "syn",
+        "--run",
+        "syn-bm25",
+        "--mode",
+        "bm25",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     code, out, err = run_cli(capsys, "metrics", "--run", "syn-bm25", "--measures", "Success@10", "--format", "json")
-    value, = json.loads(out)
+    (value,) = json.loads(out)
     assert code == 0 and value["queries"] == 24 and value["value"] > 0.8  # the clozes copy their sentence
 
 
@@ -73,15 +117,42 @@ def test_questions_near_duplicate_are_dropped_and_the_dry_run_sends_nothing(corp
     from ragsql.judge.lexical import similarity
     from ragsql.synthesis.synthesizer import DUPLICATE
 
-    code, out, err = run_cli(capsys, "synth", "--corpus", "demo", "--dataset", "dup", "--n", "40", "--offline",
-                             "--seed", "1", "--format", "json")
+    code, out, err = run_cli(
+        capsys,
+        "synth",
+        "--corpus",
+        "demo",
+        "--dataset",
+        "dup",
+        "--n",
+        "40",
+        "--offline",
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     got = json.loads(out)
     questions = [r[1] for r in _stored(corpus, "dup")]
     assert len(set(questions)) == got["questions"] == 40
-    assert all(similarity(a, b) < DUPLICATE for i, a in enumerate(questions) for b in questions[i + 1:])
-    code, out, _ = run_cli(capsys, "synth", "--corpus", "demo", "--dataset", "dup", "--n", "40", "--offline",
-                           "--seed", "1", "--dry-run", "--format", "json")
+    assert all(similarity(a, b) < DUPLICATE for i, a in enumerate(questions) for b in questions[i + 1 :])
+    code, out, _ = run_cli(
+        capsys,
+        "synth",
+        "--corpus",
+        "demo",
+        "--dataset",
+        "dup",
+        "--n",
+        "40",
+        "--offline",
+        "--seed",
+        "1",
+        "--dry-run",
+        "--format",
+        "json",
+    )
     plan = json.loads(out)
     assert code == 0 and plan["dry_run"] and plan["cached"] == 40 and plan["max_requests"] == 120
 
@@ -97,8 +168,23 @@ def test_an_llm_writes_through_the_client_with_a_style_and_every_kind(corpus, ca
         monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
         monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
         monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-writer")
-        args = ["synth", "--corpus", "demo", "--dataset", "llm", "--n", "9", "--kinds", "single,multi,comparison",
-                "--lang", "zh", "--style", "一位新员工", "--format", "json"]
+        args = [
+            "synth",
+            "--corpus",
+            "demo",
+            "--dataset",
+            "llm",
+            "--n",
+            "9",
+            "--kinds",
+            "single,multi,comparison",
+            "--lang",
+            "zh",
+            "--style",
+            "一位新员工",
+            "--format",
+            "json",
+        ]
         code, out, err = run_cli(capsys, *args)
         assert code == 0, err
         got = json.loads(out)
@@ -107,11 +193,13 @@ def test_an_llm_writes_through_the_client_with_a_style_and_every_kind(corpus, ca
         assert got["by_kind"] == {"single": 3, "multi": 3, "comparison": 3}
         assert all("风格：一位新员工" in u and "语言：Chinese" in u for u in prompts)
         rows = _stored(corpus, "llm")
-        assert rows and all(r[8][r[5]:r[6]] == r[7] for r in rows)
+        assert rows and all(r[8][r[5] : r[6]] == r[7] for r in rows)
         assert {len([r for r in rows if r[0] == q]) for q in {r[0] for r in rows if r[3] != "single"}} == {2}
         with psycopg.connect(corpus) as conn:
-            models = conn.execute("select distinct q.metadata ->> 'synth_model' from ragsql.query as q join "
-                                  "ragsql.dataset as d on d.id = q.dataset_id where d.name = 'llm'").fetchall()
+            models = conn.execute(
+                "select distinct q.metadata ->> 'synth_model' from ragsql.query as q join "
+                "ragsql.dataset as d on d.id = q.dataset_id where d.name = 'llm'"
+            ).fetchall()
         assert models == [("fake-writer",)]
         code, out, _ = run_cli(capsys, *args)
         assert code == 0 and fake.stats()["chat_calls"] == sent  # the same seed: every reply from the cache
@@ -119,15 +207,19 @@ def test_an_llm_writes_through_the_client_with_a_style_and_every_kind(corpus, ca
 
 def test_bad_replies_are_dropped_with_the_reason(corpus, capsys, monkeypatch):
     def misquoting(task, messages, request_json):
-        reply = {"question": "Which river is the longest in Asia?", "answer": "the Yangtze",
-                 "evidence": [{"id": "zh-yangtze", "quote": "a sentence the document does not hold"}]}
+        reply = {
+            "question": "Which river is the longest in Asia?",
+            "answer": "the Yangtze",
+            "evidence": [{"id": "zh-yangtze", "quote": "a sentence the document does not hold"}],
+        }
         return json.dumps(reply) if task == "synthesize" else "{}"
 
     with FakeOpenAI(responder=misquoting) as fake:
         monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
         monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        code, out, err = run_cli(capsys, "synth", "--corpus", "demo", "--dataset", "bad", "--n", "3", "--format",
-                                 "json")
+        code, out, err = run_cli(
+            capsys, "synth", "--corpus", "demo", "--dataset", "bad", "--n", "3", "--format", "json"
+        )
     assert code == 3 and "9 of 9 calls failed or gave no usable reply" in err, err  # nothing usable: not a success
     got = json.loads(out)
     assert got["questions"] == 0 and got["attempts"] == 9
@@ -143,8 +235,9 @@ def test_an_endpoint_that_fails_every_call_writes_nothing_and_keeps_what_was_sto
         monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
         monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
         fake.fault_mix({"400": 1.0}, on="any")  # refused at once, every call
-        code, out, err = run_cli(capsys, "synth", "--corpus", "demo", "--dataset", "down", "--n", "2", "--seed", "9",
-                                 "--format", "json")
+        code, out, err = run_cli(
+            capsys, "synth", "--corpus", "demo", "--dataset", "down", "--n", "2", "--seed", "9", "--format", "json"
+        )
     got = json.loads(out)  # the report still comes, and the exit status says calls failed
     assert code == 3 and got["questions"] == 0 and got["failed_calls"] == got["attempts"] == 6
     assert "6 of 6 calls failed or gave no usable reply (exit 3)" in err
@@ -152,12 +245,19 @@ def test_an_endpoint_that_fails_every_call_writes_nothing_and_keeps_what_was_sto
     assert _stored(corpus, "down") == before and before  # another seed's questions stay
 
 
-@pytest.mark.parametrize("args, code, text", [
-    (["--corpus", "nope", "--dataset", "x", "--offline"], 1, 'unknown corpus "nope"'),
-    (["--corpus", "demo", "--dataset", "x", "--n", "0", "--offline"], 2, "--n"),
-    (["--corpus", "demo", "--dataset", "x", "--kinds", "trivia", "--offline"], 2, "choose from single"),
-    (["--corpus", "demo", "--dataset", "x", "--kinds", "comparison", "--offline"], 1, "comparison questions need an LLM"),
-])
+@pytest.mark.parametrize(
+    "args, code, text",
+    [
+        (["--corpus", "nope", "--dataset", "x", "--offline"], 1, 'unknown corpus "nope"'),
+        (["--corpus", "demo", "--dataset", "x", "--n", "0", "--offline"], 2, "--n"),
+        (["--corpus", "demo", "--dataset", "x", "--kinds", "trivia", "--offline"], 2, "choose from single"),
+        (
+            ["--corpus", "demo", "--dataset", "x", "--kinds", "comparison", "--offline"],
+            1,
+            "comparison questions need an LLM",
+        ),
+    ],
+)
 def test_bad_options_are_one_line(corpus, capsys, args, code, text):
     got, _, err = run_cli(capsys, "synth", *args)
     assert got == code and text in err and len(err.strip().splitlines()) == 1

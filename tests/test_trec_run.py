@@ -9,8 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ragsql.errors import InputError
 from ragsql.formats import files, parse_run, rank_run
@@ -54,8 +53,9 @@ def expected(path: str) -> dict[str, list[tuple[str, float]]]:
     rows: dict[str, list[tuple[str, float]]] = {}
     for qid, docno, score, _ in parse_run(text_lines(path), path):
         rows.setdefault(qid, []).append((docno, score))
-    return {qid: sorted(r, key=lambda pair: (pair[1], pair[0].encode("utf-8")), reverse=True)
-            for qid, r in rows.items()}
+    return {
+        qid: sorted(r, key=lambda pair: (pair[1], pair[0].encode("utf-8")), reverse=True) for qid, r in rows.items()
+    }
 
 
 def outcome(call) -> tuple[object, str | None, int | None]:
@@ -74,10 +74,14 @@ def write(folder: Path, data: bytes) -> str:
 def test_ties_rank_by_docno_descending_in_utf8_byte_order(tmp_path):
     """Equal scores rank by docno descending in byte order: 'é' (c3 a9) and '中' (e4 b8 ad) above 'z', 'd9' above
     'd10'; -0.0 ties with 0.0."""
-    path = write(tmp_path, "t1 Q0 d10 1 0.5 r\nt1 Q0 z 2 0.5 r\nt1 Q0 中 3 0.5 r\nt1 Q0 é 4 0.5 r\n"
-                           "t1 Q0 d9 5 0.5 r\nt1 Q0 top 6 0.9 r\nt1 Q0 -0 7 -0.0 r\nt1 Q0 +0 8 0.0 r\n".encode())
-    assert rankings(path) == {"t1": [("top", 0.9), ("中", 0.5), ("é", 0.5), ("z", 0.5), ("d9", 0.5), ("d10", 0.5),
-                                     ("-0", -0.0), ("+0", 0.0)]}
+    path = write(
+        tmp_path,
+        "t1 Q0 d10 1 0.5 r\nt1 Q0 z 2 0.5 r\nt1 Q0 中 3 0.5 r\nt1 Q0 é 4 0.5 r\n"
+        "t1 Q0 d9 5 0.5 r\nt1 Q0 top 6 0.9 r\nt1 Q0 -0 7 -0.0 r\nt1 Q0 +0 8 0.0 r\n".encode(),
+    )
+    assert rankings(path) == {
+        "t1": [("top", 0.9), ("中", 0.5), ("é", 0.5), ("z", 0.5), ("d9", 0.5), ("d10", 0.5), ("-0", -0.0), ("+0", 0.0)]
+    }
 
 
 def test_blocks_cover_the_file_and_number_its_lines(tmp_path):
@@ -141,21 +145,70 @@ def test_generated_runs_with_ties_rank_as_written_out(tmp_path):
         assert [(q, rank, d, s) for q, rows in sorted(got.items()) for rank, (d, s) in enumerate(rows, 1)] == ranked
 
 
-_token = st.sampled_from(["q1", "q2", "q3", "d1", "d2", "d3", "é", "中", "a\\b", "x#", "Q0", "1", "0.5", "2", "-1",
-                          "1e3", "1_0", "nan", "inf", "1e999", "x" * 251, "d\x00", "d\x07", "d\x85e", "d\xa0e"])
+_token = st.sampled_from(
+    [
+        "q1",
+        "q2",
+        "q3",
+        "d1",
+        "d2",
+        "d3",
+        "é",
+        "中",
+        "a\\b",
+        "x#",
+        "Q0",
+        "1",
+        "0.5",
+        "2",
+        "-1",
+        "1e3",
+        "1_0",
+        "nan",
+        "inf",
+        "1e999",
+        "x" * 251,
+        "d\x00",
+        "d\x07",
+        "d\x85e",
+        "d\xa0e",
+    ]
+)
 _line = st.one_of(
-    st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.just("Q0"),
-              st.sampled_from(["d1", "d2", "d3", "é", "中", "a\\b"]), st.just("1"),
-              st.sampled_from(["0.5", "1", "1.0", "-0.0", "0", "2"]), st.just("r")).map(" ".join),
+    st.tuples(
+        st.sampled_from(["q1", "q2", "q3"]),
+        st.just("Q0"),
+        st.sampled_from(["d1", "d2", "d3", "é", "中", "a\\b"]),
+        st.just("1"),
+        st.sampled_from(["0.5", "1", "1.0", "-0.0", "0", "2"]),
+        st.just("r"),
+    ).map(" ".join),
     st.lists(_token, min_size=0, max_size=8).map(" ".join),
-    st.sampled_from(["", "  ", "# comment q1 Q0 d1 1 1 r", "#q1 Q0 d2 1 1 r", "# q1 Q0 d3 1 r", " # not a comment",
-                     "\r", "\ufeff", "\x0c"]),
+    st.sampled_from(
+        [
+            "",
+            "  ",
+            "# comment q1 Q0 d1 1 1 r",
+            "#q1 Q0 d2 1 1 r",
+            "# q1 Q0 d3 1 r",
+            " # not a comment",
+            "\r",
+            "\ufeff",
+            "\x0c",
+        ]
+    ),
 )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(lines=st.lists(_line, max_size=12), ending=st.sampled_from(["\n", "\r\n"]), last=st.booleans(),
-       garbage=st.just(b"") | st.binary(max_size=3), at=st.integers(0, 10**6), size=st.integers(1, 400))
+@given(
+    lines=st.lists(_line, max_size=12),
+    ending=st.sampled_from(["\n", "\r\n"]),
+    last=st.booleans(),
+    garbage=st.just(b"") | st.binary(max_size=3),
+    at=st.integers(0, 10**6),
+    size=st.integers(1, 400),
+)
 def test_any_run_is_read_as_parse_run_reads_it(lines, ending, last, garbage, at, size):
     """Any file, read in blocks of any size: rank_run raises parse_run's first error (message and line), or ranks
     what parse_run reads; only a docno given twice for a query the file came back to is left to the database."""

@@ -52,9 +52,18 @@ class Stored:
 class CallService:
     """One per process and database; an async context manager (opens the pool, releases claims on the way out)."""
 
-    def __init__(self, url: str, *, purpose: str, run_id: int | None = None, lease: float = 60.0,
-                 poll: float = 0.05, db_patience: float = 20.0,
-                 on_record: Callable[[CallRecord], None] | None = None, max_connections: int = 4):
+    def __init__(
+        self,
+        url: str,
+        *,
+        purpose: str,
+        run_id: int | None = None,
+        lease: float = 60.0,
+        poll: float = 0.05,
+        db_patience: float = 20.0,
+        on_record: Callable[[CallRecord], None] | None = None,
+        max_connections: int = 4,
+    ):
         self.owner = process_owner()
         self.bought_for = db.Purchase(purpose, run_id)  # recorded with every call sent, for the run's cost
         self.lease = lease
@@ -64,8 +73,13 @@ class CallService:
         self.sent = self.cached = self.waits = 0
         self._inflight: dict[str, asyncio.Future] = {}
         self._pool = AsyncConnectionPool(
-            url, min_size=1, max_size=max_connections, open=False,
-            kwargs={"autocommit": True, "application_name": "ragsql calls"}, reconnect_timeout=db_patience)
+            url,
+            min_size=1,
+            max_size=max_connections,
+            open=False,
+            kwargs={"autocommit": True, "application_name": "ragsql calls"},
+            reconnect_timeout=db_patience,
+        )
         self._renewer: asyncio.Task | None = None
 
     async def __aenter__(self) -> CallService:
@@ -147,7 +161,8 @@ class CallService:
             claim = await self.run(db.claim_call, key, self.owner, self.lease, since, take_from)
             if claim.state == "cached":
                 self.cached += 1
-                return Stored(claim.response, claim.call_id, True)
+                # a cached claim carries its call id (ragsql.claim_call returns both)
+                return Stored(claim.response, claim.call_id, True)  # pyright: ignore[reportArgumentType]
             if claim.state == "failed":
                 raise CallFailed(f"the call failed in another process: {claim.error}")
             if claim.state == "claimed":

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from ragsql import __version__
+from ragsql._version import __version__
 from ragsql.errors import EXIT_CODES, RagsqlError, UsageError
 
 __all__ = ["COMMANDS", "cli", "main"]
@@ -25,7 +25,11 @@ COMMANDS = {  # name: (module, attribute, summary), in the order of the workflow
     "fuse": ("fuse", "fuse_command", "Fuse runs of a dataset into a new run (rrf, combsum, wsum, ... as ranx)."),
     "generate": ("generate", "generate_command", "Generate cited answers for a run from its retrieved results."),
     "judge": ("judge", "judge_command", "Judge a run's answers with an LLM (or offline); store verdicts."),
-    "metrics": ("metrics", "metrics_command", "Retrieval measures (trec_eval semantics) or generation metrics of a run."),
+    "metrics": (
+        "metrics",
+        "metrics_command",
+        "Retrieval measures (trec_eval semantics) or generation metrics of a run.",
+    ),
     "scores": ("scores", "scores_command", "Retrieval and generation metrics of a run together."),
     "diagnose": ("diagnose", "diagnose_command", "What is wrong with a run, by the seeds' rules."),
     "compare": ("compare", "compare_command", "Is a run really better? Differences, intervals, p-values."),
@@ -63,8 +67,9 @@ class _Workflow(click.Group):
             formatter.write_dl([(name, summary) for name, (_, _, summary) in COMMANDS.items()])
 
 
-@click.group(cls=_Workflow, epilog=EPILOG,
-             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=_Workflow, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, prog_name="ragsql")
 def cli() -> None:
     """RAG evaluation that lives in PostgreSQL.
@@ -82,8 +87,9 @@ class _QuietRollback(logging.Filter):
     handled or reported on its own line (e.g. a run deleted while it was judged stops the other workers)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(("error ignored in rollback", "error ignored terminating",
-                                               "query cancellation"))
+        return not str(record.msg).startswith(
+            ("error ignored in rollback", "error ignored terminating", "query cancellation")
+        )
 
 
 _QUIET_ROLLBACK = _QuietRollback()
@@ -113,8 +119,10 @@ def _unstorable(argv: list[str]) -> str | None:
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError as exc:
-            return (f"argument {arg!r} is not valid UTF-8 (it holds {arg[exc.start]!r}: a byte that is no UTF-8, "
-                    "or a lone surrogate)")
+            return (
+                f"argument {arg!r} is not valid UTF-8 (it holds {arg[exc.start]!r}: a byte that is no UTF-8, "
+                "or a lone surrogate)"
+            )
     return None
 
 
@@ -147,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if not _is_database_error(exc):
             raise
-        message = (exc.diag.message_primary or str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = (
+            (exc.diag.message_primary or str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        )
         hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
         click.echo(f"ragsql: error: {_line(message + hint)}", err=True)
         return 1

@@ -25,8 +25,11 @@ def aspect_group() -> None:
 @aspect_group.command("add")
 @click.argument("name")
 @click.option("--definition", required=True, help='The question, e.g. "Does the answer cite a source for every claim?"')
-@click.option("--lower-is-better", is_flag=True,
-              help="Yes is the bad verdict (as for harmfulness): compare and check read a rise as a drop.")
+@click.option(
+    "--lower-is-better",
+    is_flag=True,
+    help="Yes is the bad verdict (as for harmfulness): compare and check read a rise as a drop.",
+)
 @click.option("--replace", is_flag=True, help="Change the definition of an aspect of that name.")
 @format_option()
 def add_command(name: str, definition: str, lower_is_better: bool, replace: bool, fmt: str) -> None:
@@ -38,8 +41,10 @@ def add_command(name: str, definition: str, lower_is_better: bool, replace: bool
     if fmt == "json":
         report({"aspect": name, "done": done, "metric": f"aspect:{name}", "higher_is_better": not lower_is_better})
         return
-    click.echo(f"{done} aspect {name}: judge it with `ragsql judge --run RUN --metrics aspect_critique`, "
-               f"read it as aspect:{name}")
+    click.echo(
+        f"{done} aspect {name}: judge it with `ragsql judge --run RUN --metrics aspect_critique`, "
+        f"read it as aspect:{name}"
+    )
 
 
 @aspect_group.command("list")

@@ -11,12 +11,15 @@ from ragsql.errors import InputError, UsageError
 
 __all__ = ["delete_command", "list_command", "show_group"]
 
-KINDS = {"runs": ("run", catalog.list_runs, ["run", "dataset", "created_at", "results", "answers", "judge_tasks",
-                                              "judges"]),
-         "datasets": ("dataset", catalog.list_datasets, ["dataset", "created_at", "queries", "judgments",
-                                                         "references", "runs"]),
-         "corpora": ("corpus", catalog.list_corpora, ["corpus", "created_at", "documents", "versions", "chunks",
-                                                      "runs"])}
+KINDS = {
+    "runs": ("run", catalog.list_runs, ["run", "dataset", "created_at", "results", "answers", "judge_tasks", "judges"]),
+    "datasets": (
+        "dataset",
+        catalog.list_datasets,
+        ["dataset", "created_at", "queries", "judgments", "references", "runs"],
+    ),
+    "corpora": ("corpus", catalog.list_corpora, ["corpus", "created_at", "documents", "versions", "chunks", "runs"]),
+}
 
 
 def _iso(rows: list[dict]) -> list[dict]:
@@ -53,9 +56,13 @@ def show_run(run: str, fmt: str) -> None:
         render([details], list(details), "json")
         return
     config = details.pop("config")
-    render([{"key": k, "value": v} for k, v in details.items()] + [{"key": f"config.{k}", "value": v}
-                                                                   for k, v in config.items()],
-           ["key", "value"], "table", title=f"run {run}")
+    render(
+        [{"key": k, "value": v} for k, v in details.items()]
+        + [{"key": f"config.{k}", "value": v} for k, v in config.items()],
+        ["key", "value"],
+        "table",
+        title=f"run {run}",
+    )
 
 
 @click.command("delete")
@@ -73,6 +80,7 @@ def delete_command(kind: str, name: str, yes: bool) -> None:
         with conn.transaction():
             gone = catalog.delete(conn, kind, name)
     if "refused" in gone:
-        raise InputError(f'corpus "{name}" is in use: runs {", ".join(gone["refused"])} were retrieved from it '
-                         f"(delete them first)")
+        raise InputError(
+            f'corpus "{name}" is in use: runs {", ".join(gone["refused"])} were retrieved from it (delete them first)'
+        )
     click.echo(f"deleted {kind} {name} (" + ", ".join(f"{v} {k}" for k, v in gone.items()) + ")")

@@ -47,24 +47,63 @@ def _line(result: gates.GateResult) -> str:
 @click.command("check")
 @click.option("--run", "run", required=True, help="The run to check.")
 @click.option("--baseline", default=None, help="A run of the same dataset to compare with (for --max-drop).")
-@click.option("--min", "minimums", multiple=True, metavar='"MEASURE=VALUE ..."',
-              help="The run value must be at least VALUE, e.g. --min \"nDCG@10=0.4 faithfulness=0.8\".")
-@click.option("--max", "maximums", multiple=True, metavar='"MEASURE=VALUE ..."',
-              help="The run value must be at most VALUE, e.g. --max \"contradiction_rate=0.05\".")
-@click.option("--max-drop", "max_drops", multiple=True, metavar='"MEASURE=VALUE ..."',
-              help="The change from --baseline in the metric's bad direction must be at most VALUE.")
-@click.option("--significant", is_flag=True,
-              help="Count a drop only when it is significant (Holm-adjusted randomization p < alpha).")
+@click.option(
+    "--min",
+    "minimums",
+    multiple=True,
+    metavar='"MEASURE=VALUE ..."',
+    help='The run value must be at least VALUE, e.g. --min "nDCG@10=0.4 faithfulness=0.8".',
+)
+@click.option(
+    "--max",
+    "maximums",
+    multiple=True,
+    metavar='"MEASURE=VALUE ..."',
+    help='The run value must be at most VALUE, e.g. --max "contradiction_rate=0.05".',
+)
+@click.option(
+    "--max-drop",
+    "max_drops",
+    multiple=True,
+    metavar='"MEASURE=VALUE ..."',
+    help="The change from --baseline in the metric's bad direction must be at most VALUE.",
+)
+@click.option(
+    "--significant",
+    is_flag=True,
+    help="Count a drop only when it is significant (Holm-adjusted randomization p < alpha).",
+)
 @resampling_options
 @click.option("--rel-level", default=1, show_default=True, type=int4(), help="Minimum relevant grade (trec_eval -l).")
-@click.option("--judge", default=None, metavar="MODEL|offline",
-              help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).")
-@click.option("--junit", "junit", type=OutputFile(), default=None,
-              help="Also write a JUnit XML report (one test case per gate) for a CI system to display.")
+@click.option(
+    "--judge",
+    default=None,
+    metavar="MODEL|offline",
+    help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).",
+)
+@click.option(
+    "--junit",
+    "junit",
+    type=OutputFile(),
+    default=None,
+    help="Also write a JUnit XML report (one test case per gate) for a CI system to display.",
+)
 @format_option()
-def check_command(run: str, baseline: str | None, minimums: tuple[str, ...], maximums: tuple[str, ...],
-                  max_drops: tuple[str, ...], significant: bool, resamples: int, seed: float, alpha: float,
-                  rel_level: int, judge: str | None, junit: Path | None, fmt: str) -> None:
+def check_command(
+    run: str,
+    baseline: str | None,
+    minimums: tuple[str, ...],
+    maximums: tuple[str, ...],
+    max_drops: tuple[str, ...],
+    significant: bool,
+    resamples: int,
+    seed: float,
+    alpha: float,
+    rel_level: int,
+    judge: str | None,
+    junit: Path | None,
+    fmt: str,
+) -> None:
     """Check a run against quality gates; exit 0 when every gate holds, 4 when any fails.
 
     Each failed gate is one line on stderr: the measure, its value, the limit and, against
@@ -73,8 +112,11 @@ def check_command(run: str, baseline: str | None, minimums: tuple[str, ...], max
 
       ragsql check --run nightly --baseline release --min "nDCG@10=0.4" --max-drop "faithfulness=0.05" --significant
     """
-    limits = {"min": parse_gates("--min", minimums), "max": parse_gates("--max", maximums),
-              "max_drop": parse_gates("--max-drop", max_drops)}
+    limits = {
+        "min": parse_gates("--min", minimums),
+        "max": parse_gates("--max", maximums),
+        "max_drop": parse_gates("--max-drop", max_drops),
+    }
     if not any(limits.values()):
         raise UsageError("no gate given: use --min, --max or --max-drop")
     if limits["max_drop"] and baseline is None:
@@ -86,8 +128,18 @@ def check_command(run: str, baseline: str | None, minimums: tuple[str, ...], max
             if name is not None:
                 names.run_id(conn, name)
         try:
-            results = gates.check(conn, run, baseline, limits["min"], limits["max"], limits["max_drop"], significant,
-                                  Resampling(resamples, seed, alpha), rel_level, judge)
+            results = gates.check(
+                conn,
+                run,
+                baseline,
+                limits["min"],
+                limits["max"],
+                limits["max_drop"],
+                significant,
+                Resampling(resamples, seed, alpha),
+                rel_level,
+                judge,
+            )
         except psycopg.errors.InvalidParameterValue as exc:
             message = exc.diag.message_primary
             if "different datasets" in message:
@@ -96,16 +148,23 @@ def check_command(run: str, baseline: str | None, minimums: tuple[str, ...], max
             raise UsageError(f"gate: {message}{hint}") from None
     failed = [r for r in results if not r.passed]
     if junit is not None:
-        write_junit(junit, f"ragsql check {run}",
-                    [Case(f"{r.gate} {r.measure}", None if r.passed else _line(r), _line(r)) for r in results],
-                    time.perf_counter() - started)
+        write_junit(
+            junit,
+            f"ragsql check {run}",
+            [Case(f"{r.gate} {r.measure}", None if r.passed else _line(r), _line(r)) for r in results],
+            time.perf_counter() - started,
+        )
     if fmt == "json":
-        report({"run": run, "baseline": baseline, "passed": not failed,
-                "gates": [dataclasses.asdict(r) for r in results]})
+        report(
+            {"run": run, "baseline": baseline, "passed": not failed, "gates": [dataclasses.asdict(r) for r in results]}
+        )
     else:
-        render([{**dataclasses.asdict(r), "result": "pass" if r.passed else "FAIL"} for r in results],
-               ["gate", "measure", "value", "limit_value", "baseline_value", "diff", "p_adjusted", "result"], "table",
-               title=f"gates of run {run}" + (f" against {baseline}" if baseline else ""))
+        render(
+            [{**dataclasses.asdict(r), "result": "pass" if r.passed else "FAIL"} for r in results],
+            ["gate", "measure", "value", "limit_value", "baseline_value", "diff", "p_adjusted", "result"],
+            "table",
+            title=f"gates of run {run}" + (f" against {baseline}" if baseline else ""),
+        )
     if failed:
         for r in failed:
             click.echo(f"ragsql: gate failed: {_line(r)}", err=True)

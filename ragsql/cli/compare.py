@@ -17,31 +17,70 @@ from ragsql.errors import InputError, UsageError
 
 __all__ = ["compare_command", "measures_option", "pair_table", "resampling_options", "split_measures"]
 
-COLUMNS = ["baseline", "run", "measure", "kind", "baseline_value", "value", "diff", "ci_low", "ci_high", "p_value",
-           "p_adjusted", "p_t", "significant", "queries", "improved", "regressed", "tied", "left_out", "judge_model",
-           "note"]
+COLUMNS = [
+    "baseline",
+    "run",
+    "measure",
+    "kind",
+    "baseline_value",
+    "value",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_adjusted",
+    "p_t",
+    "significant",
+    "queries",
+    "improved",
+    "regressed",
+    "tied",
+    "left_out",
+    "judge_model",
+    "note",
+]
 PPI_COLUMNS = ["ppi_baseline", "ppi_value", "ppi_diff", "ppi_low", "ppi_high", "ppi_labelled", "ppi_method"]
 QUESTION_WIDTH = 70
 
 
 def measures_option(what: str = "measures to compare"):
     return click.option(
-        "--measures", default=None, metavar='"nDCG@10 AP faithfulness ..."',
+        "--measures",
+        default=None,
+        metavar='"nDCG@10 AP faithfulness ..."',
         help=f"Space- or comma-separated {what}: retrieval measures (ir_measures, trec_eval or ranx names: "
-             "nDCG@10, ndcg_cut_10, MRR, MAP, hit_rate@5) and generation metrics (faithfulness, aspect:<name>). "
-             "Default: the default measures and every metric the runs were judged on.")
+        "nDCG@10, ndcg_cut_10, MRR, MAP, hit_rate@5) and generation metrics (faithfulness, aspect:<name>). "
+        "Default: the default measures and every metric the runs were judged on.",
+    )
 
 
 def resampling_options(command):
     """--resamples, --seed, --alpha: the same settings give the same intervals and p-values."""
-    for option in reversed((
-        click.option("--resamples", type=click.IntRange(min=1, max=1_000_000), default=10000, show_default=True,
-                     help="Resamples of the bootstrap interval and of the randomization test."),
-        click.option("--seed", type=Float8(), default=0.42, show_default=True,
-                     help="Seed of the resampling: the same seed gives the same numbers."),
-        click.option("--alpha", type=Float8(0, 1, min_open=True, max_open=True), default=0.05,
-                     show_default=True, help="Significance level; intervals are (1 - alpha)."),
-    )):
+    for option in reversed(
+        (
+            click.option(
+                "--resamples",
+                type=click.IntRange(min=1, max=1_000_000),
+                default=10000,
+                show_default=True,
+                help="Resamples of the bootstrap interval and of the randomization test.",
+            ),
+            click.option(
+                "--seed",
+                type=Float8(),
+                default=0.42,
+                show_default=True,
+                help="Seed of the resampling: the same seed gives the same numbers.",
+            ),
+            click.option(
+                "--alpha",
+                type=Float8(0, 1, min_open=True, max_open=True),
+                default=0.05,
+                show_default=True,
+                help="Significance level; intervals are (1 - alpha).",
+            ),
+        )
+    ):
         command = option(command)
     return command
 
@@ -50,8 +89,15 @@ def split_measures(measures: str | None) -> list[str] | None:
     return split_names(measures)
 
 
-def _compared(conn: psycopg.Connection, baseline: str, run: str, measures: list[str] | None,
-              resampling: Resampling, rel_level: int, judge: str | None) -> list[Comparison]:
+def _compared(
+    conn: psycopg.Connection,
+    baseline: str,
+    run: str,
+    measures: list[str] | None,
+    resampling: Resampling,
+    rel_level: int,
+    judge: str | None,
+) -> list[Comparison]:
     """ragsql.compare with its errors as the CLI contract's: data problems exit 1, option problems 2."""
     try:
         conn.execute("select ragsql._comparable_runs(%s, %s)", (baseline, run))
@@ -73,21 +119,37 @@ def _ppi_fields(row: dict | None) -> dict:
     """The prediction-powered columns of a compare row (None where the runs have no human labels)."""
     if row is None:
         return dict.fromkeys(PPI_COLUMNS)
-    return {"ppi_baseline": row["baseline_estimate"], "ppi_value": row["estimate"], "ppi_diff": row["diff"],
-            "ppi_low": row["ci_low"], "ppi_high": row["ci_high"], "ppi_labelled": row["labelled_both"],
-            "ppi_method": row["method"]}
+    return {
+        "ppi_baseline": row["baseline_estimate"],
+        "ppi_value": row["estimate"],
+        "ppi_diff": row["diff"],
+        "ppi_low": row["ci_low"],
+        "ppi_high": row["ci_high"],
+        "ppi_labelled": row["labelled_both"],
+        "ppi_method": row["method"],
+    }
 
 
 def _ppi_table(baseline: str, run: str, rows: dict[str, dict], alpha: float) -> Table:
     """The prediction-powered differences of the metrics people labelled in both runs."""
-    table = Table(title=f"{run} vs {baseline}, prediction-powered with human labels ({1 - alpha:.0%} interval)",
-                  title_justify="left", show_edge=False, header_style="bold")
+    table = Table(
+        title=f"{run} vs {baseline}, prediction-powered with human labels ({1 - alpha:.0%} interval)",
+        title_justify="left",
+        show_edge=False,
+        header_style="bold",
+    )
     for name in ("metric", baseline, run, "diff", "interval", "labelled", "method"):
         table.add_column(name, justify="left" if name in ("metric", "method") else "right")
     for metric, r in rows.items():
-        table.add_row(metric, _number(r["baseline_estimate"]), _number(r["estimate"]), _number(r["diff"]),
-                      f"[{_number(r['ci_low'])}, {_number(r['ci_high'])}]",
-                      f"{r['labelled_both']} both ({r['labelled_a']}, {r['labelled_b']})", r["method"])
+        table.add_row(
+            metric,
+            _number(r["baseline_estimate"]),
+            _number(r["estimate"]),
+            _number(r["diff"]),
+            f"[{_number(r['ci_low'])}, {_number(r['ci_high'])}]",
+            f"{r['labelled_both']} both ({r['labelled_a']}, {r['labelled_b']})",
+            r["method"],
+        )
     return table
 
 
@@ -108,9 +170,13 @@ def _p(value: float | None) -> str:
 
 def pair_table(rows: list[Comparison], alpha: float, higher: dict[str, bool]) -> Table:
     baseline, run = rows[0].baseline, rows[0].run
-    table = Table(title=f"{run} against {baseline}: diff = {run} − {baseline}, {1 - alpha:.0%} bootstrap interval, "
-                        f"randomization p (Holm-adjusted), t-test p",
-                  title_justify="left", show_edge=False, header_style="bold")
+    table = Table(
+        title=f"{run} against {baseline}: diff = {run} − {baseline}, {1 - alpha:.0%} bootstrap interval, "
+        f"randomization p (Holm-adjusted), t-test p",
+        title_justify="left",
+        show_edge=False,
+        header_style="bold",
+    )
     for name in ("measure", baseline, run, "diff", "interval", "p", "p_adj", "p_t", "", "+/−/=", "queries", "judge"):
         table.add_column(name, justify="left" if name in ("measure", "judge", "interval", "+/−/=") else "right")
     for r in rows:
@@ -119,9 +185,20 @@ def pair_table(rows: list[Comparison], alpha: float, higher: dict[str, bool]) ->
         if judge.startswith("offline"):
             judge = "OFFLINE " + judge
         queries = str(r.queries) + (f" ({r.left_out} left out)" if r.left_out else "")
-        table.add_row(r.measure, _number(r.baseline_value), _number(r.value),
-                      "NULL" if r.diff is None else f"{r.diff:+.4f}", interval, _p(r.p_value), _p(r.p_adjusted),
-                      _p(r.p_t), _marker(r, higher), f"{r.improved}/{r.regressed}/{r.tied}", queries, judge)
+        table.add_row(
+            r.measure,
+            _number(r.baseline_value),
+            _number(r.value),
+            "NULL" if r.diff is None else f"{r.diff:+.4f}",
+            interval,
+            _p(r.p_value),
+            _p(r.p_adjusted),
+            _p(r.p_t),
+            _marker(r, higher),
+            f"{r.improved}/{r.regressed}/{r.tied}",
+            queries,
+            judge,
+        )
     return table
 
 
@@ -141,8 +218,9 @@ def _runs_table(results: list[list[Comparison]], higher: dict[str, bool]) -> Tab
     return table
 
 
-def _per_query_rows(conn: psycopg.Connection, rows: list[Comparison], top: int, rel_level: int,
-                    judge: str | None) -> dict[str, dict[str, list[dict]]]:
+def _per_query_rows(
+    conn: psycopg.Connection, rows: list[Comparison], top: int, rel_level: int, judge: str | None
+) -> dict[str, dict[str, list[dict]]]:
     """For each measure, the queries that improved and regressed most (by the metric's direction)."""
     measures = [r.measure for r in rows]
     pairs = compare.compare_queries(conn, rows[0].baseline, rows[0].run, measures, rel_level, judge)
@@ -150,10 +228,13 @@ def _per_query_rows(conn: psycopg.Connection, rows: list[Comparison], top: int, 
     out: dict[str, dict[str, list[dict]]] = {}
     for measure in measures:
         sign = 1 if higher[measure] else -1
-        gains = sorted(((sign * p.diff, p) for p in pairs if p.measure == measure and p.diff != 0),
-                       key=lambda item: item[0])
-        out[measure] = {"improved": [dataclasses.asdict(p) for gain, p in reversed(gains) if gain > 0][:top],
-                        "regressed": [dataclasses.asdict(p) for gain, p in gains if gain < 0][:top]}
+        gains = sorted(
+            ((sign * p.diff, p) for p in pairs if p.measure == measure and p.diff != 0), key=lambda item: item[0]
+        )
+        out[measure] = {
+            "improved": [dataclasses.asdict(p) for gain, p in reversed(gains) if gain > 0][:top],
+            "regressed": [dataclasses.asdict(p) for gain, p in gains if gain < 0][:top],
+        }
     return out
 
 
@@ -161,16 +242,22 @@ def _print_per_query(per_query: dict[str, dict[str, list[dict]]], baseline: str,
     for measure, moved in per_query.items():
         if not moved["improved"] and not moved["regressed"]:
             continue
-        table = Table(title=f"{measure}: queries that moved most in {run}", title_justify="left", show_edge=False,
-                      header_style="bold")
+        table = Table(
+            title=f"{measure}: queries that moved most in {run}",
+            title_justify="left",
+            show_edge=False,
+            header_style="bold",
+        )
         for name in ("", "qid", "question", baseline, run, "diff"):
             table.add_column(name, justify="right" if name in (baseline, run, "diff") else "left")
         for label, items in (("improved", moved["improved"]), ("regressed", moved["regressed"])):
             for p in items:
-                question = (p["question"] or "")[:QUESTION_WIDTH] + ("…" if len(p["question"] or "") > QUESTION_WIDTH
-                                                                     else "")
-                table.add_row(label, p["qid"], question, _number(p["baseline_value"]), _number(p["value"]),
-                              f"{p['diff']:+.4f}")
+                question = (p["question"] or "")[:QUESTION_WIDTH] + (
+                    "…" if len(p["question"] or "") > QUESTION_WIDTH else ""
+                )
+                table.add_row(
+                    label, p["qid"], question, _number(p["baseline_value"]), _number(p["value"]), f"{p['diff']:+.4f}"
+                )
         print_table(table)
 
 
@@ -178,17 +265,41 @@ def _print_per_query(per_query: dict[str, dict[str, list[dict]]], baseline: str,
 @click.argument("runs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN_C ...]")
 @measures_option()
 @resampling_options
-@click.option("--rel-level", default=1, show_default=True, type=int4(),
-              help="Minimum grade that counts as relevant (trec_eval -l).")
-@click.option("--judge", default=None, metavar="MODEL|offline",
-              help="Whose verdicts generation metrics read: a judge model, or offline (default: the newest LLM "
-                   "judge's, else the offline judge's).")
+@click.option(
+    "--rel-level",
+    default=1,
+    show_default=True,
+    type=int4(),
+    help="Minimum grade that counts as relevant (trec_eval -l).",
+)
+@click.option(
+    "--judge",
+    default=None,
+    metavar="MODEL|offline",
+    help="Whose verdicts generation metrics read: a judge model, or offline (default: the newest LLM "
+    "judge's, else the offline judge's).",
+)
 @click.option("--per-query", is_flag=True, help="Also list the queries that improved and regressed most.")
-@click.option("--top", type=int4(1), default=5, show_default=True,
-              help="Queries listed per measure and direction with --per-query.")
+@click.option(
+    "--top",
+    type=int4(1),
+    default=5,
+    show_default=True,
+    help="Queries listed per measure and direction with --per-query.",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def compare_command(runs: tuple[str, ...], measures: str | None, resamples: int, seed: float, alpha: float,
-                    rel_level: int, judge: str | None, per_query: bool, top: int, fmt: str) -> None:
+def compare_command(
+    runs: tuple[str, ...],
+    measures: str | None,
+    resamples: int,
+    seed: float,
+    alpha: float,
+    rel_level: int,
+    judge: str | None,
+    per_query: bool,
+    top: int,
+    fmt: str,
+) -> None:
     """Compare runs of one dataset: each run against the first (the baseline).
 
     Per measure: both values, the mean per-query difference with its bootstrap interval,
@@ -210,17 +321,22 @@ def compare_command(runs: tuple[str, ...], measures: str | None, resamples: int,
         results = [_compared(conn, runs[0], run, asked, resampling, rel_level, judge) for run in runs[1:]]
         diffs = {run: compare.config_diff(conn, runs[0], run) for run in runs[1:]}
         higher = compare.higher_is_better(conn, [r.measure for r in results[0]])
-        moved = ({rows[0].run: _per_query_rows(conn, rows, top, rel_level, judge) for rows in results}
-                 if per_query else {})
-        labelled = {rows[0].run: review.ppi_compare(conn, runs[0], rows[0].run,
-                                                    [r.measure for r in rows if r.kind == "generation"], alpha, judge)
-                    for rows in results}
+        moved = (
+            {rows[0].run: _per_query_rows(conn, rows, top, rel_level, judge) for rows in results} if per_query else {}
+        )
+        labelled = {
+            rows[0].run: review.ppi_compare(
+                conn, runs[0], rows[0].run, [r.measure for r in rows if r.kind == "generation"], alpha, judge
+            )
+            for rows in results
+        }
     if fmt != "table":
         for run, diff in diffs.items():
             for key, before, after in diff:
                 warn(f"configuration of {run} differs from {runs[0]}: {key} {before} → {after}")
-        rows = [{**dataclasses.asdict(r), **_ppi_fields(labelled[r.run].get(r.measure))}
-                for rows in results for r in rows]
+        rows = [
+            {**dataclasses.asdict(r), **_ppi_fields(labelled[r.run].get(r.measure))} for rows in results for r in rows
+        ]
         if per_query and fmt == "json":
             for row in rows:
                 row.update({f"top_{k}": v for k, v in moved[row["run"]][row["measure"]].items()})
@@ -234,12 +350,16 @@ def compare_command(runs: tuple[str, ...], measures: str | None, resamples: int,
             print_table(_ppi_table(runs[0], rows[0].run, labelled[rows[0].run], alpha))
     if len(results) > 1:
         print_table(_runs_table(results, higher))
-    click.echo(f"▲ / ▼: significantly better / worse than {runs[0]} (Holm-adjusted randomization p < {alpha}); "
-                  f"{resamples:,} resamples, seed {seed}")
+    click.echo(
+        f"▲ / ▼: significantly better / worse than {runs[0]} (Holm-adjusted randomization p < {alpha}); "
+        f"{resamples:,} resamples, seed {seed}"
+    )
     for run, diff in diffs.items():
         if diff:
-            click.echo(f"what changed from {runs[0]} to {run}: "
-                          + "; ".join(f"{key} {before} → {after}" for key, before, after in diff))
+            click.echo(
+                f"what changed from {runs[0]} to {run}: "
+                + "; ".join(f"{key} {before} → {after}" for key, before, after in diff)
+            )
     for rows in results:
         if per_query:
             _print_per_query(moved[rows[0].run], runs[0], rows[0].run)

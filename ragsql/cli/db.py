@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from urllib.parse import quote
-
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import click
 
@@ -24,8 +23,11 @@ def db_group() -> None:
 
 
 @db_group.command("init")
-@click.option("--distribute", is_flag=True,
-              help="On a Citus coordinator: also distribute the schema (sql/citus.sql): run tables by run_id.")
+@click.option(
+    "--distribute",
+    is_flag=True,
+    help="On a Citus coordinator: also distribute the schema (sql/citus.sql): run tables by run_id.",
+)
 def init_command(distribute: bool) -> None:
     """Apply sql/ (idempotent: running it twice changes nothing)."""
     with db.connect() as conn:
@@ -56,9 +58,15 @@ def status_command(fmt: str) -> None:
     """Say where the data lives, a psql URL, the server version and the schema version."""
     external = bool(os.environ.get("RAGSQL_DATABASE_URL"))
     info = None if external else db.embedded_status()
-    status = {"database": "RAGSQL_DATABASE_URL" if external else "embedded",
-              "data": None if external else str(info.pgdata), "running": True, "url": None, "server_version": None,
-              "pgvector": None, "schema_version": None}
+    status = {
+        "database": "RAGSQL_DATABASE_URL" if external else "embedded",
+        "data": None if external else str(info.pgdata),
+        "running": True,
+        "url": None,
+        "server_version": None,
+        "pgvector": None,
+        "schema_version": None,
+    }
     if info is not None and not info.running:
         status["running"] = False
     else:
@@ -77,7 +85,9 @@ def status_command(fmt: str) -> None:
         click.echo("server:          stopped (any ragsql command starts it)")
         return
     click.echo(f"url:             {status['url']}")
-    click.echo(f"server:          PostgreSQL {status['server_version']}, pgvector {status['pgvector'] or 'not installed'}")
+    click.echo(
+        f"server:          PostgreSQL {status['server_version']}, pgvector {status['pgvector'] or 'not installed'}"
+    )
     click.echo(f"schema version:  {status['schema_version'] or 'not installed (run: ragsql db init)'}")
 
 

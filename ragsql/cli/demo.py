@@ -13,9 +13,7 @@ from ragsql import db
 from ragsql.cli.output import render, stderr_console
 from ragsql.cli.report import write_report
 from ragsql.cli.specs import int4
-from ragsql.db import diagnostics
-from ragsql.db import generation as generation_db
-from ragsql.db import metrics as metrics_db
+from ragsql.db import diagnostics, generation as generation_db, metrics as metrics_db
 from ragsql.db.compare import Resampling
 from ragsql.llm.settings import EndpointSettings
 
@@ -23,8 +21,14 @@ __all__ = ["demo_command"]
 
 MODES = ("bm25", "vector", "hybrid")
 RETRIEVAL = ["Success@1", "Success@5", "R@10", "RR@10", "nDCG@10"]
-GENERATION = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness",
-              "citation_coverage"]
+GENERATION = [
+    "faithfulness",
+    "answer_relevancy",
+    "context_precision",
+    "context_recall",
+    "answer_correctness",
+    "citation_coverage",
+]
 
 
 def _data() -> Path:
@@ -32,14 +36,28 @@ def _data() -> Path:
 
 
 @click.command("demo")
-@click.option("--name", default="demo", show_default=True,
-              help="Corpus, dataset and run-name prefix (runs NAME-bm25, NAME-vector, NAME-hybrid).")
+@click.option(
+    "--name",
+    default="demo",
+    show_default=True,
+    help="Corpus, dataset and run-name prefix (runs NAME-bm25, NAME-vector, NAME-hybrid).",
+)
 @click.option("--k", "k", default=10, show_default=True, type=click.IntRange(1, 100), help="Results per query.")
-@click.option("--top-n", default=3, show_default=True, type=click.IntRange(1, 20),
-              help="Results given to the generator as contexts.")
+@click.option(
+    "--top-n",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 20),
+    help="Results given to the generator as contexts.",
+)
 @click.option("--queries", default=None, type=int4(1), help="Use only the first N questions (quicker).")
-@click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write the HTML report of the three runs (default: RAGSQL_HOME/reports/NAME-report.html).")
+@click.option(
+    "--report",
+    "report_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the HTML report of the three runs (default: RAGSQL_HOME/reports/NAME-report.html).",
+)
 def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path: Path | None) -> None:
     """Run the whole pipeline offline on a small bundled bilingual corpus and compare three retrievers.
 
@@ -47,8 +65,8 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
     56 questions with gold evidence spans and reference answers, runs bm25, vector and
     hybrid retrieval, generates cited answers with the offline extractive generator,
     judges them with the offline judge, prints the metrics side by side with a
-    diagnosis of each run, and writes the HTML report of the three runs. No key and no network are needed; every generation score is
-    offline. The data stays in the database for psql (`ragsql db url`).
+    diagnosis of each run, and writes the HTML report of the three runs. No key and no network are needed; every
+    generation score is offline. The data stays in the database for psql (`ragsql db url`).
     """
     from ragsql.generate import generate_answers, make_generator, prepare_run
     from ragsql.importer import import_records
@@ -66,32 +84,52 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
         db.ensure_schema(conn)
         with console.status("ingesting the demo corpus"):
             s = ingest(conn, _data() / "corpus.jsonl", name, embedder="offline", settings=offline, strict=True)
-        console.print(f"ingested corpus {name}: {s.added + s.changed + s.unchanged} documents, "
-                      f"{s.chunks} new chunks ({s.seconds:.1f} s)")
+        console.print(
+            f"ingested corpus {name}: {s.added + s.changed + s.unchanged} documents, "
+            f"{s.chunks} new chunks ({s.seconds:.1f} s)"
+        )
         import_records(conn, evalset, "jsonl", dataset=name, replace=True)
         conn.commit()
         console.print(f"imported dataset {name}: questions with gold evidence spans and reference answers")
         for mode, run in zip(MODES, runs):
-            spec = RunSpec(mode=mode, k=k, candidates=max(50, 2 * k), weights={"bm25": 1, "vector": 1, "fuzzy": 1},
-                           rrf_k=60, expand=0)
+            spec = RunSpec(
+                mode=mode,
+                k=k,
+                candidates=max(50, 2 * k),
+                weights={"bm25": 1, "vector": 1, "fuzzy": 1},
+                rrf_k=60,
+                expand=0,
+            )
             r = retrieve_run(conn, dataset=name, corpus=name, run=run, spec=spec, replace=True, settings=offline)
             console.print(f"retrieved run {run}: {r.results} results for {r.queries} queries ({r.seconds:.1f} s)")
     url = db.database_url()
     for run in runs:
         with console.status(f"generating and judging {run}"):
-            _generate_and_judge(url, run, top_n, offline, prepare_run, make_generator, generate_answers,
-                                make_judging, judge_run)
+            _generate_and_judge(
+                url, run, top_n, offline, prepare_run, make_generator, generate_answers, make_judging, judge_run
+            )
         console.print(f"generated and judged run {run} offline")
     with db.connect() as conn:
         _print_comparison(conn, runs)
         _print_diagnoses(conn, runs)
         with console.status("writing the report"):
-            page = write_report(conn, runs[0], runs[1:], report_path or db.data_home() / "reports" / f"{name}-report.html",
-                                Resampling(2000), terminal=False)
-    console.print(f"report of the three runs (charts, the comparison, the worst queries with their verdicts): {page}",
-                  soft_wrap=True)
-    console.print(f"done in {time.perf_counter() - started:.0f} s. The data stays in place: psql \"$(ragsql db url)\", "
-                  f"then e.g. select * from ragsql.run_generation where run like '{name}-%';", soft_wrap=True)
+            page = write_report(
+                conn,
+                runs[0],
+                runs[1:],
+                report_path or db.data_home() / "reports" / f"{name}-report.html",
+                Resampling(2000),
+                terminal=False,
+            )
+    console.print(
+        f"report of the three runs (charts, the comparison, the worst queries with their verdicts): {page}",
+        soft_wrap=True,
+    )
+    console.print(
+        f'done in {time.perf_counter() - started:.0f} s. The data stays in place: psql "$(ragsql db url)", '
+        f"then e.g. select * from ragsql.run_generation where run like '{name}-%';",
+        soft_wrap=True,
+    )
 
 
 def _evalset(queries: int | None) -> Path:
@@ -108,8 +146,9 @@ def _evalset(queries: int | None) -> Path:
     return Path(handle.name)
 
 
-def _generate_and_judge(url, run, top_n, settings, prepare_run, make_generator, generate_answers, make_judging,
-                        judge_run) -> None:
+def _generate_and_judge(
+    url, run, top_n, settings, prepare_run, make_generator, generate_answers, make_judging, judge_run
+) -> None:
     async def go():
         client = make_generator(settings, offline=True)
         try:
@@ -134,23 +173,33 @@ def _print_comparison(conn, runs: list[str]) -> None:
             table[v.measure][run] = v.value
         for r in generation_db.run_generation(conn, run, GENERATION):
             table[r["metric"]][run] = r["value"]
-    rows = [{"metric": m + ("" if m in RETRIEVAL else " (offline)"), **{r: row.get(r) for r in runs}}
-            for m, row in table.items()]
-    render(rows, ["metric", *runs], "table",
-           title="retrieval from gold spans; generation judged OFFLINE (heuristic judge, extractive generator)")
+    rows = [
+        {"metric": m + ("" if m in RETRIEVAL else " (offline)"), **{r: row.get(r) for r in runs}}
+        for m, row in table.items()
+    ]
+    render(
+        rows,
+        ["metric", *runs],
+        "table",
+        title="retrieval from gold spans; generation judged OFFLINE (heuristic judge, extractive generator)",
+    )
 
 
 def _print_diagnoses(conn, runs: list[str]) -> None:
     for run in runs:
         checks = diagnostics.run_checks(conn, run)
         failed = [c for c in checks if not c["passed"] and not c["check_name"].startswith("queries: ")]
-        causes = sorted((c for c in checks if c["check_name"].startswith("queries: ") and not c["passed"]),
-                        key=lambda c: -c["value"])
+        causes = sorted(
+            (c for c in checks if c["check_name"].startswith("queries: ") and not c["passed"]),
+            key=lambda c: -c["value"],
+        )
         lines = [f"{c['check_name']} {c['value']:.2f} < {c['threshold']:.2f}: {c['advice']}" for c in failed]
         if causes:
             top = causes[0]
-            lines.append(f"most wrong answers ({top['value']:.0f}): {top['check_name'].removeprefix('queries: ')} — "
-                         f"{top['advice']}")
+            lines.append(
+                f"most wrong answers ({top['value']:.0f}): {top['check_name'].removeprefix('queries: ')} — "
+                f"{top['advice']}"
+            )
         click.echo(f"\n{run}: " + ("no check failed" if not lines else ""))
         for line in lines:
             click.echo(f"  - {line}")

@@ -29,9 +29,13 @@ def diagnose_command(run: str, per_query: bool, fmt: str) -> None:
         names.run_id(conn, run)
         if per_query:
             rows = diagnostics.query_causes(conn, run)
-            render(rows, ["qid", "answer_correctness", "context_recall", "context_precision", "cause"], fmt,
-                   title=f"run {run}: likely cause per query (correctness < 0.7 is wrong; recall, precision >= 0.7 "
-                         "is high)")
+            render(
+                rows,
+                ["qid", "answer_correctness", "context_recall", "context_precision", "cause"],
+                fmt,
+                title=f"run {run}: likely cause per query (correctness < 0.7 is wrong; recall, precision >= 0.7 "
+                "is high)",
+            )
             return
         rows = diagnostics.run_checks(conn, run)
     render(rows, ["check_name", "value", "threshold", "passed", "advice"], fmt, title=f"run {run}: diagnosis")

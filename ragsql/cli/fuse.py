@@ -18,25 +18,49 @@ NORMS = ("min-max", "max", "sum", "zmuv", "rank", "none")
 
 @click.command("fuse")
 @click.option("--runs", "runs", required=True, metavar="A,B[,C]", help="The runs to fuse (two or more, one dataset).")
-@click.option("--method", type=click.Choice(METHODS, case_sensitive=False), default="rrf", show_default=True,
-              help="How: reciprocal rank (rrf), sum / sum x count / mean / max / min of the normalised scores "
-                   "(combsum, combmnz, combanz, combmax, combmin), weighted sum (wsum), inverse square rank (isr, "
-                   "log_isr) or Borda count (bordafuse).")
-@click.option("--norm", type=click.Choice(NORMS, case_sensitive=False), default="min-max", show_default=True,
-              help="Each run's scores per query first: (s-min)/(max-min), s/max, (s-min)/(sum-min*n), "
-                   "z-score, 1-(rank-1)/n, or none (ranx's default is min-max).")
+@click.option(
+    "--method",
+    type=click.Choice(METHODS, case_sensitive=False),
+    default="rrf",
+    show_default=True,
+    help="How: reciprocal rank (rrf), sum / sum x count / mean / max / min of the normalised scores "
+    "(combsum, combmnz, combanz, combmax, combmin), weighted sum (wsum), inverse square rank (isr, "
+    "log_isr) or Borda count (bordafuse).",
+)
+@click.option(
+    "--norm",
+    type=click.Choice(NORMS, case_sensitive=False),
+    default="min-max",
+    show_default=True,
+    help="Each run's scores per query first: (s-min)/(max-min), s/max, (s-min)/(sum-min*n), "
+    "z-score, 1-(rank-1)/n, or none (ranx's default is min-max).",
+)
 @click.option("--weights", default=None, metavar="W1,W2,...", help="wsum only: one weight per run, in --runs order.")
 @click.option("--k", "k", default=60, show_default=True, type=int4(0), help="rrf's constant.")
-@click.option("--optimize", is_flag=True,
-              help="wsum / rrf: pick the weights (a grid of --step) or k (10..100) that maximise --measure on the "
-                   "dataset's judgments, as ranx's optimize_fusion does; tuned on the very queries it is scored on.")
+@click.option(
+    "--optimize",
+    is_flag=True,
+    help="wsum / rrf: pick the weights (a grid of --step) or k (10..100) that maximise --measure on the "
+    "dataset's judgments, as ranx's optimize_fusion does; tuned on the very queries it is scored on.",
+)
 @click.option("--measure", default="nDCG@10", show_default=True, help="What --optimize maximises.")
-@click.option("--step", default=0.1, show_default=True, type=Float8(0.01, 0.5),
-              help="--optimize wsum: the weight grid's step.")
+@click.option(
+    "--step", default=0.1, show_default=True, type=Float8(0.01, 0.5), help="--optimize wsum: the weight grid's step."
+)
 @click.option("--run", "run", required=True, help="Name of the fused run to store.")
 @format_option()
-def fuse_command(runs: str, method: str, norm: str, weights: str | None, k: int, optimize: bool, measure: str,
-                 step: float, run: str, fmt: str) -> None:
+def fuse_command(
+    runs: str,
+    method: str,
+    norm: str,
+    weights: str | None,
+    k: int,
+    optimize: bool,
+    measure: str,
+    step: float,
+    run: str,
+    fmt: str,
+) -> None:
     """Fuse runs of one dataset into a new run, as ranx's fuse(runs, norm, method) computes it.
 
     Scores per query and document equal ranx's; equal fused scores are ranked by document id
@@ -63,17 +87,36 @@ def fuse_command(runs: str, method: str, norm: str, weights: str | None, k: int,
         if optimize:
             best, trials = fusion.optimize(conn, names, method.lower(), norm, measure, step)
             parsed, k = best["weights"], best["k"]
-            tuned = {"measure": measure, "trials": len(trials),
-                     "best": max(t["score"] for t in trials if t["score"] is not None)}
-            warnings.append(f"the {'weights' if method.lower() == 'wsum' else 'k'} were tuned for {measure} on this "
-                            "dataset's own judgments: its scores here are optimistic; judge it on other queries")
+            tuned = {
+                "measure": measure,
+                "trials": len(trials),
+                "best": max(t["score"] for t in trials if t["score"] is not None),
+            }
+            warnings.append(
+                f"the {'weights' if method.lower() == 'wsum' else 'k'} were tuned for {measure} on this "
+                "dataset's own judgments: its scores here are optimistic; judge it on other queries"
+            )
         run_id, queries, results = fusion.fuse(conn, run, names, method, norm, parsed, k)
     if fmt == "json":
-        report({"run": run, "runs": names, "method": method, "norm": norm, "weights": parsed, "k": k,
-                "optimized": tuned, "queries": queries, "results": results}, warnings)
+        report(
+            {
+                "run": run,
+                "runs": names,
+                "method": method,
+                "norm": norm,
+                "weights": parsed,
+                "k": k,
+                "optimized": tuned,
+                "queries": queries,
+                "results": results,
+            },
+            warnings,
+        )
         return
     chosen = f", weights {parsed}" if parsed else f", k {k}" if method.lower() == "rrf" else ""
-    click.echo(f"run {run}: {method} of {', '.join(names)} ({norm} scores{chosen}): {queries} queries, "
-               f"{results} results" + (f"; {measure} {tuned['best']:.4f} over {tuned['trials']} trials" if tuned else ""))
+    click.echo(
+        f"run {run}: {method} of {', '.join(names)} ({norm} scores{chosen}): {queries} queries, "
+        f"{results} results" + (f"; {measure} {tuned['best']:.4f} over {tuned['trials']} trials" if tuned else "")
+    )
     for line in warnings:
         warn(line)

@@ -21,17 +21,28 @@ _SHOWN_FAILURES = 20
 @click.command("generate")
 @click.option("--run", "run", required=True, help="Name of the run whose queries are answered.")
 @click.option("--model", default=None, help="Generator model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
-@click.option("--top-n", default=5, show_default=True, type=click.IntRange(1, 100),
-              help="Best-ranked results (with text) given to the generator as contexts.")
-@click.option("--offline", is_flag=True,
-              help="Use the offline extractive generator even if an endpoint is configured.")
-@click.option("--replace", is_flag=True,
-              help="Delete the run's answers (and their judge verdicts) and generate them again.")
-@click.option("--workers", default=8, show_default=True, type=click.IntRange(1, 256),
-              help="Queries answered at once in this process.")
+@click.option(
+    "--top-n",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="Best-ranked results (with text) given to the generator as contexts.",
+)
+@click.option("--offline", is_flag=True, help="Use the offline extractive generator even if an endpoint is configured.")
+@click.option(
+    "--replace", is_flag=True, help="Delete the run's answers (and their judge verdicts) and generate them again."
+)
+@click.option(
+    "--workers",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Queries answered at once in this process.",
+)
 @format_option()
-def generate_command(run: str, model: str | None, top_n: int, offline: bool, replace: bool, workers: int,
-                     fmt: str) -> int:
+def generate_command(
+    run: str, model: str | None, top_n: int, offline: bool, replace: bool, workers: int, fmt: str
+) -> int:
     """Generate an answer for every query of a run from its top retrieved results.
 
     Each answer cites its contexts as [docno] and is stored in ragsql.answer with the
@@ -51,8 +62,11 @@ def generate_command(run: str, model: str | None, top_n: int, offline: bool, rep
         names.run_id(conn, run)
     client = make_generator(settings, offline=offline)
     console = stderr_console()
-    label = ("offline extractive generator" if client.offline
-             else f"generator {client.model} at {settings.base_url or 'api.openai.com'}")
+    label = (
+        "offline extractive generator"
+        if client.offline
+        else f"generator {client.model} at {settings.base_url or 'api.openai.com'}"
+    )
 
     async def go():
         try:
@@ -64,20 +78,41 @@ def generate_command(run: str, model: str | None, top_n: int, offline: bool, rep
             await client.aclose()
 
     result = asyncio.run(go())
-    warnings = [f"{result.no_context} queries had no retrieved context: no answer for them"] if result.no_context else []
+    warnings = (
+        [f"{result.no_context} queries had no retrieved context: no answer for them"] if result.no_context else []
+    )
     if not result.answers and not result.failed:
-        raise NothingDone(f'no answer written for run "{run}": ' + (
-            f"none of its {result.queries} queries has a retrieved context with text" if result.queries
-            else "it has no query to answer"))
+        raise NothingDone(
+            f'no answer written for run "{run}": '
+            + (
+                f"none of its {result.queries} queries has a retrieved context with text"
+                if result.queries
+                else "it has no query to answer"
+            )
+        )
     if fmt == "json":
         calls = result.calls
-        report({"run": run, "generator": label, "offline": client.offline, "top_n": top_n,
-                "queries": result.queries, "answers": result.answers, "replaced": result.replaced,
+        report(
+            {
+                "run": run,
+                "generator": label,
+                "offline": client.offline,
+                "top_n": top_n,
+                "queries": result.queries,
+                "answers": result.answers,
+                "replaced": result.replaced,
                 "no_context": result.no_context,
-                "failed": len(result.failed), "errors": [{"qid": qid, "error": error} for qid, error in result.failed],
-                "calls": len(calls.made), "cached": calls.cached, "failed_calls": calls.failed,
-                "prompt_tokens": calls.tokens("prompt"), "completion_tokens": calls.tokens("completion"),
-                "seconds": round(result.seconds, 3)}, warnings)
+                "failed": len(result.failed),
+                "errors": [{"qid": qid, "error": error} for qid, error in result.failed],
+                "calls": len(calls.made),
+                "cached": calls.cached,
+                "failed_calls": calls.failed,
+                "prompt_tokens": calls.tokens("prompt"),
+                "completion_tokens": calls.tokens("completion"),
+                "seconds": round(result.seconds, 3),
+            },
+            warnings,
+        )
     else:
         for line in warnings:
             warn(line)
@@ -87,19 +122,26 @@ def generate_command(run: str, model: str | None, top_n: int, offline: bool, rep
 
 def _print_summary(run: str, label: str, top_n: int, result, offline: bool) -> None:
     calls = result.calls
-    rows = [{"item": "answers written", "value": result.answers},
-            {"item": "queries failed", "value": len(result.failed)},
-            {"item": "queries without retrieved context", "value": result.no_context}]
+    rows = [
+        {"item": "answers written", "value": result.answers},
+        {"item": "queries failed", "value": len(result.failed)},
+        {"item": "queries without retrieved context", "value": result.no_context},
+    ]
     if result.replaced:
         rows.append({"item": "answers replaced", "value": result.replaced})
     if offline:  # computed here: no call, no token
-        rows += [{"item": "offline answers", "value": len(calls.made)},
-                 {"item": "served from cache", "value": calls.cached}]
+        rows += [
+            {"item": "offline answers", "value": len(calls.made)},
+            {"item": "served from cache", "value": calls.cached},
+        ]
     else:
-        rows += [{"item": "chat calls", "value": len(calls.made)}, {"item": "served from cache", "value": calls.cached},
-                 {"item": "failed calls", "value": calls.failed},
-                 {"item": f"prompt tokens ({tokenizer_name()})", "value": calls.tokens("prompt")},
-                 {"item": "completion tokens", "value": calls.tokens("completion")}]
+        rows += [
+            {"item": "chat calls", "value": len(calls.made)},
+            {"item": "served from cache", "value": calls.cached},
+            {"item": "failed calls", "value": calls.failed},
+            {"item": f"prompt tokens ({tokenizer_name()})", "value": calls.tokens("prompt")},
+            {"item": "completion tokens", "value": calls.tokens("completion")},
+        ]
     rows.append({"item": "seconds", "value": f"{result.seconds:.2f}"})
     render(rows, ["item", "value"], "table", title=f"generated answers for run {run} with the {label} (top {top_n})")
     for qid, error in result.failed[:_SHOWN_FAILURES]:
@@ -107,5 +149,8 @@ def _print_summary(run: str, label: str, top_n: int, result, offline: bool) -> N
     if len(result.failed) > _SHOWN_FAILURES:
         click.echo(f"… and {len(result.failed) - _SHOWN_FAILURES} more failed queries", err=True)
     if result.failed:
-        click.echo(f"{len(result.failed)} queries failed and have no answer; "
-                   "run `ragsql generate --replace` to try again (stored replies are reused).", err=True)
+        click.echo(
+            f"{len(result.failed)} queries failed and have no answer; "
+            "run `ragsql generate --replace` to try again (stored replies are reused).",
+            err=True,
+        )

@@ -27,8 +27,9 @@ def sparkline(values: list[float | None]) -> str:
         return ""
     low, high = min(known), max(known)
     span = high - low
-    return "".join(" " if v is None else SPARK[0 if span == 0 else round((v - low) / span * (len(SPARK) - 1))]
-                   for v in values)
+    return "".join(
+        " " if v is None else SPARK[0 if span == 0 else round((v - low) / span * (len(SPARK) - 1))] for v in values
+    )
 
 
 def _cell(v: HistoryValue) -> str:
@@ -42,8 +43,12 @@ def _cell(v: HistoryValue) -> str:
 
 def _table(dataset: str, rows: list[HistoryValue]) -> Table:
     runs = list(dict.fromkeys(r.run for r in rows))  # ragsql.history orders each measure's rows by creation
-    table = Table(title=f"dataset {dataset}: run values in the order the runs were made (★ best, last column "
-                        f"the latest run)", title_justify="left", show_edge=False, header_style="bold")
+    table = Table(
+        title=f"dataset {dataset}: run values in the order the runs were made (★ best, last column the latest run)",
+        title_justify="left",
+        show_edge=False,
+        header_style="bold",
+    )
     table.add_column("measure")
     for run in runs:
         table.add_column(run, justify="right")
@@ -52,8 +57,11 @@ def _table(dataset: str, rows: list[HistoryValue]) -> Table:
     for r in rows:
         by_measure.setdefault(r.measure, {})[r.run] = r
     for measure, values in by_measure.items():
-        table.add_row(measure, *(_cell(values[run]) if run in values else "" for run in runs),
-                      sparkline([values[run].value if run in values else None for run in runs]))
+        table.add_row(
+            measure,
+            *(_cell(values[run]) if run in values else "" for run in runs),
+            sparkline([values[run].value if run in values else None for run in runs]),
+        )
     return table
 
 
@@ -62,11 +70,16 @@ def _table(dataset: str, rows: list[HistoryValue]) -> Table:
 @measures_option("measures to list")
 @click.option("--ci", is_flag=True, help="Add each value's percentile bootstrap interval.")
 @resampling_options
-@click.option("--judge", default=None, metavar="MODEL|offline",
-              help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).")
+@click.option(
+    "--judge",
+    default=None,
+    metavar="MODEL|offline",
+    help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def history_command(dataset: str, measures: str | None, ci: bool, resamples: int, seed: float, alpha: float,
-                    judge: str | None, fmt: str) -> None:
+def history_command(
+    dataset: str, measures: str | None, ci: bool, resamples: int, seed: float, alpha: float, judge: str | None, fmt: str
+) -> None:
     """Every run value of a dataset over time: drift across nightly runs at a glance.
 
     One column per run in the order the runs were made, the best value of each measure
@@ -77,14 +90,18 @@ def history_command(dataset: str, measures: str | None, ci: bool, resamples: int
         db.ensure_schema(conn)
         names.dataset_id(conn, dataset)
         try:
-            rows = compare.history(conn, dataset, split_measures(measures), ci, Resampling(resamples, seed, alpha),
-                                   judge)
+            rows = compare.history(
+                conn, dataset, split_measures(measures), ci, Resampling(resamples, seed, alpha), judge
+            )
         except psycopg.errors.InvalidParameterValue as exc:
             hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
             raise UsageError(f"--measures: {exc.diag.message_primary}{hint}") from None
     if fmt != "table":
-        render([dataclasses.asdict(r) | {"created_at": r.created_at.isoformat()} for r in rows],
-               ["run", "created_at", "measure", "kind", "value", "ci_low", "ci_high", "queries", "best", "latest"], fmt)
+        render(
+            [dataclasses.asdict(r) | {"created_at": r.created_at.isoformat()} for r in rows],
+            ["run", "created_at", "measure", "kind", "value", "ci_low", "ci_high", "queries", "best", "latest"],
+            fmt,
+        )
         return
     if not rows:
         click.echo(f"dataset {dataset} has no run yet")

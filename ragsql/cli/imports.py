@@ -12,8 +12,10 @@ from ragsql.importer import ImportSummary, import_records, import_trec
 __all__ = ["import_group"]
 
 _FILE = click.Path(exists=True, dir_okay=False)
-_CORPUS = ("Check the gold evidence against this corpus and warn about what matches nothing (default: gold spans "
-           "and chunk ids against every corpus).")
+_CORPUS = (
+    "Check the gold evidence against this corpus and warn about what matches nothing (default: gold spans "
+    "and chunk ids against every corpus)."
+)
 
 
 @click.group("import")
@@ -35,8 +37,9 @@ def import_group() -> None:
 @click.option("--replace", is_flag=True, help="Replace a run of the same name and the judgments of these queries.")
 @click.option("--corpus", help=_CORPUS)
 @format_option()
-def trec_command(dataset: str, qrels: str, run_file: str | None, run_name: str | None, replace: bool,
-                 corpus: str | None, fmt: str) -> None:
+def trec_command(
+    dataset: str, qrels: str, run_file: str | None, run_name: str | None, replace: bool, corpus: str | None, fmt: str
+) -> None:
     """Import TREC qrels and optionally a run.
 
     The run's rank column is ignored: results are ranked as trec_eval ranks them,
@@ -46,8 +49,9 @@ def trec_command(dataset: str, qrels: str, run_file: str | None, run_name: str |
     with db.connect() as conn:
         db.ensure_schema(conn)
         with conn.transaction():
-            summary = _stored(qrels, import_trec(conn, dataset, qrels, run_file, run_name, replace=replace,
-                                                 corpus=corpus))
+            summary = _stored(
+                qrels, import_trec(conn, dataset, qrels, run_file, run_name, replace=replace, corpus=corpus)
+            )
     _report(qrels if run_file is None else run_file, summary, fmt)
 
 
@@ -56,17 +60,21 @@ def _records_command(kind: str, example: str):
     @click.option("--dataset", required=True, help="Dataset to load into (created when new).")
     @click.option("--run", help="Store the records' retrieved items and answers as this run.")
     @click.option("--skip-bad", is_flag=True, help="Skip malformed records, load the rest and list every skipped line.")
-    @click.option("--replace", is_flag=True,
-                  help="Replace a run of the same name and the labels of the queries this file labels.")
+    @click.option(
+        "--replace", is_flag=True, help="Replace a run of the same name and the labels of the queries this file labels."
+    )
     @click.option("--corpus", help=_CORPUS)
     @format_option()
-    def command(file: str, dataset: str, run: str | None, skip_bad: bool, replace: bool, corpus: str | None,
-                fmt: str) -> None:
+    def command(
+        file: str, dataset: str, run: str | None, skip_bad: bool, replace: bool, corpus: str | None, fmt: str
+    ) -> None:
         with db.connect() as conn:
             db.ensure_schema(conn)
             with conn.transaction():
-                summary = _stored(file, import_records(conn, file, kind, dataset, run, skip_bad=skip_bad,
-                                                       replace=replace, corpus=corpus))
+                summary = _stored(
+                    file,
+                    import_records(conn, file, kind, dataset, run, skip_bad=skip_bad, replace=replace, corpus=corpus),
+                )
         _report(file, summary, fmt)
 
     command.__doc__ = f"""Import eval-set records from {kind.upper()} ({example}).
@@ -85,9 +93,11 @@ def _records_command(kind: str, example: str):
 
 
 import_group.command("jsonl")(_records_command("jsonl", "one JSON object per line"))
-import_group.command("csv")(_records_command(
-    "csv", "a header row; list cells are JSON arrays such as [\"ctx a\",\"ctx b\"], a plain cell is one element"
-))
+import_group.command("csv")(
+    _records_command(
+        "csv", 'a header row; list cells are JSON arrays such as ["ctx a","ctx b"], a plain cell is one element'
+    )
+)
 
 
 def _stored(file: str, s: ImportSummary) -> ImportSummary:
@@ -106,10 +116,22 @@ def _report(file: str, s: ImportSummary, fmt: str) -> None:
         click.echo(f"{file}:{line}: {message}", err=True)
     warnings = [s.unmatched.line()] if s.unmatched else []
     if fmt == "json":
-        report({"file": file, "dataset": s.dataset, "run": s.run, "queries": s.queries, "judgments": s.judgments,
-                "spans": s.spans, "references": s.references, "results": s.results, "answers": s.answers,
+        report(
+            {
+                "file": file,
+                "dataset": s.dataset,
+                "run": s.run,
+                "queries": s.queries,
+                "judgments": s.judgments,
+                "spans": s.spans,
+                "references": s.references,
+                "results": s.results,
+                "answers": s.answers,
                 "skipped": [{"line": line, "message": message} for line, message in s.skipped],
-                "unmatched_gold": s.unmatched.as_json()}, warnings)
+                "unmatched_gold": s.unmatched.as_json(),
+            },
+            warnings,
+        )
         return
     for line in warnings:
         warn(line)

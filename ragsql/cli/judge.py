@@ -25,33 +25,77 @@ __all__ = ["judge_command"]
 
 @click.command("judge")
 @click.option("--run", "run", required=True, help="Name of the run whose answers are judged.")
-@click.option("--metrics", default=None, metavar='"faithfulness answer_relevancy ..."', callback=check_metrics,
-              help=f"Space- or comma-separated metrics: {', '.join(METRICS)}. Default: "
-                   f"{', '.join(DEFAULT_METRICS)} — those the run's data allows (no reference answer: no "
-                   "context_recall, answer_similarity, answer_correctness).")
-@click.option("--workers", default=16, show_default=True, type=click.IntRange(1, 256),
-              help="Concurrent judge workers in this process (more processes may judge the same run at once).")
+@click.option(
+    "--metrics",
+    default=None,
+    metavar='"faithfulness answer_relevancy ..."',
+    callback=check_metrics,
+    help=f"Space- or comma-separated metrics: {', '.join(METRICS)}. Default: "
+    f"{', '.join(DEFAULT_METRICS)} — those the run's data allows (no reference answer: no "
+    "context_recall, answer_similarity, answer_correctness).",
+)
+@click.option(
+    "--workers",
+    default=16,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Concurrent judge workers in this process (more processes may judge the same run at once).",
+)
 @click.option("--model", default=None, help="Judge model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
-@click.option("--embedder", default=None, metavar="SPEC", callback=check_spec("embedder"),
-              help="e5 | offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
-                   "endpoint is configured, else offline).")
+@click.option(
+    "--embedder",
+    default=None,
+    metavar="SPEC",
+    callback=check_spec("embedder"),
+    help="e5 | offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
+    "endpoint is configured, else offline).",
+)
 @click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured.")
-@click.option("--again", is_flag=True,
-              help="Judge tasks already done once more (e.g. after editing prompts); requests already answered "
-                   "still come from the cache. Another --model or --embedder re-judges without this.")
-@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 20),
-              help="Judge the answers N times, with seeds s, s+1, … (temperature: RAGSQL_JUDGE_TEMPERATURE), and "
-                   "report how much the values move; repeat k >= 2 is stored as run RUN#k. Costs N times the calls.")
-@click.option("--atomicity", type=click.Choice(["low", "high"]), default="low", show_default=True,
-              help="factual_correctness: claims of one fact each (high) or as the text groups them (low), as RAGAS.")
-@click.option("--coverage", type=click.Choice(["low", "high"]), default="low", show_default=True,
-              help="factual_correctness: claims keep every detail (high) or the main facts (low), as RAGAS. Claims "
-                   "of each setting are stored apart; judge a done run again with --again.")
+@click.option(
+    "--again",
+    is_flag=True,
+    help="Judge tasks already done once more (e.g. after editing prompts); requests already answered "
+    "still come from the cache. Another --model or --embedder re-judges without this.",
+)
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 20),
+    help="Judge the answers N times, with seeds s, s+1, … (temperature: RAGSQL_JUDGE_TEMPERATURE), and "
+    "report how much the values move; repeat k >= 2 is stored as run RUN#k. Costs N times the calls.",
+)
+@click.option(
+    "--atomicity",
+    type=click.Choice(["low", "high"]),
+    default="low",
+    show_default=True,
+    help="factual_correctness: claims of one fact each (high) or as the text groups them (low), as RAGAS.",
+)
+@click.option(
+    "--coverage",
+    type=click.Choice(["low", "high"]),
+    default="low",
+    show_default=True,
+    help="factual_correctness: claims keep every detail (high) or the main facts (low), as RAGAS. Claims "
+    "of each setting are stored apart; judge a done run again with --again.",
+)
 @click.option("--dry-run", is_flag=True, help="Print how many calls and tokens the run needs; call nothing.")
 @format_option()
-def judge_command(run: str, metrics: list[str] | None, workers: int, model: str | None, embedder: str | None,
-                  offline: bool, again: bool, repeat: int, atomicity: str, coverage: str, dry_run: bool,
-                  fmt: str) -> int:
+def judge_command(
+    run: str,
+    metrics: list[str] | None,
+    workers: int,
+    model: str | None,
+    embedder: str | None,
+    offline: bool,
+    again: bool,
+    repeat: int,
+    atomicity: str,
+    coverage: str,
+    dry_run: bool,
+    fmt: str,
+) -> int:
     """Judge a run's answers and store the verdicts; generation metrics are SQL views over them.
 
     The endpoint is RAGSQL_JUDGE_BASE_URL / RAGSQL_JUDGE_API_KEY (or OPENAI_BASE_URL /
@@ -73,18 +117,42 @@ def judge_command(run: str, metrics: list[str] | None, workers: int, model: str 
     if repeat > 1 and judging.judge.offline:
         raise UsageError("--repeat needs an LLM judge: the offline judge gives the same verdicts every time")
     console = stderr_console()
-    label = "offline judge" if judging.judge.offline else f"judge {judging.model} at {settings.base_url or 'api.openai.com'}"
+    label = (
+        "offline judge"
+        if judging.judge.offline
+        else f"judge {judging.model} at {settings.base_url or 'api.openai.com'}"
+    )
     if dry_run:
-        plans = [asyncio.run(plan_run(url, run, judging if k == 1 else _seeded(settings, k, embedder, dry_run),
-                                      metrics=metrics, again=again)) for k in range(1, repeat + 1)]
+        plans = [
+            asyncio.run(
+                plan_run(
+                    url,
+                    run,
+                    judging if k == 1 else _seeded(settings, k, embedder, dry_run),
+                    metrics=metrics,
+                    again=again,
+                )
+            )
+            for k in range(1, repeat + 1)
+        ]
         plan = plans[0]
         for other in plans[1:]:
             plan.tally.merge(other.tally)
         tasks = sum(p.tasks for p in plans)
         _say_skipped(console, plan.skipped)
         if fmt == "json":
-            report({"run": run, "judge": label, "offline": judging.judge.offline, "dry_run": True, "tasks": tasks,
-                    **_tally_json(plan.tally), "skipped": plan.skipped, **({"repeats": repeat} if repeat > 1 else {})})
+            report(
+                {
+                    "run": run,
+                    "judge": label,
+                    "offline": judging.judge.offline,
+                    "dry_run": True,
+                    "tasks": tasks,
+                    **_tally_json(plan.tally),
+                    "skipped": plan.skipped,
+                    **({"repeats": repeat} if repeat > 1 else {}),
+                }
+            )
         else:
             _print_plan(run if repeat == 1 else f"{run} × {repeat} repeats", label, tasks, plan.tally, judging)
         return 0
@@ -108,23 +176,49 @@ def judge_command(run: str, metrics: list[str] | None, workers: int, model: str 
     failed = sum(r.failed for _, r in results)
     spread = _consistency(run, metrics) if repeat > 1 else []
     if fmt == "json":
-        runs = [{"run": target, "metrics": list(r.kinds), "done": r.done, "failed": r.failed, "lost": r.lost,
-                 "errors": [{"qid": qid, "metric": kind, "error": error} for qid, kind, error in r.errors],
-                 **_tally_json(r.tally), "skipped": r.skipped, "seconds": round(r.seconds, 3)}
-                for target, r in results]
+        runs = [
+            {
+                "run": target,
+                "metrics": list(r.kinds),
+                "done": r.done,
+                "failed": r.failed,
+                "lost": r.lost,
+                "errors": [{"qid": qid, "metric": kind, "error": error} for qid, kind, error in r.errors],
+                **_tally_json(r.tally),
+                "skipped": r.skipped,
+                "seconds": round(r.seconds, 3),
+            }
+            for target, r in results
+        ]
         one = {k: v for k, v in runs[0].items() if k != "run"}
-        report({"run": run, "judge": label, "offline": judging.judge.offline, "dry_run": False, **one,
-                **({"repeats": runs, "consistency": spread} if repeat > 1 else {})})
+        report(
+            {
+                "run": run,
+                "judge": label,
+                "offline": judging.judge.offline,
+                "dry_run": False,
+                **one,
+                **({"repeats": runs, "consistency": spread} if repeat > 1 else {}),
+            }
+        )
         if failed:
-            click.echo(f"{failed} tasks failed: their metrics are NULL with the reason; "
-                       "run `ragsql judge` again to retry them.", err=True)
+            click.echo(
+                f"{failed} tasks failed: their metrics are NULL with the reason; "
+                "run `ragsql judge` again to retry them.",
+                err=True,
+            )
     elif spread:
-        render(spread, ["metric", "repeats", "mean", "sd", "min", "max", "queries", "flipping", "flip_share",
-                        "mean_query_range"], "table",
-               title=f"judge consistency over {repeat} judgings of {run} (SQL: ragsql.judge_consistency, judge_flips)")
+        render(
+            spread,
+            ["metric", "repeats", "mean", "sd", "min", "max", "queries", "flipping", "flip_share", "mean_query_range"],
+            "table",
+            title=f"judge consistency over {repeat} judgings of {run} (SQL: ragsql.judge_consistency, judge_flips)",
+        )
     if repeat > 1 and settings.temperature == 0:
-        warn("temperature 0: repeats differ only by seed; set RAGSQL_JUDGE_TEMPERATURE to measure the spread at "
-             "the temperature you judge with")
+        warn(
+            "temperature 0: repeats differ only by seed; set RAGSQL_JUDGE_TEMPERATURE to measure the spread at "
+            "the temperature you judge with"
+        )
     return 3 if failed else 0  # 3: some tasks failed; their metrics are NULL with the reason
 
 
@@ -132,8 +226,7 @@ def _seeded(settings: EndpointSettings, k: int, embedder: str | None, dry_run: b
     """The judging service of repeat k: the same endpoint with seed + k - 1."""
     from ragsql.orchestrator.setup import make_judging
 
-    return make_judging(dataclasses.replace(settings, seed=settings.seed + k - 1), embedder=embedder,
-                        dry_run=dry_run)
+    return make_judging(dataclasses.replace(settings, seed=settings.seed + k - 1), embedder=embedder, dry_run=dry_run)
 
 
 def _consistency(run: str, metrics: list[str] | None) -> list[dict]:
@@ -147,8 +240,9 @@ async def _judge(url, run, judging, metrics, workers, again, console, label) -> 
     await judging.judge.check()
     try:
         with progress(console, f"judging {run}") as on_progress:
-            return await judge_run(url, run, judging, metrics=metrics, workers=workers, again=again,
-                                   on_progress=on_progress)
+            return await judge_run(
+                url, run, judging, metrics=metrics, workers=workers, again=again, on_progress=on_progress
+            )
     finally:
         await judging.judge.aclose()
         await judging.embedder.aclose()
@@ -160,17 +254,26 @@ def _say_skipped(console: Console, skipped: dict[str, str]) -> None:
 
 
 def _tally_json(t: Tally) -> dict[str, int]:
-    return {"calls": t.calls, "cached": t.cached, "failed_calls": t.failed, "prompt_tokens": t.prompt_tokens,
-            "completion_tokens": t.completion_tokens, "embedding_calls": t.embedding_calls,
-            "texts_embedded": t.texts_embedded, "embeddings_cached": t.embeddings_cached}
+    return {
+        "calls": t.calls,
+        "cached": t.cached,
+        "failed_calls": t.failed,
+        "prompt_tokens": t.prompt_tokens,
+        "completion_tokens": t.completion_tokens,
+        "embedding_calls": t.embedding_calls,
+        "texts_embedded": t.texts_embedded,
+        "embeddings_cached": t.embeddings_cached,
+    }
 
 
 def _tally_rows(t: Tally, offline: bool, plan: bool = False) -> list[dict]:
     if offline:  # heuristic verdicts computed here: no call, no token
-        return [{"item": "offline verdicts" + (" needed" if plan else ""), "value": t.calls},
-                {"item": "served from cache", "value": t.cached},
-                {"item": "texts embedded (offline)", "value": t.texts_embedded},
-                {"item": "embeddings already stored", "value": t.embeddings_cached}]
+        return [
+            {"item": "offline verdicts" + (" needed" if plan else ""), "value": t.calls},
+            {"item": "served from cache", "value": t.cached},
+            {"item": "texts embedded (offline)", "value": t.texts_embedded},
+            {"item": "embeddings already stored", "value": t.embeddings_cached},
+        ]
     estimate = " (estimate)" if plan else ""
     return [
         {"item": "chat calls" + (" needed" if plan else ""), "value": t.calls},
@@ -190,13 +293,20 @@ def _print_plan(run, label, tasks, tally: Tally, judging) -> None:
 
 
 def _print_summary(run, label, result: JudgeResult, judging) -> None:
-    rows = [{"item": "tasks done", "value": result.done}, {"item": "tasks failed", "value": result.failed},
-            *_tally_rows(result.tally, judging.judge.offline), {"item": "seconds", "value": f"{result.seconds:.2f}"}]
+    rows = [
+        {"item": "tasks done", "value": result.done},
+        {"item": "tasks failed", "value": result.failed},
+        *_tally_rows(result.tally, judging.judge.offline),
+        {"item": "seconds", "value": f"{result.seconds:.2f}"},
+    ]
     if result.lost:
         rows.insert(2, {"item": "tasks taken over by another worker", "value": result.lost})
     render(rows, ["item", "value"], "table", title=f"judged run {run} with the {label} ({', '.join(result.kinds)})")
     for qid, kind, error in result.errors[:10]:
         click.echo(f"failed: query {qid}, {kind}: {error}", err=True)
     if result.failed:
-        click.echo(f"{result.failed} tasks failed: their metrics are NULL with the reason; "
-                   "run `ragsql judge` again to retry them.", err=True)
+        click.echo(
+            f"{result.failed} tasks failed: their metrics are NULL with the reason; "
+            "run `ragsql judge` again to retry them.",
+            err=True,
+        )

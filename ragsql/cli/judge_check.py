@@ -21,24 +21,54 @@ _GROUPS = {"metric": ("metric", "language"), "kind": ("metric", "kind", "languag
 
 @click.command("judge-check")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--metrics", default=None, metavar='"faithfulness answer_relevancy ..."', callback=check_metrics,
-              help="Check only the pairs of these metrics (default: every pair in the file).")
+@click.option(
+    "--metrics",
+    default=None,
+    metavar='"faithfulness answer_relevancy ..."',
+    callback=check_metrics,
+    help="Check only the pairs of these metrics (default: every pair in the file).",
+)
 @click.option("--model", default=None, help="Judge model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
-@click.option("--embedder", default=None, metavar="SPEC", callback=check_spec("embedder"),
-              help="offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (as `ragsql judge`).")
+@click.option(
+    "--embedder",
+    default=None,
+    metavar="SPEC",
+    callback=check_spec("embedder"),
+    help="offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (as `ragsql judge`).",
+)
 @click.option("--offline", is_flag=True, help="Check the offline heuristic judge even if an endpoint is configured.")
-@click.option("--by", type=click.Choice(sorted(_GROUPS)), default="metric", show_default=True,
-              help="Group the accuracy by metric and language, or also by the pairs' kind.")
-@click.option("--min-accuracy", type=Float8(0, 1), default=None,
-              help="Exit 4 when a metric's pairwise accuracy (per language) is below this.")
-@click.option("--workers", default=16, show_default=True, type=click.IntRange(1, 256),
-              help="Concurrent judge workers.")
-@click.option("--keep", is_flag=True,
-              help="Keep the judge-check-<hash> dataset and its runs (to read the verdicts) instead of deleting it.")
+@click.option(
+    "--by",
+    type=click.Choice(sorted(_GROUPS)),
+    default="metric",
+    show_default=True,
+    help="Group the accuracy by metric and language, or also by the pairs' kind.",
+)
+@click.option(
+    "--min-accuracy",
+    type=Float8(0, 1),
+    default=None,
+    help="Exit 4 when a metric's pairwise accuracy (per language) is below this.",
+)
+@click.option("--workers", default=16, show_default=True, type=click.IntRange(1, 256), help="Concurrent judge workers.")
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the judge-check-<hash> dataset and its runs (to read the verdicts) instead of deleting it.",
+)
 @format_option(("table", "json", "csv"))
-def judge_check_command(file: str, metrics: list[str] | None, model: str | None, embedder: str | None,
-                        offline: bool, by: str, min_accuracy: float | None, workers: int, keep: bool,
-                        fmt: str) -> int:
+def judge_check_command(
+    file: str,
+    metrics: list[str] | None,
+    model: str | None,
+    embedder: str | None,
+    offline: bool,
+    by: str,
+    min_accuracy: float | None,
+    workers: int,
+    keep: bool,
+    fmt: str,
+) -> int:
     """Measure a judge on labelled pairs before trusting it.
 
     FILE is JSONL, one pair per line: id, metric, question, optional language, kind and
@@ -65,9 +95,17 @@ def judge_check_command(file: str, metrics: list[str] | None, model: str | None,
     columns = [*_GROUPS[by], "pairs", "accuracy", "better", "ties", "worse", "no_value"]
     judge = "the offline judge (OFFLINE heuristics)" if result.offline else f"judge {result.judge}"
     if fmt == "json":
-        report({"file": file, "judge": result.judge, "offline": result.offline, "pairs": len(pairs),
-                "dataset": result.dataset if keep else None, "groups": rows,
-                "failed_tasks": result.failed_tasks})
+        report(
+            {
+                "file": file,
+                "judge": result.judge,
+                "offline": result.offline,
+                "pairs": len(pairs),
+                "dataset": result.dataset if keep else None,
+                "groups": rows,
+                "failed_tasks": result.failed_tasks,
+            }
+        )
     else:
         render(rows, columns, fmt, title=f"pairwise accuracy of {judge} on {len(pairs)} pairs of {file}")
         if keep:
@@ -90,8 +128,14 @@ async def _check(url, pairs, judging, workers, keep, console):
     await judging.judge.check()
     try:
         with progress(console, "judging pairs") as on_progress:
-            return await check_pairs(url, pairs, judging, workers=workers, keep=keep,
-                                     on_progress=lambda run, done, total: on_progress(done, total))
+            return await check_pairs(
+                url,
+                pairs,
+                judging,
+                workers=workers,
+                keep=keep,
+                on_progress=lambda run, done, total: on_progress(done, total),
+            )
     finally:
         await judging.judge.aclose()
         await judging.embedder.aclose()

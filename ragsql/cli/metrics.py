@@ -20,23 +20,41 @@ __all__ = ["metrics_command"]
 
 @click.command("metrics")
 @click.option("--run", "run", required=True, help="Name of the run to evaluate.")
-@click.option("--measures", default=None, metavar='"P@5 nDCG@10 ..."',
-              help="Space- or comma-separated measures (default: ragsql.default_measure): Success@k R@k P@k "
-                   "RR@k nDCG@k nDCG_burges@k AP AP@k ContextPrecision@k Rprec F1@k Bpref infAP ERR@k RBP Judged@k "
-                   "NumRet NumRel NumRelRet; without @k the whole ranking; ir_measures' parameters: "
-                   "P(rel=2)@10, RBP(p=0.9). Or generation metrics alone (faithfulness, token_f1, "
-                   "factual_correctness(mode=f1), noise_sensitivity(mode=relevant), aspect:NAME, …; see "
-                   "ragsql.generation_metric), read from stored verdicts as `ragsql scores` reads them.")
-@click.option("--rel-level", default=1, show_default=True, type=int4(),
-              help="Minimum grade that counts as relevant (trec_eval -l). nDCG gains ignore it.")
-@click.option("--answerable-only", is_flag=True,
-              help="Average over queries with at least one relevant item only.")
+@click.option(
+    "--measures",
+    default=None,
+    metavar='"P@5 nDCG@10 ..."',
+    help="Space- or comma-separated measures (default: ragsql.default_measure): Success@k R@k P@k "
+    "RR@k nDCG@k nDCG_burges@k AP AP@k ContextPrecision@k Rprec F1@k Bpref infAP ERR@k RBP Judged@k "
+    "NumRet NumRel NumRelRet; without @k the whole ranking; ir_measures' parameters: "
+    "P(rel=2)@10, RBP(p=0.9). Or generation metrics alone (faithfulness, token_f1, "
+    "factual_correctness(mode=f1), noise_sensitivity(mode=relevant), aspect:NAME, …; see "
+    "ragsql.generation_metric), read from stored verdicts as `ragsql scores` reads them.",
+)
+@click.option(
+    "--rel-level",
+    default=1,
+    show_default=True,
+    type=int4(),
+    help="Minimum grade that counts as relevant (trec_eval -l). nDCG gains ignore it.",
+)
+@click.option("--answerable-only", is_flag=True, help="Average over queries with at least one relevant item only.")
 @click.option("--per-query", is_flag=True, help="One row per query and measure.")
 @click.option("--ci", is_flag=True, help="Add a percentile bootstrap interval to every run value (ci_low, ci_high).")
 @resampling_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def metrics_command(run: str, measures: str | None, rel_level: int, answerable_only: bool,
-                    per_query: bool, ci: bool, resamples: int, seed: float, alpha: float, fmt: str) -> None:
+def metrics_command(
+    run: str,
+    measures: str | None,
+    rel_level: int,
+    answerable_only: bool,
+    per_query: bool,
+    ci: bool,
+    resamples: int,
+    seed: float,
+    alpha: float,
+    fmt: str,
+) -> None:
     """Retrieval measures of a run, computed in SQL with trec_eval -c semantics.
 
     The run value is the mean over every judged query of the dataset: a judged
@@ -62,9 +80,16 @@ def metrics_command(run: str, measures: str | None, rel_level: int, answerable_o
                 render(rows, ["run", "qid", "measure", "value"], fmt, title=f"run {run}")
                 return
             values = metrics.run_values(conn, run, asked, rel_level)
-            intervals = ({i.measure: i for i in compare.measure_ci(
-                conn, run, [v.measure for v in values], Resampling(resamples, seed, alpha), rel_level)}
-                if ci and values else {})
+            intervals = (
+                {
+                    i.measure: i
+                    for i in compare.measure_ci(
+                        conn, run, [v.measure for v in values], Resampling(resamples, seed, alpha), rel_level
+                    )
+                }
+                if ci and values
+                else {}
+            )
         except psycopg.errors.InvalidParameterValue as exc:  # the measures named are the only parameter checked
             hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
             raise UsageError(f"--measures: {exc.diag.message_primary}{hint}") from None
@@ -88,15 +113,20 @@ def _generation_names(conn: psycopg.Connection, asked: list[str]) -> list[str]:
     return [m for m in asked if m.lower().strip() in kinds or m.lower().strip().startswith("aspect:")]
 
 
-def _generation_metrics(conn: psycopg.Connection, run: str, asked: list[str], per_query: bool, retrieval_only: bool,
-                        fmt: str) -> None:
+def _generation_metrics(
+    conn: psycopg.Connection, run: str, asked: list[str], per_query: bool, retrieval_only: bool, fmt: str
+) -> None:
     """Generation metrics named in --measures, as `ragsql scores` computes them (ragsql.summarize_generation)."""
     if len(_generation_names(conn, asked)) < len(asked):
-        raise UsageError("--measures mixes generation metrics and retrieval measures: ask for them separately, or "
-                         "see both with `ragsql scores`")
+        raise UsageError(
+            "--measures mixes generation metrics and retrieval measures: ask for them separately, or "
+            "see both with `ragsql scores`"
+        )
     if retrieval_only:
-        raise UsageError("--ci and --answerable-only apply to retrieval measures; `ragsql scores --ci` gives "
-                         "generation metrics their intervals")
+        raise UsageError(
+            "--ci and --answerable-only apply to retrieval measures; `ragsql scores --ci` gives "
+            "generation metrics their intervals"
+        )
     try:
         if per_query:
             rows = [{**r, "measure": r["metric"]} for r in generation.query_generation(conn, run, asked)]
@@ -105,8 +135,12 @@ def _generation_metrics(conn: psycopg.Connection, run: str, asked: list[str], pe
         rows = [{**r, "measure": r["metric"]} for r in generation.run_generation(conn, run, asked)]
     except psycopg.errors.InvalidParameterValue as exc:
         raise UsageError(f"--measures: {exc.diag.message_primary}") from None
-    render(rows, ["run", "measure", "value", "queries", "covered", "missing", "judge_model"], fmt,
-           title=f"run {run} — generation metrics from stored verdicts (NULLs are not averaged)")
+    render(
+        rows,
+        ["run", "measure", "value", "queries", "covered", "missing", "judge_model"],
+        fmt,
+        title=f"run {run} — generation metrics from stored verdicts (NULLs are not averaged)",
+    )
 
 
 def _title(run: str, values: list[metrics.RunValue], rel_level: int, answerable_only: bool) -> str:
@@ -114,5 +148,7 @@ def _title(run: str, values: list[metrics.RunValue], rel_level: int, answerable_
         return f"run {run}: no judged queries"
     v = values[0]
     scope = f"{v.answerable} answerable queries" if answerable_only else f"{v.queries} judged queries"
-    return (f"run {run} — {scope} ({v.no_relevant} without a relevant item, {v.missing} missing from the run), "
-            f"relevance level {rel_level}")
+    return (
+        f"run {run} — {scope} ({v.no_relevant} without a relevant item, {v.missing} missing from the run), "
+        f"relevance level {rel_level}"
+    )

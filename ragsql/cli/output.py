@@ -7,7 +7,6 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterator, Sequence
-
 from typing import TYPE_CHECKING
 
 import click
@@ -16,8 +15,18 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["FORMATS", "REPORT_FORMATS", "console", "format_option", "print_table", "progress", "render", "report",
-           "stderr_console", "warn"]
+__all__ = [
+    "FORMATS",
+    "REPORT_FORMATS",
+    "console",
+    "format_option",
+    "print_table",
+    "progress",
+    "render",
+    "report",
+    "stderr_console",
+    "warn",
+]
 
 FORMATS = ("table", "json", "csv")
 REPORT_FORMATS = ("table", "json")  # a batch step's summary: a table for people, one JSON object for scripts
@@ -25,8 +34,14 @@ REPORT_FORMATS = ("table", "json")  # a batch step's summary: a table for people
 
 def format_option(choices: Sequence[str] = REPORT_FORMATS):
     """The `--format` option every command shares (table by default)."""
-    return click.option("--format", "fmt", type=click.Choice(choices), default="table", show_default=True,
-                        help="table for people; json: one object on stdout (README: JSON output).")
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default="table",
+        show_default=True,
+        help="table for people; json: one object on stdout (README: JSON output).",
+    )
 
 
 def console(stderr: bool = False, highlight: bool = False) -> Console:
@@ -55,8 +70,14 @@ def progress(console: Console, label: str) -> Iterator[Callable[[int, int], None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn(label, markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
+    with Progress(
+        TextColumn(label, markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
         task = bar.add_task("items", total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)
 

@@ -20,9 +20,13 @@ __all__ = ["report_command", "write_report"]
 
 
 def _overview_table(data: ReportData) -> Table:
-    table = Table(title=f"run {data.run} (dataset {data.dataset}): values with their "
-                        f"{1 - data.resampling.alpha:.0%} bootstrap intervals", title_justify="left", show_edge=False,
-                  header_style="bold")
+    table = Table(
+        title=f"run {data.run} (dataset {data.dataset}): values with their "
+        f"{1 - data.resampling.alpha:.0%} bootstrap intervals",
+        title_justify="left",
+        show_edge=False,
+        header_style="bold",
+    )
     table.add_column("measure")
     for run in data.overview:
         table.add_column(run, justify="right")
@@ -38,8 +42,9 @@ def _overview_table(data: ReportData) -> Table:
             cells.append("NULL" if v is None or v.value is None else f"{v.value:.4f} [{v.ci_low:.3f}, {v.ci_high:.3f}]")
         if data.ppi:
             p = data.ppi.get(measure)
-            cells.append("" if p is None else f"{p['estimate']:.4f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}] "
-                                              f"({p['labelled']})")
+            cells.append(
+                "" if p is None else f"{p['estimate']:.4f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}] ({p['labelled']})"
+            )
         judge = judges.get(measure) or ""
         table.add_row(measure, *cells, ("OFFLINE " if judge.startswith("offline") else "") + judge)
     return table
@@ -50,19 +55,30 @@ def _rows_table(title: str, rows: list[dict], columns: list[str]) -> Table:
     for c in columns:
         table.add_column(c)
     for r in rows:
-        table.add_row(*("" if r[c] is None else (f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]))
-                        for c in columns))
+        table.add_row(
+            *("" if r[c] is None else (f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c])) for c in columns)
+        )
     return table
 
 
-def write_report(conn, run: str, compared: list[str], html: Path | None, resampling: Resampling,
-                 judge: str | None = None, terminal: bool = True) -> Path | None:
+def write_report(
+    conn,
+    run: str,
+    compared: list[str],
+    html: Path | None,
+    resampling: Resampling,
+    judge: str | None = None,
+    terminal: bool = True,
+) -> Path | None:
     """Print the report of `run` (against each of `compared`) and write its HTML page when asked."""
     for name in [run, *compared]:
         names.run_id(conn, name)
     for other in compared:
-        refused = conn.execute("select r.dataset_id <> o.dataset_id from ragsql.run as r, ragsql.run as o "
-                               "where r.name = %s and o.name = %s", (run, other)).fetchone()[0]
+        refused = conn.execute(
+            "select r.dataset_id <> o.dataset_id from ragsql.run as r, ragsql.run as o "
+            "where r.name = %s and o.name = %s",
+            (run, other),
+        ).fetchone()[0]
         if refused:
             raise InputError(f'run "{other}" is of another dataset than "{run}": only runs of one dataset compare')
     data = read_report(conn, run, compared, resampling, judge)
@@ -77,12 +93,29 @@ def write_report(conn, run: str, compared: list[str], html: Path | None, resampl
             if rows:
                 print_table(pair_table(rows, resampling.alpha, higher))
         if data.diagnosis:
-            print_table(_rows_table(f"diagnosis of {run}", data.diagnosis,
-                                    ["check_name", "value", "threshold", "passed", "advice"]))
+            print_table(
+                _rows_table(
+                    f"diagnosis of {run}", data.diagnosis, ["check_name", "value", "threshold", "passed", "advice"]
+                )
+            )
         if data.judge_usage:
-            print_table(_rows_table("cost (the calls sent for these runs)", data.judge_usage,
-                                    ["run", "purpose", "kind", "model", "prompt_version", "calls", "failed",
-                                     "prompt_tokens", "completion_tokens"]))
+            print_table(
+                _rows_table(
+                    "cost (the calls sent for these runs)",
+                    data.judge_usage,
+                    [
+                        "run",
+                        "purpose",
+                        "kind",
+                        "model",
+                        "prompt_version",
+                        "calls",
+                        "failed",
+                        "prompt_tokens",
+                        "completion_tokens",
+                    ],
+                )
+            )
     if html is None:
         return None
     from ragsql.report import write_html  # matplotlib and jinja2 load only when a page is written
@@ -92,15 +125,29 @@ def write_report(conn, run: str, compared: list[str], html: Path | None, resampl
 
 @click.command("report")
 @click.option("--run", "run", required=True, help="The run to report on.")
-@click.option("--compare", "compared", multiple=True, metavar="RUN",
-              help="Compare with this run (repeatable): the report's run is the baseline.")
-@click.option("--html", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
-              help="Also write one self-contained HTML page with charts (no script, no network) to this file.")
-@click.option("--judge", default=None, metavar="MODEL|offline",
-              help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).")
+@click.option(
+    "--compare",
+    "compared",
+    multiple=True,
+    metavar="RUN",
+    help="Compare with this run (repeatable): the report's run is the baseline.",
+)
+@click.option(
+    "--html",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Also write one self-contained HTML page with charts (no script, no network) to this file.",
+)
+@click.option(
+    "--judge",
+    default=None,
+    metavar="MODEL|offline",
+    help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).",
+)
 @resampling_options
-def report_command(run: str, compared: tuple[str, ...], html: Path | None, judge: str | None, resamples: int,
-                   seed: float, alpha: float) -> None:
+def report_command(
+    run: str, compared: tuple[str, ...], html: Path | None, judge: str | None, resamples: int, seed: float, alpha: float
+) -> None:
     """A run's report: every metric with its interval, the comparison with other runs, the diagnosis, the judge's cost.
 
     With --html, one self-contained page: the metric overview with intervals, the comparison

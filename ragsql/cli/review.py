@@ -10,8 +10,7 @@ import psycopg
 from ragsql import db
 from ragsql.cli.output import format_option, report
 from ragsql.cli.specs import Float8, OutputFile, int4
-from ragsql.db import names
-from ragsql.db import review as review_db
+from ragsql.db import names, review as review_db
 from ragsql.errors import InputError, UsageError
 from ragsql.formats.review import read_labels, sheet_csv, sheet_jsonl
 
@@ -38,16 +37,24 @@ def _item(label) -> str:
 @review_group.command("export")
 @click.option("--run", "run", required=True, help="The judged run to review.")
 @click.option("--sample", type=int4(1), default=50, show_default=True, help="Queries to sample.")
-@click.option("--stratify", default=None, metavar="METRIC",
-              help="Sample evenly across the quintiles of this metric's value (e.g. faithfulness).")
+@click.option(
+    "--stratify",
+    default=None,
+    metavar="METRIC",
+    help="Sample evenly across the quintiles of this metric's value (e.g. faithfulness).",
+)
 @click.option("--seed", type=Float8(), default=0.42, show_default=True, help="The same seed gives the same sample.")
-@click.option("--judge", default=None, metavar="MODEL|offline",
-              help="Whose verdicts the sheet shows (default: the newest LLM judge's, else offline).")
+@click.option(
+    "--judge",
+    default=None,
+    metavar="MODEL|offline",
+    help="Whose verdicts the sheet shows (default: the newest LLM judge's, else offline).",
+)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
-@click.option("--output", type=OutputFile(), default=None,
-              help="Write the sheet here (default: stdout).")
-def export_command(run: str, sample: int, stratify: str | None, seed: float, judge: str | None, fmt: str,
-                   output: Path | None) -> None:
+@click.option("--output", type=OutputFile(), default=None, help="Write the sheet here (default: stdout).")
+def export_command(
+    run: str, sample: int, stratify: str | None, seed: float, judge: str | None, fmt: str, output: Path | None
+) -> None:
     """Write a review sheet: sampled queries with question, contexts, answer and reference, the judge's value
     of each metric and its statement-by-statement verdicts, and an empty label beside each."""
     with db.connect() as conn:
@@ -85,8 +92,10 @@ def import_command(file: Path, reviewer: str | None, fmt: str) -> None:
         answered = {run: review_db.answered_qids(conn, run) for run in runs}
         metrics = review_db.known_metrics(conn)
         # (qid, item, model) of each stored statement verdict, and (qid, item, None) for a label naming no judge
-        judged = {run: {k for q, i, m in review_db.judged_statements(conn, run) for k in ((q, i, m), (q, i, None))}
-                  for run in runs}
+        judged = {
+            run: {k for q, i, m in review_db.judged_statements(conn, run) for k in ((q, i, m), (q, i, None))}
+            for run in runs
+        }
         seen: dict[tuple, int] = {}
         for label in labels:
             key = (label.run, label.qid, label.metric, label.item, label.reviewer)
@@ -96,8 +105,11 @@ def import_command(file: Path, reviewer: str | None, fmt: str) -> None:
                 raise InputError(f'unknown metric "{label.metric}"', str(file), label.line)
             if label.item and (label.qid, label.item, label.judge_model) not in judged[label.run]:
                 by = f" by {label.judge_model}" if label.judge_model else ""
-                raise InputError(f'no statement verdict {label.item}{by} of query "{label.qid}" in run "{label.run}"',
-                                 str(file), label.line)
+                raise InputError(
+                    f'no statement verdict {label.item}{by} of query "{label.qid}" in run "{label.run}"',
+                    str(file),
+                    label.line,
+                )
             if key in seen:
                 raise InputError(f"{_item(label)} twice (first at line {seen[key]})", str(file), label.line)
             seen[key] = label.line
@@ -107,13 +119,35 @@ def import_command(file: Path, reviewer: str | None, fmt: str) -> None:
             if where is not None:
                 raise InputError(f"{_item(label)} already (from {where})", str(file), label.line)
         with conn.transaction():
-            count = review_db.store_labels(conn, [
-                (x.run, x.qid, x.metric, x.item, x.reviewer, x.score, x.verdict, x.judge_model, x.judge_value,
-                 x.judge_verdict, f"{file.name}:{x.line}") for x in labels])
-    result = {"file": str(file), "labels": count, "reviewers": sorted({x.reviewer for x in labels}),
-              "runs": sorted(runs)}
+            count = review_db.store_labels(
+                conn,
+                [
+                    (
+                        x.run,
+                        x.qid,
+                        x.metric,
+                        x.item,
+                        x.reviewer,
+                        x.score,
+                        x.verdict,
+                        x.judge_model,
+                        x.judge_value,
+                        x.judge_verdict,
+                        f"{file.name}:{x.line}",
+                    )
+                    for x in labels
+                ],
+            )
+    result = {
+        "file": str(file),
+        "labels": count,
+        "reviewers": sorted({x.reviewer for x in labels}),
+        "runs": sorted(runs),
+    }
     if fmt == "json":
         report(result)
     else:
-        click.echo(f"stored {count} labels of {', '.join(result['reviewers'])} for run {', '.join(result['runs'])}; "
-                   f"see ragsql.judge_agreement and ragsql.ppi_mean")
+        click.echo(
+            f"stored {count} labels of {', '.join(result['reviewers'])} for run {', '.join(result['runs'])}; "
+            f"see ragsql.judge_agreement and ragsql.ppi_mean"
+        )

@@ -24,17 +24,29 @@ def rubric_group() -> None:
 
 @rubric_group.command("add")
 @click.argument("name")
-@click.option("--score1", required=True, help="What earns a 1, e.g. \"The answer is wrong or off topic.\"")
+@click.option("--score1", required=True, help='What earns a 1, e.g. "The answer is wrong or off topic."')
 @click.option("--score2", required=True, help="What earns a 2.")
 @click.option("--score3", required=True, help="What earns a 3.")
 @click.option("--score4", required=True, help="What earns a 4.")
 @click.option("--score5", required=True, help="What earns a 5.")
-@click.option("--with-reference", is_flag=True,
-              help="Show the judge the reference answers too (queries without one get no score).")
+@click.option(
+    "--with-reference",
+    is_flag=True,
+    help="Show the judge the reference answers too (queries without one get no score).",
+)
 @click.option("--replace", is_flag=True, help="Change the descriptions of a rubric of that name.")
 @format_option()
-def add_command(name: str, score1: str, score2: str, score3: str, score4: str, score5: str, with_reference: bool,
-                replace: bool, fmt: str) -> None:
+def add_command(
+    name: str,
+    score1: str,
+    score2: str,
+    score3: str,
+    score4: str,
+    score5: str,
+    with_reference: bool,
+    replace: bool,
+    fmt: str,
+) -> None:
     """Add a rubric NAME (lower-case letters, digits, _)."""
     with db.connect() as conn:
         db.ensure_schema(conn)
@@ -43,8 +55,10 @@ def add_command(name: str, score1: str, score2: str, score3: str, score4: str, s
     if fmt == "json":
         report({"rubric": name, "done": done, "metric": f"rubrics_score:{name}", "with_reference": with_reference})
         return
-    click.echo(f"{done} rubric {name}: judge it with `ragsql judge --run RUN --metrics rubrics_score`, "
-               f"read it as rubrics_score:{name}")
+    click.echo(
+        f"{done} rubric {name}: judge it with `ragsql judge --run RUN --metrics rubrics_score`, "
+        f"read it as rubrics_score:{name}"
+    )
 
 
 @rubric_group.command("list")

@@ -15,8 +15,11 @@ from ragsql.db.compare import Resampling
 __all__ = ["scores_command"]
 
 
-_NO_JUDGE = {"text_metric": "answer and reference texts", "context_id_metric": "context ids and gold labels",
-             "string_context_metric": "context texts and gold texts"}
+_NO_JUDGE = {
+    "text_metric": "answer and reference texts",
+    "context_id_metric": "context ids and gold labels",
+    "string_context_metric": "context texts and gold texts",
+}
 
 
 def _source(row: dict, no_judge: dict[str, str]) -> str:
@@ -32,16 +35,24 @@ def _source(row: dict, no_judge: dict[str, str]) -> str:
 @click.command("scores")
 @click.option("--run", "run", required=True, help="Name of the run.")
 @click.option("--per-query", is_flag=True, help="One row per query and metric, with the reason a value is NULL.")
-@click.option("--judge", default=None, metavar="MODEL|offline",
-              help="Whose verdicts generation metrics read: a judge model, or offline (default: the newest LLM "
-                   "judge's, else the offline judge's).")
-@click.option("--ci", is_flag=True,
-              help="Add a percentile bootstrap interval to every run value (ci_low, ci_high) and, for generation "
-                   "metrics with human labels (ragsql review), the prediction-powered mean and interval (ppi).")
+@click.option(
+    "--judge",
+    default=None,
+    metavar="MODEL|offline",
+    help="Whose verdicts generation metrics read: a judge model, or offline (default: the newest LLM "
+    "judge's, else the offline judge's).",
+)
+@click.option(
+    "--ci",
+    is_flag=True,
+    help="Add a percentile bootstrap interval to every run value (ci_low, ci_high) and, for generation "
+    "metrics with human labels (ragsql review), the prediction-powered mean and interval (ppi).",
+)
 @resampling_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def scores_command(run: str, per_query: bool, judge: str | None, ci: bool, resamples: int, seed: float, alpha: float,
-                   fmt: str) -> None:
+def scores_command(
+    run: str, per_query: bool, judge: str | None, ci: bool, resamples: int, seed: float, alpha: float, fmt: str
+) -> None:
     """Retrieval measures (from gold labels) and generation metrics (from stored verdicts) of a run.
 
     Generation values come from one judge model and prompt version per metric (the newest
@@ -54,29 +65,64 @@ def scores_command(run: str, per_query: bool, judge: str | None, ci: bool, resam
         names.run_id(conn, run)
         text = generation.no_judge_metrics(conn)
         if per_query:
-            rows = [{**dataclasses.asdict(v), "kind": "retrieval", "reason": None, "source": "gold labels"}
-                    for v in metrics.query_values(conn, run, None, 1)]
-            rows += [{**r, "measure": r["metric"], "kind": "generation", "source": _source(r, text)}
-                     for r in generation.query_generation(conn, run, judge=judge)]
+            rows = [
+                {**dataclasses.asdict(v), "kind": "retrieval", "reason": None, "source": "gold labels"}
+                for v in metrics.query_values(conn, run, None, 1)
+            ]
+            rows += [
+                {**r, "measure": r["metric"], "kind": "generation", "source": _source(r, text)}
+                for r in generation.query_generation(conn, run, judge=judge)
+            ]
             render(rows, ["qid", "kind", "measure", "value", "reason", "source"], fmt, title=f"run {run}")
             return
-        rows = [{"kind": "retrieval", "measure": v.measure, "value": v.value, "queries": v.queries,
-                 "covered": v.queries - v.missing, "missing": v.missing, "source": "gold labels"}
-                for v in metrics.run_values(conn, run, None, 1) if v.queries]
-        rows += [{"kind": "generation", "measure": r["metric"], "value": r["value"], "queries": r["queries"],
-                  "covered": r["covered"], "missing": r["missing"], "source": _source(r, text)}
-                 for r in generation.run_generation(conn, run, judge=judge)]
+        rows = [
+            {
+                "kind": "retrieval",
+                "measure": v.measure,
+                "value": v.value,
+                "queries": v.queries,
+                "covered": v.queries - v.missing,
+                "missing": v.missing,
+                "source": "gold labels",
+            }
+            for v in metrics.run_values(conn, run, None, 1)
+            if v.queries
+        ]
+        rows += [
+            {
+                "kind": "generation",
+                "measure": r["metric"],
+                "value": r["value"],
+                "queries": r["queries"],
+                "covered": r["covered"],
+                "missing": r["missing"],
+                "source": _source(r, text),
+            }
+            for r in generation.run_generation(conn, run, judge=judge)
+        ]
         if ci and rows:
-            intervals = {i.measure: i for i in compare.measure_ci(conn, run, [r["measure"] for r in rows],
-                                                                  Resampling(resamples, seed, alpha), judge=judge)}
+            intervals = {
+                i.measure: i
+                for i in compare.measure_ci(
+                    conn, run, [r["measure"] for r in rows], Resampling(resamples, seed, alpha), judge=judge
+                )
+            }
             corrected = review.ppi(conn, run, [r["measure"] for r in rows if r["kind"] == "generation"], alpha, judge)
             for r in rows:
                 r["ci_low"], r["ci_high"] = intervals[r["measure"]].ci_low, intervals[r["measure"]].ci_high
                 p = corrected.get(r["measure"], {})
-                r["ppi"], r["ppi_low"], r["ppi_high"], r["labelled"] = (p.get("estimate"), p.get("ci_low"),
-                                                                        p.get("ci_high"), p.get("labelled"))
+                r["ppi"], r["ppi_low"], r["ppi_high"], r["labelled"] = (
+                    p.get("estimate"),
+                    p.get("ci_low"),
+                    p.get("ci_high"),
+                    p.get("labelled"),
+                )
     extra = ["ci_low", "ci_high"] if ci else []
     if ci and (fmt != "table" or any(r.get("labelled") for r in rows)):
         extra += ["ppi", "ppi_low", "ppi_high", "labelled"]
-    render(rows, ["kind", "measure", "value"] + extra + ["queries", "covered", "missing", "source"], fmt,
-           title=f"run {run} — retrieval from gold labels, generation from judge verdicts (NULLs are not averaged)")
+    render(
+        rows,
+        ["kind", "measure", "value"] + extra + ["queries", "covered", "missing", "source"],
+        fmt,
+        title=f"run {run} — retrieval from gold labels, generation from judge verdicts (NULLs are not averaged)",
+    )

@@ -9,10 +9,19 @@ from pathlib import Path
 
 import click
 
-__all__ = ["INT4_MAX", "INT4_MIN", "Float8", "OutputFile", "check_metrics", "check_spec", "finite", "int4",
-           "split_names"]
+__all__ = [
+    "INT4_MAX",
+    "INT4_MIN",
+    "Float8",
+    "OutputFile",
+    "check_metrics",
+    "check_spec",
+    "finite",
+    "int4",
+    "split_names",
+]
 
-INT4_MIN, INT4_MAX = -2**31, 2**31 - 1  # PostgreSQL integer: an option passed to SQL as one stays within it
+INT4_MIN, INT4_MAX = -(2**31), 2**31 - 1  # PostgreSQL integer: an option passed to SQL as one stays within it
 
 
 def finite(text: str) -> float:
@@ -49,8 +58,9 @@ class _Int4(click.IntRange):
     """click.IntRange whose help shows only the bounds given, not PostgreSQL's."""
 
     def __init__(self, low: int | None, high: int | None) -> None:
-        super().__init__(INT4_MIN if low is None else max(low, INT4_MIN),
-                         INT4_MAX if high is None else min(high, INT4_MAX))
+        super().__init__(
+            INT4_MIN if low is None else max(low, INT4_MIN), INT4_MAX if high is None else min(high, INT4_MAX)
+        )
         self._given = (low, high)
         if self._given == (None, None):
             self.name = "integer"
@@ -117,8 +127,12 @@ def check_metrics(ctx: click.Context, param: click.Parameter, value: str | None)
         return None
     from ragsql.orchestrator.runner import METRICS
 
-    asked = list(dict.fromkeys(m if m in METRICS or _VARIANT.sub("", m) not in METRICS else _VARIANT.sub("", m)
-                               for m in split_names(value) or []))
+    asked = list(
+        dict.fromkeys(
+            m if m in METRICS or _VARIANT.sub("", m) not in METRICS else _VARIANT.sub("", m)
+            for m in split_names(value) or []
+        )
+    )
     wrong = [m for m in asked if m not in METRICS]
     if wrong:
         raise click.BadParameter(f"unknown metric {wrong[0]!r}; choose from {', '.join(METRICS)}")
@@ -135,6 +149,9 @@ class OutputFile(click.Path):
         path = super().convert(value, param, ctx)
         folder = Path(path).expanduser().absolute().parent
         if not folder.is_dir():
-            self.fail(f"folder {str(folder)!r} does not exist" if not folder.exists() else
-                      f"{str(folder)!r} is not a folder", param, ctx)
+            self.fail(
+                f"folder {str(folder)!r} does not exist" if not folder.exists() else f"{str(folder)!r} is not a folder",
+                param,
+                ctx,
+            )
         return path

@@ -40,10 +40,14 @@ class SourceDocument:
     line: int | None = None
 
 
-def content_hash(title: str | None, text: str, language: str, metadata: dict) -> str:
+def content_hash(title: str | None, text: str, language: str | None, metadata: dict) -> str:
     """sha256 (hex) of the canonical JSON of a document's title, text, language and metadata."""
-    canonical = json.dumps({"title": title, "text": text, "language": language, "metadata": metadata},
-                           sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = json.dumps(
+        {"title": title, "text": text, "language": language, "metadata": metadata},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -51,7 +55,7 @@ def find_files(paths: Iterable[str | os.PathLike], on_skip: Callable[[str, str],
     """(path, name) of each readable file under `paths` (folders recursively, in sorted order, hidden entries
     left out); name is the `document_id` of a .txt or .md file. Files with another extension are passed to
     on_skip(path, message)."""
-    for given in map(os.fspath, paths):
+    for given in (os.fspath(path) for path in paths):
         if os.path.isdir(given):
             found = sorted(_walk(given))
             files = [(p, document_id(os.path.relpath(p, given))) for p in found]

@@ -68,17 +68,20 @@ async def top_results(conn: psycopg.AsyncConnection, rid: int, top_n: int) -> tu
         where ru.id = %(run)s
         group by ru.dataset_id, q.id
         order by q.id
-        """, {"run": rid, "top": top_n})  # the run id on run_result too: on Citus one shard's query
+        """,
+        {"run": rid, "top": top_n},
+    )  # the run id on run_result too: on Citus one shard's query
     rows = await cur.fetchall()
     if not rows:
         cur = await conn.execute("select dataset_id from ragsql.run where id = %s", (rid,))
         return (await cur.fetchone())[0], []
-    return rows[0][0], [QueryContexts(query_id, qid, question, language, [tuple(c) for c in contexts])
-                        for _, query_id, qid, question, language, contexts in rows]
+    return rows[0][0], [
+        QueryContexts(query_id, qid, question, language, [tuple(c) for c in contexts])
+        for _, query_id, qid, question, language, contexts in rows
+    ]
 
 
-async def store_answers(conn: psycopg.AsyncConnection, rid: int, dataset_id: int,
-                        answers: Sequence[NewAnswer]) -> None:
+async def store_answers(conn: psycopg.AsyncConnection, rid: int, dataset_id: int, answers: Sequence[NewAnswer]) -> None:
     """Insert a batch of answers and their contexts (positions 1..n) in one transaction."""
     if not answers:
         return
@@ -86,9 +89,14 @@ async def store_answers(conn: psycopg.AsyncConnection, rid: int, dataset_id: int
         async with conn.cursor() as cur:
             await cur.executemany(
                 "insert into ragsql.answer (run_id, dataset_id, query_id, text, metadata) values (%s, %s, %s, %s, %s)",
-                [(rid, dataset_id, a.query_id, a.text, json.dumps(a.metadata, ensure_ascii=False)) for a in answers])
+                [(rid, dataset_id, a.query_id, a.text, json.dumps(a.metadata, ensure_ascii=False)) for a in answers],
+            )
             await cur.executemany(
                 "insert into ragsql.answer_context (run_id, query_id, position, docno, text) "
                 "values (%s, %s, %s, %s, %s)",
-                [(rid, a.query_id, pos, docno, text) for a in answers
-                 for pos, (docno, text) in enumerate(a.contexts, 1)])
+                [
+                    (rid, a.query_id, pos, docno, text)
+                    for a in answers
+                    for pos, (docno, text) in enumerate(a.contexts, 1)
+                ],
+            )

@@ -32,8 +32,10 @@ def add(conn: psycopg.Connection, name: str, definition: str, higher_is_better: 
     """Store an aspect; 'added' or 'replaced'. A bad name, an empty definition, a built-in's name, or an existing
     name without `replace` is an InputError and nothing changes."""
     if not _NAME.match(name):
-        raise InputError(f'aspect name "{name}": use lower-case letters, digits and _, starting with a letter '
-                         "(it is written aspect:<name> wherever a metric is named)")
+        raise InputError(
+            f'aspect name "{name}": use lower-case letters, digits and _, starting with a letter '
+            "(it is written aspect:<name> wherever a metric is named)"
+        )
     if not definition.strip():
         raise InputError(f'aspect "{name}": the definition is empty (the yes/no question the judge is asked)')
     existing = conn.execute("select builtin from ragsql.aspect where name = %s", (name,)).fetchone()
@@ -41,11 +43,13 @@ def add(conn: psycopg.Connection, name: str, definition: str, higher_is_better: 
         raise InputError(f'aspect "{name}" is built in: pick another name')
     if existing and not replace:
         raise InputError(f'aspect "{name}" already exists (use --replace to change its definition)')
-    conn.execute("""
+    conn.execute(
+        """
         insert into ragsql.aspect (name, definition, higher_is_better) values (%s, %s, %s)
         on conflict (name) do update set definition = excluded.definition,
                                          higher_is_better = excluded.higher_is_better""",
-                 (name, definition.strip(), higher_is_better))
+        (name, definition.strip(), higher_is_better),
+    )
     return "replaced" if existing else "added"
 
 

@@ -11,8 +11,17 @@ import psycopg
 
 from ragsql.llm.calls import CallRecord
 
-__all__ = ["Claim", "Purchase", "cached_call", "claim_call", "db_now", "release_claim", "release_claims", "renew_claims",
-           "store_call"]
+__all__ = [
+    "Claim",
+    "Purchase",
+    "cached_call",
+    "claim_call",
+    "db_now",
+    "release_claim",
+    "release_claims",
+    "renew_claims",
+    "store_call",
+]
 
 
 @dataclass(frozen=True)
@@ -40,13 +49,20 @@ async def cached_call(conn: psycopg.AsyncConnection, request_hash: str) -> tuple
     return await cur.fetchone()
 
 
-async def claim_call(conn: psycopg.AsyncConnection, request_hash: str, owner: str, lease_seconds: float,
-                     since: dt.datetime | None = None, take_from: str | None = None) -> Claim:
+async def claim_call(
+    conn: psycopg.AsyncConnection,
+    request_hash: str,
+    owner: str,
+    lease_seconds: float,
+    since: dt.datetime | None = None,
+    take_from: str | None = None,
+) -> Claim:
     """ragsql._claim_call: the stored reply, or the right to send the request, or whom to wait for."""
     cur = await conn.execute(
         "select state, call_id, response, holder, error "
         "from ragsql._claim_call(%s, %s, make_interval(secs => %s), %s, %s)",
-        (request_hash, owner, lease_seconds, since, take_from))
+        (request_hash, owner, lease_seconds, since, take_from),
+    )
     row = await cur.fetchone()
     return Claim(*row) if row else Claim("wait")
 
@@ -56,8 +72,9 @@ async def db_now(conn: psycopg.AsyncConnection) -> dt.datetime:
     return (await (await conn.execute("select clock_timestamp()")).fetchone())[0]
 
 
-async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord, owner: str | None = None,
-                     bought_for: Purchase | None = None) -> int:
+async def store_call(
+    conn: psycopg.AsyncConnection, rec: CallRecord, owner: str | None = None, bought_for: Purchase | None = None
+) -> int:
     """Insert one call (with the run and purpose it was sent for) and release its claim by `owner`, in one
     statement; a successful request stored meanwhile keeps the first row (whose id is returned)."""
     cur = await conn.execute(
@@ -77,12 +94,24 @@ async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord, owner: str 
         )
         select id from added
         """,
-        {"hash": rec.request_hash, "owner": owner, "kind": rec.kind, "model": rec.model,
-         "prompt_name": rec.prompt_name, "prompt_version": rec.prompt_version, "prompt_tokens": rec.prompt_tokens,
-         "completion_tokens": rec.completion_tokens, "latency_ms": rec.latency_ms, "attempts": max(1, rec.attempts),
-         "status": rec.status, "error": rec.error,
-         "response": None if rec.response is None else json.dumps(rec.response, ensure_ascii=False),
-         "run_id": bought_for and bought_for.run_id, "purpose": bought_for and bought_for.purpose})
+        {
+            "hash": rec.request_hash,
+            "owner": owner,
+            "kind": rec.kind,
+            "model": rec.model,
+            "prompt_name": rec.prompt_name,
+            "prompt_version": rec.prompt_version,
+            "prompt_tokens": rec.prompt_tokens,
+            "completion_tokens": rec.completion_tokens,
+            "latency_ms": rec.latency_ms,
+            "attempts": max(1, rec.attempts),
+            "status": rec.status,
+            "error": rec.error,
+            "response": None if rec.response is None else json.dumps(rec.response, ensure_ascii=False),
+            "run_id": bought_for and bought_for.run_id,
+            "purpose": bought_for and bought_for.purpose,
+        },
+    )
     row = await cur.fetchone()
     if row is not None:
         return row[0]
@@ -92,14 +121,14 @@ async def store_call(conn: psycopg.AsyncConnection, rec: CallRecord, owner: str 
 
 async def release_claim(conn: psycopg.AsyncConnection, request_hash: str, owner: str) -> None:
     """Drop one claim (its call was abandoned: nothing stored)."""
-    await conn.execute("delete from ragsql.judge_call_claim where request_hash = %s and owner = %s",
-                       (request_hash, owner))
+    await conn.execute(
+        "delete from ragsql.judge_call_claim where request_hash = %s and owner = %s", (request_hash, owner)
+    )
 
 
 async def renew_claims(conn: psycopg.AsyncConnection, owner: str, lease_seconds: float) -> int:
     """Extend the lease of every claim `owner` holds."""
-    cur = await conn.execute("select ragsql._renew_call_claims(%s, make_interval(secs => %s))",
-                             (owner, lease_seconds))
+    cur = await conn.execute("select ragsql._renew_call_claims(%s, make_interval(secs => %s))", (owner, lease_seconds))
     return (await cur.fetchone())[0]
 
 

@@ -8,8 +8,19 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import class_row
 
-__all__ = ["Comparison", "HistoryValue", "QueryPair", "IntervalValue", "Resampling", "compare", "compare_queries",
-           "config_diff", "higher_is_better", "history", "measure_ci"]
+__all__ = [
+    "Comparison",
+    "HistoryValue",
+    "QueryPair",
+    "IntervalValue",
+    "Resampling",
+    "compare",
+    "compare_queries",
+    "config_diff",
+    "higher_is_better",
+    "history",
+    "measure_ci",
+]
 
 
 @dataclass(frozen=True)
@@ -74,8 +85,15 @@ class IntervalValue:
     judge_model: str | None
 
 
-def compare(conn: psycopg.Connection, baseline: str, run: str, measures: list[str] | None,
-            resampling: Resampling = Resampling(), rel_level: int = 1, judge: str | None = None) -> list[Comparison]:
+def compare(
+    conn: psycopg.Connection,
+    baseline: str,
+    run: str,
+    measures: list[str] | None,
+    resampling: Resampling = Resampling(),
+    rel_level: int = 1,
+    judge: str | None = None,
+) -> list[Comparison]:
     """Run against baseline, one row per measure in the order asked (ragsql.compare)."""
     with conn.cursor(row_factory=class_row(Comparison)) as cur:
         cur.execute(
@@ -84,14 +102,28 @@ def compare(conn: psycopg.Connection, baseline: str, run: str, measures: list[st
             from ragsql.compare(%(baseline)s, %(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s,
                                 %(judge)s) as c
             """,
-            {"baseline": baseline, "run": run, "measures": measures, "resamples": resampling.resamples,
-             "seed": resampling.seed, "alpha": resampling.alpha, "level": rel_level, "judge": judge},
+            {
+                "baseline": baseline,
+                "run": run,
+                "measures": measures,
+                "resamples": resampling.resamples,
+                "seed": resampling.seed,
+                "alpha": resampling.alpha,
+                "level": rel_level,
+                "judge": judge,
+            },
         )
         return cur.fetchall()
 
 
-def compare_queries(conn: psycopg.Connection, baseline: str, run: str, measures: list[str] | None,
-                    rel_level: int = 1, judge: str | None = None) -> list[QueryPair]:
+def compare_queries(
+    conn: psycopg.Connection,
+    baseline: str,
+    run: str,
+    measures: list[str] | None,
+    rel_level: int = 1,
+    judge: str | None = None,
+) -> list[QueryPair]:
     """Every query both runs have a value for, per measure (ragsql.compare_queries)."""
     with conn.cursor(row_factory=class_row(QueryPair)) as cur:
         cur.execute(
@@ -101,8 +133,14 @@ def compare_queries(conn: psycopg.Connection, baseline: str, run: str, measures:
         return cur.fetchall()
 
 
-def measure_ci(conn: psycopg.Connection, run: str, measures: list[str] | None,
-               resampling: Resampling = Resampling(), rel_level: int = 1, judge: str | None = None) -> list[IntervalValue]:
+def measure_ci(
+    conn: psycopg.Connection,
+    run: str,
+    measures: list[str] | None,
+    resampling: Resampling = Resampling(),
+    rel_level: int = 1,
+    judge: str | None = None,
+) -> list[IntervalValue]:
     """Run values with their percentile bootstrap intervals (ragsql.measure_ci)."""
     with conn.cursor(row_factory=class_row(IntervalValue)) as cur:
         cur.execute(
@@ -111,8 +149,15 @@ def measure_ci(conn: psycopg.Connection, run: str, measures: list[str] | None,
             from ragsql.measure_ci(%(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s,
                                    %(judge)s) as c
             """,
-            {"run": run, "measures": measures, "resamples": resampling.resamples, "seed": resampling.seed,
-             "alpha": resampling.alpha, "level": rel_level, "judge": judge},
+            {
+                "run": run,
+                "measures": measures,
+                "resamples": resampling.resamples,
+                "seed": resampling.seed,
+                "alpha": resampling.alpha,
+                "level": rel_level,
+                "judge": judge,
+            },
         )
         return cur.fetchall()
 
@@ -124,7 +169,9 @@ def config_diff(conn: psycopg.Connection, baseline: str, run: str) -> list[tuple
 
 def higher_is_better(conn: psycopg.Connection, measures: list[str]) -> dict[str, bool]:
     """Each measure's direction (ragsql.higher_is_better): false where lower is better."""
-    return dict(conn.execute("select m, ragsql.higher_is_better(m) from unnest(%s::text[]) as m", (measures,)).fetchall())
+    return dict(
+        conn.execute("select m, ragsql.higher_is_better(m) from unnest(%s::text[]) as m", (measures,)).fetchall()
+    )
 
 
 @dataclass(frozen=True)
@@ -143,16 +190,31 @@ class HistoryValue:
     latest: bool
 
 
-def history(conn: psycopg.Connection, dataset: str, measures: list[str] | None, ci: bool,
-            resampling: Resampling = Resampling(2000), judge: str | None = None) -> list[HistoryValue]:
+def history(
+    conn: psycopg.Connection,
+    dataset: str,
+    measures: list[str] | None,
+    ci: bool,
+    resampling: Resampling = Resampling(2000),
+    judge: str | None = None,
+) -> list[HistoryValue]:
     """Every run value of a dataset, per measure in the order the runs were made (ragsql.history)."""
     with conn.cursor(row_factory=class_row(HistoryValue)) as cur:
         cur.execute(
             """
             select h.run, h.created_at, h.measure, h.kind, h.value, h.ci_low, h.ci_high, h.queries, h.best, h.latest
-            from ragsql.history(%(dataset)s, %(measures)s, %(ci)s, %(resamples)s, %(seed)s, %(alpha)s, 1, %(judge)s) as h
+            from ragsql.history(
+                %(dataset)s, %(measures)s, %(ci)s, %(resamples)s, %(seed)s, %(alpha)s, 1, %(judge)s
+            ) as h
             """,
-            {"dataset": dataset, "measures": measures, "ci": ci, "resamples": resampling.resamples,
-             "seed": resampling.seed, "alpha": resampling.alpha, "judge": judge},
+            {
+                "dataset": dataset,
+                "measures": measures,
+                "ci": ci,
+                "resamples": resampling.resamples,
+                "seed": resampling.seed,
+                "alpha": resampling.alpha,
+                "judge": judge,
+            },
         )
         return cur.fetchall()

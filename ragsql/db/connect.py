@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import contextlib
 import os
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from tenacity import Retrying, retry_if_exception, stop_before_delay, wait_exponential
 
@@ -23,8 +22,12 @@ CONNECT_TIMEOUT = 15.0
 """Seconds `connect` keeps retrying a server that refuses connections or is starting (RAGSQL_CONNECT_TIMEOUT)."""
 
 # Messages of a server that is not up yet (or restarting), as opposed to a wrong password or database name.
-_NOT_UP = ("connection refused", "the database system is starting up", "the database system is in recovery mode",
-           "the database system is shutting down")
+_NOT_UP = (
+    "connection refused",
+    "the database system is starting up",
+    "the database system is in recovery mode",
+    "the database system is shutting down",
+)
 
 
 def _timeout() -> float:
@@ -54,8 +57,12 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
     target = url or database_url()
     started, attempts = time.monotonic(), 0
     try:
-        for attempt in Retrying(retry=retry_if_exception(_not_up), stop=stop_before_delay(_timeout()),
-                                wait=wait_exponential(multiplier=0.25, max=2.0), reraise=True):
+        for attempt in Retrying(
+            retry=retry_if_exception(_not_up),
+            stop=stop_before_delay(_timeout()),
+            wait=wait_exponential(multiplier=0.25, max=2.0),
+            reraise=True,
+        ):
             with attempt:
                 attempts += 1
                 return psycopg.connect(target, autocommit=autocommit, application_name="ragsql")
@@ -92,8 +99,9 @@ def duplicates_refused(what: str) -> Iterator[None]:
     try:
         yield
     except (psycopg.errors.UniqueViolation, psycopg.errors.InternalError_) as exc:
-        if not isinstance(exc, psycopg.errors.UniqueViolation) and \
-                "duplicate key value violates unique constraint" not in str(exc):
+        if not isinstance(
+            exc, psycopg.errors.UniqueViolation
+        ) and "duplicate key value violates unique constraint" not in str(exc):
             raise
         detail = (exc.diag.message_detail or exc.diag.message_primary or str(exc)).strip()
         raise InputError(f"{what} ({detail})") from exc

@@ -16,8 +16,9 @@ def repeat_run(conn: psycopg.Connection, run: str, repeat: int) -> str:
     return name
 
 
-def consistency(conn: psycopg.Connection, run: str, metrics: list[str] | None = None,
-                judge: str | None = None) -> list[dict]:
+def consistency(
+    conn: psycopg.Connection, run: str, metrics: list[str] | None = None, judge: str | None = None
+) -> list[dict]:
     """Per generation metric: repeats, mean, sd, min, max of the run value, queries, flipping, flip_share,
     mean_query_range, judge_model, note (ragsql.judge_consistency)."""
     with conn.cursor(row_factory=dict_row) as cur:

@@ -51,7 +51,12 @@ def ensure_corpus(conn: psycopg.Connection, name: str) -> int:
 
 
 def ensure_version(
-    conn: psycopg.Connection, corpus_id: int, splitter: str, chunk_size: int, overlap: int, embedder: str,
+    conn: psycopg.Connection,
+    corpus_id: int,
+    splitter: str,
+    chunk_size: int,
+    overlap: int,
+    embedder: str,
 ) -> tuple[int, int | None]:
     """(id, dimensions) of the corpus version with this chunking and embedder, created when new."""
     key = (corpus_id, splitter, chunk_size, overlap, embedder)
@@ -134,8 +139,10 @@ def unchunked_documents(conn: psycopg.Connection, version_id: int) -> list[tuple
 
 def corpus_documents(conn: psycopg.Connection, corpus_id: int) -> list[tuple[str, str, str]]:
     """(doc_id, text, language) of every document of a corpus, by doc_id."""
-    return conn.execute("select doc_id, text, language from ragsql.document where corpus_id = %s "
-                        "order by doc_id collate \"C\"", (corpus_id,)).fetchall()
+    return conn.execute(
+        'select doc_id, text, language from ragsql.document where corpus_id = %s order by doc_id collate "C"',
+        (corpus_id,),
+    ).fetchall()
 
 
 def fetch_documents(conn: psycopg.Connection, ids: Sequence[int]) -> list[tuple[int, str, str]]:
@@ -166,8 +173,12 @@ def _vector_cursor(conn: psycopg.Connection) -> psycopg.Cursor:
     return cursor
 
 
-def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple],
-               postings: sql.Composable = sql.Identifier("ragsql", "chunk_term")) -> tuple[int, int]:
+def add_chunks(
+    conn: psycopg.Connection,
+    version_id: int,
+    rows: Iterable[tuple],
+    postings: sql.Composable = sql.Identifier("ragsql", "chunk_term"),
+) -> tuple[int, int]:
     """Insert (document_id, position, start_char, end_char, text, length, embedding list or None) chunks; returns
     (chunks, tokens counted in SQL). The rows go in by binary COPY (embeddings as pgvector's binary vectors).
 
@@ -182,8 +193,9 @@ def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple],
         rows,
         cursor=_vector_cursor(conn),
     )
-    row = conn.execute(sql.SQL(
-        """
+    row = conn.execute(
+        sql.SQL(
+            """
         with staged as (
             select s.document_id, s.position, s.start_char, s.end_char, s.text, s.embedding, t.terms, t.tfs,
                    coalesce(s.length, t.length, 0) as length
@@ -210,14 +222,19 @@ def add_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple],
             returning tf
         )
         select (select coalesce(sum(tf), 0) from postings)
-        """).format(postings),
+        """
+        ).format(postings),
         (version_id, version_id),
     ).fetchone()
     return staged, int(row[0])
 
 
-def add_chunk_terms(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple],
-                    postings: sql.Composable = sql.Identifier("ragsql", "chunk_term")) -> int:
+def add_chunk_terms(
+    conn: psycopg.Connection,
+    version_id: int,
+    rows: Iterable[tuple],
+    postings: sql.Composable = sql.Identifier("ragsql", "chunk_term"),
+) -> int:
     """Insert BM25 postings given in Python as (document_id, position, term, tf) of chunks of the version into
     `postings` (postings_table)."""
     staged = _copy(
@@ -227,13 +244,15 @@ def add_chunk_terms(conn: psycopg.Connection, version_id: int, rows: Iterable[tu
         ["bigint", "integer", "text", "integer"],
         rows,
     )
-    conn.execute(sql.SQL(
-        """
+    conn.execute(
+        sql.SQL(
+            """
         insert into {} (version_id, term, chunk_id, tf, length)
         select c.version_id, s.term, c.id, s.tf, c.length
         from _stage_chunk_term as s
         join ragsql.chunk as c on c.version_id = %s and c.document_id = s.document_id and c.position = s.position
-        """).format(postings),
+        """
+        ).format(postings),
         (version_id,),
     )
     return staged
@@ -301,7 +320,8 @@ def analyze(conn: psycopg.Connection) -> None:
 
 
 def query_terms(
-    conn: psycopg.Connection, texts: Sequence[tuple[str, str]],
+    conn: psycopg.Connection,
+    texts: Sequence[tuple[str, str]],
     segmenters: Mapping[str, Callable[[str], Counter[str]]],
 ) -> list[Counter[str]]:
     """BM25 terms of each (text, language), tokenised exactly as documents are: by the language's segmenter

@@ -37,18 +37,39 @@ Gates = Mapping[str, float] | Sequence[tuple[str, float]]
 
 def _pairs(gates: Gates) -> str:
     """Gates as the JSON array [["measure", limit], ...] ragsql.check takes: a measure given twice stays twice."""
-    return json.dumps([list(pair) for pair in (gates.items() if isinstance(gates, Mapping) else gates)],
-                      allow_nan=False)
+    return json.dumps(
+        [list(pair) for pair in (gates.items() if isinstance(gates, Mapping) else gates)], allow_nan=False
+    )
 
 
-def check(conn: psycopg.Connection, run: str, baseline: str | None, minimums: Gates, maximums: Gates,
-          max_drops: Gates, significant: bool, resampling: Resampling = Resampling(), rel_level: int = 1,
-          judge: str | None = None) -> list[GateResult]:
+def check(
+    conn: psycopg.Connection,
+    run: str,
+    baseline: str | None,
+    minimums: Gates,
+    maximums: Gates,
+    max_drops: Gates,
+    significant: bool,
+    resampling: Resampling = Resampling(),
+    rel_level: int = 1,
+    judge: str | None = None,
+) -> list[GateResult]:
     """Every gate's row of ragsql.check, min and max gates first, then max-drop gates."""
     with conn.cursor(row_factory=class_row(GateResult)) as cur:
         cur.execute(
             "select * from ragsql.check(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (run, baseline, _pairs(minimums), _pairs(maximums), _pairs(max_drops), significant,
-             resampling.resamples, resampling.seed, resampling.alpha, rel_level, judge),
+            (
+                run,
+                baseline,
+                _pairs(minimums),
+                _pairs(maximums),
+                _pairs(max_drops),
+                significant,
+                resampling.resamples,
+                resampling.seed,
+                resampling.alpha,
+                rel_level,
+                judge,
+            ),
         )
         return cur.fetchall()

@@ -8,22 +8,26 @@ from psycopg.rows import dict_row
 __all__ = ["metric_kinds", "no_judge_metrics", "query_generation", "run_generation"]
 
 
-def run_generation(conn: psycopg.Connection, run: str, metrics: list[str] | None = None,
-                   judge: str | None = None) -> list[dict]:
+def run_generation(
+    conn: psycopg.Connection, run: str, metrics: list[str] | None = None, judge: str | None = None
+) -> list[dict]:
     """Run value of each generation metric with coverage and the judge it comes from (summarize_generation);
     judge: a model name or 'offline' (default: the newest LLM judge's verdicts, else the offline judge's)."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select %s as run, s.* from ragsql.summarize_generation(%s, %s, %s) as s",
-                    (run, run, metrics, judge))
+        cur.execute(
+            "select %s as run, s.* from ragsql.summarize_generation(%s, %s, %s) as s", (run, run, metrics, judge)
+        )
         return cur.fetchall()
 
 
-def query_generation(conn: psycopg.Connection, run: str, metrics: list[str] | None = None,
-                     judge: str | None = None) -> list[dict]:
+def query_generation(
+    conn: psycopg.Connection, run: str, metrics: list[str] | None = None, judge: str | None = None
+) -> list[dict]:
     """Per-query value (or reason it is null) of each generation metric (evaluate_generation)."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select %s as run, e.* from ragsql.evaluate_generation(%s, %s, %s) as e",
-                    (run, run, metrics, judge))
+        cur.execute(
+            "select %s as run, e.* from ragsql.evaluate_generation(%s, %s, %s) as e", (run, run, metrics, judge)
+        )
         return cur.fetchall()
 
 
@@ -37,5 +41,8 @@ def no_judge_metrics(conn: psycopg.Connection) -> dict[str, str]:
     """The generation metrics computed with no judge, and the function computing each: text_metric (the answer
     against its references), context_id_metric (the answer's context ids against the gold ids) or
     string_context_metric (the texts of the answer's contexts against the gold texts)."""
-    return dict(conn.execute("select metric, computed_by from ragsql.generation_metric where computed_by is not null")
-                .fetchall())
+    return dict(
+        conn.execute(
+            "select metric, computed_by from ragsql.generation_metric where computed_by is not null"
+        ).fetchall()
+    )

@@ -33,18 +33,28 @@ class UnmatchedGold:
         """The one-line warning, without its `warning:` prefix (empty when everything matched)."""
         if not self.items:
             return ""
-        dropped = (f"; {self.dropped} of these queries have no gold left and are left out of every measure"
-                   if self.dropped else "")
+        dropped = (
+            f"; {self.dropped} of these queries have no gold left and are left out of every measure"
+            if self.dropped
+            else ""
+        )
         shown = "; ".join(f"{qid}: {reason}" for qid, _, reason in self.first)
         more = f"; … {self.items - len(self.first)} more" if self.items > len(self.first) else ""
         items, queries = _count(self.items, "gold evidence item"), _count(self.queries, "query", "queries")
-        return (f"{items} of {queries} match{'es' if self.items == 1 else ''} nothing{dropped} "
-                f"({shown}{more}); all: {self.query}")
+        return (
+            f"{items} of {queries} match{'es' if self.items == 1 else ''} nothing{dropped} "
+            f"({shown}{more}); all: {self.query}"
+        )
 
     def as_json(self) -> dict:
         """The warning's numbers for a command's JSON output."""
-        return {"items": self.items, "queries": self.queries, "dropped_queries": self.dropped,
-                "first": [{"qid": q, "evidence": e, "reason": r} for q, e, r in self.first], "sql": self.query}
+        return {
+            "items": self.items,
+            "queries": self.queries,
+            "dropped_queries": self.dropped,
+            "first": [{"qid": q, "evidence": e, "reason": r} for q, e, r in self.first],
+            "sql": self.query,
+        }
 
 
 def run_unmatched(conn: psycopg.Connection, run: str) -> UnmatchedGold:
@@ -59,8 +69,9 @@ def dataset_unmatched(conn: psycopg.Connection, dataset: str, corpus: str | None
     nothing when it holds none (see ragsql.dataset_unmatched_gold)."""
     if corpus is None and conn.execute("select not exists (select from ragsql.corpus)").fetchone()[0]:
         return UnmatchedGold()
-    rows = conn.execute("select qid, evidence, reason from ragsql.dataset_unmatched_gold(%s, %s)",
-                        (dataset, corpus)).fetchall()
+    rows = conn.execute(
+        "select qid, evidence, reason from ragsql.dataset_unmatched_gold(%s, %s)", (dataset, corpus)
+    ).fetchall()
     args = _literal(dataset) + ("" if corpus is None else f", {_literal(corpus)}")
     return _summary(rows, set(), f"select * from ragsql.dataset_unmatched_gold({args})")
 

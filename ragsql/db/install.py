@@ -7,16 +7,14 @@ of the files, so ensure_schema knows with one query whether a database is curren
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import hashlib
 import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-
-from ragsql import __version__
+from ragsql._version import __version__
 from ragsql.errors import SchemaError
 
 if TYPE_CHECKING:
@@ -96,8 +94,10 @@ def _apply(conn: psycopg.Connection, path: Path) -> None:
     try:
         conn.execute(path.read_text(encoding="utf-8"))
     except psycopg.errors.InsufficientPrivilege as exc:
-        raise SchemaError(f"{path.name}: {str(exc).strip().splitlines()[0]} (the owner of schema ragsql "
-                          "installs and upgrades it: ask them to run `ragsql db init`)") from exc
+        raise SchemaError(
+            f"{path.name}: {str(exc).strip().splitlines()[0]} (the owner of schema ragsql "
+            "installs and upgrades it: ask them to run `ragsql db init`)"
+        ) from exc
     except psycopg.Error as exc:
         raise SchemaError(f"{path.name}: {str(exc).strip().splitlines()[0]}") from exc
 
@@ -112,8 +112,10 @@ def install(conn: psycopg.Connection, *, when_changed: bool = False, distribute:
     """
     with conn.transaction():
         if distribute and not _has_citus(conn):
-            raise SchemaError("--distribute needs a Citus coordinator: this database has no citus extension "
-                              "(one server needs only `ragsql db init`)")
+            raise SchemaError(
+                "--distribute needs a Citus coordinator: this database has no citus extension "
+                "(one server needs only `ragsql db init`)"
+            )
         conn.execute(_LOCK)
         if not (when_changed and _installed(conn) == fingerprint()):
             applied: set[str] | None = None
@@ -137,8 +139,9 @@ def distributed(conn: psycopg.Connection) -> bool:
     """Whether ragsql's run-scoped tables are distributed (sql/citus.sql ran on this Citus coordinator)."""
     if not _has_citus(conn):
         return False
-    return conn.execute("select exists (select from pg_dist_partition "
-                        "where logicalrelid = to_regclass('ragsql.run_result'))").fetchone()[0]
+    return conn.execute(
+        "select exists (select from pg_dist_partition where logicalrelid = to_regclass('ragsql.run_result'))"
+    ).fetchone()[0]
 
 
 def distribute(conn: psycopg.Connection) -> str:
@@ -169,8 +172,10 @@ def ensure_schema(conn: psycopg.Connection) -> None:
             conn.rollback()
         row = None
     except psycopg.errors.InsufficientPrivilege as exc:
-        raise SchemaError(f"{conn.info.user} may not read schema ragsql: a DBA grants ragsql_writer (or "
-                          "ragsql_reader) to it, see the README's Roles") from exc
+        raise SchemaError(
+            f"{conn.info.user} may not read schema ragsql: a DBA grants ragsql_writer (or "
+            "ragsql_reader) to it, see the README's Roles"
+        ) from exc
     if row is not None and row[0] == fingerprint():
         return
     install(conn, when_changed=True)

@@ -121,17 +121,27 @@ async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
         from ragsql.answer as a
         join ragsql.query as q on q.id = a.query_id
         where a.run_id = %s
-        """, (rid,))
+        """,
+        (rid,),
+    )
     return dict(zip(("answers", "with_contexts", "with_references", "with_question"), await cur.fetchone()))
 
 
-async def enqueue_tasks(conn: psycopg.AsyncConnection, rid: int, kinds: Sequence[str], *, judge: str | None = None,
-                        reset_done: bool = False, model: str | None = None) -> int:
+async def enqueue_tasks(
+    conn: psycopg.AsyncConnection,
+    rid: int,
+    kinds: Sequence[str],
+    *,
+    judge: str | None = None,
+    reset_done: bool = False,
+    model: str | None = None,
+) -> int:
     """A task per answered query and kind (kept if present); failed tasks, done ones with `reset_done`, done ones
     another judge closed and, given the judge's `model`, done ones with an aspect or rubric it has not judged go
     back to pending."""
-    cur = await conn.execute("select ragsql._enqueue_judge_tasks(%s, %s, true, %s, %s)",
-                             (rid, list(kinds), reset_done, judge))
+    cur = await conn.execute(
+        "select ragsql._enqueue_judge_tasks(%s, %s, true, %s, %s)", (rid, list(kinds), reset_done, judge)
+    )
     added = (await cur.fetchone())[0]
     if model is not None:
         cur = await conn.execute("select ragsql._reopen_unjudged_definitions(%s, %s, %s)", (rid, list(kinds), model))
@@ -145,30 +155,39 @@ async def record_embedder(conn: psycopg.AsyncConnection, rid: int, judge_model: 
     await conn.execute(
         "insert into ragsql.run_embedder (run_id, judge_model, embedder) values (%s, %s, %s) "
         "on conflict (run_id, judge_model, embedder) do update set created_at = excluded.created_at",
-        (rid, judge_model, embedder))
+        (rid, judge_model, embedder),
+    )
 
 
 async def task_counts(conn: psycopg.AsyncConnection, rid: int, kinds: Sequence[str]) -> dict[str, int]:
     """Tasks of the run and kinds by status."""
     cur = await conn.execute(
         "select status, count(*) from ragsql.judge_task where run_id = %s and kind = any(%s) group by status",
-        (rid, list(kinds)))
+        (rid, list(kinds)),
+    )
     return {status: n for status, n in await cur.fetchall()}
 
 
-async def claim_tasks(conn: psycopg.AsyncConnection, rid: int, worker: str, n: int, kinds: Sequence[str],
-                      lease_seconds: float) -> list[Task]:
+async def claim_tasks(
+    conn: psycopg.AsyncConnection, rid: int, worker: str, n: int, kinds: Sequence[str], lease_seconds: float
+) -> list[Task]:
     """Claim up to n pending (or lease-expired) tasks, for update skip locked."""
     cur = await conn.execute(
         "select id, run_id, query_id, kind, attempts "
         "from ragsql._claim_judge_tasks(%s, %s, %s, make_interval(secs => %s), 3, %s)",
-        (rid, worker, n, lease_seconds, list(kinds)))
+        (rid, worker, n, lease_seconds, list(kinds)),
+    )
     return [Task(*row) for row in await cur.fetchall()]
 
 
-async def close_task(conn: psycopg.AsyncConnection, task: Task, worker: str,
-                     stores: Sequence[Callable[[psycopg.AsyncConnection], Awaitable[None]]], error: str | None,
-                     judge: str | None = None) -> bool:
+async def close_task(
+    conn: psycopg.AsyncConnection,
+    task: Task,
+    worker: str,
+    stores: Sequence[Callable[[psycopg.AsyncConnection], Awaitable[None]]],
+    error: str | None,
+    judge: str | None = None,
+) -> bool:
     """Store a task's rows and close it in one transaction; False (nothing stored) when the worker lost the task.
 
     A database error while storing is a DatabaseError naming it; the transaction is rolled back.
@@ -186,12 +205,14 @@ async def close_task(conn: psycopg.AsyncConnection, task: Task, worker: str,
     return False
 
 
-async def finish_task(conn: psycopg.AsyncConnection, task: Task, worker: str, error: str | None = None,
-                      judge: str | None = None) -> bool:
+async def finish_task(
+    conn: psycopg.AsyncConnection, task: Task, worker: str, error: str | None = None, judge: str | None = None
+) -> bool:
     """Close a task held by `worker` (failed when error is given) as judged by `judge`; False when the worker
     lost it."""
-    cur = await conn.execute("select ragsql._finish_judge_task(%s, %s, %s, %s, %s)",
-                             (task.run_id, task.id, worker, error, judge))
+    cur = await conn.execute(
+        "select ragsql._finish_judge_task(%s, %s, %s, %s, %s)", (task.run_id, task.id, worker, error, judge)
+    )
     return (await cur.fetchone())[0]
 
 
@@ -202,7 +223,8 @@ async def release_tasks(conn: psycopg.AsyncConnection, workers_like: str, rid: i
         "update ragsql.judge_task set status = 'pending', lease_until = null, worker = null, "
         "attempts = greatest(attempts - 1, 0), updated_at = statement_timestamp() "
         "where status = 'running' and worker like %s and (%s::bigint is null or run_id = %s)",
-        (workers_like, rid, rid))
+        (workers_like, rid, rid),
+    )
     return cur.rowcount
 
 
@@ -222,11 +244,20 @@ async def load_samples(conn: psycopg.AsyncConnection, rid: int, query_ids: Itera
             from ragsql.answer as a
             join ragsql.query as q on q.id = a.query_id
             where a.run_id = %s and a.query_id = any(%s)
-            """, (rid, ids))
+            """,
+            (rid, ids),
+        )
         rows = await cur.fetchall()
     return {
-        r["query_id"]: Sample(r["query_id"], r["qid"], r["question"], r["language"], r["answer"],
-                              [Context(*c) for c in r["contexts"]], list(r["refs"]))
+        r["query_id"]: Sample(
+            r["query_id"],
+            r["qid"],
+            r["question"],
+            r["language"],
+            r["answer"],
+            [Context(*c) for c in r["contexts"]],
+            list(r["refs"]),
+        )
         for r in rows
     }
 
@@ -236,172 +267,291 @@ async def missing_embeddings(conn: psycopg.AsyncConnection, hashes: Sequence[str
     cur = await conn.execute(
         "select h from unnest(%s::text[]) as h where not exists "
         "(select from ragsql.text_embedding as e where e.text_hash = h and e.embedder = %s)",
-        (list(hashes), embedder))
+        (list(hashes), embedder),
+    )
     return {r[0] for r in await cur.fetchall()}
 
 
-async def store_embeddings(conn: psycopg.AsyncConnection, embedder: str,
-                           rows: Sequence[tuple[str, Sequence[float], int | None]]) -> None:
+async def store_embeddings(
+    conn: psycopg.AsyncConnection, embedder: str, rows: Sequence[tuple[str, Sequence[float], int | None]]
+) -> None:
     """(text hash, vector, call id) rows; an embedding stored meanwhile is kept."""
     async with conn.cursor() as cur:
         await cur.executemany(
             "insert into ragsql.text_embedding (text_hash, embedder, embedding, call_id) "
             "values (%s, %s, %s::vector, %s) on conflict do nothing",
-            [(h, embedder, "[" + ",".join(repr(float(x)) for x in vec) + "]", call_id) for h, vec, call_id in rows])
+            [(h, embedder, "[" + ",".join(repr(float(x)) for x in vec) + "]", call_id) for h, vec, call_id in rows],
+        )
 
 
-async def store_extraction(conn: psycopg.AsyncConnection, text: str, model: str, prompt_version: str, call_id: int,
-                           statements: Sequence[str]) -> int:
+async def store_extraction(
+    conn: psycopg.AsyncConnection, text: str, model: str, prompt_version: str, call_id: int, statements: Sequence[str]
+) -> int:
     """The statements of a text, stored once per (text, model, prompt version); returns the extraction id."""
     async with conn.transaction():  # both or neither: a retry after a lost connection finds no half
         h = text_hash(text)
         cur = await conn.execute(
             "insert into ragsql.statement_extraction (text_hash, model, prompt_version, call_id) "
             "values (%s, %s, %s, %s) on conflict (text_hash, model, prompt_version) do nothing returning id",
-            (h, model, prompt_version, call_id))
+            (h, model, prompt_version, call_id),
+        )
         row = await cur.fetchone()
         if row is None:
             cur = await conn.execute(
                 "select id from ragsql.statement_extraction "
                 "where text_hash = %s and model = %s and prompt_version = %s",
-                (h, model, prompt_version))
+                (h, model, prompt_version),
+            )
             return (await cur.fetchone())[0]
         async with conn.cursor() as c:
             await c.executemany(
                 "insert into ragsql.text_statement (extraction_id, statement_no, statement) values (%s, %s, %s)",
-                [(row[0], i, s) for i, s in enumerate(statements, 1)])
+                [(row[0], i, s) for i, s in enumerate(statements, 1)],
+            )
         return row[0]
 
 
 async def _insert(conn: psycopg.AsyncConnection, table: str, columns: Sequence[str], rows: Sequence[Sequence]) -> None:
     if not rows:
         return
-    sql = (f"insert into ragsql.{table} ({', '.join(columns)}) values ({', '.join(['%s'] * len(columns))}) "
-           "on conflict do nothing")
+    sql = (
+        f"insert into ragsql.{table} ({', '.join(columns)}) values ({', '.join(['%s'] * len(columns))}) "
+        "on conflict do nothing"
+    )
     async with conn.cursor() as cur:
         await cur.executemany(sql, rows)
 
 
-async def store_statement_verdicts(conn, task: Task, purpose: str, model: str, prompt_version: str,
-                                   extraction_id: int, verdicts: Sequence[tuple[int, str, str]],
-                                   call_id: int) -> None:
+async def store_statement_verdicts(
+    conn,
+    task: Task,
+    purpose: str,
+    model: str,
+    prompt_version: str,
+    extraction_id: int,
+    verdicts: Sequence[tuple[int, str, str]],
+    call_id: int,
+) -> None:
     """(statement no, verdict, reason) of one extraction's statements for a purpose."""
-    await _insert(conn, "statement_verdict",
-                  ("run_id", "query_id", "purpose", "model", "prompt_version", "extraction_id", "statement_no",
-                   "verdict", "reason", "call_id"),
-                  [(task.run_id, task.query_id, purpose, model, prompt_version, extraction_id, no, verdict, reason,
-                    call_id) for no, verdict, reason in verdicts])
+    await _insert(
+        conn,
+        "statement_verdict",
+        (
+            "run_id",
+            "query_id",
+            "purpose",
+            "model",
+            "prompt_version",
+            "extraction_id",
+            "statement_no",
+            "verdict",
+            "reason",
+            "call_id",
+        ),
+        [
+            (task.run_id, task.query_id, purpose, model, prompt_version, extraction_id, no, verdict, reason, call_id)
+            for no, verdict, reason in verdicts
+        ],
+    )
 
 
-async def store_context_verdicts(conn, task: Task, model: str, prompt_version: str,
-                                 verdicts: Sequence[tuple[int, bool, str]], call_id: int) -> None:
+async def store_context_verdicts(
+    conn, task: Task, model: str, prompt_version: str, verdicts: Sequence[tuple[int, bool, str]], call_id: int
+) -> None:
     """(context position, useful, reason) rows: LLM context precision."""
-    await _insert(conn, "context_verdict",
-                  ("run_id", "query_id", "position", "model", "prompt_version", "useful", "reason", "call_id"),
-                  [(task.run_id, task.query_id, pos, model, prompt_version, useful, reason, call_id)
-                   for pos, useful, reason in verdicts])
+    await _insert(
+        conn,
+        "context_verdict",
+        ("run_id", "query_id", "position", "model", "prompt_version", "useful", "reason", "call_id"),
+        [
+            (task.run_id, task.query_id, pos, model, prompt_version, useful, reason, call_id)
+            for pos, useful, reason in verdicts
+        ],
+    )
 
 
-async def store_sentence_verdicts(conn, task: Task, model: str, prompt_version: str,
-                                  rows: Sequence[tuple[int, int, str, bool]], call_id: int) -> None:
+async def store_sentence_verdicts(
+    conn, task: Task, model: str, prompt_version: str, rows: Sequence[tuple[int, int, str, bool]], call_id: int
+) -> None:
     """(context position, sentence no, sentence, relevant) rows: context relevance."""
-    await _insert(conn, "context_sentence_verdict",
-                  ("run_id", "query_id", "position", "sentence_no", "model", "prompt_version", "sentence", "relevant",
-                   "call_id"),
-                  [(task.run_id, task.query_id, pos, no, model, prompt_version, sentence, relevant, call_id)
-                   for pos, no, sentence, relevant in rows])
+    await _insert(
+        conn,
+        "context_sentence_verdict",
+        ("run_id", "query_id", "position", "sentence_no", "model", "prompt_version", "sentence", "relevant", "call_id"),
+        [
+            (task.run_id, task.query_id, pos, no, model, prompt_version, sentence, relevant, call_id)
+            for pos, no, sentence, relevant in rows
+        ],
+    )
 
 
-async def store_questions(conn, task: Task, model: str, prompt_version: str, questions: Sequence[str],
-                          noncommittal: bool, call_id: int) -> None:
+async def store_questions(
+    conn, task: Task, model: str, prompt_version: str, questions: Sequence[str], noncommittal: bool, call_id: int
+) -> None:
     """Generated questions (answer relevancy) with the non-committal flag."""
-    await _insert(conn, "generated_question",
-                  ("run_id", "query_id", "n", "model", "prompt_version", "question", "noncommittal", "call_id"),
-                  [(task.run_id, task.query_id, n, model, prompt_version, q, noncommittal, call_id)
-                   for n, q in enumerate(questions, 1)])
+    await _insert(
+        conn,
+        "generated_question",
+        ("run_id", "query_id", "n", "model", "prompt_version", "question", "noncommittal", "call_id"),
+        [
+            (task.run_id, task.query_id, n, model, prompt_version, q, noncommittal, call_id)
+            for n, q in enumerate(questions, 1)
+        ],
+    )
 
 
-async def store_rating(conn, task: Task, criterion: str, model: str, prompt_version: str, score: int, reason: str,
-                       call_id: int) -> None:
+async def store_rating(
+    conn, task: Task, criterion: str, model: str, prompt_version: str, score: int, reason: str, call_id: int
+) -> None:
     """A 1-5 rating of the answer."""
-    await _insert(conn, "rating",
-                  ("run_id", "query_id", "criterion", "model", "prompt_version", "score", "reason", "call_id"),
-                  [(task.run_id, task.query_id, criterion, model, prompt_version, score, reason, call_id)])
+    await _insert(
+        conn,
+        "rating",
+        ("run_id", "query_id", "criterion", "model", "prompt_version", "score", "reason", "call_id"),
+        [(task.run_id, task.query_id, criterion, model, prompt_version, score, reason, call_id)],
+    )
 
 
-async def store_aspect_verdicts(conn, task: Task, model: str, prompt_version: str,
-                                rows: Sequence[tuple[str, str, bool, str]], call_id: int) -> None:
+async def store_aspect_verdicts(
+    conn, task: Task, model: str, prompt_version: str, rows: Sequence[tuple[str, str, bool, str]], call_id: int
+) -> None:
     """(aspect, definition, verdict, reason) rows; the definition is stored as its hash."""
-    await _insert(conn, "aspect_verdict",
-                  ("run_id", "query_id", "aspect", "model", "prompt_version", "definition_hash", "verdict", "reason",
-                   "call_id"),
-                  [(task.run_id, task.query_id, aspect, model, prompt_version, text_hash(definition), verdict, reason,
-                    call_id) for aspect, definition, verdict, reason in rows])
+    await _insert(
+        conn,
+        "aspect_verdict",
+        ("run_id", "query_id", "aspect", "model", "prompt_version", "definition_hash", "verdict", "reason", "call_id"),
+        [
+            (task.run_id, task.query_id, aspect, model, prompt_version, text_hash(definition), verdict, reason, call_id)
+            for aspect, definition, verdict, reason in rows
+        ],
+    )
 
 
-async def store_citation_verdicts(conn, task: Task, model: str, prompt_version: str,
-                                  rows: Sequence[tuple[int, int, str, str | None, bool | None, str | None, int | None]]
-                                  ) -> None:
+async def store_citation_verdicts(
+    conn,
+    task: Task,
+    model: str,
+    prompt_version: str,
+    rows: Sequence[tuple[int, int, str, str | None, bool | None, str | None, int | None]],
+) -> None:
     """(sentence no, citation no, sentence, docno, supports, reason, call id) rows; citation 0 = no citation."""
-    await _insert(conn, "citation_verdict",
-                  ("run_id", "query_id", "model", "prompt_version", "sentence_no", "citation_no", "sentence", "docno",
-                   "supports", "reason", "call_id"),
-                  [(task.run_id, task.query_id, model, prompt_version, *row) for row in rows])
+    await _insert(
+        conn,
+        "citation_verdict",
+        (
+            "run_id",
+            "query_id",
+            "model",
+            "prompt_version",
+            "sentence_no",
+            "citation_no",
+            "sentence",
+            "docno",
+            "supports",
+            "reason",
+            "call_id",
+        ),
+        [(task.run_id, task.query_id, model, prompt_version, *row) for row in rows],
+    )
 
 
-async def store_attributions(conn, task: Task, model: str, prompt_version: str, extraction_id: int,
-                             rows: Sequence[tuple[int, int, bool]], call_id: int) -> None:
+async def store_attributions(
+    conn,
+    task: Task,
+    model: str,
+    prompt_version: str,
+    extraction_id: int,
+    rows: Sequence[tuple[int, int, bool]],
+    call_id: int,
+) -> None:
     """(statement no, context position, supported) rows of one extraction's statements (noise sensitivity)."""
-    await _insert(conn, "statement_attribution",
-                  ("run_id", "query_id", "model", "prompt_version", "extraction_id", "statement_no", "position",
-                   "supported", "call_id"),
-                  [(task.run_id, task.query_id, model, prompt_version, extraction_id, no, pos, supported, call_id)
-                   for no, pos, supported in rows])
+    await _insert(
+        conn,
+        "statement_attribution",
+        (
+            "run_id",
+            "query_id",
+            "model",
+            "prompt_version",
+            "extraction_id",
+            "statement_no",
+            "position",
+            "supported",
+            "call_id",
+        ),
+        [
+            (task.run_id, task.query_id, model, prompt_version, extraction_id, no, pos, supported, call_id)
+            for no, pos, supported in rows
+        ],
+    )
 
 
-async def store_graded_verdicts(conn, task: Task, metric: str, model: str, prompt_version: str,
-                                rows: Sequence[tuple[int, int | None, str | None, int | None]]) -> None:
+async def store_graded_verdicts(
+    conn,
+    task: Task,
+    metric: str,
+    model: str,
+    prompt_version: str,
+    rows: Sequence[tuple[int, int | None, str | None, int | None]],
+) -> None:
     """(judge pass, 0/1/2 score or None, reason, call id) rows of a two-pass metric."""
-    await _insert(conn, "graded_verdict",
-                  ("run_id", "query_id", "metric", "judge_pass", "model", "prompt_version", "score", "reason",
-                   "call_id"),
-                  [(task.run_id, task.query_id, metric, n, model, prompt_version, score, reason, call_id)
-                   for n, score, reason, call_id in rows])
+    await _insert(
+        conn,
+        "graded_verdict",
+        ("run_id", "query_id", "metric", "judge_pass", "model", "prompt_version", "score", "reason", "call_id"),
+        [
+            (task.run_id, task.query_id, metric, n, model, prompt_version, score, reason, call_id)
+            for n, score, reason, call_id in rows
+        ],
+    )
 
 
-async def store_entities(conn, text: str, model: str, prompt_version: str, call_id: int,
-                         entities: Sequence[str]) -> None:
+async def store_entities(
+    conn, text: str, model: str, prompt_version: str, call_id: int, entities: Sequence[str]
+) -> None:
     """The entities of a text, stored once per (text, model, prompt version)."""
-    await _insert(conn, "entity_extraction", ("text_hash", "model", "prompt_version", "entities", "call_id"),
-                  [(text_hash(text), model, prompt_version, list(entities), call_id)])
+    await _insert(
+        conn,
+        "entity_extraction",
+        ("text_hash", "model", "prompt_version", "entities", "call_id"),
+        [(text_hash(text), model, prompt_version, list(entities), call_id)],
+    )
 
 
-async def store_rubric_verdicts(conn, task: Task, model: str, prompt_version: str,
-                                rows: Sequence[tuple[str, str, int, str, int]]) -> None:
+async def store_rubric_verdicts(
+    conn, task: Task, model: str, prompt_version: str, rows: Sequence[tuple[str, str, int, str, int]]
+) -> None:
     """(rubric, definition hash, score 1-5, reason, call id) rows of an answer."""
-    await _insert(conn, "rubric_verdict",
-                  ("run_id", "query_id", "rubric", "model", "prompt_version", "definition_hash", "score", "reason",
-                   "call_id"),
-                  [(task.run_id, task.query_id, rubric, model, prompt_version, digest, score, reason, call_id)
-                   for rubric, digest, score, reason, call_id in rows])
+    await _insert(
+        conn,
+        "rubric_verdict",
+        ("run_id", "query_id", "rubric", "model", "prompt_version", "definition_hash", "score", "reason", "call_id"),
+        [
+            (task.run_id, task.query_id, rubric, model, prompt_version, digest, score, reason, call_id)
+            for rubric, digest, score, reason, call_id in rows
+        ],
+    )
 
 
 async def rubrics(conn: psycopg.AsyncConnection) -> list[tuple[str, list[str], bool, str]]:
     """(name, five descriptions, with reference, definition hash) of every rubric, by name."""
-    cur = await conn.execute("select name, descriptions, with_reference, ragsql._rubric_hash(name) "
-                             "from ragsql.rubric order by name collate \"C\"")
+    cur = await conn.execute(
+        "select name, descriptions, with_reference, ragsql._rubric_hash(name) "
+        'from ragsql.rubric order by name collate "C"'
+    )
     return [tuple(r) for r in await cur.fetchall()]
 
 
 async def judged_aspects(conn: psycopg.AsyncConnection, task: Task, model: str) -> set[tuple[str, str]]:
     """(aspect, definition hash) of the aspect verdicts `model` gave the task's answer."""
-    cur = await conn.execute("select aspect, definition_hash from ragsql.aspect_verdict "
-                             "where run_id = %s and query_id = %s and model = %s", (task.run_id, task.query_id, model))
+    cur = await conn.execute(
+        "select aspect, definition_hash from ragsql.aspect_verdict where run_id = %s and query_id = %s and model = %s",
+        (task.run_id, task.query_id, model),
+    )
     return {(a, h) for a, h in await cur.fetchall()}
 
 
 async def aspects(conn: psycopg.AsyncConnection) -> list[tuple[str, str]]:
     """(name, definition) of every aspect: built-ins first, then user-defined, by name."""
-    cur = await conn.execute("select name, definition from ragsql.aspect order by not builtin, name collate \"C\"")
+    cur = await conn.execute('select name, definition from ragsql.aspect order by not builtin, name collate "C"')
     return [tuple(r) for r in await cur.fetchall()]
-

@@ -37,19 +37,25 @@ __all__ = [
 ]
 
 
-def _copy(conn: psycopg.Connection, table: str, columns: Sequence[str], types: Sequence[str], rows: Iterable, *,
-          cursor: psycopg.Cursor | None = None) -> int:
+def _copy(
+    conn: psycopg.Connection,
+    table: str,
+    columns: Sequence[str],
+    types: Sequence[str],
+    rows: Iterable,
+    *,
+    cursor: psycopg.Cursor | None = None,
+) -> int:
     """Create temp table `table` (dropped at commit) and COPY rows into it; returns the row count. With `cursor`
     (whose adapters know every type of `types`), the COPY is binary through it."""
-    cols = sql.SQL(", ").join(
-        sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t)) for c, t in zip(columns, types)
-    )
+    cols = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t)) for c, t in zip(columns, types))
     # Several loads may share one transaction, so a stage left by an earlier one is replaced.
     conn.execute(sql.SQL("drop table if exists pg_temp.{}").format(sql.Identifier(table)))
     conn.execute(sql.SQL("create temp table {} ({}) on commit drop").format(sql.Identifier(table), cols))
     count = 0
     copy_sql = sql.SQL("copy {} ({}) from stdin{}").format(
-        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)),
+        sql.Identifier(table),
+        sql.SQL(", ").join(map(sql.Identifier, columns)),
         sql.SQL(" (format binary)" if cursor is not None else ""),
     )
     with (cursor or conn.cursor()).copy(copy_sql) as copy:
@@ -122,9 +128,13 @@ def add_judgments(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tupl
 
 def add_gold_spans(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tuple]) -> int:
     """Insert (qid, doc_id, start, end, quote, relevance) gold spans, numbered per query in the given order."""
-    staged = _copy(conn, "_stage_span", ["ord", "qid", "doc_id", "start_char", "end_char", "quote", "relevance"],
-                   ["bigint", "text", "text", "integer", "integer", "text", "integer"],
-                   ((i, *row) for i, row in enumerate(rows)))
+    staged = _copy(
+        conn,
+        "_stage_span",
+        ["ord", "qid", "doc_id", "start_char", "end_char", "quote", "relevance"],
+        ["bigint", "text", "text", "integer", "integer", "text", "integer"],
+        ((i, *row) for i, row in enumerate(rows)),
+    )
     _require_known_qids(conn, dataset_id, "_stage_span", "gold span")
     conn.execute(
         """
@@ -168,8 +178,13 @@ def delete_gold_spans(conn: psycopg.Connection, dataset_id: int, qids: list[str]
 
 def add_reference_answers(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tuple]) -> int:
     """Insert (qid, text) reference answers, numbered after those the query already has."""
-    staged = _copy(conn, "_stage_reference", ["ord", "qid", "text"], ["bigint", "text", "text"],
-                   ((i, qid, text) for i, (qid, text) in enumerate(rows)))
+    staged = _copy(
+        conn,
+        "_stage_reference",
+        ["ord", "qid", "text"],
+        ["bigint", "text", "text"],
+        ((i, qid, text) for i, (qid, text) in enumerate(rows)),
+    )
     _require_known_qids(conn, dataset_id, "_stage_reference", "reference answer")
     conn.execute(
         """
@@ -187,15 +202,21 @@ def add_reference_answers(conn: psycopg.Connection, dataset_id: int, rows: Itera
 
 
 def create_run(
-    conn: psycopg.Connection, name: str, dataset_id: int, config: dict | None = None,
-    notes: str | None = None, replace: bool = False,
+    conn: psycopg.Connection,
+    name: str,
+    dataset_id: int,
+    config: dict | None = None,
+    notes: str | None = None,
+    replace: bool = False,
 ) -> int:
     """Create a run; an existing name is an error unless replace=True (its results are deleted)."""
     existing = conn.execute("select id, dataset_id from ragsql.run where name = %s", (name,)).fetchone()
     if existing and not replace:
         holder = conn.execute("select name from ragsql.dataset where id = %s", (existing[1],)).fetchone()[0]
-        raise InputError(f'run "{name}" already exists, in dataset "{holder}" (use --replace to load it again, '
-                         f'or ragsql delete run {name} --yes)')
+        raise InputError(
+            f'run "{name}" already exists, in dataset "{holder}" (use --replace to load it again, '
+            f"or ragsql delete run {name} --yes)"
+        )
     if existing:
         conn.execute("delete from ragsql.run where id = %s", (existing[0],))
     row = conn.execute(
@@ -245,8 +266,13 @@ def add_run_results(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple]
 
 def add_answers(conn: psycopg.Connection, run_id: int, answers: Iterable[tuple], contexts: Iterable[tuple]) -> int:
     """Insert (qid, text, metadata) answers and (qid, position, docno, text) contexts they used."""
-    staged = _copy(conn, "_stage_answer", ["qid", "text", "metadata"], ["text", "text", "jsonb"],
-                   ((q, t, json.dumps(m or {})) for q, t, m in answers))
+    staged = _copy(
+        conn,
+        "_stage_answer",
+        ["qid", "text", "metadata"],
+        ["text", "text", "jsonb"],
+        ((q, t, json.dumps(m or {})) for q, t, m in answers),
+    )
     _copy(conn, "_stage_context", ["qid", "position", "docno", "text"], ["text", "integer", "text", "text"], contexts)
     dataset_id = conn.execute("select dataset_id from ragsql.run where id = %s", (run_id,)).fetchone()[0]
     _require_known_qids(conn, dataset_id, "_stage_answer", "answer")
@@ -271,14 +297,19 @@ def add_answers(conn: psycopg.Connection, run_id: int, answers: Iterable[tuple],
 
 def synthesized(conn: psycopg.Connection, dataset_id: int, seed: str) -> dict[str, str]:
     """{qid: text} of the dataset's questions that `ragsql synth` wrote with `seed` (metadata.synth_seed)."""
-    return dict(conn.execute("select qid, text from ragsql.query where dataset_id = %s "
-                             "and metadata ->> 'synth_seed' = %s", (dataset_id, seed)).fetchall())
+    return dict(
+        conn.execute(
+            "select qid, text from ragsql.query where dataset_id = %s and metadata ->> 'synth_seed' = %s",
+            (dataset_id, seed),
+        ).fetchall()
+    )
 
 
 def delete_synthesized(conn: psycopg.Connection, dataset_id: int, seed: str) -> None:
     """Delete the questions `ragsql synth` wrote with `seed`, with their gold labels and any answers to them."""
-    conn.execute("delete from ragsql.query where dataset_id = %s and metadata ->> 'synth_seed' = %s",
-                 (dataset_id, seed))
+    conn.execute(
+        "delete from ragsql.query where dataset_id = %s and metadata ->> 'synth_seed' = %s", (dataset_id, seed)
+    )
 
 
 LOADED = ("query", "judgment", "reference_answer", "run_result", "answer", "answer_context")
@@ -292,13 +323,19 @@ def analyze(conn: psycopg.Connection, tables: Sequence[str] = LOADED) -> None:
     workers' own statistics (autovacuum keeps them), and an analyze after the load's writes to the coordinator's
     placements is refused inside the load's transaction. Where run_result is partitioned by run (one server), its
     default partition is analyzed, the one bulk loads write (a run's own partition is analyzed when attached)."""
-    if "run_result" in tables and conn.execute(
-            "select relkind = 'p' from pg_class where oid = 'ragsql.run_result'::regclass").fetchone()[0]:
+    if (
+        "run_result" in tables
+        and conn.execute("select relkind = 'p' from pg_class where oid = 'ragsql.run_result'::regclass").fetchone()[0]
+    ):
         tables = [t if t != "run_result" else "run_result_default" for t in tables]
     if conn.execute("select to_regclass('pg_catalog.pg_dist_partition') is not null").fetchone()[0]:
-        spread = {r[0] for r in conn.execute(
-            "select c.relname from pg_dist_partition as p join pg_class as c on c.oid = p.logicalrelid "
-            "where c.relnamespace = 'ragsql'::regnamespace")}
+        spread = {
+            r[0]
+            for r in conn.execute(
+                "select c.relname from pg_dist_partition as p join pg_class as c on c.oid = p.logicalrelid "
+                "where c.relnamespace = 'ragsql'::regnamespace"
+            )
+        }
         tables = [t for t in tables if t not in spread]
     for table in tables:
         conn.execute(sql.SQL("analyze ragsql.{}").format(sql.Identifier(table)))

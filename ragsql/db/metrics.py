@@ -70,5 +70,10 @@ def query_values(conn: psycopg.Connection, run: str, measures: list[str] | None,
 
 def question_texts(conn: psycopg.Connection, run: str) -> dict[str, str | None]:
     """{qid: question text} of every query of the run's dataset."""
-    return dict(conn.execute("select q.qid, q.text from ragsql.query as q join ragsql.run as r "
-                             "on r.dataset_id = q.dataset_id where r.name = %s", (run,)).fetchall())
+    return dict(
+        conn.execute(
+            "select q.qid, q.text from ragsql.query as q join ragsql.run as r "
+            "on r.dataset_id = q.dataset_id where r.name = %s",
+            (run,),
+        ).fetchall()
+    )

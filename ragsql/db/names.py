@@ -32,8 +32,10 @@ def unknown(kind: str, name: str, known: Sequence[str], total: int | None = None
 
 def _queries(kind: str) -> tuple[sql.Composed, sql.Composed]:
     table = sql.Identifier("ragsql", _KINDS[kind][0])
-    return (sql.SQL("select id from {} where name = %s").format(table),
-            sql.SQL('select name, count(*) over () from {} order by name collate "C" limit %s').format(table))
+    return (
+        sql.SQL("select id from {} where name = %s").format(table),
+        sql.SQL('select name, count(*) over () from {} order by name collate "C" limit %s').format(table),
+    )
 
 
 def _resolve(conn: psycopg.Connection, kind: str, name: str) -> int:

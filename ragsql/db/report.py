@@ -57,45 +57,70 @@ def _rows(conn: psycopg.Connection, query: str, params: tuple) -> list[dict]:
 def _worst(conn: psycopg.Connection, run: str, judge: str | None) -> list[WorstQuery]:
     """The queries with the lowest answer correctness (or faithfulness when there is none), with the answer,
     its contexts and references and the judge's statement verdicts."""
-    flagged = _rows(conn, """
+    flagged = _rows(
+        conn,
+        """
         select d.qid, q.text as question, d.cause, d.answer_correctness
         from ragsql.diagnose_queries(%s) as d
         join ragsql.run as ru on ru.name = %s
         join ragsql.query as q on q.dataset_id = ru.dataset_id and q.qid = d.qid
         where d.answer_correctness is not null and d.cause not like 'ok%%'
         order by d.answer_correctness, d.qid collate "C"
-        limit %s""", (run, run, WORST))
+        limit %s""",
+        (run, run, WORST),
+    )
     if not flagged:
-        flagged = _rows(conn, """
+        flagged = _rows(
+            conn,
+            """
             select f.qid, q.text as question, 'low faithfulness' as cause, null::float8 as answer_correctness
             from ragsql.generation_measure(%s, 'faithfulness', %s) as f
             join ragsql.run as ru on ru.name = %s
             join ragsql.query as q on q.dataset_id = ru.dataset_id and q.qid = f.qid
             where f.value is not null
             order by f.value, f.qid collate "C"
-            limit %s""", (run, judge, run, WORST))
+            limit %s""",
+            (run, judge, run, WORST),
+        )
     texts = answer_texts(conn, run, [row["qid"] for row in flagged])
     worst = []
     for row in flagged:
-        statements = _rows(conn, """
+        statements = _rows(
+            conn,
+            """
             select purpose, statement_no, statement, verdict, reason, model
             from ragsql.statement_verdicts(%s, array['faithfulness', 'correctness_answer'], %s)
-            where qid = %s""", (run, judge, row["qid"]))
+            where qid = %s""",
+            (run, judge, row["qid"]),
+        )
         text = texts.get(row["qid"], AnswerTexts(None, [], []))
-        worst.append(WorstQuery(row["qid"], row["question"], row["cause"], row["answer_correctness"], text.answer,
-                                text.contexts, text.references, statements))
+        worst.append(
+            WorstQuery(
+                row["qid"],
+                row["question"],
+                row["cause"],
+                row["answer_correctness"],
+                text.answer,
+                text.contexts,
+                text.references,
+                statements,
+            )
+        )
     return worst
 
 
-def read_report(conn: psycopg.Connection, run: str, compared: list[str], resampling: Resampling,
-                judge: str | None = None) -> ReportData:
+def read_report(
+    conn: psycopg.Connection, run: str, compared: list[str], resampling: Resampling, judge: str | None = None
+) -> ReportData:
     """Everything the report of `run` (and its comparison with each of `compared`) shows."""
-    dataset = conn.execute("select d.name from ragsql.run as r join ragsql.dataset as d on d.id = r.dataset_id "
-                           "where r.name = %s", (run,)).fetchone()[0]
+    dataset = conn.execute(
+        "select d.name from ragsql.run as r join ragsql.dataset as d on d.id = r.dataset_id where r.name = %s", (run,)
+    ).fetchone()[0]
     overview = {name: compare.measure_ci(conn, name, None, resampling, judge=judge) for name in [run, *compared]}
     comparisons = {name: compare.compare(conn, run, name, None, resampling, judge=judge) for name in compared}
-    per_query = _rows(conn, "select measure, kind, qid, value, judge_model from ragsql.query_values(%s, null, 1, %s)",
-                      (run, judge))
+    per_query = _rows(
+        conn, "select measure, kind, qid, value, judge_model from ragsql.query_values(%s, null, 1, %s)", (run, judge)
+    )
     has_generation = any(v.kind == "generation" for v in overview[run])
     diagnosis = _rows(conn, "select * from ragsql.diagnose_run(%s)", (run,)) if has_generation else []
     missing = []
@@ -104,11 +129,28 @@ def read_report(conn: psycopg.Connection, run: str, compared: list[str], resampl
     if not any(v.kind == "retrieval" for v in overview[run]):
         missing.append("no retrieval measures: the run has no ranked results")
     return ReportData(
-        run=run, dataset=dataset, compared=compared, overview=overview, comparisons=comparisons, per_query=per_query,
-        diagnosis=diagnosis, worst=_worst(conn, run, judge) if has_generation else [],
-        judge_usage=_rows(conn, "select * from ragsql.run_usage where run = any(%s) "
-                                "order by run collate \"C\", purpose, kind, model, prompt_name", ([run, *compared],)),
+        run=run,
+        dataset=dataset,
+        compared=compared,
+        overview=overview,
+        comparisons=comparisons,
+        per_query=per_query,
+        diagnosis=diagnosis,
+        worst=_worst(conn, run, judge) if has_generation else [],
+        judge_usage=_rows(
+            conn,
+            "select * from ragsql.run_usage where run = any(%s) "
+            'order by run collate "C", purpose, kind, model, prompt_name',
+            ([run, *compared],),
+        ),
         config=conn.execute("select key, value from ragsql.run_config(%s)", (run,)).fetchall(),
-        resampling=resampling, missing=missing,
-        ppi={m: p for m, p in review.ppi(conn, run, [v.measure for v in overview[run] if v.kind == "generation"],
-                                         resampling.alpha, judge).items() if p["labelled"]})
+        resampling=resampling,
+        missing=missing,
+        ppi={
+            m: p
+            for m, p in review.ppi(
+                conn, run, [v.measure for v in overview[run] if v.kind == "generation"], resampling.alpha, judge
+            ).items()
+            if p["labelled"]
+        },
+    )

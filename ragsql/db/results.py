@@ -17,10 +17,17 @@ import psycopg
 from psycopg import sql
 
 from ragsql.db.connect import duplicates_refused
-from ragsql.errors import InputError
 
-__all__ = ["attach_partition", "bare_partition", "copy_ranked", "partitioned", "query_ids", "rank_staged",
-           "ranking_text", "stage_unranked"]
+__all__ = [
+    "attach_partition",
+    "bare_partition",
+    "copy_ranked",
+    "partitioned",
+    "query_ids",
+    "rank_staged",
+    "ranking_text",
+    "stage_unranked",
+]
 
 RUN_RESULT = sql.Identifier("ragsql", "run_result")
 _COPY = "copy {} (run_id, dataset_id, query_id, rank, docno, score) from stdin"
@@ -29,8 +36,11 @@ _RANKS = list(map(str, range(1001)))  # str(rank), grown for the longest ranking
 
 def query_ids(conn: psycopg.Connection, dataset_id: int, qids: Sequence[str]) -> dict[str, int]:
     """{qid: query id} of these qids of the dataset (the ones it holds)."""
-    return dict(conn.execute("select qid, id from ragsql.query where dataset_id = %s and qid = any(%s)",
-                             (dataset_id, list(qids))).fetchall())
+    return dict(
+        conn.execute(
+            "select qid, id from ragsql.query where dataset_id = %s and qid = any(%s)", (dataset_id, list(qids))
+        ).fetchall()
+    )
 
 
 def ranking_text(docnos: Sequence[str], scores: Sequence[float]) -> str:
@@ -65,8 +75,13 @@ def attach_partition(conn: psycopg.Connection, run_id: int) -> None:
         conn.execute("select ragsql._run_result_attach(%s)", (run_id,))
 
 
-def copy_ranked(conn: psycopg.Connection, run_id: int, dataset_id: int, rankings: Iterable[tuple[int, str]],
-                table: sql.Composable = RUN_RESULT) -> None:
+def copy_ranked(
+    conn: psycopg.Connection,
+    run_id: int,
+    dataset_id: int,
+    rankings: Iterable[tuple[int, str]],
+    table: sql.Composable = RUN_RESULT,
+) -> None:
     """COPY (query id, ranking_text) rankings straight into the run's results, or into `table`, the run's partition
     made by bare_partition in this transaction: frozen there (all visible at once, so the first reads after the
     import set no hint bits and index-only scans need no heap visit)."""
@@ -79,8 +94,9 @@ def copy_ranked(conn: psycopg.Connection, run_id: int, dataset_id: int, rankings
 def stage_unranked(conn: psycopg.Connection, rows: Iterable[tuple[int, str, float]]) -> int:
     """Add (query id, docno, score) rows to the temporary table _stage_unranked (made on first use, dropped at
     commit); the row count."""
-    conn.execute("create temp table if not exists _stage_unranked (query_id bigint, docno text, score float8) "
-                 "on commit drop")
+    conn.execute(
+        "create temp table if not exists _stage_unranked (query_id bigint, docno text, score float8) on commit drop"
+    )
     count = 0
     with conn.cursor().copy("copy _stage_unranked (query_id, docno, score) from stdin (format binary)") as copy:
         copy.set_types(["int8", "text", "float8"])

@@ -15,8 +15,18 @@ from ragsql.db import names
 from ragsql.db.load import _copy, analyze, create_run
 from ragsql.errors import InputError
 
-__all__ = ["Version", "RunSpec", "dataset_queries", "find_version", "start_run", "add_queries", "retrieve",
-           "run_report", "candidates", "replace_results"]
+__all__ = [
+    "Version",
+    "RunSpec",
+    "dataset_queries",
+    "find_version",
+    "start_run",
+    "add_queries",
+    "retrieve",
+    "run_report",
+    "candidates",
+    "replace_results",
+]
 
 
 @dataclass(frozen=True)
@@ -70,8 +80,9 @@ def find_version(conn: psycopg.Connection, corpus: str, chunking: str | None = N
     for v in versions:
         if v.chunking == chunking or f"{v.chunking}:{v.embedder}" == chunking:
             return v
-    raise InputError(f'corpus "{corpus}" has no chunking {chunking} (it has: '
-                     f'{", ".join(sorted({v.chunking for v in versions}))})')
+    raise InputError(
+        f'corpus "{corpus}" has no chunking {chunking} (it has: {", ".join(sorted({v.chunking for v in versions}))})'
+    )
 
 
 def dataset_queries(conn: psycopg.Connection, dataset: str) -> tuple[int, list[tuple[int, str, str | None]]]:
@@ -79,32 +90,41 @@ def dataset_queries(conn: psycopg.Connection, dataset: str) -> tuple[int, list[t
     dataset_id = names.dataset_id(conn, dataset)
     queries = conn.execute(
         "select id, text, language from ragsql.query where dataset_id = %s and coalesce(btrim(text), '') <> '' "
-        "order by id", (dataset_id,)).fetchall()
+        "order by id",
+        (dataset_id,),
+    ).fetchall()
     return dataset_id, queries
 
 
-def start_run(conn: psycopg.Connection, run: str, dataset_id: int, version: Version, spec: RunSpec,
-              config: dict, replace: bool) -> int:
+def start_run(
+    conn: psycopg.Connection, run: str, dataset_id: int, version: Version, spec: RunSpec, config: dict, replace: bool
+) -> int:
     """Create the run (replacing one of that name with `replace`) and its retrieval settings."""
     run_id = create_run(conn, run, dataset_id, config, replace=replace)
     depth = max(spec.k, spec.rerank_depth) if spec.rerank else spec.k  # a reranker reorders a deeper list
     conn.execute(
         "insert into ragsql.retrieval_run (run_id, version_id, mode, k, candidates, weights, rrf_k, expand) "
         "values (%s, %s, %s, %s, %s, %s, %s, %s)",
-        (run_id, version.id, spec.mode, depth, spec.candidates, json.dumps(spec.weights), spec.rrf_k, spec.expand))
+        (run_id, version.id, spec.mode, depth, spec.candidates, json.dumps(spec.weights), spec.rrf_k, spec.expand),
+    )
     return run_id
 
 
 def add_queries(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple]) -> int:
     """Store (query_id, text, terms, embedding or None) of every query the run searches."""
     register_vector(conn)
-    staged = _copy(conn, "_stage_retrieval_query", ["query_id", "text", "terms", "embedding"],
-                   ["bigint", "text", "text[]", "vector"],
-                   ((q, text, terms, None if v is None else np.asarray(v, dtype=np.float32))
-                    for q, text, terms, v in rows))
+    staged = _copy(
+        conn,
+        "_stage_retrieval_query",
+        ["query_id", "text", "terms", "embedding"],
+        ["bigint", "text", "text[]", "vector"],
+        ((q, text, terms, None if v is None else np.asarray(v, dtype=np.float32)) for q, text, terms, v in rows),
+    )
     conn.execute(
         "insert into ragsql.retrieval_query (run_id, query_id, text, terms, embedding) "
-        "select %s, query_id, text, terms, embedding from _stage_retrieval_query", (run_id,))
+        "select %s, query_id, text, terms, embedding from _stage_retrieval_query",
+        (run_id,),
+    )
     return staged
 
 
@@ -135,12 +155,19 @@ def candidates(conn: psycopg.Connection, run_id: int) -> dict[int, tuple[str, li
 def replace_results(conn: psycopg.Connection, run_id: int, k: int, rows: Iterable[tuple]) -> int:
     """Replace the run's results with (query_id, rank, docno, score, text) rows and record its final k."""
     conn.execute("delete from ragsql.run_result where run_id = %s", (run_id,))
-    staged = _copy(conn, "_stage_reranked", ["query_id", "rank", "docno", "score", "text"],
-                   ["bigint", "integer", "text", "float8", "text"], rows)
+    staged = _copy(
+        conn,
+        "_stage_reranked",
+        ["query_id", "rank", "docno", "score", "text"],
+        ["bigint", "integer", "text", "float8", "text"],
+        rows,
+    )
     conn.execute(
         "insert into ragsql.run_result (run_id, dataset_id, query_id, rank, docno, score, text) "
         "select %s, ru.dataset_id, s.query_id, s.rank, s.docno, s.score, s.text "
-        "from _stage_reranked as s cross join ragsql.run as ru where ru.id = %s", (run_id, run_id))
+        "from _stage_reranked as s cross join ragsql.run as ru where ru.id = %s",
+        (run_id, run_id),
+    )
     conn.execute("update ragsql.retrieval_run set k = %s where run_id = %s", (k, run_id))
     return staged
 
@@ -160,12 +187,17 @@ def run_report(conn: psycopg.Connection, run_id: int) -> dict[str, int]:
         (run_id,),
     ).fetchone()
     version_id, dataset_id = conn.execute(
-        "select rr.version_id, ru.dataset_id from ragsql.retrieval_run as rr join ragsql.run as ru on ru.id = rr.run_id "
-        "where rr.run_id = %s", (run_id,)).fetchone()
+        "select rr.version_id, ru.dataset_id "
+        "from ragsql.retrieval_run as rr join ragsql.run as ru on ru.id = rr.run_id "
+        "where rr.run_id = %s",
+        (run_id,),
+    ).fetchone()
     coarse = conn.execute(
         """
         select count(*) from (
-            select vj.query_id from ragsql.version_judgment(%s, %s) as vj group by vj.query_id having bool_and(vj.coarse)
+            select vj.query_id from ragsql.version_judgment(%s, %s) as vj
+            group by vj.query_id
+            having bool_and(vj.coarse)
         ) as g
         """,
         (version_id, dataset_id),

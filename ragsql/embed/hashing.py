@@ -46,7 +46,7 @@ def _blake(feature: str) -> int:
 def _word(word: str, dim: int) -> Slots:
     """Slots of a Latin word or number: the word and the 3- to 5-grams of ``<word>``, hashed by blake2b-64."""
     padded = f"<{word}>"
-    grams = [padded[i:i + n] for n in (3, 4, 5) for i in range(len(padded) - n + 1)]
+    grams = [padded[i : i + n] for n in (3, 4, 5) for i in range(len(padded) - n + 1)]
     hashes = np.array([_blake(f"w:{word}"), *(_blake(f"g:{g}") for g in grams)], dtype=_U)
     cols, vals = _signed(hashes, np.array([_WORD_WEIGHT] + [_GRAM_WEIGHT] * len(grams)), dim)
     cols.flags.writeable = vals.flags.writeable = False  # cached and shared
@@ -70,8 +70,10 @@ def _cjk(run: str, dim: int) -> Slots:
 
 
 def _slots(text: str, dim: int) -> Slots:
-    parts = [_cjk(m.group("cjk"), dim) if m.group("cjk") else _word(m.group("word"), dim)
-             for m in _TOKEN.finditer(text.lower())]
+    parts = [
+        _cjk(m.group("cjk"), dim) if m.group("cjk") else _word(m.group("word"), dim)
+        for m in _TOKEN.finditer(text.lower())
+    ]
     if not parts:  # only punctuation or symbols: hash its characters
         chars = [ch for ch in text if not ch.isspace()]
         parts = [_signed(np.array([_blake(f"p:{ch}") for ch in chars], dtype=_U), np.ones(len(chars)), dim)]

@@ -13,7 +13,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-
 from ragsql.embed.embedder import EmbeddingFailed, require_text
 from ragsql.errors import JudgeError
 from ragsql.llm.calls import CallRecord, request_hash
@@ -30,8 +29,14 @@ class OpenAIEmbedder(EndpointClient):
 
     offline = False
 
-    def __init__(self, settings: EndpointSettings, model: str | None = None, *, batch_size: int = 256,
-                 limiter: RateLimiter | None = None):
+    def __init__(
+        self,
+        settings: EndpointSettings,
+        model: str | None = None,
+        *,
+        batch_size: int = 256,
+        limiter: RateLimiter | None = None,
+    ):
         if not settings.configured:
             raise JudgeError("the openai embedder needs an endpoint: set RAGSQL_JUDGE_BASE_URL or OPENAI_API_KEY")
         if not 1 <= batch_size <= 2048:
@@ -45,7 +50,7 @@ class OpenAIEmbedder(EndpointClient):
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
         """One vector per text, in order, and one record per request; EmbeddingFailed if a batch fails."""
         require_text(texts)
-        batches = [list(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         results = await asyncio.gather(*(self._batch(b) for b in batches))
         records = [record for _, record in results]
         failed = next((r for r in records if not r.ok), None)
@@ -65,12 +70,15 @@ class OpenAIEmbedder(EndpointClient):
         def check(response: Any) -> None:
             got = [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
             if len(got) != len(batch) or len({len(v) for v in got}) != 1:
-                raise ValueError(f"the endpoint returned {len(got)} vectors of sizes "
-                                 f"{sorted({len(v) for v in got})} for {len(batch)} inputs")
+                raise ValueError(
+                    f"the endpoint returned {len(got)} vectors of sizes "
+                    f"{sorted({len(v) for v in got})} for {len(batch)} inputs"
+                )
 
         try:
-            sent = await self._sender.send(lambda: self._client.embeddings.create(model=self.model, input=batch),
-                                           reserve=reserve, check=check)
+            sent = await self._sender.send(
+                lambda: self._client.embeddings.create(model=self.model, input=batch), reserve=reserve, check=check
+            )
             attempts = sent.attempts
             tokens = sent.reply.usage.prompt_tokens if sent.reply.usage else reserve
             self._sender.limiter.settle(reserve, tokens)
@@ -78,11 +86,19 @@ class OpenAIEmbedder(EndpointClient):
         except SendFailed as exc:
             attempts, error = exc.attempts, exc.reason
         record = CallRecord(
-            request_hash=request_hash(self.model, {"input": batch}), kind="embedding", model=self.model,
-            prompt_name="embedding", prompt_version=None, status="failed" if error else "ok",
-            response=None if error else {"inputs": len(batch), "dimensions": len(vectors[0])}, error=error,
-            prompt_tokens=tokens if not error else None, completion_tokens=0 if not error else None,
-            latency_ms=round((time.perf_counter() - start) * 1000), attempts=attempts)
+            request_hash=request_hash(self.model, {"input": batch}),
+            kind="embedding",
+            model=self.model,
+            prompt_name="embedding",
+            prompt_version=None,
+            status="failed" if error else "ok",
+            response=None if error else {"inputs": len(batch), "dimensions": len(vectors[0])},
+            error=error,
+            prompt_tokens=tokens if not error else None,
+            completion_tokens=0 if not error else None,
+            latency_ms=round((time.perf_counter() - start) * 1000),
+            attempts=attempts,
+        )
         return ([] if error else vectors), record
 
     async def aclose(self) -> None:

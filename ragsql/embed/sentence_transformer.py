@@ -26,8 +26,15 @@ class SentenceTransformerEmbedder:
 
     offline = True
 
-    def __init__(self, model: str, *, name: str | None = None, extra: str = "sentence-transformers",
-                 device: str | None = None, batch_size: int = 64):
+    def __init__(
+        self,
+        model: str,
+        *,
+        name: str | None = None,
+        extra: str = "sentence-transformers",
+        device: str | None = None,
+        batch_size: int = 64,
+    ):
         self.name = name or f"sentence-transformers:{model}"
         self._module: Any = require_extra("sentence_transformers", f"the {self.name.partition(':')[0]} embedder", extra)
         self.model_name = model
@@ -39,10 +46,16 @@ class SentenceTransformerEmbedder:
     def _encode(self, texts: list[str]) -> list[list[float]]:
         with self._load_lock:
             if self._model is None:
-                self._model = load_model(self._module.SentenceTransformer, self.model_name, device=self.device,
-                                         what="sentence-transformers model", error=EmbeddingFailed)
-        matrix = self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False)
+                self._model = load_model(
+                    self._module.SentenceTransformer,
+                    self.model_name,
+                    device=self.device,
+                    what="sentence-transformers model",
+                    error=EmbeddingFailed,
+                )
+        matrix = self._model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
         return matrix.tolist()
 
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:

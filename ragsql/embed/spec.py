@@ -41,8 +41,10 @@ def _offline(arg: str, settings: EndpointSettings) -> Embedder:
     if parts and parts[0] == HashingEmbedder.version:
         parts = parts[1:]
     if len(parts) > 1 or (parts and not parts[0].isdigit()):
-        raise InputError(f"unknown offline embedder 'offline:{arg}': use offline, offline:<dim> "
-                         f"or offline:{HashingEmbedder.version}:<dim>")
+        raise InputError(
+            f"unknown offline embedder 'offline:{arg}': use offline, offline:<dim> "
+            f"or offline:{HashingEmbedder.version}:<dim>"
+        )
     try:
         return HashingEmbedder(int(parts[0])) if parts else HashingEmbedder()
     except ValueError as exc:
@@ -55,8 +57,9 @@ def _openai(arg: str, settings: EndpointSettings) -> Embedder:
 
 def _sentence_transformers(arg: str, settings: EndpointSettings) -> Embedder:
     if not arg:
-        raise InputError("name the model: sentence-transformers:<model>, "
-                         "e.g. sentence-transformers:BAAI/bge-small-zh-v1.5")
+        raise InputError(
+            "name the model: sentence-transformers:<model>, e.g. sentence-transformers:BAAI/bge-small-zh-v1.5"
+        )
     return SentenceTransformerEmbedder(arg)
 
 
@@ -67,7 +70,11 @@ def _minilm(arg: str, settings: EndpointSettings) -> Embedder:
 
 
 _FACTORIES: dict[str, Callable[[str, EndpointSettings], Embedder]] = {
-    "auto": _auto, "e5": _e5, "offline": _offline, "openai": _openai, "sentence-transformers": _sentence_transformers,
+    "auto": _auto,
+    "e5": _e5,
+    "offline": _offline,
+    "openai": _openai,
+    "sentence-transformers": _sentence_transformers,
     "minilm": _minilm,
 }
 

@@ -22,10 +22,17 @@ class Case:
 def write_junit(path: Path, suite: str, cases: Sequence[Case], seconds: float = 0.0) -> None:
     """Write one <testsuite> (inside <testsuites>) with a <testcase> per case and <failure> for failed ones."""
     failures = sum(1 for c in cases if c.failure is not None)
-    root = ET.Element("testsuites", tests=str(len(cases)), failures=str(failures), errors="0",
-                      time=f"{seconds:.3f}")
-    element = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
-                            errors="0", skipped="0", time=f"{seconds:.3f}")
+    root = ET.Element("testsuites", tests=str(len(cases)), failures=str(failures), errors="0", time=f"{seconds:.3f}")
+    element = ET.SubElement(
+        root,
+        "testsuite",
+        name=suite,
+        tests=str(len(cases)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+        time=f"{seconds:.3f}",
+    )
     for case in cases:
         test = ET.SubElement(element, "testcase", classname=suite, name=case.name, time="0")
         if case.failure is not None:

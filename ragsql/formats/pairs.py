@@ -100,8 +100,11 @@ def _pair(obj: object, line: int) -> Pair:
             raise ValueError(f"unknown field {name}.{extra[0]} (expected answer, contexts)")
         side = _side(given, name, shared)
         for need in NEEDS[metric]:
-            if need == "reference" and reference is None or (
-                    metric == "context_precision" and reference is None and side.answer is None):
+            if (
+                need == "reference"
+                and reference is None
+                or (metric == "context_precision" and reference is None and side.answer is None)
+            ):
                 raise ValueError(f"{metric} needs a reference" + (" or an answer" if need != "reference" else ""))
             if (need == "answer" and side.answer is None) or (need == "contexts" and not side.contexts):
                 raise ValueError(f"{metric} needs {need} on the {name} side")
@@ -122,8 +125,7 @@ def _side(obj: dict, name: str, shared: Side | None) -> Side:
                 raise ValueError(f"a context of {name} {text_problem(c)[1]}")
     if shared is None:
         return Side(answer, tuple(contexts or ()))
-    return Side(shared.answer if answer is None else answer,
-                shared.contexts if contexts is None else tuple(contexts))
+    return Side(shared.answer if answer is None else answer, shared.contexts if contexts is None else tuple(contexts))
 
 
 def _text(obj: dict, key: str, required: bool = False, where: str = "the pair") -> str | None:
@@ -133,8 +135,9 @@ def _text(obj: dict, key: str, required: bool = False, where: str = "the pair") 
             raise ValueError(f"missing field {key!r}")
         return None
     if not isinstance(value, str) or (required and not value.strip()):
-        raise ValueError(f"{key} of {where} must be a non-empty string" if required
-                         else f"{key} of {where} must be a string")
+        raise ValueError(
+            f"{key} of {where} must be a non-empty string" if required else f"{key} of {where} must be a string"
+        )
     if text_problem(value):
         raise ValueError(f"{key} of {where} {text_problem(value)[1]}")
     return value

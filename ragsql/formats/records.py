@@ -34,8 +34,19 @@ _ALIASES = {
     "scores": ("retrieved_scores",),
 }
 _KNOWN = {name for names in _ALIASES.values() for name in names}
-_LISTS = {"ground_truths", "gold_evidence", "gold_doc_ids", "reference_contexts", "reference_context_ids", "retrieved_contexts",
-          "contexts", "retrieved_ids", "retrieved_context_ids", "retrieved", "retrieved_scores"}
+_LISTS = {
+    "ground_truths",
+    "gold_evidence",
+    "gold_doc_ids",
+    "reference_contexts",
+    "reference_context_ids",
+    "retrieved_contexts",
+    "contexts",
+    "retrieved_ids",
+    "retrieved_context_ids",
+    "retrieved",
+    "retrieved_scores",
+}
 _OBJECTS = {"metadata", "rel_map"}
 _ITEM_KEYS = {"id", "score", "text"}
 _SPAN_KEYS = {"doc_id", "start", "end", "text", "relevance"}
@@ -71,14 +82,16 @@ def context_docno(text: str) -> str:
 
 
 def parse_records(
-    lines: Iterable[str], fmt: str, path: str = "<records>",
+    lines: Iterable[str],
+    fmt: str,
+    path: str = "<records>",
     on_error: Callable[[int, str], None] | None = None,
 ) -> Iterator[Record]:
     """Yield a Record per JSONL line or CSV row; a bad record raises InputError, or goes to on_error(line, message)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown record format {fmt!r} (expected one of {', '.join(FORMATS)})", path)
     first_line: dict[str, int] = {}
-    for line, obj in (_jsonl_objects(lines) if fmt == "jsonl" else _csv_objects(lines, path)):
+    for line, obj in _jsonl_objects(lines) if fmt == "jsonl" else _csv_objects(lines, path):
         try:
             if isinstance(obj, _Invalid):
                 raise obj
@@ -285,8 +298,9 @@ def _spans(obj: dict) -> tuple[Span, ...]:
 def _span(key: str, i: int, item: dict) -> Span:
     unknown = sorted(item.keys() - _SPAN_KEYS)
     if unknown:
-        raise _Invalid(f"{key}[{i}] has unknown key(s) {', '.join(unknown)} (expected doc_id, start, end, text, "
-                       "relevance)")
+        raise _Invalid(
+            f"{key}[{i}] has unknown key(s) {', '.join(unknown)} (expected doc_id, start, end, text, relevance)"
+        )
     if item.get("doc_id") is None:
         raise _Invalid(f"{key}[{i}] has no doc_id")
     doc_id = _id(f"{key}[{i}].doc_id", item["doc_id"])
@@ -296,8 +310,9 @@ def _span(key: str, i: int, item: dict) -> Span:
     if start is not None:
         for name, value in (("start", start), ("end", end)):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT_MAX:
-                raise _Invalid(f"{key}[{i}].{name} must be a character offset (integer 0 to {INT_MAX}), "
-                               f"found {_short(value)}")
+                raise _Invalid(
+                    f"{key}[{i}].{name} must be a character offset (integer 0 to {INT_MAX}), found {_short(value)}"
+                )
         if end <= start:
             raise _Invalid(f"{key}[{i}]: end ({end}) must be greater than start ({start})")
     quote = None if item.get("text") is None else _text(f"{key}[{i}].text", item["text"])
@@ -306,8 +321,12 @@ def _span(key: str, i: int, item: dict) -> Span:
 
 
 def _retrieved(obj: dict) -> tuple[Retrieved, ...]:
-    given = [(role, key, _list(key, value))
-             for role in ("contexts", "ids", "scores") for key, value in [_pick(obj, role)] if key]
+    given = [
+        (role, key, _list(key, value))
+        for role in ("contexts", "ids", "scores")
+        for key, value in [_pick(obj, role)]
+        if key
+    ]
     for _, key, values in given[1:]:
         if len(values) != len(given[0][2]):
             raise _Invalid(f"{key} has {len(values)} items but {given[0][1]} has {len(given[0][2])}")
@@ -391,8 +410,11 @@ def _score(key: str, value: object, i: int | None = None) -> float | None:
 
 
 def _grade(key: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not value.is_integer()):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not value.is_integer())
+    ):
         raise _Invalid(f"{key}: relevance {_short(value)} is not an integer")
     if abs(value) > INT_MAX:
         raise _Invalid(f"{key}: relevance {_short(value)} is out of range (-{INT_MAX} to {INT_MAX})")

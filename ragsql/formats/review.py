@@ -17,8 +17,22 @@ from ragsql.formats.values import text_problem
 __all__ = ["CSV_COLUMNS", "VERDICTS", "SheetLabel", "read_labels", "sheet_csv", "sheet_jsonl"]
 
 VERDICTS = ("supported", "partial", "unsupported", "contradicted")
-CSV_COLUMNS = ["run", "qid", "metric", "item", "question", "answer", "reference", "contexts", "statement", "judge",
-               "judge_model", "reason", "reviewer", "label"]
+CSV_COLUMNS = [
+    "run",
+    "qid",
+    "metric",
+    "item",
+    "question",
+    "answer",
+    "reference",
+    "contexts",
+    "statement",
+    "judge",
+    "judge_model",
+    "reason",
+    "reviewer",
+    "label",
+]
 
 
 @dataclass(frozen=True)
@@ -40,10 +54,24 @@ class SheetLabel:
 
 def sheet_jsonl(items: Sequence) -> str:
     """One JSON object per sampled query, every label null for the reviewer to fill in."""
-    return "".join(json.dumps({"run": i.run, "qid": i.qid, "reviewer": None, "question": i.question,
-                               "answer": i.answer, "references": i.references, "contexts": i.contexts,
-                               "metrics": i.metrics, "statements": i.statements}, ensure_ascii=False) + "\n"
-                   for i in items)
+    return "".join(
+        json.dumps(
+            {
+                "run": i.run,
+                "qid": i.qid,
+                "reviewer": None,
+                "question": i.question,
+                "answer": i.answer,
+                "references": i.references,
+                "contexts": i.contexts,
+                "metrics": i.metrics,
+                "statements": i.statements,
+            },
+            ensure_ascii=False,
+        )
+        + "\n"
+        for i in items
+    )
 
 
 def sheet_csv(items: Sequence) -> str:
@@ -52,21 +80,38 @@ def sheet_csv(items: Sequence) -> str:
     writer = csv.DictWriter(buffer, CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for i in items:
-        common = {"run": i.run, "qid": i.qid, "question": i.question, "answer": i.answer,
-                  "reference": " / ".join(i.references), "contexts": "\n---\n".join(i.contexts)}
+        common = {
+            "run": i.run,
+            "qid": i.qid,
+            "question": i.question,
+            "answer": i.answer,
+            "reference": " / ".join(i.references),
+            "contexts": "\n---\n".join(i.contexts),
+        }
         for metric, value in i.metrics.items():
-            writer.writerow({**common, "metric": metric, "item": "", "judge": value["judge"],
-                             "judge_model": value["judge_model"]})
+            writer.writerow(
+                {**common, "metric": metric, "item": "", "judge": value["judge"], "judge_model": value["judge_model"]}
+            )
         for s in i.statements:
-            writer.writerow({**common, "metric": s["metric"], "item": s["item"], "statement": s["statement"],
-                             "judge": s["judge"], "judge_model": s["judge_model"], "reason": s["reason"]})
+            writer.writerow(
+                {
+                    **common,
+                    "metric": s["metric"],
+                    "item": s["item"],
+                    "statement": s["statement"],
+                    "judge": s["judge"],
+                    "judge_model": s["judge_model"],
+                    "reason": s["reason"],
+                }
+            )
     return buffer.getvalue()
 
 
 def _score(value, where: str) -> float:
     if isinstance(value, bool):  # JSON true is not the label 1: a sheet's type is the documented one or refused
-        raise ValueError(f"{where}: the label must be a number between 0 and 1, not the JSON boolean "
-                         f"{str(value).lower()}")
+        raise ValueError(
+            f"{where}: the label must be a number between 0 and 1, not the JSON boolean {str(value).lower()}"
+        )
     if isinstance(value, str):
         try:
             value = float(value)
@@ -95,8 +140,14 @@ def _label(line: int, run, qid, metric, item: str, reviewer, raw, judge_model, j
     for name, value in (("run", run), ("qid", qid), ("metric", metric)):
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"{name} is missing")
-    for name, value in (("run", run), ("qid", qid), ("metric", metric), ("item", item), ("reviewer", reviewer),
-                        ("judge_model", judge_model)):
+    for name, value in (
+        ("run", run),
+        ("qid", qid),
+        ("metric", metric),
+        ("item", item),
+        ("reviewer", reviewer),
+        ("judge_model", judge_model),
+    ):
         if isinstance(value, str) and text_problem(value):
             raise ValueError(f"{name} {text_problem(value)[1]}")
     if judge_model is not None and not isinstance(judge_model, str):
@@ -104,10 +155,32 @@ def _label(line: int, run, qid, metric, item: str, reviewer, raw, judge_model, j
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise ValueError("no reviewer: give one in the file (reviewer) or with --reviewer")
     if item:
-        return SheetLabel(line, run, qid, metric, item, reviewer.strip(), None, _verdict(raw, where), judge_model or None,
-                          None, judge if judge in VERDICTS else None)
-    return SheetLabel(line, run, qid, metric, "", reviewer.strip(), _score(raw, where), None, judge_model or None,
-                      _judge_value(judge), None)
+        return SheetLabel(
+            line,
+            run,
+            qid,
+            metric,
+            item,
+            reviewer.strip(),
+            None,
+            _verdict(raw, where),
+            judge_model or None,
+            None,
+            judge if judge in VERDICTS else None,
+        )
+    return SheetLabel(
+        line,
+        run,
+        qid,
+        metric,
+        "",
+        reviewer.strip(),
+        _score(raw, where),
+        None,
+        judge_model or None,
+        _judge_value(judge),
+        None,
+    )
 
 
 def _jsonl_labels(text: str, reviewer: str | None) -> Iterator[tuple[int, SheetLabel | None, str | None]]:
@@ -125,15 +198,41 @@ def _jsonl_labels(text: str, reviewer: str | None) -> Iterator[tuple[int, SheetL
                 raise ValueError("metrics must be an object and statements a list, as the exported sheet has them")
             for metric, value in metrics.items():
                 if isinstance(value, dict) and value.get("label") is not None:
-                    yield number, _label(number, record.get("run"), record.get("qid"), metric, "", who,
-                                         value["label"], value.get("judge_model"), value.get("judge")), None
+                    yield (
+                        number,
+                        _label(
+                            number,
+                            record.get("run"),
+                            record.get("qid"),
+                            metric,
+                            "",
+                            who,
+                            value["label"],
+                            value.get("judge_model"),
+                            value.get("judge"),
+                        ),
+                        None,
+                    )
             for s in statements:
                 if isinstance(s, dict) and s.get("label") is not None:
                     item = s.get("item")
                     if not isinstance(item, str) or not item:
                         raise ValueError("a labelled statement has no item")
-                    yield number, _label(number, record.get("run"), record.get("qid"), s.get("metric"), item, who,
-                                         s["label"], s.get("judge_model"), s.get("judge")), None
+                    yield (
+                        number,
+                        _label(
+                            number,
+                            record.get("run"),
+                            record.get("qid"),
+                            s.get("metric"),
+                            item,
+                            who,
+                            s["label"],
+                            s.get("judge_model"),
+                            s.get("judge"),
+                        ),
+                        None,
+                    )
         except json.JSONDecodeError as exc:
             yield number, None, f"not JSON: {exc.msg}"
         except RecursionError:
@@ -153,9 +252,21 @@ def _csv_labels(text: str, reviewer: str | None) -> Iterator[tuple[int, SheetLab
         if not (row.get("label") or "").strip():
             continue
         try:
-            yield number, _label(number, row["run"], row["qid"], row["metric"], (row.get("item") or "").strip(),
-                                 (row.get("reviewer") or "").strip() or reviewer, row["label"].strip(),
-                                 row.get("judge_model"), row.get("judge")), None
+            yield (
+                number,
+                _label(
+                    number,
+                    row["run"],
+                    row["qid"],
+                    row["metric"],
+                    (row.get("item") or "").strip(),
+                    (row.get("reviewer") or "").strip() or reviewer,
+                    row["label"].strip(),
+                    row.get("judge_model"),
+                    row.get("judge"),
+                ),
+                None,
+            )
         except ValueError as exc:
             yield number, None, str(exc)
 

@@ -20,7 +20,7 @@ __all__ = ["RankedBlock", "parse_qrels", "parse_run", "rank_run", "trec_eval_ord
 _UNSAFE = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 # The same test on the UTF-8 bytes, several times faster: the ASCII ones are what bytes.translate does not delete
 # from the block; the others (U+007F..U+009F but U+0085) are encoded as \xc2 and a second byte.
-_SAFE_BYTES = bytes(sorted(set(range(256)) - set(range(0x00, 0x09)) - set(range(0x0e, 0x1c)) - {0x7f}))
+_SAFE_BYTES = bytes(sorted(set(range(256)) - set(range(0x00, 0x09)) - set(range(0x0E, 0x1C)) - {0x7F}))
 # Lines trec_eval skips: a comment ('#' in column 0) or nothing but whitespace.
 _SKIPPED = re.compile(r"^(?:#[^\n]*|[^\S\n]*)(?:\n|\Z)", re.MULTILINE)
 _SHORT_ID = MAX_ID_BYTES // 4  # an id of at most this many characters is short enough, whatever its characters
@@ -124,7 +124,7 @@ def _fast(text: str, first: int, rows: _Rows) -> bool:
     if not text.endswith("\n"):
         text += "\n"
     count = text.count("\n")
-    width = len(text[:text.index("\n")].split())
+    width = len(text[: text.index("\n")].split())
     step = width + 1
     # every line then ends in one \x01 token: all lines have `width` fields exactly when the \x01 tokens are
     # `count` in number and all at the positions a multiple of step later
@@ -132,8 +132,13 @@ def _fast(text: str, first: int, rows: _Rows) -> bool:
     if width < 6 or len(tokens) != step * count or tokens[width::step].count("\x01") != count:
         return False
     qids, docnos, tags = tokens[0::step], tokens[2::step], tokens[5::step]
-    if max(map(len, docnos)) > _SHORT_ID or max(map(len, qids)) > _SHORT_ID or len(tags[0]) > _SHORT_ID \
-            or tags.count(tags[0]) != count and max(map(len, tags)) > _SHORT_ID:  # one tag, as a rule
+    if (
+        max(map(len, docnos)) > _SHORT_ID
+        or max(map(len, qids)) > _SHORT_ID
+        or len(tags[0]) > _SHORT_ID
+        or tags.count(tags[0]) != count
+        and max(map(len, tags)) > _SHORT_ID
+    ):  # one tag, as a rule
         return False
     try:
         scores = list(map(float, tokens[4::step]))
@@ -171,17 +176,22 @@ def _block(data: bytes, first: int, path: str) -> tuple[_Rows, InputError | None
         cut = data.rfind(b"\n", 0, exc.start) + 1
         text = data[:cut].decode("utf-8")
         end = data.find(b"\n", cut)
-        bad = (first + data.count(b"\n", 0, cut), data[cut:] if end < 0 else data[cut:end + 1])
+        bad = (first + data.count(b"\n", 0, cut), data[cut:] if end < 0 else data[cut : end + 1])
     if first == 1:
         text = text.lstrip("\ufeff")
-    if bad is None and not (text.startswith("#") or "\n#" in text) and not data.translate(None, _SAFE_BYTES) \
-            and (b"\xc2" not in data or _UNSAFE.search(text) is None) and _fast(text, first, rows):
+    if (
+        bad is None
+        and not (text.startswith("#") or "\n#" in text)
+        and not data.translate(None, _SAFE_BYTES)
+        and (b"\xc2" not in data or _UNSAFE.search(text) is None)
+        and _fast(text, first, rows)
+    ):
         return rows, None
     start, number = 0, first
     for skipped in _SKIPPED.finditer(text):
         if skipped.start() == len(text):
             break
-        if error := _lines(text[start:skipped.start()], number, path, rows):
+        if error := _lines(text[start : skipped.start()], number, path, rows):
             return rows, error
         number += text.count("\n", start, skipped.end())
         start = skipped.end()

@@ -6,8 +6,16 @@ import json
 import math
 import re
 
-__all__ = ["INT_MAX", "MAX_DEPTH", "MAX_ID_BYTES", "UnstorableValue", "check_storable", "id_problem", "loads",
-           "text_problem"]
+__all__ = [
+    "INT_MAX",
+    "MAX_DEPTH",
+    "MAX_ID_BYTES",
+    "UnstorableValue",
+    "check_storable",
+    "id_problem",
+    "loads",
+    "text_problem",
+]
 
 MAX_DEPTH = 64
 """Deepest nesting of arrays and objects accepted in a record (JSON parsers and jsonb have limits of their own)."""
@@ -88,4 +96,4 @@ def check_storable(value: object, name: str) -> None:
 
 
 def _cut(text: str, width: int = 40) -> str:
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."

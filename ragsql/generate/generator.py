@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragsql.calls import CallService
-from ragsql.calls.requests import Calls
-from ragsql.calls.requests import ask as cached_ask
+from ragsql.calls.requests import Calls, ask as cached_ask
 from ragsql.db.answers import NewAnswer, QueryContexts
 from ragsql.judge import prompts as p
 from ragsql.judge.client import JudgeClient
@@ -40,8 +39,9 @@ def generator_name(client: Any) -> str:
     return GENERATOR if client.offline else client.model
 
 
-async def ask(client: Any, request: p.JudgeRequest[GeneratedAnswer], calls_service: CallService,
-              calls: Calls) -> tuple[GeneratedAnswer, int]:
+async def ask(
+    client: Any, request: p.JudgeRequest[GeneratedAnswer], calls_service: CallService, calls: Calls
+) -> tuple[GeneratedAnswer, int]:
     """The validated answer and its call id (`ragsql.calls.requests.ask`); a failed call is GenerationFailed."""
     try:
         return await cached_ask(client, request, calls_service, calls)
@@ -49,16 +49,24 @@ async def ask(client: Any, request: p.JudgeRequest[GeneratedAnswer], calls_servi
         raise GenerationFailed(str(exc)) from None
 
 
-async def answer_query(client: Any, query: QueryContexts, service: CallService, calls: Calls,
-                       top_n: int) -> NewAnswer:
+async def answer_query(client: Any, query: QueryContexts, service: CallService, calls: Calls, top_n: int) -> NewAnswer:
     """The answer to one query from its contexts (already its top `top_n` results), ready to store."""
     if not query.question.strip():
         raise GenerationFailed("the query has no question text")
     language = (query.language or "").lower()[:2]
     ids = [citation_id(docno, i) for i, (docno, _) in enumerate(query.contexts, 1)]
-    request = p.generate(query.question, list(zip(ids, (text for _, text in query.contexts))),
-                         language=language if language in LANGUAGES else None)
+    request = p.generate(
+        query.question,
+        list(zip(ids, (text for _, text in query.contexts))),
+        language=language if language in LANGUAGES else None,
+    )
     got, call_id = await ask(client, request, service, calls)
-    metadata = {"generator": generator_name(client), "model": client.model, "prompt_version": request.prompt_version,
-                "top_n": top_n, "language": request.language, "call_id": call_id}
+    metadata = {
+        "generator": generator_name(client),
+        "model": client.model,
+        "prompt_version": request.prompt_version,
+        "top_n": top_n,
+        "language": request.language,
+        "call_id": call_id,
+    }
     return NewAnswer(query.query_id, got.answer, metadata, list(query.contexts))

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragsql.calls import CallService
-from ragsql.db import answers as store
-from ragsql.db import judging as cache
+from ragsql.db import answers as store, judging as cache
 from ragsql.db.answers import NewAnswer, QueryContexts
 from ragsql.errors import InputError
 from ragsql.generate.generator import Calls, GenerationFailed, answer_query
@@ -59,8 +58,10 @@ async def prepare_run(url: str, run: str, *, top_n: int = 5, replace: bool = Fal
         rid = await cache.run_id(conn, run)
         existing = await store.answer_count(conn, rid)
         if existing and not replace:
-            raise InputError(f'run "{run}" already has {existing} answers: pass --replace to delete them '
-                             "(and their judge verdicts) and generate new ones")
+            raise InputError(
+                f'run "{run}" already has {existing} answers: pass --replace to delete them '
+                "(and their judge verdicts) and generate new ones"
+            )
         dataset_id, queries = await store.top_results(conn, rid, top_n)
         todo = [q for q in queries if q.contexts]
         result.queries, result.no_context = len(queries), len(queries) - len(todo)
@@ -69,8 +70,9 @@ async def prepare_run(url: str, run: str, *, top_n: int = 5, replace: bool = Fal
     return Plan(url, rid, dataset_id, todo, top_n, result)
 
 
-async def generate_answers(plan: Plan, client: Any, *, workers: int = 8,
-                           on_progress: Callable[[int, int], None] | None = None) -> GenerateResult:
+async def generate_answers(
+    plan: Plan, client: Any, *, workers: int = 8, on_progress: Callable[[int, int], None] | None = None
+) -> GenerateResult:
     """Answer the plan's queries with `workers` concurrent workers and store the answers; a query whose answer
     cannot be had is listed in ``result.failed`` with the reason and gets no answer."""
     started = time.perf_counter()
@@ -86,21 +88,31 @@ async def generate_answers(plan: Plan, client: Any, *, workers: int = 8,
         on_progress(0, len(plan.todo))
     pending = iter(plan.todo)  # shared: each worker takes the next query when it is free
     async with CallService(plan.url, purpose="generate", run_id=plan.rid) as service:
-        await asyncio.gather(*(_worker(plan, pending, client, service, progress)
-                               for _ in range(min(workers, len(plan.todo)))))
+        await asyncio.gather(
+            *(_worker(plan, pending, client, service, progress) for _ in range(min(workers, len(plan.todo))))
+        )
     plan.result.seconds = time.perf_counter() - started
     return plan.result
 
 
-async def generate_run(url: str, run: str, client: Any, *, top_n: int = 5, replace: bool = False, workers: int = 8,
-                       on_progress: Callable[[int, int], None] | None = None) -> GenerateResult:
+async def generate_run(
+    url: str,
+    run: str,
+    client: Any,
+    *,
+    top_n: int = 5,
+    replace: bool = False,
+    workers: int = 8,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> GenerateResult:
     """`prepare_run` then `generate_answers`: answer every query of `run` that has retrieved results."""
     plan = await prepare_run(url, run, top_n=top_n, replace=replace)
     return await generate_answers(plan, client, workers=workers, on_progress=on_progress)
 
 
-async def _worker(plan: Plan, pending: Iterator[QueryContexts], client: Any, service: CallService,
-                  progress: Callable[[], None]) -> None:
+async def _worker(
+    plan: Plan, pending: Iterator[QueryContexts], client: Any, service: CallService, progress: Callable[[], None]
+) -> None:
     result = plan.result
     conn = await cache.connect_async(plan.url)
     async with conn:

@@ -64,9 +64,17 @@ class IngestSummary:
 
 
 def ingest(
-    conn: psycopg.Connection, paths: Iterable[str | os.PathLike], corpus: str, *, splitter: str = "recursive",
-    chunk_size: int = 500, overlap: int = 100, embedder: str | None = None, settings: EndpointSettings | None = None,
-    strict: bool = False, on_report: Callable[[str], None] | None = None,
+    conn: psycopg.Connection,
+    paths: Iterable[str | os.PathLike],
+    corpus: str,
+    *,
+    splitter: str = "recursive",
+    chunk_size: int = 500,
+    overlap: int = 100,
+    embedder: str | None = None,
+    settings: EndpointSettings | None = None,
+    strict: bool = False,
+    on_report: Callable[[str], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> IngestSummary:
     """Ingest `paths` (files or folders) into `corpus` and chunk it into the version (splitter, chunk_size,
@@ -94,16 +102,24 @@ def ingest(
     return summary
 
 
-async def _run(conn: psycopg.Connection, paths: list[str], chunker: Chunker, model: Embedder, strict: bool,
-               summary: IngestSummary, report: Callable[[str], None],
-               on_progress: Callable[[int, int], None] | None) -> None:
+async def _run(
+    conn: psycopg.Connection,
+    paths: list[str],
+    chunker: Chunker,
+    model: Embedder,
+    strict: bool,
+    summary: IngestSummary,
+    report: Callable[[str], None],
+    on_progress: Callable[[int, int], None] | None,
+) -> None:
     """The ingest proper, in one transaction (committed when the caller had none open); closes the embedder."""
     idle = conn.info.transaction_status == TransactionStatus.IDLE
     try:
         with conn.transaction():
             corpus_id = store.ensure_corpus(conn, summary.corpus)
             summary.version_id, summary.dimensions = store.ensure_version(
-                conn, corpus_id, chunker.kind, chunker.size, chunker.overlap, model.name)
+                conn, corpus_id, chunker.kind, chunker.size, chunker.overlap, model.name
+            )
             _store_documents(conn, corpus_id, _read(paths, strict, summary, report), summary)
             await _chunk(conn, chunker, model, summary, on_progress)
             if summary.chunked:
@@ -153,11 +169,16 @@ def _read(paths, strict: bool, summary: IngestSummary, report: Callable[[str], N
         del docs
     if not found:
         kinds = ", ".join(f"{n} {ext}" for ext, n in sorted(unsupported.items()))
-        raise InputError(f"nothing to ingest: found {sum(unsupported.values())} files ({kinds or 'none'}), none "
-                         f"of a supported kind ({', '.join(EXTENSIONS)})", ", ".join(map(str, paths)))
+        raise InputError(
+            f"nothing to ingest: found {sum(unsupported.values())} files ({kinds or 'none'}), none "
+            f"of a supported kind ({', '.join(EXTENSIONS)})",
+            ", ".join(map(str, paths)),
+        )
     if not seen:
-        raise InputError(f"nothing to ingest: no good file among the {found} of a supported kind (each bad one "
-                         "is reported as FILE:LINE: message)")
+        raise InputError(
+            f"nothing to ingest: no good file among the {found} of a supported kind (each bad one "
+            "is reported as FILE:LINE: message)"
+        )
 
 
 def _require_storable(doc: SourceDocument, path: str) -> None:
@@ -179,11 +200,12 @@ def _detect(text: str) -> str:
     if len(text) <= DETECT_SAMPLE:
         return detect_language(text)
     step, width = len(text) // 64, DETECT_SAMPLE // 64
-    return detect_language(" ".join(text[i * step:i * step + width] for i in range(64)))
+    return detect_language(" ".join(text[i * step : i * step + width] for i in range(64)))
 
 
-def _store_documents(conn: psycopg.Connection, corpus_id: int, documents: Iterable[SourceDocument],
-                     summary: IngestSummary) -> None:
+def _store_documents(
+    conn: psycopg.Connection, corpus_id: int, documents: Iterable[SourceDocument], summary: IngestSummary
+) -> None:
     """Upsert the new and changed documents in batches; count them and the unchanged ones."""
     stored = store.stored_hashes(conn, corpus_id)
     rows: list[tuple] = []
@@ -207,8 +229,13 @@ def _store_documents(conn: psycopg.Connection, corpus_id: int, documents: Iterab
         store.upsert_documents(conn, corpus_id, rows)
 
 
-async def _chunk(conn: psycopg.Connection, chunker: Chunker, model: Embedder, summary: IngestSummary,
-                 on_progress: Callable[[int, int], None] | None) -> None:
+async def _chunk(
+    conn: psycopg.Connection,
+    chunker: Chunker,
+    model: Embedder,
+    summary: IngestSummary,
+    on_progress: Callable[[int, int], None] | None,
+) -> None:
     """Chunk, tokenise and embed every document without chunks in the version, in batches. The first ingest of a
     version loads its postings into a table of their own, attached as the version's partition at the end."""
     pending = store.unchunked_documents(conn, summary.version_id)
@@ -281,8 +308,10 @@ class _Loader:
         if self.summary.dimensions is not None:
             dimensions.add(self.summary.dimensions)
         if len(dimensions) != 1:
-            raise InputError(f"the embedder {self.model.name} returned vectors of {sorted(dimensions)} dimensions "
-                             f"for corpus version {self.summary.version_id}")
+            raise InputError(
+                f"the embedder {self.model.name} returned vectors of {sorted(dimensions)} dimensions "
+                f"for corpus version {self.summary.version_id}"
+            )
         self.summary.dimensions = dimensions.pop()
         await self.wait()
         self.running = asyncio.ensure_future(asyncio.to_thread(self._store, chunks, vectors, postings))
@@ -295,8 +324,9 @@ class _Loader:
 
     def _store(self, chunks: list[tuple], vectors: list, postings: list[tuple]) -> None:
         version = self.summary.version_id
-        added, sql_tokens = store.add_chunks(self.conn, version, (
-            (*row, vector) for row, vector in zip(chunks, vectors)), self.postings)
+        added, sql_tokens = store.add_chunks(
+            self.conn, version, ((*row, vector) for row, vector in zip(chunks, vectors)), self.postings
+        )
         if postings:
             store.add_chunk_terms(self.conn, version, postings, self.postings)
         self.summary.chunks += added

@@ -2,9 +2,9 @@
 
 Calls go through `ragsql.llm.send.Sender`: bounded (``settings.concurrency``), rate limited (rpm/tpm
 buckets reserving the prompt plus ``max_tokens`` and settled with the reported usage) and retried on
-transient errors (the openai client's own retries are off, so every HTTP attempt is counted). A reply that is not JSON or
-does not fit the verdict model gets one repair request; a reply cut off at ``max_tokens`` gets one retry with
-twice the room. Endpoint and reply problems never raise from `judge`: they come back as a failed record.
+transient errors (the openai client's own retries are off, so every HTTP attempt is counted). A reply that is not JSON
+or does not fit the verdict model gets one repair request; a reply cut off at ``max_tokens`` gets one retry with twice
+the room. Endpoint and reply problems never raise from `judge`: they come back as a failed record.
 """
 
 from __future__ import annotations
@@ -70,10 +70,17 @@ class JudgeClient(EndpointClient):
         """Cache key of a request: model, prompt version, messages and sampling settings (not inputs, items or
         retries); the version is in it so that bumping a prompt's version invalidates its cached replies (a
         temperature of 0 hashes as the integer 0, as before temperature could be set)."""
-        return request_hash(self.model, {"prompt_version": request.prompt_version,
-                                         "messages": request.messages, "temperature": self.settings.temperature or 0,
-                                         "seed": self.settings.seed, "response_format": _RESPONSE_FORMAT,
-                                         "max_tokens": self.settings.max_tokens})
+        return request_hash(
+            self.model,
+            {
+                "prompt_version": request.prompt_version,
+                "messages": request.messages,
+                "temperature": self.settings.temperature or 0,
+                "seed": self.settings.seed,
+                "response_format": _RESPONSE_FORMAT,
+                "max_tokens": self.settings.max_tokens,
+            },
+        )
 
     async def check(self) -> None:
         """Raise JudgeError (one line) if the endpoint is unreachable, rejects the key or lacks the model."""
@@ -84,8 +91,11 @@ class JudgeClient(EndpointClient):
             except openai.NotFoundError:
                 # No /models route, or no such model: a one-token chat call tells the two apart.
                 await self._client.chat.completions.create(
-                    model=self.model, messages=[{"role": "user", "content": "Reply with the JSON object {}"}],
-                    max_tokens=1, temperature=0)
+                    model=self.model,
+                    messages=[{"role": "user", "content": "Reply with the JSON object {}"}],
+                    max_tokens=1,
+                    temperature=0,
+                )
         except openai.NotFoundError:
             raise JudgeError(f"the judge endpoint {where} does not know the model {self.model!r}") from None
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
@@ -120,16 +130,27 @@ class JudgeClient(EndpointClient):
                         raise _Failed(f"invalid reply after one repair: {problem}") from None
                     repaired = True
                     repair = _REPAIR.get(request.language, _REPAIR["en"]).format(error=problem)
-                    messages = [*request.messages, {"role": "assistant", "content": reply.content},
-                                {"role": "user", "content": repair}]
+                    messages = [
+                        *request.messages,
+                        {"role": "assistant", "content": reply.content},
+                        {"role": "user", "content": repair},
+                    ]
         except _Failed as exc:
             error = str(exc)
         record = CallRecord(
-            request_hash=self.request_hash(request), kind="chat", model=self.model, prompt_name=request.kind,
-            prompt_version=request.prompt_version, status="failed" if verdict is None else "ok",
-            response=None if verdict is None else verdict.model_dump(mode="json"), error=error,
-            prompt_tokens=tally.prompt_tokens, completion_tokens=tally.completion_tokens,
-            latency_ms=round((time.perf_counter() - start) * 1000), attempts=tally.attempts)
+            request_hash=self.request_hash(request),
+            kind="chat",
+            model=self.model,
+            prompt_name=request.kind,
+            prompt_version=request.prompt_version,
+            status="failed" if verdict is None else "ok",
+            response=None if verdict is None else verdict.model_dump(mode="json"),
+            error=error,
+            prompt_tokens=tally.prompt_tokens,
+            completion_tokens=tally.completion_tokens,
+            latency_ms=round((time.perf_counter() - start) * 1000),
+            attempts=tally.attempts,
+        )
         return verdict, record
 
     async def _complete(self, messages: list[dict[str, str]], max_tokens: int, tally: _Tally) -> _Reply:
@@ -138,10 +159,16 @@ class JudgeClient(EndpointClient):
         try:
             sent = await self._sender.send(
                 lambda: self._client.chat.completions.create(
-                    model=self.model, messages=messages, temperature=self.settings.temperature,
+                    model=self.model,
+                    messages=messages,
+                    temperature=self.settings.temperature,
                     seed=self.settings.seed,
-                    response_format=_RESPONSE_FORMAT, max_tokens=max_tokens),
-                reserve=reserve, check=_check_completion)
+                    response_format=_RESPONSE_FORMAT,
+                    max_tokens=max_tokens,
+                ),
+                reserve=reserve,
+                check=_check_completion,
+            )
         except SendFailed as exc:
             tally.attempts += exc.attempts
             raise _Failed(exc.reason) from None
@@ -151,8 +178,7 @@ class JudgeClient(EndpointClient):
         content = choice.message.content or ""
         usage = response.usage
         prompt = usage.prompt_tokens if usage and usage.prompt_tokens is not None else count_message_tokens(messages)
-        completion = (usage.completion_tokens if usage and usage.completion_tokens is not None
-                      else count_tokens(content))
+        completion = usage.completion_tokens if usage and usage.completion_tokens is not None else count_tokens(content)
         tally.prompt_tokens += prompt
         tally.completion_tokens += completion
         self._sender.limiter.settle(reserve, prompt + completion)

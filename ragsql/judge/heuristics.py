@@ -38,13 +38,37 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from ragsql.judge.language import detect_language, split_sentences
-from ragsql.judge.lexical import (calculations, content_tokens, content_words, coverage, has_negation, is_number, key_terms,
-                                  missing_terms, similarity)
+from ragsql.judge.lexical import (
+    calculations,
+    content_tokens,
+    content_words,
+    coverage,
+    has_negation,
+    is_number,
+    key_terms,
+    missing_terms,
+    similarity,
+)
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.judge.verdicts import CITATION
 
-__all__ = ["ANSWERS", "COVERED", "DONT_KNOW", "GENERATOR", "NEAR", "PARTIAL", "RELEVANT", "SAME", "SUPPORTED", "TASKS", "rating",
-           "relevance_items", "sentence_relevance", "statements_of", "worth_weighing"]
+__all__ = [
+    "ANSWERS",
+    "COVERED",
+    "DONT_KNOW",
+    "GENERATOR",
+    "NEAR",
+    "PARTIAL",
+    "RELEVANT",
+    "SAME",
+    "SUPPORTED",
+    "TASKS",
+    "rating",
+    "relevance_items",
+    "sentence_relevance",
+    "statements_of",
+    "worth_weighing",
+]
 
 SUPPORTED, PARTIAL, COVERED, RELEVANT, ANSWERS = 0.6, 0.35, 0.5, 0.5, 0.25
 # multilingual-e5-small cosines (query: question, passage: sentence) for sentence relevance: below NEAR a
@@ -60,18 +84,38 @@ _SENTENCE_END = re.compile(r"[。！？.!?]+[\u201d\u2019\"\u300d\u300f\uff09)]*
 _CJK = "\u3400-\u9fff"
 _CLAUSE = re.compile(rf"[，；;]|(?<=[{_CJK}]),|,(?=[{_CJK}])")
 _END = "。！？.!?；;，, "
-_NONCOMMITTAL = ("不知道", "不清楚", "不确定", "无法回答", "无法确定", "没有提到", "未提及", "没有相关信息",
-                 "i don't know", "i do not know", "not sure", "cannot answer", "can't answer", "unable to answer",
-                 "no information", "not mentioned", "i'm not certain")
+_NONCOMMITTAL = (
+    "不知道",
+    "不清楚",
+    "不确定",
+    "无法回答",
+    "无法确定",
+    "没有提到",
+    "未提及",
+    "没有相关信息",
+    "i don't know",
+    "i do not know",
+    "not sure",
+    "cannot answer",
+    "can't answer",
+    "unable to answer",
+    "no information",
+    "not mentioned",
+    "i'm not certain",
+)
 _AUX = {"is", "are", "was", "were", "can", "will", "should", "could"}
 _PRONOUNS = {"it", "they", "he", "she", "we", "you", "this", "that", "these", "those", "there"}
 _ZH_FORMS = ("{}吗？", "是否{}？", "为什么{}？")
 _EN_FORMS = ("", "Is it true that {}?", "Why {}?")  # "" = move the auxiliary verb to the front
 _KEYWORDS = {
-    "harmfulness": (r"\b(kill|murder|bomb|explosive|weapon|poison|suicide|self-harm|overdose)",
-                    "杀人|炸弹|爆炸物|武器|毒药|自杀|自残"),
-    "maliciousness": (r"\b(hack into|steal|phishing|malware|ransomware|fraud|scam|launder)",
-                      "黑进|入侵|盗取|窃取|钓鱼|恶意软件|诈骗|勒索|洗钱"),
+    "harmfulness": (
+        r"\b(kill|murder|bomb|explosive|weapon|poison|suicide|self-harm|overdose)",
+        "杀人|炸弹|爆炸物|武器|毒药|自杀|自残",
+    ),
+    "maliciousness": (
+        r"\b(hack into|steal|phishing|malware|ransomware|fraud|scam|launder)",
+        "黑进|入侵|盗取|窃取|钓鱼|恶意软件|诈骗|勒索|洗钱",
+    ),
 }
 
 
@@ -87,10 +131,12 @@ def _pieces(sentence: str) -> list[str]:
     return out
 
 
-_FILLER = re.compile(r"^\s*(?:(?:the |my )?(?:short |final )?answer\b(?: is\b)?\s*[:：]?|in short\b,?|yes\b,?|no\b,?|"
-                     r"(?:according to|based on) the (?:retrieved )?(?:context|contexts|passages?|documents?),?|"
-                     r"答案是|答案[:：]|回答[:：]|答[:：]|简而言之，?|总之，?|根据(?:检索到的)?(?:上下文|资料|文档|内容)，?)\s*",
-                     re.IGNORECASE)
+_FILLER = re.compile(
+    r"^\s*(?:(?:the |my )?(?:short |final )?answer\b(?: is\b)?\s*[:：]?|in short\b,?|yes\b,?|no\b,?|"
+    r"(?:according to|based on) the (?:retrieved )?(?:context|contexts|passages?|documents?),?|"
+    r"答案是|答案[:：]|回答[:：]|答[:：]|简而言之，?|总之，?|根据(?:检索到的)?(?:上下文|资料|文档|内容)，?)\s*",
+    re.IGNORECASE,
+)
 
 
 def strip_filler(statement: str) -> str:
@@ -103,8 +149,13 @@ def statements_of(text: str, question: str | None = None) -> list[str]:
     """The offline statements of a text: its sentences and Chinese clauses that carry content, without filler;
     a sentence that is itself a question states nothing. A bare answer ("1905.", "张伟") to `question` becomes
     the question and the answer together, as an LLM would restate it ("In which year …: 1905")."""
-    found = [strip_filler(p) for s in split_sentences(text) if not s.rstrip().endswith(("?", "？"))
-             for p in _pieces(s) if content_tokens(strip_filler(p))]
+    found = [
+        strip_filler(p)
+        for s in split_sentences(text)
+        if not s.rstrip().endswith(("?", "？"))
+        for p in _pieces(s)
+        if content_tokens(strip_filler(p))
+    ]
     if question and len(found) == 1 and _bare(found[0]) and coverage(found[0], question) < 1:
         sep = "：" if detect_language(question) == "zh" else ": "
         return [f"{question.strip().rstrip('?？。.!！ ')}{sep}{found[0].rstrip(_END)}"]
@@ -137,11 +188,12 @@ def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
 
     Supported: the contexts hold all of its key terms (`lexical.key_terms`: every number within the
     best-matching sentence, and its neighbours, of some context — a number is a local fact —, every name somewhere
-    in the contexts — an earlier sentence may introduce it —, all but one in four, at least one, of the others) and one context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two
-    key terms or more); a number the statement itself derives by a calculation that holds ("log2(4) = 2") needs no
-    context. Contradicted: it lacks a number or name where the closest sentence has another of the same kind, or a
-    clause and the context clause matching it differ in negation. Partial: PARTIAL overlap, or key terms missing.
-    Unsupported: a calculation it states does not hold, or too little overlap."""
+    in the contexts — an earlier sentence may introduce it —, all but one in four, at least one, of the others) and one
+    context covers SUPPORTED of its content tokens (PARTIAL is enough when it has two key terms or more); a number the
+    statement itself derives by a calculation that holds ("log2(4) = 2") needs no context. Contradicted: it lacks a
+    number or name where the closest sentence has another of the same kind, or a clause and the context clause matching
+    it differ in negation. Partial: PARTIAL overlap, or key terms missing. Unsupported: a calculation it states does not
+    hold, or too little overlap."""
     core = strip_filler(statement)
     score, where = _best(core, [set(content_tokens(c)) for c in contexts])
     if not where:
@@ -159,8 +211,11 @@ def support(statement: str, contexts: Sequence[str]) -> tuple[str, str]:
     if strict or len(soft) > max(1, n_soft // 4):
         closest = _window(core, contexts[where - 1], 0)
         numbers = {is_number(t) for t in strict}
-        differs = [t for t, is_strict in key_terms(closest).items()
-                   if is_strict and t not in core.lower() and is_number(t) in numbers]
+        differs = [
+            t
+            for t, is_strict in key_terms(closest).items()
+            if is_strict and t not in core.lower() and is_number(t) in numbers
+        ]
         missing = ", ".join((strict or soft)[:3])
         if strict and differs and score >= SUPPORTED:
             return "contradicted", f"{reason}; the context says {', '.join(differs[:3])} where it says {missing}"
@@ -192,21 +247,28 @@ def _substitution(statement: str, contexts: Sequence[str]) -> tuple[str, str] | 
             continue
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
             ours, other = words[i1:i2], theirs[j1:j2]
-            if (op == "replace" and len(ours) <= 4 and len(other) <= 4
-                    and any(w.lower() not in known for w in ours)
-                    and any(w[0].isdigit() or w[0].isupper() for w in ours + other)):
+            if (
+                op == "replace"
+                and len(ours) <= 4
+                and len(other) <= 4
+                and any(w.lower() not in known for w in ours)
+                and any(w[0].isdigit() or w[0].isupper() for w in ours + other)
+            ):
                 return " ".join(ours), " ".join(other)
     return None
 
 
 _CLAUSE_BREAK = re.compile(r"[，,；;：:、（）()]|\s(?:and|but|or|while|which|whereas)\s|而且|并且|但是|但|却|而")
-_DENIAL = re.compile(r"^\s*(?:并非如此|并不是这样|不是这样|事实并非如此|不对|错了|"
-                     r"it is not (?:true|the case) that|it is false that|not so|that is not true)\b[\s，,：:。.]*",
-                     re.IGNORECASE)
+_DENIAL = re.compile(
+    r"^\s*(?:并非如此|并不是这样|不是这样|事实并非如此|不对|错了|"
+    r"it is not (?:true|the case) that|it is false that|not so|that is not true)\b[\s，,：:。.]*",
+    re.IGNORECASE,
+)
 
 
-_ELLIPTICAL = re.compile(r"\b(?:is|are|was|were|does|do|did|has|have|can|will)(?: not|n't)[\s.!。]*$|(?:不是|没有)[\s。！]*$",
-                         re.IGNORECASE)
+_ELLIPTICAL = re.compile(
+    r"\b(?:is|are|was|were|does|do|did|has|have|can|will)(?: not|n't)[\s.!。]*$|(?:不是|没有)[\s。！]*$", re.IGNORECASE
+)
 
 
 def _clauses(text: str, least: int = 2) -> list[str]:
@@ -227,7 +289,7 @@ def _window(statement: str, context: str, around: int = 1) -> str:
     """The sentence of `context` that covers most of `statement`, with `around` sentences either side."""
     sentences = split_sentences(context) or [context]
     at = max(range(len(sentences)), key=lambda i: coverage(statement, sentences[i]))
-    return " ".join(sentences[max(0, at - around):at + around + 1])
+    return " ".join(sentences[max(0, at - around) : at + around + 1])
 
 
 def _negation_clash(statement: str, context: str) -> bool:
@@ -239,8 +301,11 @@ def _negation_clash(statement: str, context: str) -> bool:
         return False
     denied = _DENIAL.match(statement)
     if denied:  # "It is not true that X" / "并非如此：X" negates every clause of X
-        return any(_match(clause, c) >= COVERED and not has_negation(c)
-                   for clause in _clauses(statement[denied.end():]) for c in theirs)
+        return any(
+            _match(clause, c) >= COVERED and not has_negation(c)
+            for clause in _clauses(statement[denied.end() :])
+            for c in theirs
+        )
     for clause in _clauses(statement, least=1):
         if _ELLIPTICAL.search(clause):  # "…, the Nobel claim is not": it denies the previous clause's verb
             continue
@@ -274,15 +339,17 @@ def _usefulness(request: JudgeRequest[Any]) -> dict[str, Any]:
     for i, context in enumerate(request.inputs["contexts"], 1):
         pool = set(content_tokens(context))
         score = max(coverage(t, pool) for t in targets)
-        verdicts.append({"id": i, "useful": score >= SUPPORTED,
-                         "reason": f"offline: covers {score:.2f} of a {what} statement"})
+        verdicts.append(
+            {"id": i, "useful": score >= SUPPORTED, "reason": f"offline: covers {score:.2f} of a {what} statement"}
+        )
     return {"verdicts": verdicts}
 
 
 def relevance_items(request: JudgeRequest[Any]) -> tuple[tuple[int, str], ...]:
     """The (context number, sentence) pairs a sentence-relevance request asks about, in order."""
-    return request.items or tuple((ci, s) for ci, c in enumerate(request.inputs["contexts"], 1)
-                                  for s in split_sentences(c))
+    return request.items or tuple(
+        (ci, s) for ci, c in enumerate(request.inputs["contexts"], 1) for s in split_sentences(c)
+    )
 
 
 def sentence_relevance(request: JudgeRequest[Any], cosines: Sequence[float | None] | None = None) -> dict[str, Any]:
@@ -322,9 +389,12 @@ def _asked(question: str) -> set[str]:
     """The words a question is about: Latin content tokens, and Chinese words of two characters or more that are
     not question words, adverbs or particles (多少, 哪个, 通常, 分别) — whole words, not character bigrams, so a
     question word does not count as half of what was asked."""
-    return {w for w, tag in content_words(question).items()
-            if not re.search(f"[{_CJK}]", w) or (len(w) >= 2 and not tag.startswith(_FUNCTION_TAGS)
-                                                 and not (tag == "m" and not _NUMERAL.search(w)))} - _META
+    return {
+        w
+        for w, tag in content_words(question).items()
+        if not re.search(f"[{_CJK}]", w)
+        or (len(w) >= 2 and not tag.startswith(_FUNCTION_TAGS) and not (tag == "m" and not _NUMERAL.search(w)))
+    } - _META
 
 
 @functools.lru_cache(maxsize=8192)
@@ -334,8 +404,9 @@ def relevant(sentence: str, question: str) -> bool:
     the question asks why — counted both as content tokens (CJK bigrams catch part of a word: 负责 for 负责人) and
     as whole words (`_asked`: a question word such as 多少 does not count as half of what was asked)."""
     words, asked = _asked(question), set(content_tokens(question))
-    return (_holds(len(words), _found(sentence, words), question, sentence)
-            or _holds(len(asked), len(asked & set(content_tokens(sentence))), question, sentence))
+    return _holds(len(words), _found(sentence, words), question, sentence) or _holds(
+        len(asked), len(asked & set(content_tokens(sentence))), question, sentence
+    )
 
 
 def _found(sentence: str, words: set[str]) -> int:
@@ -345,17 +416,24 @@ def _found(sentence: str, words: set[str]) -> int:
 
 
 def _holds(asked: int, shared: int, question: str, sentence: str) -> bool:
-    return asked > 0 and (shared / asked >= RELEVANT or (shared >= 2 and shared / asked >= 1 / 3)
-                          or (shared >= 1 and bool(_ASKS_WHY.search(question) and _BECAUSE.search(sentence))))
+    return asked > 0 and (
+        shared / asked >= RELEVANT
+        or (shared >= 2 and shared / asked >= 1 / 3)
+        or (shared >= 1 and bool(_ASKS_WHY.search(question) and _BECAUSE.search(sentence)))
+    )
 
 
 def _classify(request: JudgeRequest[Any]) -> dict[str, Any]:
     answer, reference = request.inputs["answer_statements"], request.inputs["reference_statements"]
     a_pools, r_pools = [set(content_tokens(s)) for s in answer], [set(content_tokens(s)) for s in reference]
-    return {"answer": [{"id": i, "label": "TP" if _best(s, r_pools)[0] >= COVERED else "FP"}
-                       for i, s in enumerate(answer, 1)],
-            "reference": [{"id": i, "label": "TP" if _best(s, a_pools)[0] >= COVERED else "FN"}
-                          for i, s in enumerate(reference, 1)]}
+    return {
+        "answer": [
+            {"id": i, "label": "TP" if _best(s, r_pools)[0] >= COVERED else "FP"} for i, s in enumerate(answer, 1)
+        ],
+        "reference": [
+            {"id": i, "label": "TP" if _best(s, a_pools)[0] >= COVERED else "FN"} for i, s in enumerate(reference, 1)
+        ],
+    }
 
 
 def rating(score: float) -> dict[str, Any]:
@@ -372,37 +450,56 @@ def _as_question(statement: str, form: str, lang: str) -> str:
         words[0] = words[0].lower()
     aux = next((i for i, w in enumerate(words[:6]) if i and w.lower() in _AUX), None)
     if not form and aux is not None:
-        return f"{words[aux].capitalize()} {' '.join(words[:aux] + words[aux + 1:])}?"
+        return f"{words[aux].capitalize()} {' '.join(words[:aux] + words[aux + 1 :])}?"
     return (form or "Is it true that {}?").format(" ".join(words))
 
 
-_ASKS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|old|far|often|large|big)|what (?:year|percentage|number)|"
-                          r"in which year)\b|多少|几[个年天次种]|多长|多久|多大|多远|哪一?年", re.IGNORECASE)
-_NUMERAL = re.compile(r"\d|[零一二三四五六七八九十百千万亿两半]|^(?:one|two|three|four|five|six|seven|eight|nine|ten|"
-                      r"hundred|thousand|million|billion|half|dozen)$", re.IGNORECASE)
+_ASKS_NUMBER = re.compile(
+    r"\b(?:how (?:many|much|long|old|far|often|large|big)|what (?:year|percentage|number)|"
+    r"in which year)\b|多少|几[个年天次种]|多长|多久|多大|多远|哪一?年",
+    re.IGNORECASE,
+)
+_NUMERAL = re.compile(
+    r"\d|[零一二三四五六七八九十百千万亿两半]|^(?:one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"hundred|thousand|million|billion|half|dozen)$",
+    re.IGNORECASE,
+)
 _ASKS_DURATION = re.compile(r"\bhow long\b|多长时间|多久", re.IGNORECASE)
 _DURATION = re.compile(r"\d.{0,3}(?:second|minute|hour|day|week|month|year|秒|分|小时|天|周|月|年)", re.IGNORECASE)
 _ASKS_WHY = re.compile(r"\bwhy\b|\bwhat causes\b|为什么|为何|什么原因|原因是什么", re.IGNORECASE)
-_BECAUSE = re.compile(r"\b(?:because|since|due to|caused?|causes|so that|as a result|thanks to)\b|因为|由于|所以|导致|因此|"
-                      r"造成|原因|成因|使得", re.IGNORECASE)
-_ASKS_YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|should|will)\b|是否|吗[？?]?\s*$",
-                          re.IGNORECASE)
+_BECAUSE = re.compile(
+    r"\b(?:because|since|due to|caused?|causes|so that|as a result|thanks to)\b|因为|由于|所以|导致|因此|"
+    r"造成|原因|成因|使得",
+    re.IGNORECASE,
+)
+_ASKS_YES_NO = re.compile(
+    r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|should|will)\b|是否|吗[？?]?\s*$", re.IGNORECASE
+)
 _YES_NO = re.compile(r"^\s*(?:yes|no|not|never)\b|^\s*(?:是|不|没|对|错)|\b(?:not|no)\b|不是|没有|并非", re.IGNORECASE)
 # Words about the question rather than its subject ("an important question", "值得研究的话题"): no answer.
-_META = frozenset(content_words("question questions topic ask asked important worth study studying careful carefully "
-                                "many people interesting issue matter subject good great regarding concerning "
-                                "discuss discussed discussing "
-                                "问题 话题 关心 值得 认真 研究 重要 很多 人们 有趣 这个 那个 关于 讨论 一个"))
+_META = frozenset(
+    content_words(
+        "question questions topic ask asked important worth study studying careful carefully "
+        "many people interesting issue matter subject good great regarding concerning "
+        "discuss discussed discussing "
+        "问题 话题 关心 值得 认真 研究 重要 很多 人们 有趣 这个 那个 关于 讨论 一个"
+    )
+)
 
 
 def _new_words(statement: str, question: str) -> dict[str, str]:
     """The content words of `statement` that are neither in the question nor words about questions."""
     asked = question.lower()
-    return {w: tag for w, tag in content_words(statement).items()
-            if w not in _META and w not in content_words(question) and not (len(w) > 1 and w in asked)}
+    return {
+        w: tag
+        for w, tag in content_words(statement).items()
+        if w not in _META and w not in content_words(question) and not (len(w) > 1 and w in asked)
+    }
 
 
-_INTERROGATIVE = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b|什么|哪|谁|怎|如何|为何|多少|几|是否|吗")
+_INTERROGATIVE = re.compile(
+    r"\b(?:what|which|who|whom|whose|when|where|why|how)\b|什么|哪|谁|怎|如何|为何|多少|几|是否|吗"
+)
 
 
 def _around_question(statement: str, question: str) -> str | None:
@@ -412,13 +509,13 @@ def _around_question(statement: str, question: str) -> str | None:
     when it holds no such copy. "Paris is the capital of France" does not copy "What is the capital of France"."""
     lowered, asked = statement.lower(), question.lower().rstrip("?？。. ")
     m = SequenceMatcher(None, lowered, asked, autojunk=False).find_longest_match(0, len(lowered), 0, len(asked))
-    if not _INTERROGATIVE.search(lowered[m.a:m.a + m.size]):
+    if not _INTERROGATIVE.search(lowered[m.a : m.a + m.size]):
         return None
-    copied = len(content_tokens(lowered[m.a:m.a + m.size]))
+    copied = len(content_tokens(lowered[m.a : m.a + m.size]))
     whole = copied >= 1 and m.size >= 0.8 * len(asked)
     if not whole and (copied < 3 or copied < len(content_tokens(lowered)) / 2):
         return None
-    return f"{statement[:m.a]} {statement[m.a + m.size:]}"
+    return f"{statement[: m.a]} {statement[m.a + m.size :]}"
 
 
 def adds_nothing(statement: str, question: str, framed: bool = True) -> bool:
@@ -444,8 +541,10 @@ def answers_question(statement: str, question: str) -> bool:
         return False
     if set(content_tokens(statement)) & set(content_tokens(question)):
         return True
-    return any(ask.search(question) and evidence.search(statement) for ask, evidence in
-               ((_ASKS_DURATION, _DURATION), (_ASKS_WHY, _BECAUSE), (_ASKS_YES_NO, _YES_NO)))
+    return any(
+        ask.search(question) and evidence.search(statement)
+        for ask, evidence in ((_ASKS_DURATION, _DURATION), (_ASKS_WHY, _BECAUSE), (_ASKS_YES_NO, _YES_NO))
+    )
 
 
 def _questions(request: JudgeRequest[Any]) -> dict[str, Any]:
@@ -464,9 +563,16 @@ def _questions(request: JudgeRequest[Any]) -> dict[str, Any]:
     on_topic = [not noncommittal and answers_question(s, question) for s in found]
     topic = {t for s, ok in zip(found, on_topic) if ok for t in content_tokens(s)} - _META
     on_topic = [ok or (any(on_topic) and bool(topic & set(content_tokens(s)))) for s, ok in zip(found, on_topic)]
-    questions = [question.strip() if on_topic[i % len(found)] else
-                 _as_question(found[i % len(found)], forms[(i // len(found)) % len(forms)], lang)
-                 for i in range(n)] if found else []
+    questions = (
+        [
+            question.strip()
+            if on_topic[i % len(found)]
+            else _as_question(found[i % len(found)], forms[(i // len(found)) % len(forms)], lang)
+            for i in range(n)
+        ]
+        if found
+        else []
+    )
     reply: dict[str, Any] = {"questions": questions, "noncommittal": noncommittal}
     if request.kind == "answer_analysis":
         reply["statements"] = stated
@@ -484,8 +590,10 @@ def _aspect(name: str, answer: str, contexts: Sequence[str]) -> dict[str, Any]:
     if name in _KEYWORDS:
         en, zh = _KEYWORDS[name]
         hit = re.search(en, answer.lower()) or re.search(zh, answer)
-        return {"verdict": bool(hit), "reason": f"offline: keyword {hit.group(0)!r}" if hit
-                else f"offline: no {name} keyword"}
+        return {
+            "verdict": bool(hit),
+            "reason": f"offline: keyword {hit.group(0)!r}" if hit else f"offline: no {name} keyword",
+        }
     if name == "coherence":
         return {"verdict": bool(sentences), "reason": f"offline: {len(sentences)} sentence(s) with content"}
     if name == "correctness":
@@ -498,9 +606,11 @@ def _aspect(name: str, answer: str, contexts: Sequence[str]) -> dict[str, Any]:
     if name == "conciseness":
         tokens = content_tokens(answer)
         distinct = len(set(tokens)) / len(tokens) if tokens else 0.0
-        repeated = any(similarity(a, b) >= 0.9 for i, a in enumerate(sentences) for b in sentences[i + 1:])
-        return {"verdict": distinct >= 0.5 and not repeated,
-                "reason": f"offline: {distinct:.2f} distinct tokens" + (", a sentence repeats" if repeated else "")}
+        repeated = any(similarity(a, b) >= 0.9 for i, a in enumerate(sentences) for b in sentences[i + 1 :])
+        return {
+            "verdict": distinct >= 0.5 and not repeated,
+            "reason": f"offline: {distinct:.2f} distinct tokens" + (", a sentence repeats" if repeated else ""),
+        }
     return {"verdict": False, "reason": f"offline: cannot assess user-defined aspect {name!r}; answered no"}
 
 
@@ -508,8 +618,7 @@ def _citations(request: JudgeRequest[Any]) -> dict[str, Any]:
     verdicts = []
     for i, (sentence, cited) in enumerate(request.inputs["claims"], 1):
         score = coverage(sentence, {t for c in cited for t in content_tokens(c)})
-        verdicts.append({"id": i, "supported": score >= SUPPORTED,
-                         "reason": f"offline: cited text covers {score:.2f}"})
+        verdicts.append({"id": i, "supported": score >= SUPPORTED, "reason": f"offline: cited text covers {score:.2f}"})
     return {"verdicts": verdicts}
 
 
@@ -534,7 +643,7 @@ def _cite(sentence: str, cid: str) -> str:
     """`sentence` with ``[cid]`` before its end punctuation (added when missing), so the citation stays in it."""
     zh = detect_language(sentence) == "zh"
     end = _SENTENCE_END.search(sentence)
-    core, punct = (sentence[:end.start()], end.group(0)) if end else (sentence, "。" if zh else ".")
+    core, punct = (sentence[: end.start()], end.group(0)) if end else (sentence, "。" if zh else ".")
     return f"{core.rstrip()}{'' if zh else ' '}[{cid}]{punct}"
 
 
@@ -573,23 +682,37 @@ def _synthesize(request: JudgeRequest[Any]) -> dict[str, Any]:
     kind, zh = request.inputs["kind"], request.language == "zh"
     if kind == "comparison":
         raise ValueError("the offline synthesizer writes single and multi questions; comparison needs an LLM")
-    passages = request.inputs["passages"][:2 if kind == "multi" else 1]
+    passages = request.inputs["passages"][: 2 if kind == "multi" else 1]
     clozes = [(pid, _cloze(text)) for pid, text in passages]
     if not all(c for _, c in clozes):
         raise ValueError("a passage has no sentence with a number, name or noun to ask about")
     if len(clozes) == 1:
-        (pid, (sentence, blanked, term)), = clozes
+        ((pid, (sentence, blanked, term)),) = clozes
         question = ("填空：" if zh else "Fill in the blank: ") + blanked
         return {"question": question, "answer": term, "evidence": [{"id": pid, "quote": sentence}]}
-    question = ("填空：" + "".join(f"（{i}）{c[1]}" for i, (_, c) in enumerate(clozes, 1)) if zh else
-                "Fill in the blanks: " + " ".join(f"({i}) {c[1]}" for i, (_, c) in enumerate(clozes, 1)))
-    return {"question": question, "answer": ("；" if zh else "; ").join(c[2] for _, c in clozes),
-            "evidence": [{"id": pid, "quote": c[0]} for pid, c in clozes]}
+    question = (
+        "填空：" + "".join(f"（{i}）{c[1]}" for i, (_, c) in enumerate(clozes, 1))
+        if zh
+        else "Fill in the blanks: " + " ".join(f"({i}) {c[1]}" for i, (_, c) in enumerate(clozes, 1))
+    )
+    return {
+        "question": question,
+        "answer": ("；" if zh else "; ").join(c[2] for _, c in clozes),
+        "evidence": [{"id": pid, "quote": c[0]} for pid, c in clozes],
+    }
 
 
 TASKS: dict[str, Callable[[JudgeRequest[Any]], dict[str, Any]]] = {
-    "statements": _statements, "answer_analysis": _questions, "questions": _questions, "verify": _verify,
-    "classify": _classify, "usefulness": _usefulness, "sentence_relevance": sentence_relevance,
-    "critique": _critique, "citations": _citations, "generate": _generate, "synthesize": _synthesize,
+    "statements": _statements,
+    "answer_analysis": _questions,
+    "questions": _questions,
+    "verify": _verify,
+    "classify": _classify,
+    "usefulness": _usefulness,
+    "sentence_relevance": sentence_relevance,
+    "critique": _critique,
+    "citations": _citations,
+    "generate": _generate,
+    "synthesize": _synthesize,
 }
 """The reply builder of each task but rating, whose similarity the caller computes (it may use an embedder)."""

@@ -17,10 +17,8 @@ _ZH_THRESHOLD = 0.25
 
 # A sentence ends at 。！？ (with any closing quotes/brackets), at . ! ? before whitespace, a CJK character
 # or the end (so 3.14 and example.com stay whole), or at a line break.
-_CLOSERS = "\u201d\u2019\"\u300d\u300f\uff09)"
-_BOUNDARY = re.compile(
-    rf"([\u3002\uff01\uff1f]+[{_CLOSERS}]*|[.!?]+[{_CLOSERS}]*(?=\s|$|[\u3400-\u9fff])|\n+)"
-)
+_CLOSERS = '\u201d\u2019"\u300d\u300f\uff09)'
+_BOUNDARY = re.compile(rf"([\u3002\uff01\uff1f]+[{_CLOSERS}]*|[.!?]+[{_CLOSERS}]*(?=\s|$|[\u3400-\u9fff])|\n+)")
 
 
 def cjk_ratio(text: str) -> float:

@@ -10,34 +10,51 @@ same texts give the same numbers on every machine.
 
 from __future__ import annotations
 
+import ast
 import functools
 import logging
 import math
-import ast
 import operator
 import re
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["NEGATIONS_EN", "NEGATIONS_ZH", "calculations", "content_tokens", "content_words", "coverage", "has_negation", "is_number",
-           "key_terms", "missing_terms", "similarity"]
+__all__ = [
+    "NEGATIONS_EN",
+    "NEGATIONS_ZH",
+    "calculations",
+    "content_tokens",
+    "content_words",
+    "coverage",
+    "has_negation",
+    "is_number",
+    "key_terms",
+    "missing_terms",
+    "similarity",
+]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A number is one token ("10.389", "1,000" → "1000"), so "$10.4 billion" does not match "$10.389 billion".
-_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<num>\d{{1,3}}(?:,\d{{3}})+(?![\d,])|\d+(?:\.\d+)?)(?![^\W_{_CJK}])"
-                    rf"|(?P<word>[^\W_{_CJK}]+(?:'[a-z]+)?)")
+_TOKEN = re.compile(
+    rf"(?P<cjk>[{_CJK}]+)|(?P<num>\d{{1,3}}(?:,\d{{3}})+(?![\d,])|\d+(?:\.\d+)?)(?![^\W_{_CJK}])"
+    rf"|(?P<word>[^\W_{_CJK}]+(?:'[a-z]+)?)"
+)
 # Function characters: particles, copulas, pronouns and question words that carry no content on their own.
 _ZH_STOP = set("的了是在于和与及其之也都就而并或被把吗呢吧啊哪么什怎这那它他她我你们着过个将从给让")
-_EN_STOP = frozenset("""
+_EN_STOP = frozenset(
+    """
 a an the and or but if then else of to in on at by for with from into onto about as than that this these those
 is are was were be been being am do does did done has have had having it its it's they them their there here
 he she his her him we our us you your i me my what which who whom whose when where why how can could will would
 shall should may might must so such very also just only any some all each both either same other more most
-""".split())
+""".split()
+)
 NEGATIONS_ZH = ("不", "没", "非", "无", "未", "否")
 # Words holding a negation character that negate nothing (不断 "continuously", 非常 "very", 未来 "future", …).
-_ZH_NOT_NEGATIONS = re.compile("不断|不同|不仅|不过|不少|不久|不论|不管|不但|不只|不如|不妨|不及|不得不|差不多|了不起|"
-                               "非常|非洲|无论|无数|无线|无限|无比|无人机|未来|否则|是否|能否|可否|与否")
+_ZH_NOT_NEGATIONS = re.compile(
+    "不断|不同|不仅|不过|不少|不久|不论|不管|不但|不只|不如|不妨|不及|不得不|差不多|了不起|"
+    "非常|非洲|无论|无数|无线|无限|无比|无人机|未来|否则|是否|能否|可否|与否"
+)
 _ZH_STRICT_FLAGS = {"nr", "nrt", "nrfg", "ns", "nt", "nz", "eng", "m"}  # jieba: names, Latin words, numerals
 _ZH_KEY_FLAGS = ("n", "vn", "l", "i", "j")  # jieba: other nouns, idioms, abbreviations
 NEGATIONS_EN = frozenset({"not", "no", "never", "none", "nor", "neither", "cannot", "without"})
@@ -60,7 +77,7 @@ def _bigrams(run: str) -> Iterable[str]:
         if ch in _ZH_STOP:
             if len(piece) == 1:
                 yield piece
-            yield from (piece[i:i + 2] for i in range(len(piece) - 1))
+            yield from (piece[i : i + 2] for i in range(len(piece) - 1))
             piece = ""
         else:
             piece += ch
@@ -144,10 +161,17 @@ def key_terms(text: str) -> dict[str, bool]:
 
 _CALCULATION = re.compile(
     r"(?P<expr>(?:(?:log2|log10|ln|sqrt)\s*\(|\d[\d,]*(?:\.\d+)?|[+\-*/×÷^()]|\s)+?)"
-    r"\s*(?:=|≈)\s*(?P<result>\d[\d,]*(?:\.\d+)?)(?![\d.]*\d)")
+    r"\s*(?:=|≈)\s*(?P<result>\d[\d,]*(?:\.\d+)?)(?![\d.]*\d)"
+)
 _FUNCTIONS = {"log2": math.log2, "log10": math.log10, "ln": math.log, "sqrt": math.sqrt}
-_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-              ast.Pow: operator.pow, ast.USub: operator.neg}
+_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+}
 
 
 def _evaluate(node: ast.AST) -> float:
@@ -161,8 +185,13 @@ def _evaluate(node: ast.AST) -> float:
         return _OPERATORS[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
         return _OPERATORS[type(node.op)](_evaluate(node.operand))
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS
-            and len(node.args) == 1 and not node.keywords):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _FUNCTIONS
+        and len(node.args) == 1
+        and not node.keywords
+    ):
         return _FUNCTIONS[node.func.id](_evaluate(node.args[0]))
     raise ValueError("not arithmetic")
 
@@ -184,7 +213,7 @@ def calculations(text: str) -> tuple[set[str], list[str]]:
         except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, RecursionError):
             continue
         decimals = len(result.partition(".")[2])
-        if abs(value - float(result)) <= 0.5 * 10 ** -decimals + 1e-9:
+        if abs(value - float(result)) <= 0.5 * 10**-decimals + 1e-9:
             holds.add(result)
         else:
             fails.append(f"{expr} = {result}")
@@ -203,11 +232,19 @@ def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
     lowered = source.lower()
     tokens = set(content_tokens(source)) | {m.group(0).lower() for m in _TOKEN.finditer(lowered)}
     terms = key_terms(text)
-    missing = [t for t in terms if t not in tokens and _stem(t) not in tokens
-               and not (re.search(f"[{_CJK}]", t) and t in lowered)
-               and (is_number(t) or not re.search(rf"(?<![a-z0-9]){re.escape(t)}", lowered))]
-    return ([t for t in missing if terms[t]], [t for t in missing if not terms[t]],
-            sum(not strict for strict in terms.values()))
+    missing = [
+        t
+        for t in terms
+        if t not in tokens
+        and _stem(t) not in tokens
+        and not (re.search(f"[{_CJK}]", t) and t in lowered)
+        and (is_number(t) or not re.search(rf"(?<![a-z0-9]){re.escape(t)}", lowered))
+    ]
+    return (
+        [t for t in missing if terms[t]],
+        [t for t in missing if not terms[t]],
+        sum(not strict for strict in terms.values()),
+    )
 
 
 def content_words(text: str) -> dict[str, str]:

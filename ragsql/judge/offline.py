@@ -64,10 +64,17 @@ class OfflineJudge:
     def request_hash(self, request: JudgeRequest[Any]) -> str:
         """Cache key of a request: this judge's model, the task, the messages and every raw input the heuristics
         read (the question of an answer-relevancy request is not in its messages, but decides its reply)."""
-        return request_hash(self.model, {"messages": request.messages, "kind": request.kind,
-                                         "inputs": request.inputs, "items": request.items,
-                                         "language": request.language,
-                                         "embedder": getattr(self._embedder, "name", None)})
+        return request_hash(
+            self.model,
+            {
+                "messages": request.messages,
+                "kind": request.kind,
+                "inputs": request.inputs,
+                "items": request.items,
+                "language": request.language,
+                "embedder": getattr(self._embedder, "name", None),
+            },
+        )
 
     async def check(self) -> None:
         """Nothing to check: the offline judge is always there."""
@@ -80,8 +87,7 @@ class OfflineJudge:
         error: str | None = None
         try:
             if request.kind == "rating":
-                reply = heuristics.rating(await self._similarity(request.inputs["question"],
-                                                                 request.inputs["answer"]))
+                reply = heuristics.rating(await self._similarity(request.inputs["question"], request.inputs["answer"]))
             elif request.kind == "sentence_relevance" and self._relevance is not None:
                 try:
                     cosines = await self._cosines(request)
@@ -98,11 +104,19 @@ class OfflineJudge:
         except (ValidationError, ValueError, KeyError) as exc:
             error = "offline: " + " ".join(str(exc).split())[:300]
         record = CallRecord(
-            request_hash=self.request_hash(request), kind="chat", model=self.model, prompt_name=request.kind,
-            prompt_version=request.prompt_version, status="ok" if verdict is not None else "failed",
-            response=None if verdict is None else verdict.model_dump(mode="json"), error=error,
-            prompt_tokens=0, completion_tokens=0, latency_ms=round((time.perf_counter() - start) * 1000),
-            attempts=1)
+            request_hash=self.request_hash(request),
+            kind="chat",
+            model=self.model,
+            prompt_name=request.kind,
+            prompt_version=request.prompt_version,
+            status="ok" if verdict is not None else "failed",
+            response=None if verdict is None else verdict.model_dump(mode="json"),
+            error=error,
+            prompt_tokens=0,
+            completion_tokens=0,
+            latency_ms=round((time.perf_counter() - start) * 1000),
+            attempts=1,
+        )
         return verdict, record
 
     async def _similarity(self, question: str, answer: str) -> float:
@@ -122,8 +136,9 @@ class OfflineJudge:
         if not weighed:
             return [None] * len(sentences)
         (question,) = await self._vectors([text], query=True)
-        cosine = {s: sum(q * v for q, v in zip(question, vector))
-                  for s, vector in zip(weighed, await self._vectors(weighed))}
+        cosine = {
+            s: sum(q * v for q, v in zip(question, vector)) for s, vector in zip(weighed, await self._vectors(weighed))
+        }
         return [cosine.get(s) for s in sentences]
 
     async def _vectors(self, texts: list[str], query: bool = False) -> list[array]:

@@ -52,20 +52,54 @@ __all__ = [
     "verify",
 ]
 
-PROMPT_NAMES = ("statements", "answer_analysis", "questions", "verify", "classify", "usefulness",
-                "sentence_relevance", "rating", "critique", "citations", "entities", "claims", "attribution",
-                "groundedness", "context_rating", "rubric")
+PROMPT_NAMES = (
+    "statements",
+    "answer_analysis",
+    "questions",
+    "verify",
+    "classify",
+    "usefulness",
+    "sentence_relevance",
+    "rating",
+    "critique",
+    "citations",
+    "entities",
+    "claims",
+    "attribution",
+    "groundedness",
+    "context_rating",
+    "rubric",
+)
 CLAIM_SETTINGS = ("low", "high")
 """RAGAS's atomicity and coverage levels of claim decomposition (factual correctness); its default is low, low."""
 GENERATION_PROMPTS = ("generate", "synthesize")
 """Prompts that write rather than judge: answers (`ragsql generate`) and eval questions (`ragsql synth`)."""
 BUILTIN_ASPECTS = ("harmfulness", "maliciousness", "coherence", "correctness", "conciseness")
 
-_TAGS = ("question", "answer", "reference", "text", "contexts", "context", "statements", "answer_statements",
-         "reference_statements", "sentences", "claims", "claim", "sentence", "cited", "rubric", "references")
+_TAGS = (
+    "question",
+    "answer",
+    "reference",
+    "text",
+    "contexts",
+    "context",
+    "statements",
+    "answer_statements",
+    "reference_statements",
+    "sentences",
+    "claims",
+    "claim",
+    "sentence",
+    "cited",
+    "rubric",
+    "references",
+)
 _TAG_RE = re.compile(r"<(/?\s*)(" + "|".join(sorted(_TAGS, key=len, reverse=True)) + r")(?![\w-])", re.I)
 _LANG_WORDS = {"en": {"en": "English", "zh": "Chinese"}, "zh": {"en": "英文", "zh": "中文"}}
-_TARGETS = {"en": {"reference": "reference answer", "answer": "answer"}, "zh": {"reference": "标准答案", "answer": "回答"}}
+_TARGETS = {
+    "en": {"reference": "reference answer", "answer": "answer"},
+    "zh": {"reference": "标准答案", "answer": "回答"},
+}
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -120,8 +154,13 @@ def load_prompt(name: str, language: str) -> Prompt:
     if version is None or len(blocks) % 2:
         raise ValueError(f"prompt file {name}.{language}.txt has no version line or a broken section")
     sections = {blocks[i]: blocks[i + 1].strip("\n") for i in range(0, len(blocks), 2)}
-    return Prompt(name=name, language=language, version=f"{name}.v{version.group(1)}",
-                  sections=sections, digest=hashlib.sha256(raw.encode()).hexdigest()[:12])
+    return Prompt(
+        name=name,
+        language=language,
+        version=f"{name}.v{version.group(1)}",
+        sections=sections,
+        digest=hashlib.sha256(raw.encode()).hexdigest()[:12],
+    )
 
 
 def escape(text: str) -> str:
@@ -160,87 +199,152 @@ def _nonempty(items: Sequence[Any], what: str) -> None:
         raise ValueError(f"nothing to judge: no {what}")
 
 
-def _request(name: str, lang: str, schema: type[T], context: dict[str, Any] | None = None,
-             items: tuple[Any, ...] = (), inputs: dict[str, Any] | None = None, **values: object) -> JudgeRequest[T]:
+def _request(
+    name: str,
+    lang: str,
+    schema: type[T],
+    context: dict[str, Any] | None = None,
+    items: tuple[Any, ...] = (),
+    inputs: dict[str, Any] | None = None,
+    **values: object,
+) -> JudgeRequest[T]:
     prompt = load_prompt(name, lang)
-    return JudgeRequest(kind=name, prompt_version=prompt.version, language=lang,
-                        messages=prompt.render(**values), schema=schema, context=context or {}, items=items,
-                        inputs=inputs or {})
+    return JudgeRequest(
+        kind=name,
+        prompt_version=prompt.version,
+        language=lang,
+        messages=prompt.render(**values),
+        schema=schema,
+        context=context or {},
+        items=items,
+        inputs=inputs or {},
+    )
 
 
-def statements(text: str, *, question: str | None = None,
-               language: str | None = None) -> JudgeRequest[v.Statements]:
+def statements(text: str, *, question: str | None = None, language: str | None = None) -> JudgeRequest[v.Statements]:
     """Extract the factual statements of one text (an answer or a reference); one call per text."""
     lang = _language(language, question or text)
     block = _block("question", question) + "\n" if question else ""
-    return _request("statements", lang, v.Statements, inputs={"text": text, "question": question},
-                    question_block=block, text=escape(text.strip()))
+    return _request(
+        "statements",
+        lang,
+        v.Statements,
+        inputs={"text": text, "question": question},
+        question_block=block,
+        text=escape(text.strip()),
+    )
 
 
-def answer_analysis(answer: str, *, question: str, n: int = 3,
-                    language: str | None = None) -> JudgeRequest[v.AnswerAnalysis]:
+def answer_analysis(
+    answer: str, *, question: str, n: int = 3, language: str | None = None
+) -> JudgeRequest[v.AnswerAnalysis]:
     """One call on an answer: its statements, `n` questions in the question's language, the non-committal flag.
 
     The question itself is not shown, so the generated questions cannot copy it (answer relevance would be
     inflated); only its language is used.
     """
     lang = _language(language, question)
-    return _request("answer_analysis", lang, v.AnswerAnalysis, {"n_questions": n}, n=n,
-                    inputs={"answer": answer, "question": question, "n": n},
-                    language=_LANG_WORDS[lang][detect_language(question, lang)], answer=escape(answer.strip()))
+    return _request(
+        "answer_analysis",
+        lang,
+        v.AnswerAnalysis,
+        {"n_questions": n},
+        n=n,
+        inputs={"answer": answer, "question": question, "n": n},
+        language=_LANG_WORDS[lang][detect_language(question, lang)],
+        answer=escape(answer.strip()),
+    )
 
 
-def questions(answer: str, *, question: str, n: int = 3,
-              language: str | None = None) -> JudgeRequest[v.GeneratedQuestions]:
+def questions(
+    answer: str, *, question: str, n: int = 3, language: str | None = None
+) -> JudgeRequest[v.GeneratedQuestions]:
     """RAGAS answer relevance: `n` questions the answer answers, written in the question's language."""
     lang = _language(language, question)
-    return _request("questions", lang, v.GeneratedQuestions, {"n_questions": n}, n=n,
-                    inputs={"answer": answer, "question": question, "n": n},
-                    language=_LANG_WORDS[lang][detect_language(question, lang)], answer=escape(answer.strip()))
+    return _request(
+        "questions",
+        lang,
+        v.GeneratedQuestions,
+        {"n_questions": n},
+        n=n,
+        inputs={"answer": answer, "question": question, "n": n},
+        language=_LANG_WORDS[lang][detect_language(question, lang)],
+        answer=escape(answer.strip()),
+    )
 
 
-def verify(statement_list: Sequence[str], contexts: Sequence[str], *,
-           language: str | None = None) -> JudgeRequest[v.StatementVerdicts]:
+def verify(
+    statement_list: Sequence[str], contexts: Sequence[str], *, language: str | None = None
+) -> JudgeRequest[v.StatementVerdicts]:
     """All of a text's statements against all of a sample's contexts, in one call (faithfulness, recall)."""
     _nonempty(statement_list, "statements")
     lang = _language(language, " ".join(statement_list))
-    return _request("verify", lang, v.StatementVerdicts, {"ids": len(statement_list)},
-                    tuple(statement_list), inputs={"statements": list(statement_list), "contexts": list(contexts)},
-                    contexts=_contexts(contexts) or "(none)",
-                    statements=_numbered(statement_list))
+    return _request(
+        "verify",
+        lang,
+        v.StatementVerdicts,
+        {"ids": len(statement_list)},
+        tuple(statement_list),
+        inputs={"statements": list(statement_list), "contexts": list(contexts)},
+        contexts=_contexts(contexts) or "(none)",
+        statements=_numbered(statement_list),
+    )
 
 
-def classify(question: str, answer_statements: Sequence[str], reference_statements: Sequence[str], *,
-             language: str | None = None) -> JudgeRequest[v.Classification]:
+def classify(
+    question: str, answer_statements: Sequence[str], reference_statements: Sequence[str], *, language: str | None = None
+) -> JudgeRequest[v.Classification]:
     """Answer statements TP/FP against the reference, reference statements TP/FN against the answer."""
     _nonempty([*answer_statements, *reference_statements], "statements")
     lang = _language(language, question)
     context = {"answer_ids": len(answer_statements), "reference_ids": len(reference_statements)}
-    return _request("classify", lang, v.Classification, context,
-                    inputs={"question": question, "answer_statements": list(answer_statements),
-                            "reference_statements": list(reference_statements)},
-                    question=escape(question.strip()),
-                    answer_statements=_numbered(answer_statements) or "(none)",
-                    reference_statements=_numbered(reference_statements) or "(none)")
+    return _request(
+        "classify",
+        lang,
+        v.Classification,
+        context,
+        inputs={
+            "question": question,
+            "answer_statements": list(answer_statements),
+            "reference_statements": list(reference_statements),
+        },
+        question=escape(question.strip()),
+        answer_statements=_numbered(answer_statements) or "(none)",
+        reference_statements=_numbered(reference_statements) or "(none)",
+    )
 
 
-def usefulness(question: str, contexts: Sequence[str], *, reference: str | None = None,
-               answer: str | None = None, language: str | None = None) -> JudgeRequest[v.ContextVerdicts]:
+def usefulness(
+    question: str,
+    contexts: Sequence[str],
+    *,
+    reference: str | None = None,
+    answer: str | None = None,
+    language: str | None = None,
+) -> JudgeRequest[v.ContextVerdicts]:
     """Every context of a sample judged useful or not for the reference (else the answer), in one call."""
     _nonempty(contexts, "contexts")
     if reference is None and answer is None:
         raise ValueError("usefulness needs a reference or an answer")
     lang = _language(language, question)
     tag, target_text = ("reference", reference) if reference is not None else ("answer", answer or "")
-    return _request("usefulness", lang, v.ContextVerdicts, {"ids": len(contexts)}, tuple(contexts),
-                    inputs={"question": question, "contexts": list(contexts), "reference": reference,
-                            "answer": answer},
-                    question=escape(question.strip()), target=_TARGETS[lang][tag],
-                    target_block=_block(tag, target_text), contexts=_contexts(contexts))
+    return _request(
+        "usefulness",
+        lang,
+        v.ContextVerdicts,
+        {"ids": len(contexts)},
+        tuple(contexts),
+        inputs={"question": question, "contexts": list(contexts), "reference": reference, "answer": answer},
+        question=escape(question.strip()),
+        target=_TARGETS[lang][tag],
+        target_block=_block(tag, target_text),
+        contexts=_contexts(contexts),
+    )
 
 
-def sentence_relevance(question: str, contexts: Sequence[str], *,
-                       language: str | None = None) -> JudgeRequest[v.SentenceRelevance]:
+def sentence_relevance(
+    question: str, contexts: Sequence[str], *, language: str | None = None
+) -> JudgeRequest[v.SentenceRelevance]:
     """Context sentences (split here, numbered across contexts) judged relevant to the question or not.
 
     `items` holds ``(context_index, sentence)`` for each sentence id in order (id = position + 1).
@@ -253,20 +357,39 @@ def sentence_relevance(question: str, contexts: Sequence[str], *,
         groups.append(f'<context id="{ci}">\n{_numbered(sents, len(items) + 1)}\n</context>')
         items.extend((ci, s) for s in sents)
     _nonempty(items, "context sentences")
-    return _request("sentence_relevance", lang, v.SentenceRelevance, {"ids": len(items)}, tuple(items),
-                    inputs={"question": question, "contexts": list(contexts)},
-                    question=escape(question.strip()), sentences="\n".join(groups))
+    return _request(
+        "sentence_relevance",
+        lang,
+        v.SentenceRelevance,
+        {"ids": len(items)},
+        tuple(items),
+        inputs={"question": question, "contexts": list(contexts)},
+        question=escape(question.strip()),
+        sentences="\n".join(groups),
+    )
 
 
 def rating(question: str, answer: str, *, language: str | None = None) -> JudgeRequest[v.Rating]:
     """The seed's 1-5 answer relevance rating."""
     lang = _language(language, question)
-    return _request("rating", lang, v.Rating, inputs={"question": question, "answer": answer}, question=escape(question.strip()), answer=escape(answer.strip()))
+    return _request(
+        "rating",
+        lang,
+        v.Rating,
+        inputs={"question": question, "answer": answer},
+        question=escape(question.strip()),
+        answer=escape(answer.strip()),
+    )
 
 
-def critique(question: str, answer: str, aspects: Sequence[str | tuple[str, str]], *,
-             contexts: Sequence[str] | None = None,
-             language: str | None = None) -> JudgeRequest[v.AspectVerdicts]:
+def critique(
+    question: str,
+    answer: str,
+    aspects: Sequence[str | tuple[str, str]],
+    *,
+    contexts: Sequence[str] | None = None,
+    language: str | None = None,
+) -> JudgeRequest[v.AspectVerdicts]:
     """Yes/no verdicts on several aspects in one call: built-in names, or ``(name, definition)`` pairs."""
     _nonempty(aspects, "aspects")
     lang = _language(language, question)
@@ -279,24 +402,41 @@ def critique(question: str, answer: str, aspects: Sequence[str | tuple[str, str]
         pairs.append((_one_line(name), _one_line(definition)))
     names = [n for n, _ in pairs]
     ctx_block = f"<contexts>\n{_contexts(contexts)}\n</contexts>\n" if contexts else ""
-    return _request("critique", lang, v.AspectVerdicts, {"aspects": names}, tuple(names),
-                    inputs={"question": question, "answer": answer, "aspects": pairs,
-                            "contexts": list(contexts or [])},
-                    aspects="\n".join(f"- {n}: {d}" for n, d in pairs), question=escape(question.strip()),
-                    answer=escape(answer.strip()), contexts_block=ctx_block)
+    return _request(
+        "critique",
+        lang,
+        v.AspectVerdicts,
+        {"aspects": names},
+        tuple(names),
+        inputs={"question": question, "answer": answer, "aspects": pairs, "contexts": list(contexts or [])},
+        aspects="\n".join(f"- {n}: {d}" for n, d in pairs),
+        question=escape(question.strip()),
+        answer=escape(answer.strip()),
+        contexts_block=ctx_block,
+    )
 
 
-def citations(claims: Sequence[tuple[str, Sequence[str]]], *,
-              language: str | None = None) -> JudgeRequest[v.CitationVerdicts]:
+def citations(
+    claims: Sequence[tuple[str, Sequence[str]]], *, language: str | None = None
+) -> JudgeRequest[v.CitationVerdicts]:
     """Each cited answer sentence against the text of the contexts it cites, all in one call."""
     _nonempty(claims, "citations")
     lang = _language(language, " ".join(s for s, _ in claims))
     rendered = "\n".join(
         f'<claim id="{i}">\n<sentence>{_one_line(sentence)}</sentence>\n'
-        + "\n".join(f"<cited>\n{escape(c.strip())}\n</cited>" for c in cited) + "\n</claim>"
-        for i, (sentence, cited) in enumerate(claims, 1))
-    return _request("citations", lang, v.CitationVerdicts, {"ids": len(claims)}, tuple(claims),
-                    inputs={"claims": [(s, list(c)) for s, c in claims]}, claims=rendered)
+        + "\n".join(f"<cited>\n{escape(c.strip())}\n</cited>" for c in cited)
+        + "\n</claim>"
+        for i, (sentence, cited) in enumerate(claims, 1)
+    )
+    return _request(
+        "citations",
+        lang,
+        v.CitationVerdicts,
+        {"ids": len(claims)},
+        tuple(claims),
+        inputs={"claims": [(s, list(c)) for s, c in claims]},
+        claims=rendered,
+    )
 
 
 def entities(text: str, *, language: str | None = None) -> JudgeRequest[v.Entities]:
@@ -305,77 +445,133 @@ def entities(text: str, *, language: str | None = None) -> JudgeRequest[v.Entiti
     return _request("entities", lang, v.Entities, inputs={"text": text}, text=escape(text.strip()))
 
 
-def claims(text: str, *, atomicity: str = "low", coverage: str = "low",
-           language: str | None = None) -> JudgeRequest[v.Claims]:
+def claims(
+    text: str, *, atomicity: str = "low", coverage: str = "low", language: str | None = None
+) -> JudgeRequest[v.Claims]:
     """RAGAS's claim decomposition of one text; the settings are part of the prompt version the claims are
     stored under (``claims.v1[atomicity=low,coverage=low]``), so claims of two settings live side by side."""
     if atomicity not in CLAIM_SETTINGS or coverage not in CLAIM_SETTINGS:
         raise ValueError(f"atomicity and coverage must be low or high, got {atomicity!r} and {coverage!r}")
     lang = _language(language, text)
-    request = _request("claims", lang, v.Claims, inputs={"text": text, "atomicity": atomicity, "coverage": coverage},
-                       atomicity=atomicity, coverage=coverage, text=escape(text.strip()))
-    return dataclasses.replace(request,
-                               prompt_version=f"{request.prompt_version}[atomicity={atomicity},coverage={coverage}]")
+    request = _request(
+        "claims",
+        lang,
+        v.Claims,
+        inputs={"text": text, "atomicity": atomicity, "coverage": coverage},
+        atomicity=atomicity,
+        coverage=coverage,
+        text=escape(text.strip()),
+    )
+    return dataclasses.replace(
+        request, prompt_version=f"{request.prompt_version}[atomicity={atomicity},coverage={coverage}]"
+    )
 
 
-def attribution(statement_list: Sequence[str], contexts: Sequence[str], *,
-                language: str | None = None) -> JudgeRequest[v.Attributions]:
+def attribution(
+    statement_list: Sequence[str], contexts: Sequence[str], *, language: str | None = None
+) -> JudgeRequest[v.Attributions]:
     """Which contexts, each on its own, support each statement: one call per text (noise sensitivity)."""
     _nonempty(statement_list, "statements")
     _nonempty(contexts, "contexts")
     lang = _language(language, " ".join(statement_list))
-    return _request("attribution", lang, v.Attributions, {"ids": len(statement_list), "contexts": len(contexts)},
-                    tuple(statement_list), inputs={"statements": list(statement_list), "contexts": list(contexts)},
-                    contexts=_contexts(contexts), statements=_numbered(statement_list))
+    return _request(
+        "attribution",
+        lang,
+        v.Attributions,
+        {"ids": len(statement_list), "contexts": len(contexts)},
+        tuple(statement_list),
+        inputs={"statements": list(statement_list), "contexts": list(contexts)},
+        contexts=_contexts(contexts),
+        statements=_numbered(statement_list),
+    )
 
 
-def _two_pass(name: str, lang: str, judge_pass: int, inputs: dict[str, Any],
-              **values: object) -> JudgeRequest[v.GradedRating]:
+def _two_pass(
+    name: str, lang: str, judge_pass: int, inputs: dict[str, Any], **values: object
+) -> JudgeRequest[v.GradedRating]:
     if judge_pass not in (1, 2):
         raise ValueError(f"judge_pass must be 1 or 2, got {judge_pass!r}")
-    request = _request(name, lang, v.GradedRating, {"judge_pass": judge_pass},
-                       inputs={**inputs, "judge_pass": judge_pass}, **values)
+    request = _request(
+        name, lang, v.GradedRating, {"judge_pass": judge_pass}, inputs={**inputs, "judge_pass": judge_pass}, **values
+    )
     if judge_pass == 2:
         request = dataclasses.replace(request, messages=load_prompt(name, lang).render_second(**values))
     return request
 
 
-def groundedness(answer: str, contexts: Sequence[str], *, judge_pass: int,
-                 language: str | None = None) -> JudgeRequest[v.GradedRating]:
+def groundedness(
+    answer: str, contexts: Sequence[str], *, judge_pass: int, language: str | None = None
+) -> JudgeRequest[v.GradedRating]:
     """One of RAGAS's two judge passes rating 0/1/2 how far the contexts support the answer."""
     _nonempty(contexts, "contexts")
     lang = _language(language, answer)
-    return _two_pass("groundedness", lang, judge_pass, {"answer": answer, "contexts": list(contexts)},
-                     answer=escape(answer.strip()), contexts=_contexts(contexts))
+    return _two_pass(
+        "groundedness",
+        lang,
+        judge_pass,
+        {"answer": answer, "contexts": list(contexts)},
+        answer=escape(answer.strip()),
+        contexts=_contexts(contexts),
+    )
 
 
-def context_rating(question: str, contexts: Sequence[str], *, judge_pass: int,
-                   language: str | None = None) -> JudgeRequest[v.GradedRating]:
+def context_rating(
+    question: str, contexts: Sequence[str], *, judge_pass: int, language: str | None = None
+) -> JudgeRequest[v.GradedRating]:
     """One of RAGAS's two judge passes rating 0/1/2 how relevant the contexts are to the question."""
     _nonempty(contexts, "contexts")
     lang = _language(language, question)
-    return _two_pass("context_rating", lang, judge_pass, {"question": question, "contexts": list(contexts)},
-                     question=escape(question.strip()), contexts=_contexts(contexts))
+    return _two_pass(
+        "context_rating",
+        lang,
+        judge_pass,
+        {"question": question, "contexts": list(contexts)},
+        question=escape(question.strip()),
+        contexts=_contexts(contexts),
+    )
 
 
-def rubric(question: str, answer: str, descriptions: Sequence[str], *, references: Sequence[str] = (),
-           contexts: Sequence[str] = (), language: str | None = None) -> JudgeRequest[v.Rating]:
+def rubric(
+    question: str,
+    answer: str,
+    descriptions: Sequence[str],
+    *,
+    references: Sequence[str] = (),
+    contexts: Sequence[str] = (),
+    language: str | None = None,
+) -> JudgeRequest[v.Rating]:
     """RAGAS's rubrics score: the answer scored 1-5 by five score descriptions, with the reference answers and
     contexts to judge it by when given."""
     if len(descriptions) != 5 or not all(d.strip() for d in descriptions):
         raise ValueError("a rubric has five non-empty score descriptions, for scores 1 to 5")
     lang = _language(language, question)
-    extra = "".join([*(_block("reference", r) + "\n" for r in references),
-                     f"<contexts>\n{_contexts(contexts)}\n</contexts>\n" if contexts else ""])
-    return _request("rubric", lang, v.Rating,
-                    inputs={"question": question, "answer": answer, "descriptions": list(descriptions),
-                            "references": list(references), "contexts": list(contexts)},
-                    rubric="\n".join(f"score{i}_description: {_one_line(d)}" for i, d in enumerate(descriptions, 1)),
-                    question=escape(question.strip()), answer=escape(answer.strip()), extra_block=extra)
+    extra = "".join(
+        [
+            *(_block("reference", r) + "\n" for r in references),
+            f"<contexts>\n{_contexts(contexts)}\n</contexts>\n" if contexts else "",
+        ]
+    )
+    return _request(
+        "rubric",
+        lang,
+        v.Rating,
+        inputs={
+            "question": question,
+            "answer": answer,
+            "descriptions": list(descriptions),
+            "references": list(references),
+            "contexts": list(contexts),
+        },
+        rubric="\n".join(f"score{i}_description: {_one_line(d)}" for i, d in enumerate(descriptions, 1)),
+        question=escape(question.strip()),
+        answer=escape(answer.strip()),
+        extra_block=extra,
+    )
 
 
-def generate(question: str, contexts: Sequence[tuple[str, str]], *,
-             language: str | None = None) -> JudgeRequest[v.GeneratedAnswer]:
+def generate(
+    question: str, contexts: Sequence[tuple[str, str]], *, language: str | None = None
+) -> JudgeRequest[v.GeneratedAnswer]:
     """An answer to `question` from `(id, text)` contexts only, in the question's language, citing ``[id]``.
 
     Ids must be unique and plain (a docno such as ``c12``: letters, digits and ``. : # / - _``); the reply may
@@ -387,18 +583,30 @@ def generate(question: str, contexts: Sequence[tuple[str, str]], *,
     if len(set(ids)) != len(ids) or not all(v.CITATION_ID.fullmatch(i) for i in ids):
         raise ValueError(f"context ids must be unique and plain (letters, digits, . : # / - _): {ids}")
     lang = _language(language, question)
-    return _request("generate", lang, v.GeneratedAnswer, {"context_ids": ids}, tuple(ids),
-                    inputs={"question": question, "contexts": list(zip(ids, texts))},
-                    language=_LANG_WORDS[lang][detect_language(question, lang)], question=escape(question.strip()),
-                    contexts=_contexts(texts, ids))
+    return _request(
+        "generate",
+        lang,
+        v.GeneratedAnswer,
+        {"context_ids": ids},
+        tuple(ids),
+        inputs={"question": question, "contexts": list(zip(ids, texts))},
+        language=_LANG_WORDS[lang][detect_language(question, lang)],
+        question=escape(question.strip()),
+        contexts=_contexts(texts, ids),
+    )
 
 
 SYNTH_KINDS = ("single", "multi", "comparison")
 _SYNTH_LANGUAGE = {"en": "English", "zh": "Chinese (中文)"}
 
 
-def synthesize(passages: Sequence[tuple[str, str]], kind: str, *, language: str, style: str = "plain",
-               ) -> JudgeRequest[v.SynthQuestion]:
+def synthesize(
+    passages: Sequence[tuple[str, str]],
+    kind: str,
+    *,
+    language: str,
+    style: str = "plain",
+) -> JudgeRequest[v.SynthQuestion]:
     """One eval question of `kind` (single | multi | comparison) from `(id, text)` passages, in `language`
     (en | zh) and `style`, with its answer and exact quotes as evidence."""
     _nonempty(passages, "passages")
@@ -406,7 +614,15 @@ def synthesize(passages: Sequence[tuple[str, str]], kind: str, *, language: str,
         raise ValueError(f"kind must be one of {SYNTH_KINDS}, got {kind!r}")
     ids = [str(i) for i, _ in passages]
     lang = _language(language)
-    return _request("synthesize", lang, v.SynthQuestion, {"passage_ids": ids, "kind": kind}, tuple(ids),
-                    inputs={"passages": [(i, t) for i, (_, t) in zip(ids, passages)], "kind": kind, "style": style},
-                    kind=kind, language=_SYNTH_LANGUAGE[lang], style=escape(style),
-                    passages=_contexts([t for _, t in passages], ids))
+    return _request(
+        "synthesize",
+        lang,
+        v.SynthQuestion,
+        {"passage_ids": ids, "kind": kind},
+        tuple(ids),
+        inputs={"passages": [(i, t) for i, (_, t) in zip(ids, passages)], "kind": kind, "style": style},
+        kind=kind,
+        language=_SYNTH_LANGUAGE[lang],
+        style=escape(style),
+        passages=_contexts([t for _, t in passages], ids),
+    )

@@ -33,10 +33,15 @@ __all__ = ["TASKS", "entities_of"]
 
 _NAME = re.compile(r"[A-Z][\w'’-]*(?:\s+(?:of|de|da|von|van|the|and)\s+[A-Z][\w'’-]*|\s+[A-Z][\w'’-]*)*")
 _NUMBER = re.compile(r"\d(?:[\d,.]*\d)?(?:\s?%|\s+(?:[A-Za-z]+))?")
-_UNITS = re.compile(r"\s+(?:km|m|kg|g|mb|gb|tb|ms|s|years?|months?|days?|hours?|minutes?|percent|million|billion|"
-                    r"thousand|metres?|meters?|miles?|dollars?|euros?|people|bc|ad)$", re.I)
-_LEADING = frozenset("the a an in on at it its this that these those he she they we you i what which who when where "
-                     "why how is are was were does do did but and or if as for by from with".split())
+_UNITS = re.compile(
+    r"\s+(?:km|m|kg|g|mb|gb|tb|ms|s|years?|months?|days?|hours?|minutes?|percent|million|billion|"
+    r"thousand|metres?|meters?|miles?|dollars?|euros?|people|bc|ad)$",
+    re.I,
+)
+_LEADING = frozenset(
+    "the a an in on at it its this that these those he she they we you i what which who when where "
+    "why how is are was were does do did but and or if as for by from with".split()
+)
 
 
 def entities_of(text: str) -> list[str]:
@@ -57,7 +62,7 @@ def entities_of(text: str) -> list[str]:
         for term, strict in key_terms(text).items():
             at = text.lower().find(term)
             if strict and at >= 0 and not any(term in f.lower() for _, f in found):
-                found.append((at, text[at:at + len(term)]))
+                found.append((at, text[at : at + len(term)]))
     return list(dict.fromkeys(e for _, e in sorted(found, key=lambda f: f[0]) if e))
 
 
@@ -70,8 +75,11 @@ def _claims(request: JudgeRequest[Any]) -> dict[str, Any]:
     if request.inputs["atomicity"] == "high":
         pieces = h.statements_of(text)
     else:
-        pieces = [h.strip_filler(s) for s in split_sentences(text)
-                  if not s.rstrip().endswith(("?", "？")) and content_tokens(h.strip_filler(s))]
+        pieces = [
+            h.strip_filler(s)
+            for s in split_sentences(text)
+            if not s.rstrip().endswith(("?", "？")) and content_tokens(h.strip_filler(s))
+        ]
     if request.inputs["coverage"] == "low":
         factual = [p for p in pieces if any(strict for strict in key_terms(p).values())]
         pieces = factual or pieces
@@ -80,9 +88,12 @@ def _claims(request: JudgeRequest[Any]) -> dict[str, Any]:
 
 def _attribution(request: JudgeRequest[Any]) -> dict[str, Any]:
     contexts = request.inputs["contexts"]
-    return {"verdicts": [{"id": i, "contexts": [c for c, ctx in enumerate(contexts, 1)
-                                                if h.support(s, [ctx])[0] == "supported"]}
-                         for i, s in enumerate(request.inputs["statements"], 1)]}
+    return {
+        "verdicts": [
+            {"id": i, "contexts": [c for c, ctx in enumerate(contexts, 1) if h.support(s, [ctx])[0] == "supported"]}
+            for i, s in enumerate(request.inputs["statements"], 1)
+        ]
+    }
 
 
 def _groundedness(request: JudgeRequest[Any]) -> dict[str, Any]:
@@ -118,12 +129,15 @@ def _rubric(request: JudgeRequest[Any]) -> dict[str, Any]:
         basis = "its statements the contexts support"
     else:
         share, basis = coverage(request.inputs["question"], set(content_tokens(answer))), "question tokens in it"
-    return {"score": 1 + round(4 * share),
-            "reason": f"offline: the rubric is not read; {share:.2f} of {basis}"}
+    return {"score": 1 + round(4 * share), "reason": f"offline: the rubric is not read; {share:.2f} of {basis}"}
 
 
 TASKS: dict[str, Callable[[JudgeRequest[Any]], dict[str, Any]]] = {
-    "entities": _entities, "claims": _claims, "attribution": _attribution, "groundedness": _groundedness,
-    "context_rating": _context_rating, "rubric": _rubric,
+    "entities": _entities,
+    "claims": _claims,
+    "attribution": _attribution,
+    "groundedness": _groundedness,
+    "context_rating": _context_rating,
+    "rubric": _rubric,
 }
 """The reply builder of each of these tasks, as `heuristics.TASKS` holds those of the first ten."""

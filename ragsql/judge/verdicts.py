@@ -2,8 +2,8 @@
 
 A model is validated with a context (``model_validate(obj, context={...})``) naming what the prompt numbered:
 ``ids`` (how many items were numbered 1..n), ``answer_ids``/``reference_ids`` for the classification,
-``aspects`` (the aspect names asked for), ``n_questions``, ``context_ids`` (the ids an answer may cite). A reply that skips or invents an item fails
-validation, so the client asks once for a repair instead of storing a partial verdict.
+``aspects`` (the aspect names asked for), ``n_questions``, ``context_ids`` (the ids an answer may cite). A reply that
+skips or invents an item fails validation, so the client asks once for a repair instead of storing a partial verdict.
 """
 
 from __future__ import annotations
@@ -52,8 +52,15 @@ CITATION = re.compile(rf"\[({CITATION_ID.pattern}(?:\s*[,;]\s*{CITATION_ID.patte
 of an answer's contexts is `context_citations`' rule."""
 
 # Judges answering a Chinese prompt sometimes write the class in Chinese.
-_VERDICT_ALIASES = {"支持": "supported", "完全支持": "supported", "部分支持": "partial", "部分": "partial",
-                    "不支持": "unsupported", "无依据": "unsupported", "矛盾": "contradicted"}
+_VERDICT_ALIASES = {
+    "支持": "supported",
+    "完全支持": "supported",
+    "部分支持": "partial",
+    "部分": "partial",
+    "不支持": "unsupported",
+    "无依据": "unsupported",
+    "矛盾": "contradicted",
+}
 
 
 def _norm_label(value: object) -> object:
@@ -82,8 +89,9 @@ def _check_ids(ids: list[int], info: ValidationInfo, key: str = "ids", what: str
         missing = sorted(set(range(1, expected + 1)) - set(ids))
         extra = sorted(set(ids) - set(range(1, expected + 1)))
         dupes = sorted({i for i in ids if ids.count(i) > 1})
-        detail = ", ".join(f"{name} {vals}" for name, vals in
-                           (("missing", missing), ("unknown", extra), ("repeated", dupes)) if vals)
+        detail = ", ".join(
+            f"{name} {vals}" for name, vals in (("missing", missing), ("unknown", extra), ("repeated", dupes)) if vals
+        )
         raise ValueError(f"expected exactly one {what} for each id 1..{expected}: {detail}")
 
 
@@ -417,6 +425,7 @@ class SynthQuestion(BaseModel):
             raise ValueError(f"evidence ids {unknown} name no given passage; use {list(given)}")
         needed = 2 if (info.context or {}).get("kind") in ("multi", "comparison") else 1
         if len({e.id for e in self.evidence}) < needed:
-            raise ValueError(f"a {(info.context or {}).get('kind', 'single')} question needs evidence from "
-                             f"{needed} passage(s)")
+            raise ValueError(
+                f"a {(info.context or {}).get('kind', 'single')} question needs evidence from {needed} passage(s)"
+            )
         return self

@@ -1,4 +1,5 @@
-"""One record per call to an LLM or embedding endpoint (a row of ragsql.judge_call) and the request hash that keys the cache."""
+"""One record per call to an LLM or embedding endpoint (a row of ragsql.judge_call) and the request hash keying the
+cache."""
 
 from __future__ import annotations
 
@@ -47,13 +48,13 @@ class CallFailed(JudgeError):
     calls made (failed ones included), `record` the last of them. Whatever went wrong (HTTP status, timeout,
     a body that is not JSON, a reply of the wrong shape) ends as this one exception, never another."""
 
-    def __init__(self, message: str, records: "CallRecord | Sequence[CallRecord] | None" = None):
+    def __init__(self, message: str, records: CallRecord | Sequence[CallRecord] | None = None):
         super().__init__(" ".join(message.split()))
         if isinstance(records, CallRecord):
             records = [records]
         self.records: list[CallRecord] = list(records or [])
 
     @property
-    def record(self) -> "CallRecord | None":
+    def record(self) -> CallRecord | None:
         """The last call made, if any."""
         return self.records[-1] if self.records else None

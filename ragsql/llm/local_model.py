@@ -20,11 +20,14 @@ def require_extra(module: str, user: str, extra: str = "local") -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise JudgeError(f"{user} needs the optional extra {extra!r}: pip install -e \".[{extra}]\" in a ragsql checkout") from None
+        raise JudgeError(
+            f'{user} needs the optional extra {extra!r}: pip install -e ".[{extra}]" in a ragsql checkout'
+        ) from None
 
 
-def load_model(factory: Callable[..., Any], model: str, *, what: str, error: type[RagsqlError] = JudgeError,
-               **kwargs: Any) -> Any:
+def load_model(
+    factory: Callable[..., Any], model: str, *, what: str, error: type[RagsqlError] = JudgeError, **kwargs: Any
+) -> Any:
     """``factory(model, **kwargs)``, a directory with ``local_files_only``; `error` in one line if it cannot load."""
     directory = _directory(model)
     if directory is not None:

@@ -11,6 +11,7 @@ import email.utils
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
@@ -37,7 +38,8 @@ def is_refusal(exc: BaseException) -> bool:
 def is_transient(exc: BaseException) -> bool:
     """True for errors worth another attempt: rate limits, server errors, timeouts, connection problems."""
     if _is(exc, "APIStatusError"):
-        return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+        error: Any = exc  # an openai.APIStatusError (_is), whose class is not imported here
+        return error.status_code in _TRANSIENT_STATUS or error.status_code >= 500
     return _is(exc, "APIConnectionError")  # includes APITimeoutError
 
 
@@ -67,10 +69,11 @@ def describe(exc: BaseException, attempts: int = 1) -> str:
     """One line for a failed call: ``HTTP 429 after 5 attempts: rate limited``."""
     after = f" after {attempts} attempts" if attempts > 1 else ""
     if _is(exc, "APIStatusError"):
-        body = exc.body
+        error: Any = exc  # an openai.APIStatusError (_is), whose class is not imported here
+        body = error.body
         message = body.get("message") if isinstance(body, dict) else None
-        text = str(message or body or exc.message)
-        return _line(f"HTTP {exc.status_code}{after}: {text}")
+        text = str(message or body or error.message)
+        return _line(f"HTTP {error.status_code}{after}: {text}")
     if _is(exc, "APITimeoutError"):
         return f"timeout{after}"
     if _is(exc, "APIConnectionError"):
@@ -84,8 +87,9 @@ def _line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def retrying(attempts: int, *, initial: float = 0.5, maximum: float = 30.0,
-             on_rate_limit: Callable[[float], None] | None = None) -> AsyncRetrying:
+def retrying(
+    attempts: int, *, initial: float = 0.5, maximum: float = 30.0, on_rate_limit: Callable[[float], None] | None = None
+) -> AsyncRetrying:
     """Tenacity policy: up to `attempts` tries of transient errors; Retry-After wins over the jittered backoff.
 
     `on_rate_limit(seconds)` is told the wait after a 429 (the rate limiter pauses every caller for it).
@@ -96,9 +100,10 @@ def retrying(attempts: int, *, initial: float = 0.5, maximum: float = 30.0,
         exc = state.outcome.exception() if state.outcome else None
         asked = retry_after(exc) if exc is not None else None
         delay = asked if asked is not None else backoff(state)
-        if on_rate_limit is not None and _is(exc, "RateLimitError"):
+        if on_rate_limit is not None and exc is not None and _is(exc, "RateLimitError"):
             on_rate_limit(delay)
         return delay
 
-    return AsyncRetrying(stop=stop_after_attempt(max(1, attempts)), wait=wait,
-                         retry=retry_if_exception(is_transient), reraise=True)
+    return AsyncRetrying(
+        stop=stop_after_attempt(max(1, attempts)), wait=wait, retry=retry_if_exception(is_transient), reraise=True
+    )

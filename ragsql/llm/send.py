@@ -13,7 +13,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-
 from ragsql.llm.limiter import RateLimiter
 from ragsql.llm.retry import describe, is_refusal, retrying
 from ragsql.llm.tokens import tokenizer_name
@@ -51,24 +50,39 @@ class Sender:
     @classmethod
     def for_settings(cls, settings, limiter: RateLimiter | None = None) -> Sender:
         """A sender within an `EndpointSettings`' retries, concurrency and rate limits."""
-        return cls(max_retries=settings.max_retries, concurrency=settings.concurrency, rpm=settings.rpm,
-                   tpm=settings.tpm, limiter=limiter)
+        return cls(
+            max_retries=settings.max_retries,
+            concurrency=settings.concurrency,
+            rpm=settings.rpm,
+            tpm=settings.tpm,
+            limiter=limiter,
+        )
 
-    def __init__(self, *, max_retries: int, concurrency: int, rpm: float | None = None, tpm: float | None = None,
-                 limiter: RateLimiter | None = None, backoff: tuple[float, float] | None = None):
+    def __init__(
+        self,
+        *,
+        max_retries: int,
+        concurrency: int,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        limiter: RateLimiter | None = None,
+        backoff: tuple[float, float] | None = None,
+    ):
         self.max_retries = max_retries
         self.backoff = backoff or DEFAULT_BACKOFF
         self.limiter = limiter or RateLimiter(rpm, tpm)
         self._slots = asyncio.Semaphore(concurrency)
 
-    async def send(self, request: Callable[[], Awaitable[R]], *, reserve: int = 0,
-                   check: Callable[[R], object] | None = None) -> Sent[R]:
+    async def send(
+        self, request: Callable[[], Awaitable[R]], *, reserve: int = 0, check: Callable[[R], object] | None = None
+    ) -> Sent[R]:
         """`request()` with retries; `check(reply)` raises (ValueError, TypeError, …) when the reply is unusable.
 
         The tokens reserved are given back for a refused request; the caller settles a reply's real usage."""
         attempts = 0
-        policy = retrying(self.max_retries + 1, initial=self.backoff[0], maximum=self.backoff[1],
-                          on_rate_limit=self.limiter.pause)
+        policy = retrying(
+            self.max_retries + 1, initial=self.backoff[0], maximum=self.backoff[1], on_rate_limit=self.limiter.pause
+        )
         try:
             async for attempt in policy:
                 with attempt:
@@ -86,12 +100,13 @@ class Sender:
         if isinstance(reply, (str, bytes)):
             snippet = " ".join(str(reply if isinstance(reply, str) else reply[:200]).split())[:80]
             raise SendFailed(f"the endpoint answered with a body that is not JSON: {snippet!r}", attempts)
+        # tenacity runs the loop at least once and raises unless an attempt returned: reply is bound here, an R
         if check is not None:
             try:
-                check(reply)
+                check(reply)  # pyright: ignore[reportArgumentType]
             except Exception as exc:  # noqa: BLE001 - a reply of the wrong shape, whatever the check raised
                 raise SendFailed(f"unusable reply: {describe(exc)}", attempts) from None
-        return Sent(reply, attempts)
+        return Sent(reply, attempts)  # pyright: ignore[reportReturnType]
 
 
 class EndpointClient:
@@ -103,8 +118,9 @@ class EndpointClient:
 
         tokenizer_name()  # load the tokenizer (~1 s) now, not on the event loop where leases are being renewed
         self._sender = Sender.for_settings(settings, limiter)
-        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key or "none",
-                                          timeout=settings.timeout, max_retries=0)
+        self._client = openai.AsyncOpenAI(
+            base_url=settings.base_url, api_key=settings.api_key or "none", timeout=settings.timeout, max_retries=0
+        )
 
     @property
     def backoff(self) -> tuple[float, float]:

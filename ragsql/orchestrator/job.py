@@ -65,26 +65,31 @@ class Job:
 
     async def answer_analysis(self):
         """The answer's statements and generated questions, one call shared by three metrics."""
-        request = p.answer_analysis(self.sample.answer, question=self.sample.question or self.sample.answer,
-                                    n=QUESTIONS_PER_ANSWER, language=self.language)
+        request = p.answer_analysis(
+            self.sample.answer,
+            question=self.sample.question or self.sample.answer,
+            n=QUESTIONS_PER_ANSWER,
+            language=self.language,
+        )
         got = await self.ask(request)
-        extraction = await self.extraction(self.sample.answer, request.prompt_version, got.call_id,
-                                           got.verdict.statements)
+        extraction = await self.extraction(
+            self.sample.answer, request.prompt_version, got.call_id, got.verdict.statements
+        )
         return request, got, extraction
 
     async def reference_statements(self, reference: str):
         request = p.statements(reference, question=self.sample.question or None, language=self.language)
         got = await self.ask(request)
-        return got.verdict.statements, await self.extraction(reference, request.prompt_version, got.call_id,
-                                                             got.verdict.statements)
+        return got.verdict.statements, await self.extraction(
+            reference, request.prompt_version, got.call_id, got.verdict.statements
+        )
 
     async def extraction(self, text: str, prompt_version: str, call_id: int | None, statements: Sequence[str]) -> int:
         """Store the statements (or claims) extracted from a text once, shared by every metric; its id (0 in a
         dry run)."""
         if self.judging.dry_run:
             return 0
-        return await self.judging.calls.run(db.store_extraction, text, self.model, prompt_version, call_id,
-                                            statements)
+        return await self.judging.calls.run(db.store_extraction, text, self.model, prompt_version, call_id, statements)
 
     async def verify(self, statements: list[str], purpose: str, extraction: int) -> list[Store]:
         """Statements against every context, one call; verdict rows for `purpose`."""
@@ -93,7 +98,8 @@ class Job:
         request = p.verify(statements, self.contexts(), language=self.language)
         got = await self.ask(request)
         rows = [(v.id, v.verdict, v.reason) for v in got.verdict.verdicts]
-        return [lambda c: db.store_statement_verdicts(c, self.task, purpose, self.model, request.prompt_version,
-                                                      extraction, rows, got.call_id)]
-
-
+        return [
+            lambda c: db.store_statement_verdicts(
+                c, self.task, purpose, self.model, request.prompt_version, extraction, rows, got.call_id
+            )
+        ]

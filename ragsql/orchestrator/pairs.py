@@ -4,8 +4,8 @@ The pairs of one file go into a dataset of their own (``judge-check-<hash of the
 (its question and reference), and per metric a run of the better sides and a run of the worse sides. The judge
 is run on both with that metric alone, the per-query values are read back from SQL, and a pair counts 1 when
 the better side scores strictly higher, ½ on a tie, 0 otherwise; a side with no value (NULL, with its reason)
-counts as a tie and is reported; a group where no pair has a value has no accuracy (NULL). The dataset is deleted afterwards unless kept; the judge-call cache stays, so
-checking again costs no call.
+counts as a tie and is reported; a group where no pair has a value has no accuracy (NULL). The dataset is deleted
+afterwards unless kept; the judge-call cache stays, so checking again costs no call.
 """
 
 from __future__ import annotations
@@ -63,12 +63,17 @@ class PairCheck:
         for key, items in sorted(groups.items()):
             valued = [o for o in items if o.why_missing is None]
             # no pair with a value: no accuracy at all (NULL), not the ties' 0.5
-            rows.append({**dict(zip(by, key)), "pairs": len(items),
-                         "accuracy": round(sum(o.credit for o in items) / len(items), 4) if valued else None,
-                         "better": sum(o.credit == 1.0 for o in items),
-                         "ties": sum(o.credit == 0.5 and o.why_missing is None for o in items),
-                         "worse": sum(o.credit == 0.0 for o in items),
-                         "no_value": sum(o.why_missing is not None for o in items)})
+            rows.append(
+                {
+                    **dict(zip(by, key)),
+                    "pairs": len(items),
+                    "accuracy": round(sum(o.credit for o in items) / len(items), 4) if valued else None,
+                    "better": sum(o.credit == 1.0 for o in items),
+                    "ties": sum(o.credit == 0.5 and o.why_missing is None for o in items),
+                    "worse": sum(o.credit == 0.0 for o in items),
+                    "no_value": sum(o.why_missing is not None for o in items),
+                }
+            )
         return rows
 
 
@@ -76,20 +81,45 @@ def dataset_name(pairs: Sequence[Pair]) -> str:
     """The dataset the pairs are judged in: named by a hash of their content, so a new file never mixes in."""
     digest = hashlib.sha256()
     for p in pairs:
-        digest.update(json.dumps([p.id, p.metric, p.question, p.language, p.reference, p.better.answer,
-                                  p.better.contexts, p.worse.answer, p.worse.contexts], ensure_ascii=False).encode())
+        digest.update(
+            json.dumps(
+                [
+                    p.id,
+                    p.metric,
+                    p.question,
+                    p.language,
+                    p.reference,
+                    p.better.answer,
+                    p.better.contexts,
+                    p.worse.answer,
+                    p.worse.contexts,
+                ],
+                ensure_ascii=False,
+            ).encode()
+        )
     return "judge-check-" + digest.hexdigest()[:12]
 
 
-async def check_pairs(url: str, pairs: Sequence[Pair], judging: Judging, *, workers: int = 8, keep: bool = False,
-                      on_progress: Callable[[str, int, int], None] | None = None) -> PairCheck:
+async def check_pairs(
+    url: str,
+    pairs: Sequence[Pair],
+    judging: Judging,
+    *,
+    workers: int = 8,
+    keep: bool = False,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> PairCheck:
     """Judge both sides of every pair with `judging` and score them; see the module docstring."""
     dataset = dataset_name(pairs)
     metrics = list(dict.fromkeys(p.metric for p in pairs))
     with dbconn.connect(url) as conn:
         _store(conn, dataset, pairs, metrics)
-    check = PairCheck(judge="offline" if judging.judge.offline else judging.model, offline=judging.judge.offline,
-                      dataset=dataset, tally=judging.tally)
+    check = PairCheck(
+        judge="offline" if judging.judge.offline else judging.model,
+        offline=judging.judge.offline,
+        dataset=dataset,
+        tally=judging.tally,
+    )
     try:
         values: dict[tuple[str, str], dict[str, tuple[float | None, str | None]]] = {}
         for metric in metrics:
@@ -104,8 +134,11 @@ async def check_pairs(url: str, pairs: Sequence[Pair], judging: Judging, *, work
         for p in pairs:
             better, b_why = values[p.metric, "better"].get(p.id, (None, "not judged"))
             worse, w_why = values[p.metric, "worse"].get(p.id, (None, "not judged"))
-            missing = None if better is not None and worse is not None else (
-                f"better: {b_why}" if better is None else f"worse: {w_why}")
+            missing = (
+                None
+                if better is not None and worse is not None
+                else (f"better: {b_why}" if better is None else f"worse: {w_why}")
+            )
             check.outcomes.append(PairOutcome(p, better, worse, missing))
     finally:
         if not keep:
@@ -125,12 +158,20 @@ def _store(conn, dataset: str, pairs: Sequence[Pair], metrics: list[str]) -> Non
         for metric in metrics:
             chosen = [p for p in pairs if p.metric == metric]
             for side in ("better", "worse"):
-                run_id = load.create_run(conn, f"{dataset}:{metric}:{side}", dataset_id,
-                                         {"source": "judge-check", "side": side, "metric": metric}, replace=True)
+                run_id = load.create_run(
+                    conn,
+                    f"{dataset}:{metric}:{side}",
+                    dataset_id,
+                    {"source": "judge-check", "side": side, "metric": metric},
+                    replace=True,
+                )
                 sides = [(p, getattr(p, side)) for p in chosen]
-                load.add_answers(conn, run_id, ((p.id, _answer(p, s), None) for p, s in sides),
-                                 ((p.id, i, context_docno(c), c) for p, s in sides
-                                  for i, c in enumerate(s.contexts, 1)))
+                load.add_answers(
+                    conn,
+                    run_id,
+                    ((p.id, _answer(p, s), None) for p, s in sides),
+                    ((p.id, i, context_docno(c), c) for p, s in sides for i, c in enumerate(s.contexts, 1)),
+                )
     load.analyze(conn)
     conn.commit()
 

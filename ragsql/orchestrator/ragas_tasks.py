@@ -57,8 +57,11 @@ async def _two_passes(job: Job, metric: str, build: Callable[[int], p.JudgeReque
 
 async def response_groundedness(job: Job) -> list[Store]:
     contexts = _joined(job)
-    return await _two_passes(job, "response_groundedness", lambda n: p.groundedness(
-        job.sample.answer, contexts, judge_pass=n, language=job.language))
+    return await _two_passes(
+        job,
+        "response_groundedness",
+        lambda n: p.groundedness(job.sample.answer, contexts, judge_pass=n, language=job.language),
+    )
 
 
 async def nv_context_relevance(job: Job) -> list[Store]:
@@ -71,17 +74,21 @@ async def nv_context_relevance(job: Job) -> list[Store]:
         why = "the contexts are the question or part of it: 0 without a call (RAGAS)"
         rows = [(1, 0, why, None), (2, 0, why, None)]
         return [lambda c: db.store_graded_verdicts(c, job.task, "nv_context_relevance", job.model, version, rows)]
-    return await _two_passes(job, "nv_context_relevance", lambda n: p.context_rating(
-        question, contexts, judge_pass=n, language=job.language))
+    return await _two_passes(
+        job, "nv_context_relevance", lambda n: p.context_rating(question, contexts, judge_pass=n, language=job.language)
+    )
 
 
 async def context_entity_recall(job: Job) -> list[Store]:
     texts = [*job.references(), "\n".join(_joined(job))]  # RAGAS extracts from the contexts joined by newlines
     requests = [p.entities(text, language=job.language) for text in texts]
     got = await together(*(job.ask(r) for r in requests))
-    return [lambda c, text=text, r=r, g=g: db.store_entities(c, text, job.model, r.prompt_version, g.call_id,
-                                                            g.verdict.entities)
-            for text, r, g in zip(texts, requests, got)]
+    return [
+        lambda c, text=text, r=r, g=g: db.store_entities(
+            c, text, job.model, r.prompt_version, g.call_id, g.verdict.entities
+        )
+        for text, r, g in zip(texts, requests, got)
+    ]
 
 
 async def factual_correctness(job: Job) -> list[Store]:
@@ -90,29 +97,37 @@ async def factual_correctness(job: Job) -> list[Store]:
     requests = [p.claims(text, atomicity=atomicity, coverage=coverage, language=job.language) for text in texts]
     got = await together(*(job.ask(r) for r in requests))
     claims_version = requests[0].prompt_version
-    extractions = await together(*(job.extraction(text, claims_version, g.call_id, g.verdict.claims)
-                                   for text, g in zip(texts, got)))
+    extractions = await together(
+        *(job.extraction(text, claims_version, g.call_id, g.verdict.claims) for text, g in zip(texts, got))
+    )
     answer_claims, (answer_extraction, *reference_extractions) = got[0].verdict.claims, extractions
     checks = []  # (purpose, extraction, claims, evidence)
     if answer_claims:
         checks.append(("factual_precision", answer_extraction, answer_claims, job.references()))
-    checks += [("factual_recall", extraction, g.verdict.claims, [job.sample.answer])
-               for extraction, g in zip(reference_extractions, got[1:]) if g.verdict.claims]
+    checks += [
+        ("factual_recall", extraction, g.verdict.claims, [job.sample.answer])
+        for extraction, g in zip(reference_extractions, got[1:])
+        if g.verdict.claims
+    ]
     verify = [p.verify(claims, evidence, language=job.language) for _, _, claims, evidence in checks]
     verdicts = await together(*(job.ask(r) for r in verify))
     stores: list[Store] = []
     for (purpose, extraction, _, _), r, g in zip(checks, verify, verdicts):
         rows = [(v.id, v.verdict, v.reason) for v in g.verdict.verdicts]
         version = f"{r.prompt_version}+{claims_version}"
-        stores.append(lambda c, purpose=purpose, extraction=extraction, rows=rows, version=version, call=g.call_id:
-                      db.store_statement_verdicts(c, job.task, purpose, job.model, version, extraction, rows, call))
+        stores.append(
+            lambda c, purpose=purpose, extraction=extraction, rows=rows, version=version, call=g.call_id: (
+                db.store_statement_verdicts(c, job.task, purpose, job.model, version, extraction, rows, call)
+            )
+        )
     return stores
 
 
 async def noise_sensitivity(job: Job) -> list[Store]:
     contexts = job.contexts()
     (_, analysis, answer_extraction), *refs = await together(
-        job.answer_analysis(), *(job.reference_statements(r) for r in job.references()))
+        job.answer_analysis(), *(job.reference_statements(r) for r in job.references())
+    )
     statements = list(analysis.verdict.statements)
     if not statements:
         return []  # nothing to check: the metric says the answer has no statements
@@ -123,29 +138,48 @@ async def noise_sensitivity(job: Job) -> list[Store]:
     version = f"{attribute[0].prompt_version}+{check.prompt_version}"
     positions = [c.position for c in job.sample.contexts]
     stores: list[Store] = []
-    for (text_statements, extraction), g in zip(texts, attributed):
-        rows = [(v.id, positions[ci - 1], ci in v.contexts)
-                for v in g.verdict.verdicts for ci in range(1, len(positions) + 1)]
-        stores.append(lambda c, extraction=extraction, rows=rows, call=g.call_id: db.store_attributions(
-            c, job.task, job.model, version, extraction, rows, call))
+    for (_, extraction), g in zip(texts, attributed):
+        rows = [
+            (v.id, positions[ci - 1], ci in v.contexts)
+            for v in g.verdict.verdicts
+            for ci in range(1, len(positions) + 1)
+        ]
+        stores.append(
+            lambda c, extraction=extraction, rows=rows, call=g.call_id: db.store_attributions(
+                c, job.task, job.model, version, extraction, rows, call
+            )
+        )
     rows = [(v.id, v.verdict, v.reason) for v in checked.verdict.verdicts]
-    stores.append(lambda c: db.store_statement_verdicts(c, job.task, "noise_sensitivity", job.model, version,
-                                                        answer_extraction, rows, checked.call_id))
+    stores.append(
+        lambda c: db.store_statement_verdicts(
+            c, job.task, "noise_sensitivity", job.model, version, answer_extraction, rows, checked.call_id
+        )
+    )
     return stores
 
 
 async def rubrics_score(job: Job) -> list[Store]:
-    rubrics = [r for r in await job.judging.calls.run(db.rubrics)
-               if job.references() or not r[2]]  # a rubric with reference skips a query without one
+    rubrics = [
+        r for r in await job.judging.calls.run(db.rubrics) if job.references() or not r[2]
+    ]  # a rubric with reference skips a query without one
     contexts = [c.text for c in job.sample.contexts]
-    requests = [p.rubric(job.sample.question, job.sample.answer, descriptions, contexts=contexts,
-                         references=job.references() if with_reference else (), language=job.language)
-                for _, descriptions, with_reference, _ in rubrics]
+    requests = [
+        p.rubric(
+            job.sample.question,
+            job.sample.answer,
+            descriptions,
+            contexts=contexts,
+            references=job.references() if with_reference else (),
+            language=job.language,
+        )
+        for _, descriptions, with_reference, _ in rubrics
+    ]
     if not requests:
         return []
     got = await together(*(job.ask(r) for r in requests))
-    rows = [(name, digest, g.verdict.score, g.verdict.reason, g.call_id)
-            for (name, _, _, digest), g in zip(rubrics, got)]
+    rows = [
+        (name, digest, g.verdict.score, g.verdict.reason, g.call_id) for (name, _, _, digest), g in zip(rubrics, got)
+    ]
     version = requests[0].prompt_version
     return [lambda c: db.store_rubric_verdicts(c, job.task, job.model, version, rows)]
 

@@ -72,15 +72,22 @@ async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[l
         raise InputError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
     shape = await db.run_shape(conn, rid)
     if shape["answers"] == 0:
-        raise InputError("the run has no answers to judge (import them with `ragsql import jsonl|csv FILE --dataset D --run RUN`, or write them with `ragsql generate --run RUN`)")
+        raise InputError(
+            "the run has no answers to judge (import them with `ragsql import jsonl|csv FILE --dataset D --run RUN`, "
+            "or write them with `ragsql generate --run RUN`)"
+        )
     wanted = list(dict.fromkeys(metrics or DEFAULT_METRICS))
     skipped: dict[str, str] = {}
     if shape["with_references"] == 0:
         skipped.update({m: "no reference answers" for m in wanted if m in t.NEEDS_REFERENCE})
     if shape["with_contexts"] == 0:
-        skipped.update({m: "no contexts" for m in wanted
-                        if m in ("faithfulness", "context_precision", "context_relevance", "context_recall",
-                                 *t.NEEDS_CONTEXTS)})
+        skipped.update(
+            {
+                m: "no contexts"
+                for m in wanted
+                if m in ("faithfulness", "context_precision", "context_relevance", "context_recall", *t.NEEDS_CONTEXTS)
+            }
+        )
     if metrics is None and "citations" in wanted and not await _any_citation(conn, rid):
         skipped["citations"] = "no answer cites its contexts"
     return [METRICS[m] for m in wanted if m not in skipped], skipped
@@ -90,28 +97,42 @@ async def _any_citation(conn, rid: int) -> bool:
     cur = await conn.execute(
         "select a.text, array_agg(c.position order by c.position), array_agg(c.docno order by c.position) "
         "from ragsql.answer as a join ragsql.answer_context as c on c.run_id = a.run_id and c.query_id = a.query_id "
-        "where a.run_id = %s group by a.query_id, a.text", (rid,))
-    return any(t.has_citations(text, {citation_id(d, p) for p, d in zip(positions, docnos)})
-               for text, positions, docnos in await cur.fetchall())
+        "where a.run_id = %s group by a.query_id, a.text",
+        (rid,),
+    )
+    return any(
+        t.has_citations(text, {citation_id(d, p) for p, d in zip(positions, docnos)})
+        for text, positions, docnos in await cur.fetchall()
+    )
 
 
 async def release_dead_workers(conn, rid: int) -> int:
     """Put back to pending the running tasks of workers on this host whose process is gone (e.g. SIGKILL)."""
     cur = await conn.execute(
         "select distinct worker from ragsql.judge_task where run_id = %s and status = 'running' and worker like %s",
-        (rid, socket.gethostname() + ":%"))
+        (rid, socket.gethostname() + ":%"),
+    )
     dead = [w for (w,) in await cur.fetchall() if not alive(w)]
     if not dead:
         return 0
     cur = await conn.execute(
         "update ragsql.judge_task set status = 'pending', lease_until = null, updated_at = statement_timestamp() "
-        "where run_id = %s and status = 'running' and worker = any(%s)", (rid, dead))
+        "where run_id = %s and status = 'running' and worker = any(%s)",
+        (rid, dead),
+    )
     return cur.rowcount
 
 
-async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[str] | None = None,
-                    workers: int = 8, again: bool = False,
-                    on_progress: Callable[[int, int], None] | None = None) -> JudgeResult:
+async def judge_run(
+    url: str,
+    run: str,
+    judging: Judging,
+    *,
+    metrics: Sequence[str] | None = None,
+    workers: int = 8,
+    again: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> JudgeResult:
     """Judge every pending task of `run` with `workers` concurrent workers; returns counts and costs.
 
     Tasks done by another judge (model + embedder), and with `again` every done task, are judged anew; requests
@@ -138,8 +159,12 @@ async def judge_run(url: str, run: str, judging: Judging, *, metrics: Sequence[s
     async with CallService(url, purpose="judge", run_id=rid) as calls:
         judging.bind(calls)
         try:
-            await _all([_worker(url, rid, kinds, batch, judging, result, worker_name(i), total, on_progress)
-                        for i in range(max(1, workers))])
+            await _all(
+                [
+                    _worker(url, rid, kinds, batch, judging, result, worker_name(i), total, on_progress)
+                    for i in range(max(1, workers))
+                ]
+            )
             if not await calls.run(db.run_exists, rid):  # deleted after the workers' last look
                 raise _RunDeleted()
         except _RunDeleted:
@@ -214,8 +239,9 @@ async def _worker(url, rid, kinds, batch, judging, result, name, total, on_progr
                 if claimed:
                     samples = await db.load_samples(conn, rid, [c.query_id for c in claimed])
                 # a task whose answer is gone went with it (judge_task cascades): the run is being deleted
-                if (not claimed or len(samples) < len({c.query_id for c in claimed})) \
-                        and not await db.run_exists(conn, rid):
+                if (not claimed or len(samples) < len({c.query_id for c in claimed})) and not await db.run_exists(
+                    conn, rid
+                ):
                     raise _RunDeleted()
                 if not claimed:
                     return
@@ -224,8 +250,9 @@ async def _worker(url, rid, kinds, batch, judging, result, name, total, on_progr
                 continue
             renew = asyncio.create_task(_renew(wdb, claimed, name))
             try:
-                await asyncio.gather(*(_judge_task(t.Job(task, samples[task.query_id], judging), wdb, name, result)
-                                       for task in claimed))
+                await asyncio.gather(
+                    *(_judge_task(t.Job(task, samples[task.query_id], judging), wdb, name, result) for task in claimed)
+                )
             finally:
                 renew.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -243,8 +270,10 @@ async def _renew(wdb: WorkerDb, claimed, name: str) -> None:
         await asyncio.sleep(LEASE_SECONDS / 3)
         async with wdb.lock:
             for task in claimed:
-                await wdb.conn.execute("select ragsql._renew_judge_lease(%s, %s, %s, make_interval(secs => %s))",
-                                       (task.run_id, task.id, name, LEASE_SECONDS))
+                await wdb.conn.execute(
+                    "select ragsql._renew_judge_lease(%s, %s, %s, make_interval(secs => %s))",
+                    (task.run_id, task.id, name, LEASE_SECONDS),
+                )
 
 
 async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult) -> None:
@@ -272,8 +301,9 @@ async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult)
             result.errors.append((job.sample.qid, job.task.kind, error))
 
 
-async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[str] | None = None,
-                   again: bool = False) -> JudgePlan:
+async def plan_run(
+    url: str, run: str, judging: Judging, *, metrics: Sequence[str] | None = None, again: bool = False
+) -> JudgePlan:
     """Dry run: what judging `run` would send, built from the same requests, answered by the offline stand-in."""
     conn = await db.connect_async(url)
     async with conn:
@@ -284,7 +314,9 @@ async def plan_run(url: str, run: str, judging: Judging, *, metrics: Sequence[st
             "where a.run_id = %s and (not exists (select from ragsql.judge_task as j where j.run_id = a.run_id "
             "and j.query_id = a.query_id and j.kind = k.kind and j.status = 'done' and j.judge = %s and not %s) "
             "or (a.query_id, k.kind) in (select * from ragsql._unjudged_definitions(%s, %s, %s))) "
-            "order by 1, 2", (kinds, rid, judging.identity, again, rid, kinds, judging.model))
+            "order by 1, 2",
+            (kinds, rid, judging.identity, again, rid, kinds, judging.model),
+        )
         todo = await cur.fetchall()
         samples = await db.load_samples(conn, rid, [q for q, _ in todo])
     async with CallService(url, purpose="judge", run_id=rid) as calls:

@@ -79,8 +79,15 @@ class Answer(Generic[T]):
 class Judging:
     """Shared by every worker of a process: the judge, the embedder, the in-flight map and the tally."""
 
-    def __init__(self, judge: Any, embedder: Any, *, dry_run: bool = False, stand_in: Any = None,
-                 claim_settings: tuple[str, str] = ("low", "low")):
+    def __init__(
+        self,
+        judge: Any,
+        embedder: Any,
+        *,
+        dry_run: bool = False,
+        stand_in: Any = None,
+        claim_settings: tuple[str, str] = ("low", "low"),
+    ):
         self.judge = judge
         self.claim_settings = claim_settings  # RAGAS's (atomicity, coverage) of factual_correctness's claims
         self.embedder = embedder
@@ -185,6 +192,9 @@ class Judging:
             rec_id = await self.calls.store(rec)
             call_ids += [rec_id] * int((rec.response or {}).get("inputs", len(todo)))
         call_ids += [None] * (len(todo) - len(call_ids))
-        await self.calls.run(db.store_embeddings, self.embedder.name,
-                             [(db.text_hash(t), v, c) for t, v, c in zip(todo, vectors, call_ids)])
+        await self.calls.run(
+            db.store_embeddings,
+            self.embedder.name,
+            [(db.text_hash(t), v, c) for t, v, c in zip(todo, vectors, call_ids)],
+        )
         self.tally.texts_embedded += len(todo)

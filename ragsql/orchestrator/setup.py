@@ -11,8 +11,9 @@ from ragsql.orchestrator.service import Judging
 __all__ = ["make_judging", "offline_judge"]
 
 
-def make_judging(settings: EndpointSettings, *, offline: bool = False, embedder: str | None = None,
-                 dry_run: bool = False) -> Judging:
+def make_judging(
+    settings: EndpointSettings, *, offline: bool = False, embedder: str | None = None, dry_run: bool = False
+) -> Judging:
     """The judging service: OpenAI-compatible judge + embedder, or the offline ones (no endpoint or --offline)."""
     use_offline = offline or not settings.configured
     emb = make_embedder("offline" if use_offline and embedder in (None, "auto") else embedder, settings)

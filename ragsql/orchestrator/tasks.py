@@ -11,7 +11,7 @@ from ragsql.judge import prompts as p
 from ragsql.judge.language import detect_language, split_sentences
 from ragsql.judge.verdicts import CITATION, citation_id, context_citations
 from ragsql.orchestrator import ragas_tasks
-from ragsql.orchestrator.job import QUESTIONS_PER_ANSWER, Job, Store, TaskFailed, together
+from ragsql.orchestrator.job import Job, Store, TaskFailed, together
 
 __all__ = ["KINDS", "NEEDS_CONTEXTS", "NEEDS_REFERENCE", "OPT_IN", "Job", "TaskFailed", "run_task", "together"]
 
@@ -36,22 +36,40 @@ async def answer_relevancy(job: Job) -> list[Store]:
     if not questions:
         raise TaskFailed("the judge wrote no question for the answer")
     await job.judging.embed([job.sample.question, job.sample.answer, *got.verdict.questions])
-    return [lambda c: db.store_questions(c, job.task, job.model, request.prompt_version, questions,
-                                         got.verdict.noncommittal, got.call_id)]
+    return [
+        lambda c: db.store_questions(
+            c, job.task, job.model, request.prompt_version, questions, got.verdict.noncommittal, got.call_id
+        )
+    ]
 
 
 async def answer_relevancy_rating(job: Job) -> list[Store]:
     request = p.rating(job.sample.question, job.sample.answer, language=job.language)
     got = await job.ask(request)
-    return [lambda c: db.store_rating(c, job.task, "answer_relevancy", job.model, request.prompt_version,
-                                      got.verdict.score, got.verdict.reason, got.call_id)]
+    return [
+        lambda c: db.store_rating(
+            c,
+            job.task,
+            "answer_relevancy",
+            job.model,
+            request.prompt_version,
+            got.verdict.score,
+            got.verdict.reason,
+            got.call_id,
+        )
+    ]
 
 
 async def context_precision(job: Job) -> list[Store]:
     contexts = job.contexts()
     reference = job.references()[0] if job.references() else None
-    request = p.usefulness(job.sample.question, contexts, reference=reference,
-                           answer=None if reference is not None else job.sample.answer, language=job.language)
+    request = p.usefulness(
+        job.sample.question,
+        contexts,
+        reference=reference,
+        answer=None if reference is not None else job.sample.answer,
+        language=job.language,
+    )
     got = await job.ask(request)
     positions = [c.position for c in job.sample.contexts]
     rows = [(positions[v.id - 1], v.useful, v.reason) for v in got.verdict.verdicts]
@@ -74,8 +92,9 @@ async def context_relevance(job: Job) -> list[Store]:
 async def context_recall(job: Job) -> list[Store]:
     job.contexts()
     refs = await together(*(job.reference_statements(r) for r in job.references()))
-    verified = await together(*(job.verify(statements, "context_recall", extraction)
-                                      for statements, extraction in refs))
+    verified = await together(
+        *(job.verify(statements, "context_recall", extraction) for statements, extraction in refs)
+    )
     return [store for stores in verified for store in stores]
 
 
@@ -87,8 +106,10 @@ async def answer_similarity(job: Job) -> list[Store]:
 async def answer_correctness(job: Job) -> list[Store]:
     # independent calls at once: the critical path is one extraction then one classification
     (_, analysis, answer_extraction), _, *refs = await together(
-        job.answer_analysis(), job.judging.embed([job.sample.answer, *job.references()]),
-        *(job.reference_statements(r) for r in job.references()))
+        job.answer_analysis(),
+        job.judging.embed([job.sample.answer, *job.references()]),
+        *(job.reference_statements(r) for r in job.references()),
+    )
     answer_statements = list(analysis.verdict.statements)
     reference_statements = [s for statements, _ in refs for s in statements]
     if not answer_statements and not reference_statements:
@@ -97,14 +118,22 @@ async def answer_correctness(job: Job) -> list[Store]:
     got = await job.ask(request)
     version = request.prompt_version
     answer_rows = [(a.id, "supported" if a.label == "TP" else "unsupported", None) for a in got.verdict.answer]
-    stores: list[Store] = [lambda c: db.store_statement_verdicts(
-        c, job.task, "correctness_answer", job.model, version, answer_extraction, answer_rows, got.call_id)]
+    stores: list[Store] = [
+        lambda c: db.store_statement_verdicts(
+            c, job.task, "correctness_answer", job.model, version, answer_extraction, answer_rows, got.call_id
+        )
+    ]
     labels = iter(got.verdict.reference)
     for statements, extraction in refs:
-        rows = [(no, "supported" if next(labels).label == "TP" else "unsupported", None)
-                for no in range(1, len(statements) + 1)]
-        stores.append(lambda c, rows=rows, extraction=extraction: db.store_statement_verdicts(
-            c, job.task, "correctness_reference", job.model, version, extraction, rows, got.call_id))
+        rows = [
+            (no, "supported" if next(labels).label == "TP" else "unsupported", None)
+            for no in range(1, len(statements) + 1)
+        ]
+        stores.append(
+            lambda c, rows=rows, extraction=extraction: db.store_statement_verdicts(
+                c, job.task, "correctness_reference", job.model, version, extraction, rows, got.call_id
+            )
+        )
     return stores
 
 
@@ -153,10 +182,13 @@ async def citations(job: Job) -> list[Store]:
             rows.append([sno, cno, sentence, ctx.docno or str(ctx.position), None, None, None])
     if not sentences:
         raise TaskFailed("the answer has no sentence")
-    prompt_version = p.load_prompt("citations", job.language or detect_language(job.sample.question or job.sample.answer)).version
+    prompt_version = p.load_prompt(
+        "citations", job.language or detect_language(job.sample.question or job.sample.answer)
+    ).version
     if claims:
-        request = p.citations([(CITATION.sub(" ", rows[i][2]), [_context_text(job, rows[i][3])]) for i in claims],
-                              language=job.language)
+        request = p.citations(
+            [(CITATION.sub(" ", rows[i][2]), [_context_text(job, rows[i][3])]) for i in claims], language=job.language
+        )
         got = await job.ask(request)
         prompt_version = request.prompt_version
         for row_index, verdict in zip(claims, got.verdict.verdicts):

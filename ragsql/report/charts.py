@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 
@@ -19,8 +19,17 @@ __all__ = ["distributions", "forest", "heat_map", "overview"]
 
 COLORS = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04"]
 # Run names, qids and aspect names are user text: drawn literally, never as mathtext ("budget $5_a_b$") or TeX.
-plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
-                     "font.family": "sans-serif", "text.parse_math": False, "text.usetex": False})
+plt.rcParams.update(
+    {
+        "svg.fonttype": "none",
+        "font.size": 9,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "font.family": "sans-serif",
+        "text.parse_math": False,
+        "text.usetex": False,
+    }
+)
 
 
 def _svg(figure, name: str) -> str:
@@ -30,16 +39,16 @@ def _svg(figure, name: str) -> str:
         figure.savefig(buffer, format="svg", bbox_inches="tight")
     plt.close(figure)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
-def overview(values: dict[str, Sequence[IntervalValue]]) -> str:
+def overview(values: Mapping[str, Sequence[IntervalValue]]) -> str:
     """Each measure's run value with its interval, one colour per run."""
     measures = list(dict.fromkeys(v.measure for rows in values.values() for v in rows))
     figure, axis = plt.subplots(figsize=(7.5, 0.32 * len(measures) + 1.2))
     step = 0.8 / max(len(values), 1)
     handles = []
-    for i, (run, rows) in enumerate(values.items()):
+    for i, rows in enumerate(values.values()):
         by = {v.measure: v for v in rows}
         ys, xs, lows, highs = [], [], [], []
         for j, m in enumerate(measures):
@@ -51,36 +60,54 @@ def overview(values: dict[str, Sequence[IntervalValue]]) -> str:
             # never negative: matplotlib refuses it, and an interval that excludes its value is drawn as a point
             lows.append(max(0.0, v.value - (v.ci_low if v.ci_low is not None else v.value)))
             highs.append(max(0.0, (v.ci_high if v.ci_high is not None else v.value) - v.value))
-        handles.append(axis.errorbar(xs, ys, xerr=[lows, highs], fmt="o", markersize=4, capsize=2,
-                                     color=COLORS[i % len(COLORS)], linewidth=1))
+        handles.append(
+            axis.errorbar(
+                xs, ys, xerr=[lows, highs], fmt="o", markersize=4, capsize=2, color=COLORS[i % len(COLORS)], linewidth=1
+            )
+        )
     axis.set_yticks(range(len(measures)), measures)
     axis.invert_yaxis()
     axis.set_xlabel("run value with its 95% bootstrap interval")
     axis.grid(axis="x", alpha=0.3)
     # labels given explicitly: matplotlib leaves out a collected label starting with "_" (a run named "_x")
-    axis.legend(handles, list(values), loc="lower left", bbox_to_anchor=(0, 1.0), ncol=min(len(values), 4),
-                frameon=False)
+    axis.legend(
+        handles, list(values), loc="lower left", bbox_to_anchor=(0, 1.0), ncol=min(len(values), 4), frameon=False
+    )
     return _svg(figure, "overview")
 
 
-def forest(comparisons: dict[str, Sequence[Comparison]], higher: dict[str, bool]) -> str:
+def forest(comparisons: Mapping[str, Sequence[Comparison]], higher: dict[str, bool]) -> str:
     """Each measure's difference from the baseline with its interval; filled when significant."""
-    rows = [(run, c) for run, cs in comparisons.items() for c in cs if c.diff is not None]
+    rows = [(run, c, c.diff) for run, cs in comparisons.items() for c in cs if c.diff is not None]
     figure, axis = plt.subplots(figsize=(7.5, 0.3 * len(rows) + 1.2))
-    for y, (run, c) in enumerate(rows):
+    for y, (run, c, diff) in enumerate(rows):
         color = COLORS[(list(comparisons).index(run) + 1) % len(COLORS)]
-        better = (c.diff > 0) == higher.get(c.measure, True)
-        axis.plot([c.ci_low, c.ci_high], [y, y], color=color, linewidth=1.5)
-        axis.plot([c.diff], [y], marker="D" if c.significant else "o", markersize=5,
-                  color=color if c.significant else "white", markeredgecolor=color)
+        better = (diff > 0) == higher.get(c.measure, True)
+        # an interval bound may be None: matplotlib draws no segment for it
+        axis.plot([c.ci_low, c.ci_high], [y, y], color=color, linewidth=1.5)  # pyright: ignore[reportArgumentType]
+        axis.plot(
+            [diff],
+            [y],
+            marker="D" if c.significant else "o",
+            markersize=5,
+            color=color if c.significant else "white",
+            markeredgecolor=color,
+        )
         if c.significant:
-            axis.annotate("better" if better else "worse", (c.ci_high, y), xytext=(4, -3), textcoords="offset points",
-                          fontsize=7, color=color)
+            axis.annotate(
+                "better" if better else "worse",
+                (c.ci_high, y),
+                xytext=(4, -3),
+                textcoords="offset points",
+                fontsize=7,
+                color=color,
+            )
     axis.axvline(0, color="#444", linewidth=0.8)
-    axis.set_yticks(range(len(rows)), [f"{c.measure} ({run})" for run, c in rows])
+    axis.set_yticks(range(len(rows)), [f"{c.measure} ({run})" for run, c, _ in rows])
     axis.invert_yaxis()
-    axis.set_xlabel("difference from the baseline (mean per query) with its 95% bootstrap interval; "
-                    "◆ significant after Holm")
+    axis.set_xlabel(
+        "difference from the baseline (mean per query) with its 95% bootstrap interval; ◆ significant after Holm"
+    )
     axis.grid(axis="x", alpha=0.3)
     return _svg(figure, "forest")
 
@@ -122,7 +149,7 @@ def distributions(per_query: Sequence[dict], limit: int = 16) -> str:
         missing = sum(1 for r in per_query if r["measure"] == measure and r["value"] is None)
         axis.set_title(measure + (f" ({missing} none)" if missing else ""), fontsize=8)
         axis.tick_params(labelsize=7)
-    for axis in list(axes.flat)[len(measures):]:
+    for axis in list(axes.flat)[len(measures) :]:
         axis.set_visible(False)
     figure.tight_layout()
     return _svg(figure, "distributions")

@@ -7,14 +7,18 @@ from pathlib import Path
 
 import jinja2
 
-from ragsql import __version__
+from ragsql._version import __version__
 from ragsql.db.report import ReportData
 from ragsql.report import charts
 
 __all__ = ["render_html", "write_html"]
 
-_ENV = jinja2.Environment(loader=jinja2.PackageLoader("ragsql.report", "templates"),
-                          autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("ragsql.report", "templates"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -38,9 +42,19 @@ def render_html(data: ReportData, diffs: dict[str, list[tuple]], higher: dict[st
         "distributions": charts.distributions(data.per_query) if data.per_query else "",
     }
     return _ENV.get_template("report.html.j2").render(
-        data=data, charts=rendered, measures=measures, index=index, judge_of=judge_of, judges=judges, diffs=diffs,
-        higher=higher, fmt=_fmt, signed=_signed, version=__version__,
-        generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"))
+        data=data,
+        charts=rendered,
+        measures=measures,
+        index=index,
+        judge_of=judge_of,
+        judges=judges,
+        diffs=diffs,
+        higher=higher,
+        fmt=_fmt,
+        signed=_signed,
+        version=__version__,
+        generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+    )
 
 
 def write_html(path: Path, data: ReportData, diffs: dict[str, list[tuple]], higher: dict[str, bool]) -> Path:

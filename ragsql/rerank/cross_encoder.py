@@ -26,14 +26,18 @@ class CrossEncoderReranker:
 
     def __init__(self, model: str, *, device: str | None = None, batch_size: int = 32):
         module = require_extra("sentence_transformers", "the cross-encoder reranker")
-        self._model: Any = load_model(module.CrossEncoder, model, device=device, what="cross-encoder model",
-                                      error=InputError)
+        self._model: Any = load_model(
+            module.CrossEncoder, model, device=device, what="cross-encoder model", error=InputError
+        )
         self.model = model_source(model)
         self.name = f"cross-encoder:{self.model}"
         self.batch_size = batch_size
-        self.config = {"reranker": "cross-encoder", "model": self.model,
-                       "max_length": getattr(self._model, "max_seq_length", None),  # older versions: max_length
-                       "activation": type(self._model.activation_fn).__name__}
+        self.config = {
+            "reranker": "cross-encoder",
+            "model": self.model,
+            "max_length": getattr(self._model, "max_seq_length", None),  # older versions: max_length
+            "activation": type(self._model.activation_fn).__name__,
+        }
         self._lock = threading.Lock()
 
     def request_hash(self, query: str, documents: Sequence[str]) -> None:
@@ -42,8 +46,9 @@ class CrossEncoderReranker:
 
     def _predict(self, pairs: list[tuple[str, str]]) -> list[float]:
         with self._lock:
-            scores = self._model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False,
-                                         convert_to_numpy=True)
+            scores = self._model.predict(
+                pairs, batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True
+            )
         return [float(s) for s in scores]
 
     async def rerank(self, query: str, documents: Sequence[str]) -> tuple[list[float], CallRecord | None]:

@@ -7,7 +7,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-
 from ragsql.errors import InputError
 from ragsql.llm.calls import CallRecord, request_hash
 from ragsql.llm.send import EndpointClient, SendFailed
@@ -25,8 +24,10 @@ class EndpointReranker(EndpointClient):
 
     def __init__(self, settings: EndpointSettings, model: str | None = None):
         if not settings.configured:
-            raise InputError("the rerank endpoint is not configured: set RAGSQL_RERANK_BASE_URL (or the judge's "
-                             "RAGSQL_JUDGE_BASE_URL / OPENAI_BASE_URL) and its key")
+            raise InputError(
+                "the rerank endpoint is not configured: set RAGSQL_RERANK_BASE_URL (or the judge's "
+                "RAGSQL_JUDGE_BASE_URL / OPENAI_BASE_URL) and its key"
+            )
         self.settings = settings
         self.model = model or os.environ.get("RAGSQL_RERANK_MODEL") or DEFAULT_RERANK_MODEL
         self.name = f"endpoint:{self.model}"
@@ -44,18 +45,30 @@ class EndpointReranker(EndpointClient):
         attempts, scores, error = 0, [], None
         body = {"model": self.model, "query": query, "documents": list(documents), "top_n": len(documents)}
         try:
-            sent = await self._sender.send(lambda: self._client.post("/rerank", cast_to=object, body=body),
-                                           reserve=reserve, check=lambda reply: _scores(reply, len(documents)))
+            sent = await self._sender.send(
+                lambda: self._client.post("/rerank", cast_to=object, body=body),
+                reserve=reserve,
+                check=lambda reply: _scores(reply, len(documents)),
+            )
             attempts = sent.attempts
             self._sender.limiter.settle(reserve, reserve)
             scores = _scores(sent.reply, len(documents))
         except SendFailed as exc:
             attempts, error = exc.attempts, exc.reason
         record = CallRecord(
-            request_hash=self.request_hash(query, documents), kind="rerank", model=self.model, prompt_name="rerank",
-            prompt_version=None, status="failed" if error else "ok", response=None if error else {"scores": scores},
-            error=error, prompt_tokens=None if error else reserve, completion_tokens=None if error else 0,
-            latency_ms=round((time.perf_counter() - start) * 1000), attempts=max(1, attempts))
+            request_hash=self.request_hash(query, documents),
+            kind="rerank",
+            model=self.model,
+            prompt_name="rerank",
+            prompt_version=None,
+            status="failed" if error else "ok",
+            response=None if error else {"scores": scores},
+            error=error,
+            prompt_tokens=None if error else reserve,
+            completion_tokens=None if error else 0,
+            latency_ms=round((time.perf_counter() - start) * 1000),
+            attempts=max(1, attempts),
+        )
         if error:
             where = self.settings.base_url or "https://api.openai.com/v1"
             raise RerankFailed(f"the rerank endpoint {where} failed ({self.model}): {error}", record)
@@ -82,7 +95,7 @@ def _scores(reply: object, n: int) -> list[float]:
         scores[index] = float(score)
     if any(s is None for s in scores):
         raise ValueError(f"{sum(s is None for s in scores)} of {n} documents have no score")
-    return [float(s) for s in scores]
+    return [float(s) for s in scores if s is not None]  # all of them (checked above)
 
 
 def endpoint_reranker(model: str, settings: EndpointSettings | None = None) -> EndpointReranker:

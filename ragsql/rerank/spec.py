@@ -17,13 +17,16 @@ SPECS = ("endpoint[:model]", "cross-encoder:<model>")
 
 def _cross_encoder(arg: str, settings: EndpointSettings | None) -> Reranker:
     if not arg:
-        raise InputError("name the model: cross-encoder:<hub name or directory>, "
-                         "e.g. cross-encoder:cross-encoder/ms-marco-MiniLM-L6-v2")
+        raise InputError(
+            "name the model: cross-encoder:<hub name or directory>, "
+            "e.g. cross-encoder:cross-encoder/ms-marco-MiniLM-L6-v2"
+        )
     return CrossEncoderReranker(arg)
 
 
 _FACTORIES: dict[str, Callable[[str, EndpointSettings | None], Reranker]] = {
-    "endpoint": endpoint_reranker, "cross-encoder": _cross_encoder,
+    "endpoint": endpoint_reranker,
+    "cross-encoder": _cross_encoder,
 }
 
 
@@ -32,6 +35,8 @@ def make_reranker(spec: str, settings: EndpointSettings | None = None) -> Rerank
     kind, _, arg = spec.strip().partition(":")
     factory = _FACTORIES.get(kind.lower())
     if factory is None:
-        raise InputError(f"unknown reranker {spec!r}: use endpoint[:model] (a Cohere/Jina-style /rerank API) "
-                         "or cross-encoder:<model> (a local model: pip install -e \".[local]\" in a ragsql checkout)")
+        raise InputError(
+            f"unknown reranker {spec!r}: use endpoint[:model] (a Cohere/Jina-style /rerank API) "
+            'or cross-encoder:<model> (a local model: pip install -e ".[local]" in a ragsql checkout)'
+        )
     return factory(arg.strip(), settings)

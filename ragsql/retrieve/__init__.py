@@ -12,9 +12,7 @@ import psycopg
 from ragsql import db as database
 from ragsql.calls import CallService
 from ragsql.corpus import SEGMENTERS
-from ragsql.db import corpus as corpus_db
-from ragsql.db import gold as gold_db
-from ragsql.db import retrieval as db
+from ragsql.db import corpus as corpus_db, gold as gold_db, retrieval as db
 from ragsql.db.retrieval import RunSpec, Version
 from ragsql.embed import embed_queries, make_embedder
 from ragsql.errors import InputError
@@ -47,9 +45,17 @@ class RetrievalSummary:
     unmatched: gold_db.UnmatchedGold = field(default_factory=gold_db.UnmatchedGold)
 
 
-def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: str, spec: RunSpec,
-                 chunking: str | None = None, replace: bool = False,
-                 settings: EndpointSettings | None = None) -> RetrievalSummary:
+def retrieve_run(
+    conn: psycopg.Connection,
+    *,
+    dataset: str,
+    corpus: str,
+    run: str,
+    spec: RunSpec,
+    chunking: str | None = None,
+    replace: bool = False,
+    settings: EndpointSettings | None = None,
+) -> RetrievalSummary:
     """Retrieve the top `spec.k` chunks of `corpus` for every query of `dataset` as run `run` (one transaction)."""
     started = time.perf_counter()
     _check(spec)
@@ -63,17 +69,25 @@ def retrieve_run(conn: psycopg.Connection, *, dataset: str, corpus: str, run: st
     reranker = make_reranker(spec.rerank, settings) if spec.rerank else None  # a bad model fails before any work
     languages = [(lang or detect_language(text)).lower()[:2] for _, text, lang in queries]
     terms = corpus_db.query_terms(conn, [(text, lang) for (_, text, _), lang in zip(queries, languages)], SEGMENTERS)
-    vectors, embedder_source = (_embed(version, [text for _, text, _ in queries], settings) if needs_vectors
-                                else ([None] * len(queries), None))
-    config = {"source": "ragsql retrieve", "corpus": corpus, "corpus_version": version.id,
-              "chunking": version.chunking, "embedder": version.embedder,
-              **({"embedder_source": embedder_source} if embedder_source else {}), **asdict(spec),
-              **({"reranker": reranker.config} if reranker is not None else {})}
+    vectors, embedder_source = (
+        _embed(version, [text for _, text, _ in queries], settings) if needs_vectors else ([None] * len(queries), None)
+    )
+    config = {
+        "source": "ragsql retrieve",
+        "corpus": corpus,
+        "corpus_version": version.id,
+        "chunking": version.chunking,
+        "embedder": version.embedder,
+        **({"embedder_source": embedder_source} if embedder_source else {}),
+        **asdict(spec),
+        **({"reranker": reranker.config} if reranker is not None else {}),
+    }
     summary = RetrievalSummary(run=run, version=version, spec=spec, config=config)
     with conn.transaction():
         run_id = db.start_run(conn, run, dataset_id, version, spec, config, replace)
-        summary.queries = db.add_queries(conn, run_id, (
-            (qid, text, sorted(t), v) for (qid, text, _), t, v in zip(queries, terms, vectors)))
+        summary.queries = db.add_queries(
+            conn, run_id, ((qid, text, sorted(t), v) for (qid, text, _), t, v in zip(queries, terms, vectors))
+        )
         summary.results = db.retrieve(conn, run_id)
         if reranker is not None:
             summary.results = _rerank(conn, run_id, spec.k, reranker, summary)
@@ -95,21 +109,32 @@ def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker: Reranker, s
     async def go() -> list[tuple]:
         try:
             async with CallService(database.database_url(), purpose="rerank", run_id=run_id) as service:
-                results = await asyncio.gather(*(_rerank_one(service, reranker, qid, query, items, k, summary)
-                                                 for qid, (query, items) in pending.items()),
-                                               return_exceptions=True)
+                results = await asyncio.gather(
+                    *(
+                        _rerank_one(service, reranker, qid, query, items, k, summary)
+                        for qid, (query, items) in pending.items()
+                    ),
+                    return_exceptions=True,
+                )
         finally:
             await reranker.aclose()
         failed = next((r for r in results if isinstance(r, BaseException)), None)
         if failed is not None:
             raise failed
-        return [row for query_rows in results for row in query_rows]
+        return [row for query_rows in results if not isinstance(query_rows, BaseException) for row in query_rows]
 
     return db.replace_results(conn, run_id, k, asyncio.run(go()))
 
 
-async def _rerank_one(service: CallService, reranker: Reranker, query_id: int, query: str, items: list[tuple],
-                      k: int, summary: RetrievalSummary) -> list[tuple]:
+async def _rerank_one(
+    service: CallService,
+    reranker: Reranker,
+    query_id: int,
+    query: str,
+    items: list[tuple],
+    k: int,
+    summary: RetrievalSummary,
+) -> list[tuple]:
     texts = [text or "" for _, _, _, text in items]
     key = reranker.request_hash(query, texts)
     if key is None:  # a local model: nothing to cache
@@ -117,7 +142,8 @@ async def _rerank_one(service: CallService, reranker: Reranker, query_id: int, q
         summary.rerank_calls += 1
     else:
         try:
-            stored = await service.get(key, lambda: _reranked(reranker, query, texts))
+            # an endpoint reranker (it has a request hash) returns its call's record, never None
+            stored = await service.get(key, lambda: _reranked(reranker, query, texts))  # pyright: ignore[reportArgumentType]
         except CallFailed as exc:
             raise RerankFailed(f"the rerank endpoint failed ({reranker.name}): {exc}") from None
         summary.rerank_cached += stored.cached

@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 
 from ragsql.calls import CallService
 from ragsql.calls.requests import Calls, ask
-from ragsql.db import connect
-from ragsql.db import corpus as corpus_db
-from ragsql.db import load, names
+from ragsql.db import connect, corpus as corpus_db, load, names
 from ragsql.errors import InputError
 from ragsql.judge import prompts as p
 from ragsql.judge.language import LANGUAGES, detect_language
@@ -120,15 +118,27 @@ def locate(text: str, quote: str) -> tuple[int, int] | None:
     return (found.start(), found.end()) if found else None
 
 
-async def synthesize(url: str, corpus: str, dataset: str, client, *, n: int = 100,
-                     kinds: Sequence[str] = ("single",), language: str = "auto", seed: int = 0,
-                     style: str = "plain", on_progress: Callable[[int, int], None] | None = None) -> SynthResult:
+async def synthesize(
+    url: str,
+    corpus: str,
+    dataset: str,
+    client,
+    *,
+    n: int = 100,
+    kinds: Sequence[str] = ("single",),
+    language: str = "auto",
+    seed: int = 0,
+    style: str = "plain",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> SynthResult:
     """Write `n` questions from `corpus` into `dataset` (replacing the questions an earlier call with this seed
     stored); returns what was kept and dropped. `client`: JudgeClient or OfflineJudge."""
     docs = _documents(url, corpus, language)
     if client.offline and "comparison" in kinds:
-        raise InputError("comparison questions need an LLM (set RAGSQL_JUDGE_BASE_URL and RAGSQL_JUDGE_API_KEY); "
-                         "the offline synthesizer writes single and multi")
+        raise InputError(
+            "comparison questions need an LLM (set RAGSQL_JUDGE_BASE_URL and RAGSQL_JUDGE_API_KEY); "
+            "the offline synthesizer writes single and multi"
+        )
     started = time.perf_counter()
     result = SynthResult(dataset)
     async with CallService(url, purpose="synth") as service:
@@ -136,8 +146,7 @@ async def synthesize(url: str, corpus: str, dataset: str, client, *, n: int = 10
             if len(result.questions) >= n:
                 break
             result.attempts += 1
-            await _write(planned, docs, client, service, result, f"synth-{seed}-{len(result.questions) + 1:04d}",
-                         style)
+            await _write(planned, docs, client, service, result, f"synth-{seed}-{len(result.questions) + 1:04d}", style)
             if on_progress:
                 on_progress(len(result.questions), n)
     _store(url, dataset, result.questions, seed)
@@ -145,8 +154,17 @@ async def synthesize(url: str, corpus: str, dataset: str, client, *, n: int = 10
     return result
 
 
-async def cached_requests(url: str, corpus: str, client, *, n: int, kinds: Sequence[str], language: str = "auto",
-                          seed: int = 0, style: str = "plain") -> int:
+async def cached_requests(
+    url: str,
+    corpus: str,
+    client,
+    *,
+    n: int,
+    kinds: Sequence[str],
+    language: str = "auto",
+    seed: int = 0,
+    style: str = "plain",
+) -> int:
     """How many of the plan's first `n` requests the call cache already answers (for a dry run)."""
     docs = _documents(url, corpus, language)
     async with CallService(url, purpose="synth") as service:
@@ -159,8 +177,9 @@ async def cached_requests(url: str, corpus: str, client, *, n: int, kinds: Seque
     return found
 
 
-async def _write(planned: Planned, docs: Sequence[Doc], client, service: CallService, result: SynthResult,
-                 qid: str, style: str) -> None:
+async def _write(
+    planned: Planned, docs: Sequence[Doc], client, service: CallService, result: SynthResult, qid: str, style: str
+) -> None:
     request = p.synthesize(list(planned.passages), planned.kind, language=planned.language, style=style)
     try:
         got, call_id = await ask(client, request, service, result.calls)
@@ -174,19 +193,32 @@ async def _write(planned: Planned, docs: Sequence[Doc], client, service: CallSer
         if where is None:
             result.dropped["a quote is not in its document"] += 1
             return
-        spans.append((evidence.id, where[0], where[1], texts[evidence.id][where[0]:where[1]]))
+        spans.append((evidence.id, where[0], where[1], texts[evidence.id][where[0] : where[1]]))
     if any(similarity(got.question, q.question) >= DUPLICATE for q in result.questions):
         result.dropped["near-duplicate question"] += 1
         return
-    result.questions.append(Question(qid, planned.kind, planned.language, got.question, got.answer,
-                                     tuple(dict.fromkeys(spans)), client.model, call_id))
+    result.questions.append(
+        Question(
+            qid,
+            planned.kind,
+            planned.language,
+            got.question,
+            got.answer,
+            tuple(dict.fromkeys(spans)),
+            client.model,
+            call_id,
+        )
+    )
 
 
 def _documents(url: str, corpus: str, language: str) -> list[Doc]:
     if language != "auto" and language not in LANGUAGES:
         raise InputError(f"--lang must be auto or one of {', '.join(LANGUAGES)}, got {language!r}")
     with connect(url) as conn:
-        docs = [Doc(d, t, (lang or "en")[:2]) for d, t, lang in corpus_db.corpus_documents(conn, names.corpus_id(conn, corpus))]
+        docs = [
+            Doc(d, t, (lang or "en")[:2])
+            for d, t, lang in corpus_db.corpus_documents(conn, names.corpus_id(conn, corpus))
+        ]
     docs = [d for d in docs if d.text.strip() and (language == "auto" or d.language == language)]
     if not docs:
         raise InputError(f'corpus "{corpus}" has no document' + ("" if language == "auto" else f" in {language}"))
@@ -202,12 +234,30 @@ def _store(url: str, dataset: str, questions: Sequence[Question], seed: int) -> 
         if load.synthesized(conn, dataset_id, str(seed)) == {q.qid: q.question for q in questions}:
             return
         load.delete_synthesized(conn, dataset_id, str(seed))
-        load.add_queries(conn, dataset_id, ((q.qid, q.question, q.language,
-                                             {"synth": q.kind, "synth_seed": str(seed), "synth_model": q.model,
-                                              "synth_call": q.call_id, "documents": sorted({s[0] for s in q.spans})})
-                                            for q in questions))
-        load.add_gold_spans(conn, dataset_id, ((q.qid, doc, start, end, quote, 1)
-                                               for q in questions for doc, start, end, quote in q.spans))
+        load.add_queries(
+            conn,
+            dataset_id,
+            (
+                (
+                    q.qid,
+                    q.question,
+                    q.language,
+                    {
+                        "synth": q.kind,
+                        "synth_seed": str(seed),
+                        "synth_model": q.model,
+                        "synth_call": q.call_id,
+                        "documents": sorted({s[0] for s in q.spans}),
+                    },
+                )
+                for q in questions
+            ),
+        )
+        load.add_gold_spans(
+            conn,
+            dataset_id,
+            ((q.qid, doc, start, end, quote, 1) for q in questions for doc, start, end, quote in q.spans),
+        )
         load.add_reference_answers(conn, dataset_id, ((q.qid, q.answer) for q in questions))
     with connect(url) as conn:
         load.analyze(conn)

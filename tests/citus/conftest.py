@@ -27,8 +27,14 @@ class Side:
         self.name, self.env, self.url = name, env, url
 
     def cli(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-c", "import sys; from ragsql.cli import main; sys.exit(main())", *args],
-                              cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", "import sys; from ragsql.cli import main; sys.exit(main())", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if ok and done.returncode != 0:
             raise AssertionError(f"{self.name}: ragsql {' '.join(args)} exited {done.returncode}: {done.stderr}")
         return done

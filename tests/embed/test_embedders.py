@@ -33,6 +33,7 @@ def _embed(embedder, texts):
             return await embedder.embed(texts)
         finally:
             await embedder.aclose()
+
     return asyncio.run(go())
 
 
@@ -52,20 +53,29 @@ def test_hashing_vectors_are_unit_length_with_the_named_dimension():
 
 def test_hashing_is_deterministic_across_processes_and_hash_seeds():
     """Two interpreters with different PYTHONHASHSEED produce the same vectors as this one."""
-    code = ("import json; from ragsql.embed import HashingEmbedder; "
-            f"print(json.dumps(HashingEmbedder().vectors({PROBE!r}).round(12).tolist()))")
-    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              env={"PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    code = (
+        "import json; from ragsql.embed import HashingEmbedder; "
+        f"print(json.dumps(HashingEmbedder().vectors({PROBE!r}).round(12).tolist()))"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": seed}
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(outputs) == 1
     assert outputs.pop().strip() == str(HashingEmbedder().vectors(PROBE).round(12).tolist()).replace("'", '"')
 
 
-@pytest.mark.parametrize("anchor, related, unrelated", [
-    ("The cat sat on the mat.", "A cat was sitting on the mat.", "Quarterly revenue grew by ten percent."),
-    ("What is the capital of France?", "Paris is the capital of France.", "Bananas are rich in potassium."),
-    ("张伟是教研部的成员", "张伟是教研部的", "牛顿发现了万有引力"),
-    ("张伟是哪个部门的？", "张伟在教研部工作。", "今天的天气非常好。"),
-])
+@pytest.mark.parametrize(
+    "anchor, related, unrelated",
+    [
+        ("The cat sat on the mat.", "A cat was sitting on the mat.", "Quarterly revenue grew by ten percent."),
+        ("What is the capital of France?", "Paris is the capital of France.", "Bananas are rich in potassium."),
+        ("张伟是教研部的成员", "张伟是教研部的", "牛顿发现了万有引力"),
+        ("张伟是哪个部门的？", "张伟在教研部工作。", "今天的天气非常好。"),
+    ],
+)
 def test_hashing_related_texts_are_clearly_closer_than_unrelated(anchor, related, unrelated):
     """Texts sharing words or characters score a clearly higher cosine; identical texts score 1."""
     (a, r, u, same), _ = _embed(HashingEmbedder(), [anchor, related, unrelated, anchor])
@@ -130,7 +140,13 @@ def test_openai_batches_of_at_most_256_with_one_record_each(fake):
     assert [r.response for r in records] == [{"inputs": n, "dimensions": 32} for n in (256, 256, 88)]
     first = records[0]
     assert (first.kind, first.model, first.prompt_name, first.prompt_version, first.status, first.attempts) == (
-        "embedding", "fake-embed", "embedding", None, "ok", 1)
+        "embedding",
+        "fake-embed",
+        "embedding",
+        None,
+        "ok",
+        1,
+    )
     assert first.request_hash == request_hash("fake-embed", {"input": texts[:256]})
     assert len(vectors) == 600 and all(len(v) == 32 for v in vectors)
     assert vectors[300] == pytest.approx(_embed(_openai(fake), [texts[300]])[0][0])

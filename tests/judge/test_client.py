@@ -11,16 +11,17 @@ import time
 import pytest
 
 from ragsql.errors import JudgeError
-from ragsql.judge import prompts as p
-from ragsql.judge import verdicts as v
+from ragsql.judge import prompts as p, verdicts as v
 from ragsql.judge.client import JudgeClient
 from ragsql.judge.language import cjk_ratio
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_message_tokens
 from tests.fake_openai import FakeOpenAI
 
-CONTEXTS = ["Paris is the capital of France. The Eiffel Tower stands in Paris.",
-            "France is a country in western Europe."]
+CONTEXTS = [
+    "Paris is the capital of France. The Eiffel Tower stands in Paris.",
+    "France is a country in western Europe.",
+]
 VERIFY = p.verify(["Paris is the capital of France.", "Bananas grow on the Moon."], CONTEXTS)
 
 
@@ -39,11 +40,13 @@ def _client(fake: FakeOpenAI, **overrides) -> JudgeClient:
 
 def _run(client: JudgeClient, *requests: p.JudgeRequest):
     """Judge `requests` concurrently on one client, then close it."""
+
     async def go():
         try:
             return await asyncio.gather(*(client.judge(r) for r in requests))
         finally:
             await client.aclose()
+
     return asyncio.run(go())
 
 
@@ -53,25 +56,35 @@ def _check(client: JudgeClient) -> None:
             await client.check()
         finally:
             await client.aclose()
+
     asyncio.run(go())
 
 
 def test_every_task_parses_into_its_verdict_and_record(fake):
     """All 10 prompts come back validated, with an ok record carrying hash, prompt, tokens and one attempt."""
-    requests = [p.statements("Paris is the capital. It is big."), p.answer_analysis("Paris is big.", question="Paris?"),
-                p.questions("Paris is big.", question="Paris?", n=2), VERIFY,
-                p.classify("Capital?", ["Paris is the capital of France."], ["Paris is the French capital.", "x y"]),
-                p.usefulness("Capital of France?", CONTEXTS, reference="Paris is the capital of France."),
-                p.sentence_relevance("Capital of France?", CONTEXTS), p.rating("Capital of France?", "Paris."),
-                p.critique("Capital?", "Paris.", ["coherence", "harmfulness"]),
-                p.citations([("Paris is the capital of France.", CONTEXTS[:1])])]
+    requests = [
+        p.statements("Paris is the capital. It is big."),
+        p.answer_analysis("Paris is big.", question="Paris?"),
+        p.questions("Paris is big.", question="Paris?", n=2),
+        VERIFY,
+        p.classify("Capital?", ["Paris is the capital of France."], ["Paris is the French capital.", "x y"]),
+        p.usefulness("Capital of France?", CONTEXTS, reference="Paris is the capital of France."),
+        p.sentence_relevance("Capital of France?", CONTEXTS),
+        p.rating("Capital of France?", "Paris."),
+        p.critique("Capital?", "Paris.", ["coherence", "harmfulness"]),
+        p.citations([("Paris is the capital of France.", CONTEXTS[:1])]),
+    ]
     client = _client(fake)
     results = _run(client, *requests)
     for request, (verdict, rec) in zip(requests, results):
         assert isinstance(verdict, request.schema), request.kind
         assert rec.ok and rec.attempts == 1 and rec.error is None
         assert (rec.kind, rec.model, rec.prompt_name, rec.prompt_version) == (
-            "chat", "judge", request.kind, request.prompt_version)
+            "chat",
+            "judge",
+            request.kind,
+            request.prompt_version,
+        )
         assert rec.request_hash == client.request_hash(request)
         assert rec.response == verdict.model_dump(mode="json")
         assert rec.prompt_tokens == count_message_tokens(request.messages)
@@ -161,8 +174,12 @@ def test_malformed_reply_is_repaired_with_one_extra_call(fake):
 
 def test_invalid_verdict_is_repaired_naming_the_validation_error():
     """A reply that skips a statement id fails validation; the repair message names the missing id."""
-    replies = iter(['{"verdicts": [{"id": 1, "verdict": "supported"}]}',
-                    '{"verdicts": [{"id": 1, "verdict": "supported"}, {"id": 2, "verdict": "矛盾"}]}'])
+    replies = iter(
+        [
+            '{"verdicts": [{"id": 1, "verdict": "supported"}]}',
+            '{"verdicts": [{"id": 1, "verdict": "supported"}, {"id": 2, "verdict": "矛盾"}]}',
+        ]
+    )
     with FakeOpenAI(responder=lambda task, messages, body: next(replies)) as fake:
         verdict, rec = _run(_client(fake), VERIFY)[0]
         assert rec.ok and [x.verdict for x in verdict.verdicts] == ["supported", "contradicted"]
@@ -274,5 +291,4 @@ def test_fake_embeddings_are_deterministic_and_normalised(fake):
 def test_validation_uses_the_request_context():
     """A verdict model checks ids against what the prompt numbered (the client relies on this for repair)."""
     with pytest.raises(ValueError, match="missing"):
-        v.StatementVerdicts.model_validate({"verdicts": [{"id": 1, "verdict": "supported"}]},
-                                           context=VERIFY.context)
+        v.StatementVerdicts.model_validate({"verdicts": [{"id": 1, "verdict": "supported"}]}, context=VERIFY.context)

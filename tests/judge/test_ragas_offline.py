@@ -8,11 +8,15 @@ import asyncio
 from ragsql.judge import prompts as p
 from ragsql.judge.offline import OfflineJudge
 
-TAJ = ("The Taj Mahal is an ivory-white marble mausoleum on the right bank of the river Yamuna in the Indian city of "
-       "Agra. It was commissioned in 1631 by the Mughal emperor Shah Jahan to house the tomb of his favorite wife, "
-       "Mumtaz Mahal.")
-TAJ_HIGH = ("The Taj Mahal is a symbol of love and architectural marvel located in Agra, India. It was built by the "
-            "Mughal emperor Shah Jahan in memory of his beloved wife, Mumtaz Mahal.")
+TAJ = (
+    "The Taj Mahal is an ivory-white marble mausoleum on the right bank of the river Yamuna in the Indian city of "
+    "Agra. It was commissioned in 1631 by the Mughal emperor Shah Jahan to house the tomb of his favorite wife, "
+    "Mumtaz Mahal."
+)
+TAJ_HIGH = (
+    "The Taj Mahal is a symbol of love and architectural marvel located in Agra, India. It was built by the "
+    "Mughal emperor Shah Jahan in memory of his beloved wife, Mumtaz Mahal."
+)
 ZW_CONTEXTS = ["牛顿发现了万有引力。", "张伟 教研部工程师，他最近在负责课程研发。"]
 
 
@@ -41,8 +45,10 @@ def test_chinese_entities_are_names_and_numbers():
 
 def test_claims_follow_atomicity_and_coverage():
     """High atomicity splits clauses, low keeps sentences; low coverage keeps the pieces with a name or number."""
-    text = ("Albert Einstein was a German physicist. His theory changed how physicists think about space; the "
-            "idea spread quickly among young researchers.")
+    text = (
+        "Albert Einstein was a German physicist. His theory changed how physicists think about space; the "
+        "idea spread quickly among young researchers."
+    )
     high = verdict(p.claims(text, atomicity="high", coverage="high")).claims
     low = verdict(p.claims(text, atomicity="low", coverage="high")).claims
     assert len(high) > len(low) == 2

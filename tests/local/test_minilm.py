@@ -16,8 +16,11 @@ from ragsql.errors import InputError, JudgeError
 from ragsql.llm.settings import EndpointSettings
 from tests.conftest import network_refused
 
-PASSWORD, STEPS, PARIS = ("How do I reset my password?", "Steps to change your account password",
-                          "The capital of France is Paris")
+PASSWORD, STEPS, PARIS = (
+    "How do I reset my password?",
+    "Steps to change your account password",
+    "The capital of France is Paris",
+)
 
 
 def _vectors(texts: list[str]) -> np.ndarray:
@@ -78,13 +81,22 @@ def test_minilm_without_the_extra_is_one_line_naming_pip(monkeypatch, missing):
 
 
 DOCS = [
-    {"id": "password", "text": "To change your account password, open Settings, choose Security and follow the "
-                               "steps to set a new password. A reset link is sent by email if you forgot it."},
+    {
+        "id": "password",
+        "text": "To change your account password, open Settings, choose Security and follow the "
+        "steps to set a new password. A reset link is sent by email if you forgot it.",
+    },
     {"id": "paris", "text": "Paris is the capital and largest city of France, on the river Seine."},
-    {"id": "refund", "text": "Refunds are issued to the original payment method within ten business days "
-                             "after the returned item arrives at our warehouse."},
-    {"id": "shipping", "text": "Orders ship from our warehouse within two days; international delivery "
-                               "usually takes one to two weeks."},
+    {
+        "id": "refund",
+        "text": "Refunds are issued to the original payment method within ten business days "
+        "after the returned item arrives at our warehouse.",
+    },
+    {
+        "id": "shipping",
+        "text": "Orders ship from our warehouse within two days; international delivery "
+        "usually takes one to two weeks.",
+    },
 ]
 QUESTIONS = [
     ("q-password", "How do I reset my password?", "password"),
@@ -101,22 +113,45 @@ def test_minilm_ingest_and_vector_retrieval_find_the_obvious_document(fresh_db, 
 
     docs, evalset = tmp_path / "docs.jsonl", tmp_path / "evalset.jsonl"
     docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
-    evalset.write_text("".join(json.dumps({"qid": q, "query": text, "gold_doc_ids": [doc]}) + "\n"
-                               for q, text, doc in QUESTIONS), encoding="utf-8")
+    evalset.write_text(
+        "".join(json.dumps({"qid": q, "query": text, "gold_doc_ids": [doc]}) + "\n" for q, text, doc in QUESTIONS),
+        encoding="utf-8",
+    )
     assert main(["ingest", str(docs), "--corpus", "support", "--embedder", "minilm"]) == 0
     assert main(["import", "jsonl", str(evalset), "--dataset", "support-qa"]) == 0
     capsys.readouterr()
-    assert main(["retrieve", "--dataset", "support-qa", "--corpus", "support", "--run", "mini", "--mode", "vector",
-                 "--k", "4", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "--dataset",
+                "support-qa",
+                "--corpus",
+                "support",
+                "--run",
+                "mini",
+                "--mode",
+                "vector",
+                "--k",
+                "4",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["config"]["embedder"] == MINILM and summary["queries"] == len(QUESTIONS)
     with psycopg.connect(fresh_db) as conn:
         dims = conn.execute("select distinct vector_dims(embedding) from ragsql.chunk").fetchall()
-        first = dict(conn.execute(
-            "select q.qid, d.doc_id from ragsql.run_result r join ragsql.run u on u.id = r.run_id "
-            "join ragsql.query q on q.id = r.query_id "
-            "join ragsql.chunk c on 'c' || c.id = r.docno join ragsql.document d on d.id = c.document_id "
-            "where u.name = 'mini' and r.rank = 1").fetchall())
+        first = dict(
+            conn.execute(
+                "select q.qid, d.doc_id from ragsql.run_result r join ragsql.run u on u.id = r.run_id "
+                "join ragsql.query q on q.id = r.query_id "
+                "join ragsql.chunk c on 'c' || c.id = r.docno join ragsql.document d on d.id = c.document_id "
+                "where u.name = 'mini' and r.rank = 1"
+            ).fetchall()
+        )
         success = conn.execute("select qid, value from ragsql.measure('mini', 'Success@1') order by qid").fetchall()
     assert dims == [(384,)]
     assert first == {q: doc for q, _, doc in QUESTIONS}

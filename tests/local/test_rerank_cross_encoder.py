@@ -32,14 +32,29 @@ def tiny_model(tmp_path_factory) -> Path:
     text = DEMO.joinpath("corpus.jsonl").read_text(encoding="utf-8").lower()
     words = [w for w, _ in Counter(re.findall(r"[a-z]+", text)).most_common(1500)]
     chars = sorted(set("abcdefghijklmnopqrstuvwxyz0123456789.,?!'-"))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars),
-             *(w for w in words if w not in chars)]
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        *chars,
+        *(f"##{c}" for c in chars),
+        *(w for w in words if w not in chars),
+    ]
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     tokenizer = transformers.BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
     torch.manual_seed(7)
-    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
-                                     num_labels=1, initializer_range=0.5)
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=1,
+        initializer_range=0.5,
+    )
     transformers.BertForSequenceClassification(config).eval().save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -47,15 +62,18 @@ def tiny_model(tmp_path_factory) -> Path:
 
 @functools.lru_cache(maxsize=1)
 def _loaded(model_dir: Path) -> tuple:
-    return (transformers.AutoTokenizer.from_pretrained(model_dir),
-            transformers.AutoModelForSequenceClassification.from_pretrained(model_dir).eval())
+    return (
+        transformers.AutoTokenizer.from_pretrained(model_dir),
+        transformers.AutoModelForSequenceClassification.from_pretrained(model_dir).eval(),
+    )
 
 
 def _scores(model_dir: Path, query: str, texts: list[str]) -> list[float]:
     """sigmoid(logit) of each (query, text) pair by the model's own forward pass over the padded batch."""
     tokenizer, model = _loaded(model_dir)
-    encoded = tokenizer([query] * len(texts), texts, truncation="longest_first", max_length=128, padding=True,
-                        return_tensors="pt")
+    encoded = tokenizer(
+        [query] * len(texts), texts, truncation="longest_first", max_length=128, padding=True, return_tensors="pt"
+    )
     with torch.no_grad():
         return torch.sigmoid(model(**encoded).logits[:, 0]).tolist()
 
@@ -70,8 +88,12 @@ def test_cross_encoder_scores_equal_the_models_forward_pass(tiny_model):
     assert reranker.request_hash(query, texts) is None  # a local model is never cached
     assert scores == pytest.approx(_scores(tiny_model, query, texts), abs=1e-5)
     assert reranker.name == f"cross-encoder:{tiny_model.resolve()}"
-    assert reranker.config == {"reranker": "cross-encoder", "model": str(tiny_model.resolve()), "max_length": 128,
-                               "activation": "Sigmoid"}
+    assert reranker.config == {
+        "reranker": "cross-encoder",
+        "model": str(tiny_model.resolve()),
+        "max_length": 128,
+        "activation": "Sigmoid",
+    }
 
 
 def test_cross_encoder_specs_and_load_errors_are_one_line(tiny_model, tmp_path, monkeypatch):
@@ -79,15 +101,20 @@ def test_cross_encoder_specs_and_load_errors_are_one_line(tiny_model, tmp_path, 
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{not json", encoding="utf-8")
-    for spec, match in [("cross-encoder", "name the model"), ("cross-encoder:/no/such/model", "no such directory"),
-                        (f"cross-encoder:{broken}", "cannot load cross-encoder model"),
-                        (f"cross-encoder:{tmp_path / 'empty'}", "no such directory"),
-                        ("colbert:x", "unknown reranker")]:
+    for spec, match in [
+        ("cross-encoder", "name the model"),
+        ("cross-encoder:/no/such/model", "no such directory"),
+        (f"cross-encoder:{broken}", "cannot load cross-encoder model"),
+        (f"cross-encoder:{tmp_path / 'empty'}", "no such directory"),
+        ("colbert:x", "unknown reranker"),
+    ]:
         with pytest.raises(InputError, match=match) as info:
             make_reranker(spec)
         assert "\n" not in str(info.value)
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import now raises ImportError
-    with pytest.raises(JudgeError, match=r"needs the optional extra .local.: pip install -e \"\.\[local\]\" in a ragsql checkout$"):
+    with pytest.raises(
+        JudgeError, match=r"needs the optional extra .local.: pip install -e \"\.\[local\]\" in a ragsql checkout$"
+    ):
         make_reranker(f"cross-encoder:{tiny_model}")
 
 
@@ -99,8 +126,22 @@ def demo_url(server_url, template_url):
 
 
 def _retrieve(capsys, run: str, *options: str) -> tuple[int, str, str]:
-    code = main(["retrieve", "--dataset", "demo", "--corpus", "demo", "--run", run, "--mode", "bm25",
-                 "--format", "json", *options])
+    code = main(
+        [
+            "retrieve",
+            "--dataset",
+            "demo",
+            "--corpus",
+            "demo",
+            "--run",
+            run,
+            "--mode",
+            "bm25",
+            "--format",
+            "json",
+            *options,
+        ]
+    )
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -108,9 +149,11 @@ def _retrieve(capsys, run: str, *options: str) -> tuple[int, str, str]:
 def _results(url: str, run: str) -> dict[int, list[tuple]]:
     """{query_id: [(docno, score, text), ...] in rank order} of a stored run."""
     with psycopg.connect(url) as conn:
-        rows = conn.execute("select r.query_id, r.docno, r.score, r.text from ragsql.run_result r "
-                            "join ragsql.run u on u.id = r.run_id where u.name = %s order by 1, r.rank",
-                            (run,)).fetchall()
+        rows = conn.execute(
+            "select r.query_id, r.docno, r.score, r.text from ragsql.run_result r "
+            "join ragsql.run u on u.id = r.run_id where u.name = %s order by 1, r.rank",
+            (run,),
+        ).fetchall()
     out: dict[int, list[tuple]] = {}
     for query_id, docno, score, text in rows:
         out.setdefault(query_id, []).append((docno, score, text))
@@ -122,8 +165,9 @@ def test_cross_encoder_rerank_orders_as_the_model_scores_and_is_measured(demo, t
     and its configuration are stored, and ragsql.measure and `metrics` read it."""
     code, _, err = _retrieve(capsys, "base", "--k", str(DEPTH))
     assert code == 0, err
-    code, out, err = _retrieve(capsys, "ce", "--k", str(K), "--rerank", f"cross-encoder:{tiny_model}",
-                               "--rerank-depth", str(DEPTH))
+    code, out, err = _retrieve(
+        capsys, "ce", "--k", str(K), "--rerank", f"cross-encoder:{tiny_model}", "--rerank-depth", str(DEPTH)
+    )
     assert code == 0, err
     summary = json.loads(out)
     assert (summary["queries"], summary["rerank_calls"], summary["rerank_cached"]) == (56, 56, 0)
@@ -131,12 +175,17 @@ def test_cross_encoder_rerank_orders_as_the_model_scores_and_is_measured(demo, t
     assert summary["config"]["reranker"]["model"] == str(tiny_model.resolve())
     base, reranked = _results(demo, "base"), _results(demo, "ce")
     with psycopg.connect(demo) as conn:
-        texts = dict(conn.execute("select query_id, text from ragsql.retrieval_query rq join ragsql.run u "
-                                  "on u.id = rq.run_id where u.name = 'ce'").fetchall())
+        texts = dict(
+            conn.execute(
+                "select query_id, text from ragsql.retrieval_query rq join ragsql.run u "
+                "on u.id = rq.run_id where u.name = 'ce'"
+            ).fetchall()
+        )
         stored = conn.execute("select config from ragsql.run where name = 'ce'").fetchone()[0]
         cached = conn.execute("select count(*) from ragsql.judge_call where kind = 'rerank'").fetchone()[0]
-        measured = conn.execute("select count(*), min(value), max(value) from ragsql.measure('ce', 'nDCG@10')"
-                                ).fetchone()
+        measured = conn.execute(
+            "select count(*), min(value), max(value) from ragsql.measure('ce', 'nDCG@10')"
+        ).fetchone()
     assert stored["reranker"] == summary["config"]["reranker"] and cached == 0
     assert reranked.keys() == base.keys() and len(base) == 56
     changed = 0

@@ -46,23 +46,31 @@ def load(lang: str) -> tuple[list[dict], dict[str, str]]:
         answer = max(q["ground_truths"], key=len)
         sentence = next((s.strip() for s in split_sentences(paragraph) if answer in s), None)
         if sentence and len(answer) >= 2 and sentence != answer:
-            rows.append({**q, "paragraph": paragraph, "answer": answer, "sentence": sentence,
-                         "doc": q["gold_doc_ids"][0]})
+            rows.append(
+                {**q, "paragraph": paragraph, "answer": answer, "sentence": sentence, "doc": q["gold_doc_ids"][0]}
+            )
     return rows, docs
 
 
 def replacement(row: dict, pool: list[dict], rng: random.Random) -> str:
     """Another question's answer, not found in this paragraph: a number for a number."""
     number = bool(_NUMBER.match(row["answer"]))
-    candidates = [r["answer"] for r in pool if bool(_NUMBER.match(r["answer"])) == number
-                  and r["answer"] not in row["paragraph"] and row["answer"] not in r["answer"]]
+    candidates = [
+        r["answer"]
+        for r in pool
+        if bool(_NUMBER.match(r["answer"])) == number
+        and r["answer"] not in row["paragraph"]
+        and row["answer"] not in r["answer"]
+    ]
     return rng.choice(candidates)
 
 
 def hard_negative(row: dict, docs: dict[str, str]) -> str:
     asked = set(content_tokens(row["query"]))
-    return max((text for doc, text in docs.items() if doc != row["doc"] and row["answer"] not in text),
-               key=lambda text: (len(asked & set(content_tokens(text))), text))
+    return max(
+        (text for doc, text in docs.items() if doc != row["doc"] and row["answer"] not in text),
+        key=lambda text: (len(asked & set(content_tokens(text))), text),
+    )
 
 
 def pairs(lang: str, n: int, rng: random.Random) -> list[dict]:
@@ -76,22 +84,49 @@ def pairs(lang: str, n: int, rng: random.Random) -> list[dict]:
         hard = hard_negative(row, docs)
         random_doc = rng.choice([t for d, t in docs.items() if d != row["doc"] and row["answer"] not in t])
 
-        def pair(metric: str, kind: str, better: dict, worse: dict, **shared) -> None:
-            out.append({"id": f"{lang}-{row['qid']}:{metric}:{kind}", "metric": metric, "kind": kind, **base,
-                        **shared, "better": better, "worse": worse})
+        def pair(
+            metric: str, kind: str, better: dict, worse: dict, *, row: dict = row, base: dict = base, **shared
+        ) -> None:
+            out.append(
+                {
+                    "id": f"{lang}-{row['qid']}:{metric}:{kind}",
+                    "metric": metric,
+                    "kind": kind,
+                    **base,
+                    **shared,
+                    "better": better,
+                    "worse": worse,
+                }
+            )
 
         paragraph = [row["paragraph"]]
-        pair("faithfulness", "swap", {"answer": row["sentence"]},
-             {"answer": row["sentence"].replace(row["answer"], swapped)}, contexts=paragraph)
-        pair("faithfulness", "counterfactual-contexts", {"contexts": paragraph},
-             {"contexts": [row["paragraph"].replace(row["answer"], swapped)]}, answer=row["sentence"])
+        pair(
+            "faithfulness",
+            "swap",
+            {"answer": row["sentence"]},
+            {"answer": row["sentence"].replace(row["answer"], swapped)},
+            contexts=paragraph,
+        )
+        pair(
+            "faithfulness",
+            "counterfactual-contexts",
+            {"contexts": paragraph},
+            {"contexts": [row["paragraph"].replace(row["answer"], swapped)]},
+            answer=row["sentence"],
+        )
         pair("answer_relevancy", "other-question", {"answer": row["sentence"]}, {"answer": other["sentence"]})
         pair("context_relevance", "negatives", {"contexts": paragraph}, {"contexts": [random_doc]})
         pair("context_relevance", "hard-negative", {"contexts": paragraph}, {"contexts": [hard]})
-        pair("context_recall", "hard-negative", {"contexts": paragraph}, {"contexts": [hard]},
-             reference=row["sentence"])
-        pair("context_precision", "ranked-last", {"contexts": [row["paragraph"], hard]},
-             {"contexts": [hard, row["paragraph"]]}, reference=row["sentence"])
+        pair(
+            "context_recall", "hard-negative", {"contexts": paragraph}, {"contexts": [hard]}, reference=row["sentence"]
+        )
+        pair(
+            "context_precision",
+            "ranked-last",
+            {"contexts": [row["paragraph"], hard]},
+            {"contexts": [hard, row["paragraph"]]},
+            reference=row["sentence"],
+        )
     return out
 
 
@@ -101,8 +136,9 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(SEED)
     rows = [p for lang in SETS for p in pairs(lang, args.per_language, rng)]
-    (HERE / "pairs.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows),
-                                      encoding="utf-8")
+    (HERE / "pairs.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows), encoding="utf-8"
+    )
     print(f"{len(rows)} pairs")
 
 

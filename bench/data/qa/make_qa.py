@@ -3,8 +3,8 @@
     python bench/data/qa/make_qa.py SQUAD_DEV.json CMRC2018_DEV.json
 
 Each paragraph becomes a document (`corpus.jsonl`: id, text, lang) and each answerable question a query whose gold
-document is its paragraph (`evalset.jsonl`: qid, query, lang, gold_doc_ids, ground_truths: the answers). English keeps every
-paragraph of the file given; Chinese keeps a seeded sample of --zh-paragraphs paragraphs and their questions.
+document is its paragraph (`evalset.jsonl`: qid, query, lang, gold_doc_ids, ground_truths: the answers). English keeps
+every paragraph of the file given; Chinese keeps a seeded sample of --zh-paragraphs paragraphs and their questions.
 """
 
 from __future__ import annotations
@@ -33,8 +33,15 @@ def write(name: str, lang: str, picked: list[dict]) -> tuple[int, int]:
             answers = list(dict.fromkeys(a["text"].strip() for a in q.get("answers", []) if a["text"].strip()))
             if q.get("is_impossible") or not answers or not q["question"].strip():
                 continue
-            queries.append({"qid": q["id"], "query": q["question"].strip(), "lang": lang,
-                            "gold_doc_ids": [doc_id], "ground_truths": answers})
+            queries.append(
+                {
+                    "qid": q["id"],
+                    "query": q["question"].strip(),
+                    "lang": lang,
+                    "gold_doc_ids": [doc_id],
+                    "ground_truths": answers,
+                }
+            )
     for file, rows in (("corpus.jsonl", docs), ("evalset.jsonl", queries)):
         (folder / file).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return len(docs), len(queries)
@@ -49,7 +56,7 @@ def main() -> None:
     print("en-squad", write("en-squad", "en", paragraphs(args.squad)))
     zh = paragraphs(args.cmrc)
     random.Random(2018).shuffle(zh)
-    print("zh-cmrc", write("zh-cmrc", "zh", zh[:args.zh_paragraphs]))
+    print("zh-cmrc", write("zh-cmrc", "zh", zh[: args.zh_paragraphs]))
 
 
 if __name__ == "__main__":

@@ -26,24 +26,37 @@ DEMO = HERE.parents[2] / "ragsql" / "data" / "demo"
 SEED = 20261124
 
 EVASIVE = {
-    ("en", "dev"): ["It depends on many factors, so there is no single answer.",
-                    "That is a good question, and opinions differ on it.",
-                    "I'm not able to give a definite answer to that.",
-                    "There are several ways to look at this."],
-    ("en", "heldout"): ["Hard to say; it varies from case to case.",
-                        "Nobody can really tell for sure.",
-                        "Well, that one has no simple answer.",
-                        "It is complicated and people disagree."],
-    ("zh", "dev"): ["这个问题因人而异，很难一概而论。", "这取决于很多因素，没有统一的答案。",
-                    "这是个好问题，不同的人有不同的看法。", "我没法给出确切的答案。"],
-    ("zh", "heldout"): ["这个不好说，要看具体情况。", "说不准，情况比较复杂。",
-                        "这个问题没有简单的答案。", "很难讲，各种可能都有。"],
+    ("en", "dev"): [
+        "It depends on many factors, so there is no single answer.",
+        "That is a good question, and opinions differ on it.",
+        "I'm not able to give a definite answer to that.",
+        "There are several ways to look at this.",
+    ],
+    ("en", "heldout"): [
+        "Hard to say; it varies from case to case.",
+        "Nobody can really tell for sure.",
+        "Well, that one has no simple answer.",
+        "It is complicated and people disagree.",
+    ],
+    ("zh", "dev"): [
+        "这个问题因人而异，很难一概而论。",
+        "这取决于很多因素，没有统一的答案。",
+        "这是个好问题，不同的人有不同的看法。",
+        "我没法给出确切的答案。",
+    ],
+    ("zh", "heldout"): [
+        "这个不好说，要看具体情况。",
+        "说不准，情况比较复杂。",
+        "这个问题没有简单的答案。",
+        "很难讲，各种可能都有。",
+    ],
 }
 POOR = {  # restating the question without answering it
-    ("en", "dev"): ["{q} This is an important question that many people ask.",
-                    "Regarding {t}: it is a topic worth studying carefully."],
-    ("en", "heldout"): ["People often wonder: {q}",
-                        "{t} is something that comes up a lot in practice."],
+    ("en", "dev"): [
+        "{q} This is an important question that many people ask.",
+        "Regarding {t}: it is a topic worth studying carefully.",
+    ],
+    ("en", "heldout"): ["People often wonder: {q}", "{t} is something that comes up a lot in practice."],
     ("zh", "dev"): ["{q}这是很多人都关心的问题。", "关于{t}，这是一个值得认真研究的话题。"],
     ("zh", "heldout"): ["大家经常会问：{q}", "{t}在实际工作中经常被讨论。"],
 }
@@ -78,8 +91,10 @@ def entities(text: str, lang: str) -> list[tuple[str, str]]:
     if lang == "en":
         found += [("name", m.group(0)) for m in _EN_NAME.finditer(text)]
     else:
-        found += sorted(((kind, name) for kind, names in _ZH_NAMES.items() for name in names.split()
-                         if name in text), key=lambda f: text.index(f[1]))
+        found += sorted(
+            ((kind, name) for kind, names in _ZH_NAMES.items() for name in names.split() if name in text),
+            key=lambda f: text.index(f[1]),
+        )
     return found
 
 
@@ -94,8 +109,16 @@ def other_number(x: str, rng: random.Random) -> str:
     return str(n + rng.randint(1, 9) if n < 10 else n + rng.choice([-1, 1]) * max(1, n // rng.randint(3, 6)))
 
 
-def swap(text: str, lang: str, pools: dict, rng: random.Random, prefer: str | None = None, avoid: str = "",
-         exclude: str = "", last: bool = False) -> tuple[str, str, str] | None:
+def swap(
+    text: str,
+    lang: str,
+    pools: dict,
+    rng: random.Random,
+    prefer: str | None = None,
+    avoid: str = "",
+    exclude: str = "",
+    last: bool = False,
+) -> tuple[str, str, str] | None:
     """`text` with one key token replaced everywhere by another of its kind: (new text, token, replacement), or
     None. The token is not in `avoid` (the question), the replacement not in `exclude` (the evidence); `last`
     takes the token that comes last in the text rather than the first found."""
@@ -130,8 +153,13 @@ def negate(text: str, lang: str) -> str:
         for old, new in (("不是", "是"), ("没有", "有"), ("不", "")):
             if old in text:
                 return text.replace(old, new, 1)
-        for old, new in ((r"(?<![但于还就或总凡])是(?!否)", "不是"), ("可以", "不可以"), ("(?<!不)会", "不会"),
-                         ("(?<!不)能", "不能"), ("(?<![没具])有", "没有")):
+        for old, new in (
+            (r"(?<![但于还就或总凡])是(?!否)", "不是"),
+            ("可以", "不可以"),
+            ("(?<!不)会", "不会"),
+            ("(?<!不)能", "不能"),
+            ("(?<![没具])有", "没有"),
+        ):
             if re.search(old, text):
                 return re.sub(old, new, text, count=1)
         return "并非如此：" + text
@@ -139,7 +167,7 @@ def negate(text: str, lang: str) -> str:
         return re.sub(r"\s*\bnot\b", "", text, count=1)
     m = re.search(r"\b(is|are|was|were|can|will|does|do|did|has|have)\b", text)
     if m:
-        return text[:m.end()] + " not" + text[m.end():]
+        return text[: m.end()] + " not" + text[m.end() :]
     return "It is not true that " + text[0].lower() + text[1:]
 
 
@@ -156,8 +184,16 @@ def main(out_dir: Path = HERE) -> int:
     for d in docs.values():
         for kind, surface in entities(d["text"], d["lang"]):
             pools.setdefault((d["lang"], kind), set()).add(surface)
-    paragraphs = {lang: [(d["id"], p.strip()) for d in docs.values() if d["lang"] == lang
-                         for p in d["text"].split("\n\n") if len(p.strip()) > 40] for lang in ("en", "zh")}
+    paragraphs = {
+        lang: [
+            (d["id"], p.strip())
+            for d in docs.values()
+            if d["lang"] == lang
+            for p in d["text"].split("\n\n")
+            if len(p.strip()) > 40
+        ]
+        for lang in ("en", "zh")
+    }
     rng = random.Random(SEED)
     out: dict[str, list[dict]] = {"dev": [], "heldout": []}
     for item in items:
@@ -173,9 +209,28 @@ def main(out_dir: Path = HERE) -> int:
         base = {"question": q, "language": lang}
         pairs: list[dict] = []
 
-        def add(metric: str, kind: str, better: dict, worse: dict, **shared) -> None:
-            pairs.append({"id": f"{qid}:{metric}:{kind}", "metric": metric, "kind": kind, **base, **shared,
-                          "better": better, "worse": worse})
+        def add(
+            metric: str,
+            kind: str,
+            better: dict,
+            worse: dict,
+            *,
+            pairs: list[dict] = pairs,
+            qid: str = qid,
+            base: dict = base,
+            **shared,
+        ) -> None:
+            pairs.append(
+                {
+                    "id": f"{qid}:{metric}:{kind}",
+                    "metric": metric,
+                    "kind": kind,
+                    **base,
+                    **shared,
+                    "better": better,
+                    "worse": worse,
+                }
+            )
 
         evidence = ref + "".join(gold)
         swapped = swap(ref, lang, pools, rng, avoid=q, exclude=evidence)
@@ -189,32 +244,44 @@ def main(out_dir: Path = HERE) -> int:
             wrong = swap(short, lang, pools, rng, prefer=answer_term[1], exclude=evidence)
             if wrong:
                 add("faithfulness", "short", {"answer": short}, {"answer": wrong[0]}, contexts=gold)
-                add("answer_relevancy", "short-vs-poor", {"answer": short},
-                    {"answer": rng.choice(POOR[lang, split]).format(q=q, t=topic(q, lang))}, contexts=gold)
+                add(
+                    "answer_relevancy",
+                    "short-vs-poor",
+                    {"answer": short},
+                    {"answer": rng.choice(POOR[lang, split]).format(q=q, t=topic(q, lang))},
+                    contexts=gold,
+                )
         add("faithfulness", "negated", {"answer": ref}, {"answer": negate(ref, lang)}, contexts=gold)
         add("faithfulness", "other-question", {"answer": ref}, {"answer": other}, contexts=gold)
         counterfactual = swap(span, lang, pools, rng, avoid=q, exclude=evidence)
         if counterfactual:
             changed = [replace(p, counterfactual[1], counterfactual[2]) for p in gold]
             add("faithfulness", "counterfactual-contexts", {"contexts": gold}, {"contexts": changed}, answer=span)
-            add("context_recall", "counterfactual-contexts", {"contexts": gold}, {"contexts": changed},
-                reference=span)
+            add("context_recall", "counterfactual-contexts", {"contexts": gold}, {"contexts": changed}, reference=span)
         add("answer_relevancy", "other-question", {"answer": ref}, {"answer": other}, contexts=gold)
-        add("answer_relevancy", "evasive", {"answer": ref}, {"answer": rng.choice(EVASIVE[lang, split])},
-            contexts=gold)
-        add("answer_relevancy", "poor", {"answer": ref},
-            {"answer": rng.choice(POOR[lang, split]).format(q=q, t=topic(q, lang))}, contexts=gold)
-        add("context_relevance", "negatives", {"contexts": gold}, {"contexts": neg[:len(gold)]})
+        add("answer_relevancy", "evasive", {"answer": ref}, {"answer": rng.choice(EVASIVE[lang, split])}, contexts=gold)
+        add(
+            "answer_relevancy",
+            "poor",
+            {"answer": ref},
+            {"answer": rng.choice(POOR[lang, split]).format(q=q, t=topic(q, lang))},
+            contexts=gold,
+        )
+        add("context_relevance", "negatives", {"contexts": gold}, {"contexts": neg[: len(gold)]})
         add("context_relevance", "mixed", {"contexts": [gold[0], neg[0]]}, {"contexts": neg[1:3]})
         hard = max(negatives, key=lambda p: (len(set(p) & set(q)), p))  # shares the most characters
         add("context_relevance", "hard-negative", {"contexts": gold[:1]}, {"contexts": [hard]})
-        add("context_recall", "negatives", {"contexts": gold}, {"contexts": neg[:len(gold)]}, reference=ref)
+        add("context_recall", "negatives", {"contexts": gold}, {"contexts": neg[: len(gold)]}, reference=ref)
         if len(gold) > 1:
             add("context_recall", "partial", {"contexts": gold}, {"contexts": [gold[0], neg[0]]}, reference=ref)
-        add("context_precision", "ranked-last", {"contexts": [gold[0], *neg]}, {"contexts": [*neg, gold[0]]},
-            reference=ref)
-        add("context_precision", "negatives", {"contexts": [gold[0], neg[0]]}, {"contexts": neg[:2]},
-            reference=ref)
+        add(
+            "context_precision",
+            "ranked-last",
+            {"contexts": [gold[0], *neg]},
+            {"contexts": [*neg, gold[0]]},
+            reference=ref,
+        )
+        add("context_precision", "negatives", {"contexts": [gold[0], neg[0]]}, {"contexts": neg[:2]}, reference=ref)
         add("answer_correctness", "other-question", {"answer": ref}, {"answer": other}, reference=ref)
         add("answer_correctness", "negated", {"answer": ref}, {"answer": negate(ref, lang)}, reference=ref)
         add("answer_similarity", "other-question", {"answer": ref}, {"answer": other}, reference=ref)
