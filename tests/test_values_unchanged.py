@@ -21,16 +21,33 @@ BASE = "1c77d471c700635e62bdd92cc46a1623f54e2491"
 TREC = Path(__file__).parent / "data" / "trec"
 TREC_RUNS = {  # run name: (dataset, qrels, run file)
     "te": ("te", TREC / "trec_eval_test" / "qrels.test", TREC / "trec_eval_test" / "results.test"),
-    **{f"tm{i}": ("tm", TREC / "trectools_mini" / "qrel1.txt", TREC / "trectools_mini" / f"r{i}.run")
-       for i in range(1, 5)},
+    **{
+        f"tm{i}": ("tm", TREC / "trectools_mini" / "qrel1.txt", TREC / "trectools_mini" / f"r{i}.run")
+        for i in range(1, 5)
+    },
 }
-OPT_IN = ("answer_relevancy_rating citations response_groundedness nv_context_relevance context_entity_recall "
-          "factual_correctness noise_sensitivity")
+OPT_IN = (
+    "answer_relevancy_rating citations response_groundedness nv_context_relevance context_entity_recall "
+    "factual_correctness noise_sensitivity"
+)
 # a metric reading each verdict table's chosen set (ragsql._newest_verdicts)
-READ_CHOSEN = ["faithfulness", "context_recall", "answer_correctness_f1", "answer_relevancy", "answer_relevancy_rating",
-               "context_precision", "context_relevance", "citation_coverage", "aspect:harmfulness",
-               "rubrics_score:plain", "context_entity_recall", "response_groundedness", "nv_context_relevance",
-               "factual_correctness(mode=f1)", "noise_sensitivity(mode=relevant)"]
+READ_CHOSEN = [
+    "faithfulness",
+    "context_recall",
+    "answer_correctness_f1",
+    "answer_relevancy",
+    "answer_relevancy_rating",
+    "context_precision",
+    "context_relevance",
+    "citation_coverage",
+    "aspect:harmfulness",
+    "rubrics_score:plain",
+    "context_entity_recall",
+    "response_groundedness",
+    "nv_context_relevance",
+    "factual_correctness(mode=f1)",
+    "noise_sensitivity(mode=relevant)",
+]
 RUNS = ["watched", "d-bm25", "d-vector", "d-hybrid", *TREC_RUNS]
 
 pytestmark = pytest.mark.skipif(CITUS_SUITE, reason="the base sql/ is installed by psql, not distributed")
@@ -48,8 +65,23 @@ def _fill_today(url: str) -> None:
         assert main(["judge", "--run", "watched", "--offline", "--metrics", OPT_IN]) in (0, 3)
         assert main(["demo", "--name", "d", "--queries", "16"]) == 0
         for run, (dataset, qrels, results) in TREC_RUNS.items():
-            assert main(["import", "trec", "--dataset", dataset, "--qrels", str(qrels), "--run", str(results),
-                         "--run-name", run]) == 0
+            assert (
+                main(
+                    [
+                        "import",
+                        "trec",
+                        "--dataset",
+                        dataset,
+                        "--qrels",
+                        str(qrels),
+                        "--run",
+                        str(results),
+                        "--run-name",
+                        run,
+                    ]
+                )
+                == 0
+            )
 
 
 def _copy_into_base(source: str, target: str) -> None:
@@ -57,24 +89,34 @@ def _copy_into_base(source: str, target: str) -> None:
     then the user's rubric and its registry row, which `_copy_data` leaves out with the built-ins."""
     with psycopg.connect(source) as conn, psycopg.connect(target) as into:
         for (run_id,) in conn.execute(
-                "select substr(c.relname, 13)::bigint from pg_inherits as i join pg_class as c on c.oid = i.inhrelid "
-                "where i.inhparent = to_regclass('ragsql.run_result') and c.relname like 'run\\_result\\_r%'"):
-            into.execute(f"create table ragsql.run_result_r{run_id} partition of ragsql.run_result "
-                         f"for values in ({run_id})")
+            "select substr(c.relname, 13)::bigint from pg_inherits as i join pg_class as c on c.oid = i.inhrelid "
+            "where i.inhparent = to_regclass('ragsql.run_result') and c.relname like 'run\\_result\\_r%'"
+        ):
+            into.execute(
+                f"create table ragsql.run_result_r{run_id} partition of ragsql.run_result for values in ({run_id})"
+            )
     _copy_data(source, target)
     with psycopg.connect(source) as conn, psycopg.connect(target) as into:
-        rubrics = conn.execute("select name, descriptions, with_reference, created_at from ragsql.rubric "
-                               "where not builtin").fetchall()
-        registered = conn.execute("select metric, position, task_kind, needs_reference, description "
-                                  "from ragsql.generation_metric where metric in "
-                                  "(select 'rubrics_score:' || name from ragsql.rubric where not builtin)").fetchall()
+        rubrics = conn.execute(
+            "select name, descriptions, with_reference, created_at from ragsql.rubric where not builtin"
+        ).fetchall()
+        registered = conn.execute(
+            "select metric, position, task_kind, needs_reference, description "
+            "from ragsql.generation_metric where metric in "
+            "(select 'rubrics_score:' || name from ragsql.rubric where not builtin)"
+        ).fetchall()
         assert rubrics and registered, "fill adds rubric plain"
         with into.cursor() as cur:
-            cur.executemany("insert into ragsql.rubric (name, descriptions, with_reference, created_at) "
-                            "values (%s, %s, %s, %s)", rubrics)
-            cur.executemany("insert into ragsql.generation_metric "
-                            "(metric, position, task_kind, needs_reference, description) "
-                            "values (%s, %s, %s, %s, %s)", registered)
+            cur.executemany(
+                "insert into ragsql.rubric (name, descriptions, with_reference, created_at) values (%s, %s, %s, %s)",
+                rubrics,
+            )
+            cur.executemany(
+                "insert into ragsql.generation_metric "
+                "(metric, position, task_kind, needs_reference, description) "
+                "values (%s, %s, %s, %s, %s)",
+                registered,
+            )
 
 
 def _snapshots(url: str) -> dict:
@@ -101,8 +143,10 @@ def test_every_value_is_the_same_through_the_base_sql_and_todays(server_url, tem
             assert any(k[0] == run and v[0] is not None for k, v in expected.items()), run
         valued = {(k[1], k[2]) for k, v in expected.items() if k[0] == "watched" and v[0] is not None}
         # the fake endpoint is not asked for context_relevance and the offline judge scores no rubric
-        wanted = {(judge, m) for judge in JUDGES for m in READ_CHOSEN} - {("fake-judge", "context_relevance"),
-                                                                          ("offline", "rubrics_score:plain")}
+        wanted = {(judge, m) for judge in JUDGES for m in READ_CHOSEN} - {
+            ("fake-judge", "context_relevance"),
+            ("offline", "rubrics_score:plain"),
+        }
         assert wanted <= valued, sorted(wanted - valued, key=str)
         assert expected.keys() == got.keys()
         moved = [(k, expected[k], got[k]) for k in expected if expected[k] != got[k]]
