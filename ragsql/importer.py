@@ -131,12 +131,17 @@ def _add_trec_run(
         if unranked:
             results.rank_staged(conn, run_id, dataset_id, table)
         if table is not results.RUN_RESULT:
-            results.attach_partition(conn, run_id)
+            results.index_partition(conn, run_id)
     except InputError:
         # a docno given twice for a query the file came back to: read the file whole to say where
         for _ in parse_run(text_lines(path), path):
             pass
         raise
+    # the old run's partition is dropped, and run_result locked, only now: before the attach, which then finds
+    # the default partition free (whoever reads it holds run_result too)
+    load.settle_run(conn, run_id)
+    if table is not results.RUN_RESULT:
+        results.attach_partition(conn, run_id)
     summary.run = name
 
 
@@ -236,6 +241,7 @@ def import_records(
                     ((r.qid, r.answer, None) for r in records() if r.answer is not None),
                     _answer_contexts(records()),
                 )
+            load.settle_run(conn, run_id)  # the replaced run goes last: dropping its partition locks run_result
         summary.unmatched = gold.dataset_unmatched(conn, dataset, corpus)
     _analyze(conn, idle)
     return summary

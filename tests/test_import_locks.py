@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from ragsql.cli import main
+from ragsql.db import results
 from ragsql.importer import import_trec
 from tests.conftest import CITUS_SUITE
 from tests.loading import generated_run, load_trec
@@ -179,3 +180,69 @@ def test_deleting_a_run_never_queues_readers_of_other_runs(runs, long_reader, ca
     with psycopg.connect(url) as conn:
         assert conn.execute("select to_regclass(%s)", (f"ragsql.run_result_r{run_id}",)).fetchone()[0] is None
         assert conn.execute("select count(*) from ragsql.run_result where run_id = %s", (run_id,)).fetchone()[0] == 0
+
+
+def measure_seconds(url: str, run: str) -> float:
+    """Seconds `ragsql.measure(run, 'nDCG@10')` takes in a connection of its own; a wait of 8 s fails."""
+    with psycopg.connect(url, options="-c statement_timeout=8s") as conn:
+        started = time.monotonic()
+        conn.execute("select value from ragsql.measure(%s, 'nDCG@10')", (run,)).fetchone()
+        return time.monotonic() - started
+
+
+def test_replacing_a_run_never_locks_run_result_while_it_loads(runs, long_reader, tmp_path, monkeypatch):
+    """`import trec --replace` of B0 (a partition of its own) loads the new results while readers of run A come and
+    go: none waits, neither while the rows are copied nor while the import waits at its end to drop B0's table
+    behind a long reader; then B0 holds the values of the new file imported afresh and nothing of the old B0."""
+    url, qrels, _ = runs
+    run_c = tmp_path / "c.run"
+    generated_run(run_c, "all shuffled", seed=3)
+    with psycopg.connect(url) as conn:
+        old_id = conn.execute("select id from ragsql.run where name = 'B0'").fetchone()[0]
+    old_values = values(url, "B0")
+    copied, go_on = threading.Event(), threading.Event()
+    copy_ranked = results.copy_ranked
+
+    def copy_then_wait(*args, **kwargs) -> None:
+        # the import's long middle, held open: its first rows are copied, the rest is still to come
+        copy_ranked(*args, **kwargs)
+        copied.set()
+        go_on.wait(60)
+
+    monkeypatch.setattr(results, "copy_ranked", copy_then_wait)
+    with psycopg.connect(url) as importer:
+        thread, imported = in_thread(lambda: import_trec(importer, "ds", qrels, run_c, run_name="B0", replace=True))
+        try:
+            copied.wait(3)
+            long_reader.rollback()  # before this fix the import only now drops B0's table, and copies under its lock
+            assert copied.wait(20), "the import never copied its first rows"
+            during_copy = measure_seconds(url, "A")
+            print(f"measure of A while B0's replacement copies: {during_copy:.3f} s")
+            assert during_copy < 2, during_copy
+            long_reader.execute("select count(*) from ragsql.run_result where run_id = %s", (old_id,))
+            go_on.set()
+            wait_for_call(url, importer.info.backend_pid, "delete from ragsql.run")
+            while_dropping = measure_seconds(url, "A")
+            print(f"measure of A while the import waits to drop the old B0: {while_dropping:.3f} s")
+            assert while_dropping < 2, while_dropping
+            assert thread.is_alive()  # still waiting for the reader of the old B0
+        finally:
+            go_on.set()
+            long_reader.rollback()
+            thread.join(30)
+        assert "error" not in imported and "seconds" in imported, imported
+        import_trec(importer, "ds", qrels, run_c, run_name="C")
+    with psycopg.connect(url) as conn:
+        new_id = conn.execute("select id from ragsql.run where name = 'B0'").fetchone()[0]
+        assert new_id != old_id
+        assert conn.execute("select count(*) from ragsql.run where id = %s", (old_id,)).fetchone()[0] == 0
+        assert conn.execute("select to_regclass(%s)", (f"ragsql.run_result_r{old_id}",)).fetchone()[0] is None
+        assert conn.execute("select count(*) from ragsql.run_result where run_id = %s", (old_id,)).fetchone()[0] == 0
+        assert conn.execute("select count(*) from ragsql.run where name not in ('A', 'B0', 'C')").fetchone()[0] == 0
+        partition = conn.execute(
+            "select r.tableoid::regclass::text, count(*) from ragsql.run_result as r where r.run_id = %s group by 1",
+            (new_id,),
+        ).fetchall()
+    assert partition == [(f"ragsql.run_result_r{new_id}", 1200)]
+    assert values(url, "B0") == values(url, "C") and None not in values(url, "C")
+    assert values(url, "C") != old_values

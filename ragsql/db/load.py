@@ -24,6 +24,7 @@ __all__ = [
     "delete_gold_spans",
     "add_reference_answers",
     "create_run",
+    "settle_run",
     "add_run_results",
     "add_answers",
     "LOADED",
@@ -209,7 +210,8 @@ def create_run(
     notes: str | None = None,
     replace: bool = False,
 ) -> int:
-    """Create a run; an existing name is an error unless replace=True (its results are deleted)."""
+    """Create a run; an existing name is an error unless replace=True: then the new run is named
+    `_REPLACING + name` until settle_run, the caller's last step, deletes the old run and renames the new one."""
     existing = conn.execute("select id, dataset_id from ragsql.run where name = %s", (name,)).fetchone()
     if existing and not replace:
         holder = conn.execute("select name from ragsql.dataset where id = %s", (existing[1],)).fetchone()[0]
@@ -217,13 +219,29 @@ def create_run(
             f'run "{name}" already exists, in dataset "{holder}" (use --replace to load it again, '
             f"or ragsql delete run {name} --yes)"
         )
-    if existing:
-        conn.execute("delete from ragsql.run where id = %s", (existing[0],))
     row = conn.execute(
         "insert into ragsql.run (name, dataset_id, config, notes) values (%s, %s, %s, %s) returning id",
-        (name, dataset_id, json.dumps(config or {}), notes),
+        ((_REPLACING + name) if existing else name, dataset_id, json.dumps(config or {}), notes),
     ).fetchone()
     return row[0]
+
+
+# Deleting a run that has its own partition of run_result drops it, which locks run_result (ACCESS EXCLUSIVE)
+# until commit: every reader of every run would wait for the rest of the import (issue 26). A replacing run
+# is loaded under this name (no name a person types starts with a control character) and the old run is
+# deleted only at the end.
+_REPLACING = "\x1freplacing\x1f"
+
+
+def settle_run(conn: psycopg.Connection, run_id: int) -> None:
+    """Delete the run that run `run_id` (made by create_run with replace=True) replaces and give it that run's
+    name; nothing when it replaces none. The last step before commit: run_result is locked from here on."""
+    name = conn.execute("select name from ragsql.run where id = %s", (run_id,)).fetchone()[0]
+    if not name.startswith(_REPLACING):
+        return
+    name = name.removeprefix(_REPLACING)
+    conn.execute("delete from ragsql.run where name = %s", (name,))
+    conn.execute("update ragsql.run set name = %s where id = %s", (name, run_id))
 
 
 def add_run_results(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple], rank_by_score: bool = False) -> int:

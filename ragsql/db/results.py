@@ -22,6 +22,7 @@ __all__ = [
     "attach_partition",
     "bare_partition",
     "copy_ranked",
+    "index_partition",
     "partitioned",
     "query_ids",
     "rank_staged",
@@ -68,8 +69,16 @@ def bare_partition(conn: psycopg.Connection, run_id: int) -> sql.Composable:
     return sql.SQL(name)  # already quoted by the server: ragsql.run_result_r<id>
 
 
+def index_partition(conn: psycopg.Connection, run_id: int) -> None:
+    """Check, index and analyze the run's table of results (ragsql._run_result_index), all of attach_partition's
+    work but the attach, which locks run_result; a docno twice for a query is an InputError."""
+    with duplicates_refused("duplicate result in a run"):
+        conn.execute("select ragsql._run_result_index(%s)", (run_id,))
+
+
 def attach_partition(conn: psycopg.Connection, run_id: int) -> None:
-    """Index the run's table of results and attach it as its partition of run_result (ragsql._run_result_attach);
+    """Index the run's table of results (unless index_partition did) and attach it as its partition of run_result
+    (ragsql._run_result_attach);
     a docno twice for a query is an InputError."""
     with duplicates_refused("duplicate result in a run"):
         conn.execute("select ragsql._run_result_attach(%s)", (run_id,))

@@ -172,6 +172,7 @@ def _store(conn, dataset: str, pairs: Sequence[Pair], metrics: list[str]) -> Non
                     ((p.id, _answer(p, s), None) for p, s in sides),
                     ((p.id, i, context_docno(c), c) for p, s in sides for i, c in enumerate(s.contexts, 1)),
                 )
+                load.settle_run(conn, run_id)
     load.analyze(conn)
     conn.commit()
 

@@ -12,7 +12,7 @@ import psycopg
 from ragsql import db as database
 from ragsql.calls import CallService
 from ragsql.corpus import SEGMENTERS
-from ragsql.db import corpus as corpus_db, gold as gold_db, retrieval as db
+from ragsql.db import corpus as corpus_db, gold as gold_db, load, retrieval as db
 from ragsql.db.retrieval import RunSpec, Version
 from ragsql.embed import embed_queries, make_embedder
 from ragsql.errors import InputError
@@ -91,6 +91,7 @@ def retrieve_run(
         summary.results = db.retrieve(conn, run_id)
         if reranker is not None:
             summary.results = _rerank(conn, run_id, spec.k, reranker, summary)
+        load.settle_run(conn, run_id)  # a replaced run goes last: dropping its partition locks run_result
         report = db.run_report(conn, run_id)
         summary.unmatched = gold_db.run_unmatched(conn, run)
     summary.empty, summary.coarse = report["empty"], report["coarse"]

@@ -266,7 +266,7 @@ comment on function ragsql._ddl_waiting(text, text) is
     'each attempt waits at most 100 ms for its locks, retried with growing pauses until ragsql.lock_wait (an '
     'interval, default 5 minutes) has passed; then SQLSTATE 55P03 naming WHAT.';
 
-create or replace function ragsql._run_result_attach(run_id bigint)
+create or replace function ragsql._run_result_index(run_id bigint)
 returns void
 language plpgsql
 security definer
@@ -286,7 +286,7 @@ begin
     end if;
     -- the keys the rows name, checked and locked as ragsql._run_result_check does: the run (its id and dataset
     -- are the table's checks) and, in one pass over the rows, their queries
-    select r.dataset_id into ds from ragsql.run as r where r.id = _run_result_attach.run_id for key share;
+    select r.dataset_id into ds from ragsql.run as r where r.id = _run_result_index.run_id for key share;
     if not found then
         perform ragsql._fk_violation('run_result', 'run_result_run_id_dataset_id_fkey',
                                      format('Key (run_id)=(%s) is not present in table "run".', run_id));
@@ -308,6 +308,29 @@ begin
         execute format('revoke all on ragsql.%I from %I', part, session_user);
     end if;
     execute format('analyze ragsql.%I', part);
+end
+$$;
+comment on function ragsql._run_result_index(bigint) is
+    'Checks the run and query each row of ragsql.run_result_r<run id> names (SQLSTATE 23503 as a foreign key, the '
+    'keys locked until commit), builds the table''s primary key and unique index (a docno twice in a query is '
+    'SQLSTATE 23505) and analyzes it: all of ragsql._run_result_attach but the attach, which locks run_result.';
+
+create or replace function ragsql._run_result_attach(run_id bigint)
+returns void
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    part text := 'run_result_r' || run_id;
+begin
+    -- indexed already when the import had ragsql._run_result_index do it before deleting the run it replaces
+    -- (that run's partition is dropped, and run_result locked, only after the long work); the table is new in
+    -- this transaction, so no other session has added rows since
+    if not exists (select from pg_index as i where i.indrelid = to_regclass(format('ragsql.%I', part))
+                   and i.indisprimary) then
+        perform ragsql._run_result_index(run_id);
+    end if;
     -- last, as the import's last step: from here until commit the default partition is locked (ACCESS EXCLUSIVE),
     -- and the attach reads it whole under that lock to prove it holds no row of the run (~0.07 s a million rows)
     perform ragsql._ddl_waiting(
@@ -316,10 +339,9 @@ begin
 end
 $$;
 comment on function ragsql._run_result_attach(bigint) is
-    'Checks the run and query each row of ragsql.run_result_r<run id> names (SQLSTATE 23503 as a foreign key, the '
-    'keys locked until commit), builds the table''s primary key and unique index (a docno twice in a query is '
-    'SQLSTATE 23505), analyzes it and attaches it as the run''s partition of ragsql.run_result, never queueing '
-    'readers of other runs while it waits for the lock (ragsql._ddl_waiting).';
+    'Checks, indexes and analyzes ragsql.run_result_r<run id> (ragsql._run_result_index, unless done) and attaches '
+    'it as the run''s partition of ragsql.run_result, never queueing readers of other runs while it waits for the '
+    'lock (ragsql._ddl_waiting).';
 
 create or replace function ragsql._run_result_drop(run_ids bigint[])
 returns void
