@@ -14,12 +14,15 @@ import pytest
 from ragsql.cli import main
 from ragsql.db import results
 from ragsql.importer import import_trec
+from ragsql.ingest import ingest
+from ragsql.llm.settings import EndpointSettings
 from tests.conftest import CITUS_SUITE
 from tests.loading import generated_run, load_trec
 
 # run_result is partitioned by run on one server only (migration 0160); on Citus the import takes its ordinary path
 pytestmark = pytest.mark.skipif(CITUS_SUITE, reason="one server's layout: Citus keeps run_result whole")
 
+DEMO = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "demo" / "corpus.jsonl"
 MEASURES = ("nDCG@10", "AP", "P@5", "RR@10")
 
 
@@ -246,3 +249,64 @@ def test_replacing_a_run_never_locks_run_result_while_it_loads(runs, long_reader
     assert partition == [(f"ragsql.run_result_r{new_id}", 1200)]
     assert values(url, "B0") == values(url, "C") and None not in values(url, "C")
     assert values(url, "C") != old_values
+
+
+@pytest.fixture
+def corpus_x(fresh_db) -> Iterator[tuple[str, int]]:
+    """fresh_db holding corpus X (the demo corpus, ingested); (url, X's version id)."""
+    with psycopg.connect(fresh_db) as conn:
+        version = ingest(conn, [str(DEMO)], "X", settings=EndpointSettings(embedder="offline")).version_id
+    yield fresh_db, version
+
+
+# a long-lived session's plans: generic ones lock every partition of chunk_term and bm25_list they may read; and
+# the banded lists of bm25_list read even for a corpus as small as the demo's
+SEARCHER = "-c plan_cache_mode=force_generic_plan -c ragsql.bm25_prune_above=0"
+
+
+def bm25_seconds(url: str, version: int) -> float:
+    """Seconds a BM25 search of the version takes in a connection of its own; a wait of 8 s fails."""
+    with psycopg.connect(url, options=f"{SEARCHER} -c statement_timeout=8s") as conn:
+        started = time.monotonic()
+        assert conn.execute("select count(*) from ragsql.bm25(%s, array['earth', '地球'], 5)", (version,)).fetchone()[0]
+        return time.monotonic() - started
+
+
+def test_ingesting_a_corpus_never_queues_bm25_readers_of_another(corpus_x, tmp_path):
+    """While a long transaction that searched corpus X with ragsql.bm25 is open, `ragsql ingest` of a new corpus Y
+    (its postings attached as a partition of chunk_term, its BM25 lists one of bm25_list) lets other searches of
+    X through at once; when the reader ends, Y is searchable."""
+    url, version = corpus_x
+    docs = tmp_path / "y.jsonl"
+    docs.write_text("".join(f'{{"id": "y{i}", "text": "the earth turns, page {i} of Y"}}\n' for i in range(50)))
+    with psycopg.connect(url, options=SEARCHER) as reader, psycopg.connect(url) as ingester:
+        reader.execute("select count(*) from ragsql.bm25(%s, array['earth', '地球'], 5)", (version,))
+        thread, ingested = in_thread(
+            lambda: ingest(ingester, [str(docs)], "Y", settings=EndpointSettings(embedder="offline"))
+        )
+        try:
+            time.sleep(3)  # the ingest has loaded Y and waits for the reader's locks
+            seconds = bm25_seconds(url, version)
+            print(f"bm25 of X while Y is ingested behind a long reader: {seconds:.3f} s")
+            assert seconds < 2, seconds
+            assert thread.is_alive()
+        finally:
+            reader.rollback()
+            thread.join(60)
+        assert "error" not in ingested and "seconds" in ingested, ingested
+        y = ingested["result"].version_id
+    assert bm25_seconds(url, y) < 2
+    with psycopg.connect(url) as conn:  # the partition's keys and index are the ones the attach adopted
+        assert (
+            conn.execute(
+                "select count(*) from pg_constraint where conrelid = %s::regclass and conparentid <> 0",
+                (f"ragsql.chunk_term_v{y}",),
+            ).fetchone()[0]
+            == 2
+        )
+        assert (
+            conn.execute(
+                "select count(*) from pg_index where indrelid = %s::regclass", (f"ragsql.chunk_term_v{y}",)
+            ).fetchone()[0]
+            == 2
+        )

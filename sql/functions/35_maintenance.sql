@@ -74,9 +74,17 @@ begin
     end if;
     perform set_config('maintenance_work_mem', '1GB', true)
     where pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('1GB');
-    -- builds the partition's primary key and chunk index, and checks its chunk ids against ragsql.chunk
-    execute format('alter table ragsql.chunk_term attach partition ragsql.%I for values in (%s)', part,
-                   _attach_postings.version_id);
+    -- the partition's primary key, chunk index and reference to the chunks, built and checked before the attach
+    -- (which adopts them): the attach locks the default partition (ACCESS EXCLUSIVE) until commit, and BM25
+    -- searches of every version without a partition, or with plans that may read it, wait for it (issue 26)
+    execute format('alter table ragsql.%I add primary key (version_id, term, chunk_id) include (tf, length)', part);
+    execute format('create index on ragsql.%I (chunk_id)', part);
+    execute format('alter table ragsql.%I add foreign key (chunk_id) references ragsql.chunk (id) on delete cascade',
+                   part);
+    perform ragsql._ddl_waiting(
+        format('alter table ragsql.chunk_term attach partition ragsql.%I for values in (%s)', part,
+               _attach_postings.version_id),
+        format('the postings of corpus version %s were not attached to ragsql.chunk_term', _attach_postings.version_id));
     execute format('alter table ragsql.%I drop constraint %I', part, part || '_bound');
     -- the rows came in without chunk_term's statement triggers: the version's BM25 statistics are stale
     update ragsql.corpus_version as cv set bm25_fresh = false
