@@ -262,7 +262,8 @@ begin
 end
 $$;
 comment on function ragsql._ddl_waiting(text, text) is
-    'Runs one DDL statement (on a partitioned table: run_result, chunk_term) without queueing other sessions behind it: '
+    'Runs one DDL statement (on a partitioned table: run_result, chunk_term) without queueing other sessions '
+    'behind it: '
     'each attempt waits at most 100 ms for its locks, retried with growing pauses until ragsql.lock_wait (an '
     'interval, default 5 minutes) has passed; then SQLSTATE 55P03 naming WHAT.';
 

@@ -84,7 +84,8 @@ begin
     perform ragsql._ddl_waiting(
         format('alter table ragsql.chunk_term attach partition ragsql.%I for values in (%s)', part,
                _attach_postings.version_id),
-        format('the postings of corpus version %s were not attached to ragsql.chunk_term', _attach_postings.version_id));
+        format('the postings of corpus version %s were not attached to ragsql.chunk_term',
+               _attach_postings.version_id));
     execute format('alter table ragsql.%I drop constraint %I', part, part || '_bound');
     -- the rows came in without chunk_term's statement triggers: the version's BM25 statistics are stale
     update ragsql.corpus_version as cv set bm25_fresh = false
