@@ -106,6 +106,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 7a5087a1327d345e1317aafa176701232a2677bf4220e88ab47c0bee4438274d
+\set ragsql_fingerprint 74f49f87ac01055dbe5a1c0418d5888dafb4cc54d209658755ba188fe7562a6b
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -85,7 +85,7 @@ async def store_call(
         added as (
             insert into ragsql.judge_call (request_hash, kind, model, prompt_name, prompt_version, prompt_tokens,
                                            completion_tokens, latency_ms, attempts, status, error, response,
-                                           run_id, purpose)
+                                           for_run_id, purpose)
             values (%(hash)s, %(kind)s, %(model)s, %(prompt_name)s, %(prompt_version)s, %(prompt_tokens)s,
                     %(completion_tokens)s, %(latency_ms)s, %(attempts)s, %(status)s, %(error)s, %(response)s,
                     %(run_id)s, %(purpose)s)

@@ -194,9 +194,14 @@ declare
     rubric_names text[];
     rubric_hashes text[];
     rubric_references boolean[];
+    referenced bigint[];
+    aspect_ids bigint[] := '{}';
+    rubric_ids bigint[] := '{}';
+    i integer;
 begin
-    -- PL/pgSQL, not SQL: the definitions are read first from their own tables (reference tables on Citus), so
-    -- the query below reads only the run's rows, by its key (one shard)
+    -- PL/pgSQL, not SQL: the definitions (and the queries with a reference answer) are read first from their own
+    -- tables (reference tables on Citus); each query below then reads only the run's rows, by its key (one shard),
+    -- one definition at a time: Citus plans no correlated subquery beside a set-returning function such as unnest
     select array_agg(a.name order by a.name), array_agg(ragsql.text_hash(a.definition) order by a.name)
     into aspect_names, aspect_hashes
     from ragsql.aspect as a
@@ -206,25 +211,38 @@ begin
     into rubric_names, rubric_hashes, rubric_references
     from ragsql.rubric as r
     where 'rubrics_score' = any (_unjudged_definitions.kinds);
+    if true = any (rubric_references) then
+        select array_agg(distinct r.query_id) into referenced
+        from ragsql.reference_answer as r
+        join ragsql.query as q on q.id = r.query_id
+        join ragsql.run as ru on ru.dataset_id = q.dataset_id
+        where ru.id = _unjudged_definitions.run_id;
+    end if;
+    for i in 1 .. coalesce(cardinality(aspect_names), 0) loop
+        aspect_ids := aspect_ids || array(
+            select a.query_id
+            from ragsql.answer as a
+            where a.run_id = _unjudged_definitions.run_id
+              and not exists (select from ragsql.aspect_verdict as v
+                              where v.run_id = a.run_id and v.query_id = a.query_id and v.aspect = aspect_names[i]
+                                and v.definition_hash = aspect_hashes[i] and v.model = _unjudged_definitions.model));
+    end loop;
+    for i in 1 .. coalesce(cardinality(rubric_names), 0) loop
+        rubric_ids := rubric_ids || array(
+            select a.query_id
+            from ragsql.answer as a
+            where a.run_id = _unjudged_definitions.run_id
+              -- a rubric with reference skips a query without one (ragsql.orchestrator.ragas_tasks)
+              and (not rubric_references[i] or a.query_id = any (coalesce(referenced, '{}')))
+              and not exists (select from ragsql.rubric_verdict as v
+                              where v.run_id = a.run_id and v.query_id = a.query_id and v.rubric = rubric_names[i]
+                                and v.definition_hash = rubric_hashes[i] and v.model = _unjudged_definitions.model));
+    end loop;
     return query
-    select a.query_id, 'aspect_critique'::text
-    from ragsql.answer as a
-    where a.run_id = _unjudged_definitions.run_id
-      and exists (select from unnest(aspect_names, aspect_hashes) as d(name, hash)
-                  where not exists (select from ragsql.aspect_verdict as v
-                                    where v.run_id = a.run_id and v.query_id = a.query_id and v.aspect = d.name
-                                      and v.definition_hash = d.hash and v.model = _unjudged_definitions.model))
-    union all
-    select a.query_id, 'rubrics_score'::text
-    from ragsql.answer as a
-    where a.run_id = _unjudged_definitions.run_id
-      and exists (select from unnest(rubric_names, rubric_hashes, rubric_references) as d(name, hash, with_reference)
-                  -- a rubric with reference skips a query without one (ragsql.orchestrator.ragas_tasks)
-                  where (not d.with_reference
-                         or exists (select from ragsql.reference_answer as r where r.query_id = a.query_id))
-                    and not exists (select from ragsql.rubric_verdict as v
-                                    where v.run_id = a.run_id and v.query_id = a.query_id and v.rubric = d.name
-                                      and v.definition_hash = d.hash and v.model = _unjudged_definitions.model))
+    select distinct u.query_id, u.kind
+    from (select unnest(aspect_ids) as query_id, 'aspect_critique'::text as kind
+          union all
+          select unnest(rubric_ids), 'rubrics_score'::text) as u
     order by 1, 2;
 end
 $$;

@@ -4,7 +4,7 @@
 -- read the embedder its chosen judge used, never "the newest embedding of any of its texts in the database" (which
 -- another run's judging, or an offline judge after an LLM one, used to change).
 --
--- ragsql.judge_call.run_id and .purpose record for which run, and for what (judge, synth, rerank, generate), a
+-- ragsql.judge_call.for_run_id and .purpose record for which run, and for what (judge, synth, rerank, generate), a
 -- call was sent, so a run's cost is the calls bought for it (ragsql.run_usage); a call reused from the cache
 -- costs nothing and keeps the run that bought it. Calls stored before this migration have neither.
 
@@ -24,11 +24,12 @@ comment on table ragsql.run_embedder is
     '"<model> + <embedder>"): the embedding metrics of the run read the embedder of the verdict set in use.';
 
 alter table ragsql.judge_call
-    add column if not exists run_id bigint,
+    add column if not exists for_run_id bigint,
     add column if not exists purpose text;
-comment on column ragsql.judge_call.run_id is
+comment on column ragsql.judge_call.for_run_id is
     'The run the call was sent for (null: for no run, e.g. synth, or stored before 0170). No foreign key: a '
-    'deleted run''s calls stay in the cache.';
+    'deleted run''s calls stay in the cache. Not named run_id: judge_call is no run-scoped table (on Citus a '
+    'reference table, not distributed by run).';
 comment on column ragsql.judge_call.purpose is 'What the call was sent for: judge, synth, rerank or generate.';
 
 do $$

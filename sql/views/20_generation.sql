@@ -98,7 +98,7 @@ select ru.name as run,
        sum(c.completion_tokens) as completion_tokens,
        avg(c.latency_ms) as mean_latency_ms
 from ragsql.judge_call as c
-join ragsql.run as ru on ru.id = c.run_id
+join ragsql.run as ru on ru.id = c.for_run_id
 group by ru.name, c.purpose, c.kind, c.model, c.prompt_name, c.prompt_version;
 comment on view ragsql.run_usage is
     'What a run cost: the calls sent for it (judge, rerank, generate), failures, attempts, tokens and mean latency '

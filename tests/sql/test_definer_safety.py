@@ -26,11 +26,13 @@ def fixture_url(server_url, template_url, tmp_path_factory):
     docs = tmp_path_factory.mktemp("definer_docs")
     (docs / "a.txt").write_text("PostgreSQL stores the evaluation next to the data.\n", encoding="utf-8")
     (docs / "b.txt").write_text("The judge replies are cached by request hash.\n", encoding="utf-8")
-    with cli_database(server_url,
-                      ["import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex"],
-                      ["import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex2"],
-                      ["judge", "--run", "ex", "--offline", "--metrics", "faithfulness,answer_similarity"],
-                      ["ingest", str(docs), "--corpus", "c"]) as url:
+    with cli_database(
+        server_url,
+        ["import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex"],
+        ["import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex2"],
+        ["judge", "--run", "ex", "--offline", "--metrics", "faithfulness,answer_similarity"],
+        ["ingest", str(docs), "--corpus", "c"],
+    ) as url:
         with psycopg.connect(url, autocommit=True) as owner:
             owner.execute("grant create on schema public to public")
         yield url
@@ -109,14 +111,22 @@ def _plant(conn: psycopg.Connection) -> None:
         where p.pronamespace in ('ragsql'::regnamespace, 'ragsql_report'::regnamespace)
           and c.setting like 'search_path=%'""").fetchall()
     schemas = ["public"] + sorted(
-        name for (name,) in paths
+        name
+        for (name,) in paths
         if name not in ("public", "pg_temp", "$user")
-        and conn.execute("select has_schema_privilege(%s, 'create')", (name,)).fetchone()[0])
+        and conn.execute("select has_schema_privilege(%s, 'create')", (name,)).fetchone()[0]
+    )
     for schema in schemas:
         s = sql.Identifier(schema).as_string(conn)
         for name, args, result, body in HOSTILE_FUNCTIONS:
-            conn.execute(f"create function {s}.{name}({args}) returns {result} language plpgsql as "
-                         f"$f$ begin perform public.ragsql_pwned('{schema}.{name}({args})'); {body} end $f$")
+            try:
+                with conn.transaction():
+                    conn.execute(
+                        f"create function {s}.{name}({args}) returns {result} language plpgsql as "
+                        f"$f$ begin perform public.ragsql_pwned('{schema}.{name}({args})'); {body} end $f$"
+                    )
+            except psycopg.errors.DuplicateFunction:
+                pass  # an extension's own function of that name (intarray's sort where it was put in public)
         for statement in HOSTILE_OTHERS:
             conn.execute(statement.format(s=s))
     for statement in HOSTILE_TEMP:
@@ -142,16 +152,34 @@ def _argument(function: str, name: str, type_: str, ids: dict[str, int]):
     """A plausible value for an argument, by its name and type (null when nothing better is known)."""
     floats = type_ == "double precision[]"
     by_name = {
-        "run": "ex", "run_a": "ex", "run_b": "ex2", "baseline": "ex2", "dataset": "ex",
-        "runs": ["ex", "ex2"], "measure": "nDCG@10", "name": "nDCG@10", "measures": ["nDCG@10", "P@5"],
+        "run": "ex",
+        "run_a": "ex",
+        "run_b": "ex2",
+        "baseline": "ex2",
+        "dataset": "ex",
+        "runs": ["ex", "ex2"],
+        "measure": "nDCG@10",
+        "name": "nDCG@10",
+        "measures": ["nDCG@10", "P@5"],
         "metric": {"text_metric": "token_f1", "context_id_metric": "id_based_context_recall"}.get(
-            function, "faithfulness"),
-        "aspect": "harmfulness", "model": "offline", "p_values": [0.01, 0.04, 0.03],
-        "vals": [0.1, -0.2, 0.3, 0.4, -0.1, 0.2], "lengths": [3, 3],
+            function, "faithfulness"
+        ),
+        "aspect": "harmfulness",
+        "model": "offline",
+        "p_values": [0.01, 0.04, 0.03],
+        "vals": [0.1, -0.2, 0.3, 0.4, -0.1, 0.2],
+        "lengths": [3, 3],
         "a": [0.1, 0.5, 0.2, 0.9] if floats else ["1", "0", "1"],
         "b": [0.2, 0.4, 0.3, 0.8] if floats else ["1", "1", "0"],
-        "mean": 0.1, "sd": 0.2, "n": 5, "sample": 3, "resamples": 200,
-        "version_id": ids["version"], "dimensions": 384, "run_id": ids["run"], "run_ids": [ids["run"] + 1000],
+        "mean": 0.1,
+        "sd": 0.2,
+        "n": 5,
+        "sample": 3,
+        "resamples": 200,
+        "version_id": ids["version"],
+        "dimensions": 384,
+        "run_id": ids["run"],
+        "run_ids": [ids["run"] + 1000],
     }
     return by_name.get(name)
 
@@ -160,11 +188,17 @@ def _fire(conn: psycopg.Connection, oid: int, label: str) -> dict[str, psycopg.E
     """Fires a trigger function through each trigger on delete or update that calls it (it cannot be called
     directly): deletes, or updates unchanged, every row of the trigger's table; returns the error of each."""
     outcome = {}
-    for table, delete in conn.execute("""
+    for table, delete in conn.execute(
+        """
             select t.tgrelid::regclass::text, t.tgtype & 8 <> 0 from pg_trigger as t
-            where t.tgfoid = %s and t.tgtype & (8 | 16) <> 0""", (oid,)).fetchall():
-        column = conn.execute("select quote_ident(attname) from pg_attribute where attrelid = %s::regclass "
-                              "and attnum > 0 and not attisdropped order by attnum limit 1", (table,)).fetchone()[0]
+            where t.tgfoid = %s and t.tgtype & (8 | 16) <> 0""",
+        (oid,),
+    ).fetchall():
+        column = conn.execute(
+            "select quote_ident(attname) from pg_attribute where attrelid = %s::regclass "
+            "and attnum > 0 and not attisdropped order by attnum limit 1",
+            (table,),
+        ).fetchone()[0]
         statement = f"delete from {table}" if delete else f"update {table} set {column} = {column}"
         try:
             with conn.transaction() as savepoint:
@@ -179,8 +213,10 @@ def _fire(conn: psycopg.Connection, oid: int, label: str) -> dict[str, psycopg.E
 def _call_every_definer_function(conn: psycopg.Connection) -> tuple[dict[str, psycopg.Error | None], set[str]]:
     """Calls each security definer function (required arguments, and resamples) in a savepoint, a trigger function
     through its triggers; returns the error of each call, or None, and the trigger functions."""
-    ids = {"version": conn.execute("select max(id) from ragsql.corpus_version").fetchone()[0] or 1,
-           "run": conn.execute("select id from ragsql.run where name = 'ex'").fetchone()[0]}
+    ids = {
+        "version": conn.execute("select max(id) from ragsql.corpus_version").fetchone()[0] or 1,
+        "run": conn.execute("select id from ragsql.run where name = 'ex'").fetchone()[0],
+    }
     outcome, triggers = {}, set()
     for oid, schema, name, names, types, defaults, trigger in _definer_functions(conn):
         label = conn.execute("select %s::regprocedure::text", (oid,)).fetchone()[0]
@@ -221,8 +257,11 @@ def test_objects_planted_on_a_writable_path_never_run_as_the_owner(fixture_url, 
     ran = {label: str(exc).splitlines()[0] for label, exc in outcome.items() if exc and "pwned" in str(exc)}
     assert not ran and not pwned, ran
     # the wrappers' pinned path still finds every name their functions use
-    unresolved = {label: str(exc).splitlines()[0] for label, exc in outcome.items()
-                  if exc is not None and exc.sqlstate in UNRESOLVED and label.startswith("ragsql_report.")}
+    unresolved = {
+        label: str(exc).splitlines()[0]
+        for label, exc in outcome.items()
+        if exc is not None and exc.sqlstate in UNRESOLVED and label.startswith("ragsql_report.")
+    }
     assert not unresolved, unresolved
     if group == "ragsql_writer":
         # the writer's statements fired every security definer trigger function (a reader may not delete)
@@ -230,10 +269,12 @@ def test_objects_planted_on_a_writable_path_never_run_as_the_owner(fixture_url, 
         assert triggers and fired == triggers
     if group == "ragsql_reader":
         # the owner-only functions (schema ragsql's) are refused to a reader
-        owner_only = {label: exc for label, exc in outcome.items()
-                      if label.startswith("ragsql.") and " via " not in label}
-        allowed = {label for label, exc in owner_only.items()
-                   if not isinstance(exc, psycopg.errors.InsufficientPrivilege)}
+        owner_only = {
+            label: exc for label, exc in outcome.items() if label.startswith("ragsql.") and " via " not in label
+        }
+        allowed = {
+            label for label, exc in owner_only.items() if not isinstance(exc, psycopg.errors.InsufficientPrivilege)
+        }
         assert owner_only and not allowed, allowed
 
 
@@ -241,14 +282,20 @@ def test_no_function_of_ragsql_is_executable_by_public(fixture_url):
     """PUBLIC may execute no function or procedure of schemas ragsql and ragsql_report (beyond an explicit
     allowlist, empty), and ragsql_reader no security definer function of schema ragsql."""
     with psycopg.connect(fixture_url) as conn:
-        public = {label for (label,) in conn.execute("""
+        public = {
+            label
+            for (label,) in conn.execute("""
             select p.oid::regprocedure::text from pg_proc as p
             where p.pronamespace in ('ragsql'::regnamespace, 'ragsql_report'::regnamespace)
-              and has_function_privilege('public', p.oid, 'execute')""")}
-        reader = {label for (label,) in conn.execute("""
+              and has_function_privilege('public', p.oid, 'execute')""")
+        }
+        reader = {
+            label
+            for (label,) in conn.execute("""
             select p.oid::regprocedure::text from pg_proc as p
             where p.pronamespace = 'ragsql'::regnamespace and p.prosecdef
-              and has_function_privilege('ragsql_reader', p.oid, 'execute')""")}
+              and has_function_privilege('ragsql_reader', p.oid, 'execute')""")
+        }
     assert public == PUBLIC_EXECUTE
     assert not reader, reader
 
@@ -273,7 +320,9 @@ def test_definer_paths_hold_only_schemas_no_other_role_may_create_in(fixture_url
             for schema in schemas[:-1]:
                 writable = conn.execute(
                     "select r from unnest(array['public', 'ragsql_reader', 'ragsql_writer']) as r "
-                    "where has_schema_privilege(r, %s, 'create')", (schema,)).fetchall()
+                    "where has_schema_privilege(r, %s, 'create')",
+                    (schema,),
+                ).fetchall()
                 if writable:
                     bad[label] = f"{path}: {schema} writable by {writable}"
     assert not bad, bad
@@ -288,8 +337,11 @@ def test_reader_gets_the_pgvector_statistics_through_the_pinned_path(fixture_url
         "select * from {}.answer_similarity('ex') order by qid",
         "select * from {}.measure_ci('ex', array['nDCG@10'], 300)",
     ]
-    with _member(fixture_url, "ragsql_reader") as url, psycopg.connect(url) as reader, \
-            psycopg.connect(fixture_url) as owner:
+    with (
+        _member(fixture_url, "ragsql_reader") as url,
+        psycopg.connect(url) as reader,
+        psycopg.connect(fixture_url) as owner,
+    ):
         for query in queries:
             expected = owner.execute(query.format("ragsql")).fetchall()
             assert expected and any(v is not None for row in expected for v in row[1:]), query
