@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from ragsql import db
+from ragsql import db, registry
 from ragsql.db import compare as db_compare, generation, metrics as db_metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import InputError, UsageError
@@ -130,8 +130,7 @@ def evaluate(
             else [
                 k
                 for k in dict.fromkeys(
-                    "aspect_critique" if m.lower().strip().startswith("aspect:") else kinds[m.lower().strip()]
-                    for m in gen
+                    kinds[c] if c in kinds else registry.metric(c).task for c in (m.lower().strip() for m in gen)
                 )
                 if k is not None
             ]

@@ -53,7 +53,7 @@ declare
         'statement_verdict.reason', 'context_verdict.reason', 'rating.reason', 'aspect_verdict.reason',
         'citation_verdict.reason', 'citation_verdict.sentence', 'context_sentence_verdict.sentence',
         'generated_question.question', 'text_embedding.embedding', 'entity_extraction.entities',
-        'graded_verdict.reason', 'rubric_verdict.reason'];
+        'graded_verdict.reason', 'rubric_verdict.reason', 'yes_no_verdict.reason'];
     hidden text[] := array['chunk_term', 'bm25_term', 'bm25_list'];
 begin
     -- revoked first from both, so that every install leaves the same privileges, in the same order

@@ -30,7 +30,7 @@ declare
         'answer', 'run_result', 'answer_context', 'statement_verdict', 'context_verdict',
         'context_sentence_verdict', 'generated_question', 'rating', 'aspect_verdict', 'citation_verdict',
         'judge_task', 'retrieval_run', 'retrieval_query', 'review_label', 'statement_attribution', 'graded_verdict',
-        'rubric_verdict', 'run_embedder'];
+        'rubric_verdict', 'run_embedder', 'yes_no_verdict'];
     t text;
     fk record;
     trg record;

@@ -79,6 +79,10 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \if :migrate
 \ir migrations/0170_run_owned_choices.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0180_yes_no_verdict') as migrate \gset
+\if :migrate
+\ir migrations/0180_yes_no_verdict.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
@@ -91,6 +95,8 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir functions/25_judge_queue.sql
 \ir functions/26_text_metrics.sql
 \ir functions/27_ragas_metrics.sql
+\ir functions/28_yes_no.sql
+\ir functions/29_metric_registry.sql
 \ir functions/30_retrieval.sql
 \ir functions/32_fusion.sql
 \ir functions/35_maintenance.sql
@@ -106,6 +112,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 74f49f87ac01055dbe5a1c0418d5888dafb4cc54d209658755ba188fe7562a6b
+\set ragsql_fingerprint 96f085b58896ee949eba2cd084c6025352cb60d7234640395a10d92897fec304
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -257,6 +257,9 @@ def default_responder(task: str, messages: list[dict[str, Any]], request_json: d
         q_terms, a_terms = _terms(_between(user, "question")), set(_terms(_between(user, "answer")))
         share = sum(t in a_terms for t in q_terms) / len(q_terms) if q_terms else 0.0
         reply = {"score": 1 + round(4 * share), "reason": "fake"}
+    elif '{"verdict": true' in messages[0].get("content", ""):  # a yes/no metric of the registry: yes when the
+        q_terms, a_terms = _terms(_between(user, "question")), set(_terms(_between(user, "answer")))  # answer
+        reply = {"verdict": any(t in a_terms for t in q_terms), "reason": "fake"}  # shares a word of the question
     elif task == "generate":
         reply = _generated(user)
     elif task == "synthesize":

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ragsql import db
+from ragsql import db, registry
 from ragsql.cli.output import render, stderr_console
 from ragsql.cli.report import write_report
 from ragsql.cli.specs import int4
@@ -21,14 +21,7 @@ __all__ = ["demo_command"]
 
 MODES = ("bm25", "vector", "hybrid")
 RETRIEVAL = ["Success@1", "Success@5", "R@10", "RR@10", "nDCG@10"]
-GENERATION = [
-    "faithfulness",
-    "answer_relevancy",
-    "context_precision",
-    "context_recall",
-    "answer_correctness",
-    "citation_coverage",
-]
+GENERATION = [m.name for m in registry.METRICS if m.headline]
 
 
 def _data() -> Path:

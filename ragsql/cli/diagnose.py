@@ -28,10 +28,10 @@ def diagnose_command(run: str, per_query: bool, fmt: str) -> None:
         db.ensure_schema(conn)
         names.run_id(conn, run)
         if per_query:
-            rows = diagnostics.query_causes(conn, run)
+            columns, rows = diagnostics.query_causes(conn, run)
             render(
                 rows,
-                ["qid", "answer_correctness", "context_recall", "context_precision", "cause"],
+                columns,
                 fmt,
                 title=f"run {run}: likely cause per query (correctness < 0.7 is wrong; recall, precision >= 0.7 "
                 "is high)",

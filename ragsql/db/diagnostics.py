@@ -15,8 +15,8 @@ def run_checks(conn: psycopg.Connection, run: str) -> list[dict]:
         return cur.fetchall()
 
 
-def query_causes(conn: psycopg.Connection, run: str) -> list[dict]:
-    """ragsql.diagnose_queries: qid, answer_correctness, context_recall, context_precision, cause."""
+def query_causes(conn: psycopg.Connection, run: str) -> tuple[list[str], list[dict]]:
+    """ragsql.diagnose_queries' columns (qid, the metrics it reads, cause) and rows."""
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute("select * from ragsql.diagnose_queries(%s)", (run,))
-        return cur.fetchall()
+        return [c.name for c in cur.description or []], cur.fetchall()

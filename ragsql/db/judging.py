@@ -400,6 +400,18 @@ async def store_questions(
     )
 
 
+async def store_yes_no(
+    conn, task: Task, model: str, prompt_version: str, verdict: bool, reason: str, call_id: int
+) -> None:
+    """The judge's yes or no on a yes/no metric's question (the task's kind is the metric)."""
+    await _insert(
+        conn,
+        "yes_no_verdict",
+        ("run_id", "query_id", "metric", "model", "prompt_version", "verdict", "reason", "call_id"),
+        [(task.run_id, task.query_id, task.kind, model, prompt_version, verdict, reason, call_id)],
+    )
+
+
 async def store_rating(
     conn, task: Task, criterion: str, model: str, prompt_version: str, score: int, reason: str, call_id: int
 ) -> None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import dict_row
 
+from ragsql import registry
+
 __all__ = [
     "LABEL_COLUMNS",
     "AnswerTexts",
@@ -24,7 +26,8 @@ __all__ = [
     "store_labels",
 ]
 
-STATEMENT_PURPOSES = ["faithfulness", "context_recall", "correctness_answer", "correctness_reference"]
+STATEMENT_PURPOSES = {p: m.name for m in registry.METRICS for p in m.reviewed_statements}
+"""The statement verdicts a review sheet shows, by purpose, and the metric each feeds (from the registry)."""
 # a label to store: (run, qid, metric, item, reviewer, score, verdict, judge_model, judge_value, judge_verdict, source)
 LABEL_COLUMNS = (
     "run",
@@ -103,7 +106,7 @@ def review_sheet(
         values = cur.fetchall()
         cur.execute(
             "select v.* from ragsql.statement_verdicts(%s, %s, %s) as v where v.qid = any (%s)",
-            (run, STATEMENT_PURPOSES, judge, qids),
+            (run, list(STATEMENT_PURPOSES), judge, qids),
         )
         verdicts = cur.fetchall()
         cur.execute(
@@ -123,7 +126,7 @@ def review_sheet(
         statements = [
             {
                 "item": f"{v['purpose']}:{v['statement_no']}",
-                "metric": _metric_of(v["purpose"]),
+                "metric": STATEMENT_PURPOSES[v["purpose"]],
                 "statement": v["statement"],
                 "judge": v["verdict"],
                 "judge_model": v["model"],
@@ -138,11 +141,6 @@ def review_sheet(
             SheetItem(run, qid, questions.get(qid), text.answer, text.references, text.contexts, metrics, statements)
         )
     return sheet
-
-
-def _metric_of(purpose: str) -> str:
-    """The metric a statement verdict feeds."""
-    return "answer_correctness" if purpose.startswith("correctness_") else purpose
 
 
 def labelled(conn: psycopg.Connection, keys: Sequence[tuple[str, str, str, str, str]]) -> dict[tuple, str]:

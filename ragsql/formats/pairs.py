@@ -11,21 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ragsql import registry
 from ragsql.errors import InputError
 from ragsql.formats.values import id_problem, loads, text_problem
 
 __all__ = ["NEEDS", "Pair", "Side", "parse_pairs"]
 
-NEEDS = {  # what each metric reads from a side ("reference" is shared)
-    "faithfulness": ("answer", "contexts"),
-    "answer_relevancy": ("answer",),
-    "answer_relevancy_rating": ("answer",),
-    "context_relevance": ("contexts",),
-    "context_precision": ("contexts",),
-    "context_recall": ("contexts", "reference"),
-    "answer_similarity": ("answer", "reference"),
-    "answer_correctness": ("answer", "reference"),
-}
+NEEDS = {name: kind.sides for name, kind in registry.KINDS.items() if kind.judge_check}
+"""What each checkable metric reads from a side ("reference" is shared), from the metric registry."""
+_SPELLED = {"reference": "a reference", "answer": "an answer"}
 _FIELDS = {"id", "metric", "question", "language", "kind", "answer", "contexts", "reference", "better", "worse"}
 _SIDE_FIELDS = {"answer", "contexts"}
 
@@ -99,13 +93,11 @@ def _pair(obj: object, line: int) -> Pair:
         if extra:
             raise ValueError(f"unknown field {name}.{extra[0]} (expected answer, contexts)")
         side = _side(given, name, shared)
+        present = {"reference": reference is not None, "answer": side.answer is not None}
+        either = registry.kind(metric).needs_any
         for need in NEEDS[metric]:
-            if (
-                need == "reference"
-                and reference is None
-                or (metric == "context_precision" and reference is None and side.answer is None)
-            ):
-                raise ValueError(f"{metric} needs a reference" + (" or an answer" if need != "reference" else ""))
+            if need == "reference" and reference is None or (either and not any(present[n] for n in either)):
+                raise ValueError(f"{metric} needs " + " or ".join(_SPELLED[n] for n in either or ("reference",)))
             if (need == "answer" and side.answer is None) or (need == "contexts" and not side.contexts):
                 raise ValueError(f"{metric} needs {need} on the {name} side")
         sides.append(side)

@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from ragsql import registry
 from ragsql.judge import verdicts as v
 from ragsql.judge.language import LANGUAGES, detect_language, split_sentences
 
@@ -50,6 +51,7 @@ __all__ = [
     "synthesize",
     "usefulness",
     "verify",
+    "yes_no",
 ]
 
 PROMPT_NAMES = (
@@ -146,7 +148,7 @@ class JudgeRequest(Generic[T]):
 @functools.cache
 def load_prompt(name: str, language: str) -> Prompt:
     """Read ``prompts/<name>.<language>.txt``: a ``version:`` line, then ``=== section`` blocks."""
-    if name not in (*PROMPT_NAMES, *GENERATION_PROMPTS) or language not in LANGUAGES:
+    if name not in (*PROMPT_NAMES, *GENERATION_PROMPTS, *registry.YES_NO) or language not in LANGUAGES:
         raise ValueError(f"no prompt {name!r} in language {language!r}")
     raw = resources.files("ragsql.judge").joinpath("prompts", f"{name}.{language}.txt").read_text("utf-8")
     head, *blocks = re.split(r"^=== (\w+)\n", raw, flags=re.M)
@@ -379,6 +381,30 @@ def rating(question: str, answer: str, *, language: str | None = None) -> JudgeR
         inputs={"question": question, "answer": answer},
         question=escape(question.strip()),
         answer=escape(answer.strip()),
+    )
+
+
+def yes_no(
+    metric: str,
+    question: str,
+    answer: str,
+    *,
+    contexts: Sequence[str] = (),
+    reference: str | None = None,
+    language: str | None = None,
+) -> JudgeRequest[v.YesNo]:
+    """The question of a yes/no metric of the registry about one answer, from the metric's own prompt files; its
+    user section may use $question, $answer, $contexts_block and $reference_block (empty when absent)."""
+    lang = _language(language, question)
+    return _request(
+        metric,
+        lang,
+        v.YesNo,
+        inputs={"question": question, "answer": answer, "contexts": list(contexts), "reference": reference},
+        question=escape(question.strip()),
+        answer=escape(answer.strip()),
+        contexts_block=f"<contexts>\n{_contexts(contexts)}\n</contexts>" if contexts else "",
+        reference_block=_block("reference", reference) if reference else "",
     )
 
 

@@ -246,6 +246,13 @@ class Rating(BaseModel):
     reason: str = ""
 
 
+class YesNo(BaseModel):
+    """The judge's yes (true) or no on the question of a yes/no metric (ragsql/registry.py `yes_no`)."""
+
+    verdict: bool
+    reason: str = ""
+
+
 class AspectVerdict(BaseModel):
     """Yes/no verdict on one aspect (harmfulness, coherence, … or a user-defined one)."""
 

@@ -23,10 +23,14 @@ from ragsql.judge.language import detect_language
 from ragsql.orchestrator.job import Job, Store, TaskFailed, together
 from ragsql.orchestrator.service import CallFailed
 
-__all__ = ["KINDS", "NEEDS_CONTEXTS", "NEEDS_REFERENCE"]
-
-NEEDS_REFERENCE = {"context_entity_recall", "factual_correctness", "noise_sensitivity"}
-NEEDS_CONTEXTS = {"response_groundedness", "nv_context_relevance", "context_entity_recall", "noise_sensitivity"}
+__all__ = [
+    "context_entity_recall",
+    "factual_correctness",
+    "noise_sensitivity",
+    "nv_context_relevance",
+    "response_groundedness",
+    "rubrics_score",
+]
 
 
 def _joined(job: Job) -> list[str]:
@@ -182,13 +186,3 @@ async def rubrics_score(job: Job) -> list[Store]:
     ]
     version = requests[0].prompt_version
     return [lambda c: db.store_rubric_verdicts(c, job.task, job.model, version, rows)]
-
-
-KINDS = {
-    "response_groundedness": response_groundedness,
-    "nv_context_relevance": nv_context_relevance,
-    "context_entity_recall": context_entity_recall,
-    "factual_correctness": factual_correctness,
-    "noise_sensitivity": noise_sensitivity,
-    "rubrics_score": rubrics_score,
-}

@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 
+from ragsql import registry
 from ragsql.calls import CallService, alive
 from ragsql.db import judging as db
 from ragsql.errors import DatabaseError, InputError
@@ -28,10 +29,11 @@ from ragsql.orchestrator.service import CallFailed, Judging, Tally, WorkerDb
 
 __all__ = ["METRICS", "JudgePlan", "JudgeResult", "choose_kinds", "judge_run", "plan_run"]
 
-# CLI metric names (RAGAS spelling) -> task kinds; answer_relevancy_rating and RAGAS's later metrics cost calls the
-# others do not share, so they are judged only on request (tasks.OPT_IN).
-METRICS = {name: name for name in t.KINDS}
-DEFAULT_METRICS = [m for m in METRICS if m not in t.OPT_IN]
+# `ragsql judge --metrics` names the registry's judge kinds; the opt-in ones cost calls the default ones do not share
+METRICS = list(registry.KINDS)
+DEFAULT_METRICS = [name for name, kind in registry.KINDS.items() if kind.default]
+# why a kind is skipped for a run without an input every metric of it needs
+_MISSING = {"contexts": "no contexts", "reference": "no reference answers", "cites": "no answer cites its contexts"}
 LEASE_SECONDS = 120.0
 MAX_BATCH = 32  # most tasks one worker claims at once
 
@@ -77,20 +79,15 @@ async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[l
             "or write them with `ragsql generate --run RUN`)"
         )
     wanted = list(dict.fromkeys(metrics or DEFAULT_METRICS))
-    skipped: dict[str, str] = {}
-    if shape["with_references"] == 0:
-        skipped.update({m: "no reference answers" for m in wanted if m in t.NEEDS_REFERENCE})
-    if shape["with_contexts"] == 0:
-        skipped.update(
-            {
-                m: "no contexts"
-                for m in wanted
-                if m in ("faithfulness", "context_precision", "context_relevance", "context_recall", *t.NEEDS_CONTEXTS)
-            }
-        )
-    if metrics is None and "citations" in wanted and not await _any_citation(conn, rid):
-        skipped["citations"] = "no answer cites its contexts"
-    return [METRICS[m] for m in wanted if m not in skipped], skipped
+    missing = {
+        n for n, count in (("reference", shape["with_references"]), ("contexts", shape["with_contexts"])) if not count
+    }
+    if metrics is None and any("cites" in registry.kind(m).needs for m in wanted):
+        # an answer may cite nothing: a named kind is judged (and says so), a default one is skipped
+        missing |= set() if await _any_citation(conn, rid) else {"cites"}
+    reasons = {m: [_MISSING[n] for n in _MISSING if n in missing and n in registry.kind(m).needs] for m in wanted}
+    skipped = {m: why[0] for m, why in reasons.items() if why}
+    return [m for m in wanted if m not in skipped], skipped
 
 
 async def _any_citation(conn, rid: int) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
 
+from ragsql import registry
 from ragsql.db import judging as db
 from ragsql.judge import prompts as p
 from ragsql.judge.language import detect_language, split_sentences
@@ -13,12 +14,8 @@ from ragsql.judge.verdicts import CITATION, citation_id, context_citations
 from ragsql.orchestrator import ragas_tasks
 from ragsql.orchestrator.job import Job, Store, TaskFailed, together
 
-__all__ = ["KINDS", "NEEDS_CONTEXTS", "NEEDS_REFERENCE", "OPT_IN", "Job", "TaskFailed", "run_task", "together"]
+__all__ = ["KINDS", "Job", "TaskFailed", "run_task", "together"]
 
-NEEDS_REFERENCE = {"context_recall", "answer_similarity", "answer_correctness", *ragas_tasks.NEEDS_REFERENCE}
-NEEDS_CONTEXTS = ragas_tasks.NEEDS_CONTEXTS
-OPT_IN = {"answer_relevancy_rating", *ragas_tasks.KINDS}
-"""Kinds judged only when asked for (`ragsql judge --metrics`): each costs calls the default metrics do not share."""
 NONCOMMITTAL_PLACEHOLDER = "(none: the answer is non-committal)"
 
 
@@ -151,6 +148,28 @@ async def aspect_critique(job: Job) -> list[Store]:
     return [lambda c: db.store_aspect_verdicts(c, job.task, job.model, request.prompt_version, rows, got.call_id)]
 
 
+async def yes_no(job: Job) -> list[Store]:
+    """A yes/no metric of the registry: its own prompt, one call per answer."""
+    if "contexts" in registry.kind(job.task.kind).needs:
+        job.contexts()  # fails the task of an answer without contexts
+    references = job.references()
+    request = p.yes_no(
+        job.task.kind,
+        job.sample.question,
+        job.sample.answer,
+        contexts=[c.text for c in job.sample.contexts],
+        reference=references[0] if references else None,
+        language=job.language,
+    )
+    got = await job.ask(request)
+    verdict = got.verdict
+    return [
+        lambda c: db.store_yes_no(
+            c, job.task, job.model, request.prompt_version, verdict.verdict, verdict.reason, got.call_id
+        )
+    ]
+
+
 def cited_sentences(answer: str, ids: Collection[str]) -> list[tuple[str, list[str]]]:
     """The answer's sentences with the contexts each cites (`context_citations`: [c12], [3], [a, b] where these
     are the contexts' citation ids); a sentence of bracketed text alone joins the sentence before."""
@@ -205,24 +224,17 @@ def _context_text(job: Job, docno: str) -> str:
 
 
 KINDS: dict[str, Callable[[Job], Awaitable[list[Store]]]] = {
-    "faithfulness": faithfulness,
-    "answer_relevancy": answer_relevancy,
-    "answer_relevancy_rating": answer_relevancy_rating,
-    "context_precision": context_precision,
-    "context_relevance": context_relevance,
-    "context_recall": context_recall,
-    "answer_similarity": answer_similarity,
-    "answer_correctness": answer_correctness,
-    "aspect_critique": aspect_critique,
-    "citations": citations,
-    **ragas_tasks.KINDS,
+    name: yes_no if name in registry.YES_NO else globals().get(name) or getattr(ragas_tasks, name)
+    for name in registry.KINDS
 }
+"""The task function of each judge kind of the registry: `yes_no` for a yes/no metric, else the function named
+after the kind (here or in ragas_tasks)."""
 
 
 async def run_task(job: Job) -> list[Store]:
     """The rows a task stores; TaskFailed (or CallFailed) when it cannot be judged."""
     if not job.sample.answer.strip():
         raise TaskFailed("the answer is empty")
-    if job.task.kind in NEEDS_REFERENCE and not job.sample.references:
+    if "reference" in registry.kind(job.task.kind).needs and not job.sample.references:
         return []
     return await KINDS[job.task.kind](job)

@@ -217,7 +217,7 @@ begin
     -- table would silently choose nothing.
     if _newest_verdicts.verdicts not in ('graded_verdict', 'statement_verdict', 'aspect_verdict', 'rubric_verdict',
                                          'rating', 'context_verdict', 'context_sentence_verdict', 'citation_verdict',
-                                         'generated_question', 'entity_extraction') then
+                                         'generated_question', 'entity_extraction', 'yes_no_verdict') then
         raise exception 'unknown verdict table %', _newest_verdicts.verdicts
             using errcode = 'invalid_parameter_value';
     end if;
@@ -271,6 +271,11 @@ begin
             from ragsql.generated_question as g
             where _newest_verdicts.verdicts = 'generated_question' and g.run_id = _newest_verdicts.run_id
             union all
+            select y.model, y.prompt_version, y.created_at
+            from ragsql.yes_no_verdict as y
+            where _newest_verdicts.verdicts = 'yes_no_verdict'
+              and y.run_id = _newest_verdicts.run_id and y.metric = any (_newest_verdicts.keys)
+            union all
             -- entity sets are kept per text, not per run: keys are the hashes of the run's texts
             select e.model, e.prompt_version, e.created_at
             from ragsql.entity_extraction as e
@@ -288,7 +293,7 @@ $$;
 comment on function ragsql._newest_verdicts(bigint, text, text[], text, text, text, text) is
     'The (model, prompt_version) of the verdicts a run''s metric reads from one verdict table (graded_verdict by '
     'metric, statement_verdict by purpose, aspect_verdict by aspect and rubric_verdict by rubric, both with the '
-    'definition hash, rating by criterion, entity_extraction by the hashes of the run''s texts, the other tables '
+    'definition hash, rating by criterion, yes_no_verdict by metric, entity_extraction by the hashes of the run''s texts, the other tables '
     'by run alone): the filters, completed by the newest LLM judge''s, else the newest offline one''s (ties: '
     'smallest model, then prompt_version, bytewise). The one verdict-set choice of every generation metric.';
 

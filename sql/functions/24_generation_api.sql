@@ -66,85 +66,13 @@ begin
         return query
         select spec.ord, f.qid, spec.metric, f.value, f.reason, f.judge_model, f.judge_prompt_version,
                f.judge_embedder, f.detail, has_task
-        from (
-            select * from ragsql.faithfulness(run, model, prompt_version, partial_weight)
-            where spec.family = 'faithfulness'
-            union all
-            select * from ragsql.contradiction_rate(run, model, prompt_version)
-            where spec.family = 'contradiction_rate'
-            union all
-            select * from ragsql.answer_relevancy(run, model, prompt_version, embedder)
-            where spec.family = 'answer_relevancy'
-            union all
-            select * from ragsql.answer_relevancy_rating(run, model, prompt_version)
-            where spec.family = 'answer_relevancy_rating'
-            union all
-            select * from ragsql.answer_relevancy_cosine(run, coalesce(embedder, ragsql._run_embedder(rid, null, model)))
-            where spec.family = 'answer_relevancy_cosine'
-            union all
-            select * from ragsql.context_precision(run, model, prompt_version)
-            where spec.family = 'context_precision'
-            union all
-            select * from ragsql.context_relevance(run, model, prompt_version)
-            where spec.family = 'context_relevance'
-            union all
-            select * from ragsql.context_recall(run, model, prompt_version, partial_weight)
-            where spec.family = 'context_recall'
-            union all
-            select * from ragsql.answer_similarity(run, coalesce(embedder, ragsql._run_embedder(rid, null, model)))
-            where spec.family = 'answer_similarity'
-            union all
-            select * from ragsql.answer_correctness_f1(run, model, prompt_version)
-            where spec.family = 'answer_correctness_f1'
-            union all
-            select * from ragsql.answer_correctness(run, model, prompt_version, embedder,
-                                                    factual_weight, similarity_weight)
-            where spec.family = 'answer_correctness'
-            union all
-            select * from ragsql.aspect_critique(run, spec.aspect, model, prompt_version)
-            where spec.family = 'aspect'
-            union all
-            select * from ragsql.citation_coverage(run, model, prompt_version)
-            where spec.family = 'citation_coverage'
-            union all
-            select * from ragsql.citation_validity(run, model, prompt_version)
-            where spec.family = 'citation_validity'
-            union all
-            select * from ragsql.response_groundedness(run, model, prompt_version)
-            where spec.family = 'response_groundedness'
-            union all
-            select * from ragsql.nv_context_relevance(run, model, prompt_version)
-            where spec.family = 'nv_context_relevance'
-            union all
-            select * from ragsql.context_entity_recall(run, model, prompt_version)
-            where spec.family = 'context_entity_recall'
-            union all
-            select * from ragsql.factual_correctness(run, substring(spec.metric from '\(mode=(\w+)\)'), 1.0, null,
-                                                     null, model, prompt_version)
-            where spec.family like 'factual\_correctness(mode=%)'
-            union all
-            select * from ragsql.noise_sensitivity(run, substring(spec.metric from '\(mode=(\w+)\)'), model,
-                                                   prompt_version)
-            where spec.family like 'noise\_sensitivity(mode=%)'
-            union all
-            select * from ragsql.rubrics_score(run, substr(spec.metric, length('rubrics_score:') + 1), model,
-                                               prompt_version)
-            where spec.family like 'rubrics\_score:%'
-            union all  -- the metrics that need no judge, each family computed by one function
-            select * from ragsql.text_metric(run, spec.metric)
-            where spec.family = 'text_metric'
-            union all
-            select * from ragsql.context_id_metric(run, spec.metric)
-            where spec.family = 'context_id_metric'
-            union all
-            select * from ragsql.string_context_metric(run, spec.metric)
-            where spec.family = 'string_context_metric'
-        ) as f;
+        from ragsql._metric_rows(spec.metric, run, rid, model, prompt_version, embedder, partial_weight,
+                                 factual_weight, similarity_weight) as f;
     end loop;
 end
 $$;
 comment on function ragsql._evaluate_generation(text, text[], text, text, text, float8, float8, float8) is
-    'Per-query rows of the named generation metrics of a run, each from its own function; has_task = the run has judge tasks of its kind.';
+    'Per-query rows of the named generation metrics of a run, each from its own function (ragsql._metric_rows); has_task = the run has judge tasks of its kind.';
 
 create or replace function ragsql._default_generation_metrics(run text)
 returns text[]

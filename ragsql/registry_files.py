@@ -1,0 +1,129 @@
+"""The files derived from the metric registry (ragsql/registry.py), written by `python -m ragsql.registry_files`:
+sql/functions/29_metric_registry.sql (the rows of ragsql.generation_metric and ragsql._metric_rows, the dispatch to
+each metric's function) and docs/metrics.md (the metric reference); it then refreshes sql/install.sql's
+fingerprint. A test fails when a file is stale."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from ragsql.registry import INPUTS, METRICS, Metric
+
+__all__ = ["FILES", "metrics_doc", "registry_sql"]
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = "-- Written by `python -m ragsql.registry_files` from ragsql/registry.py: edit that, not this file.\n"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _rows() -> str:
+    rows = [
+        f"    ({_quote(m.name)}, {position}, {_quote(m.task) if m.task else 'null'}, "
+        f"{'true' if 'reference' in m.needs else 'false'}, {'true' if m.higher_is_better else 'false'},\n"
+        f"     {_quote(m.computed_by) if m.computed_by else 'null'},\n     {_quote(m.description)})"
+        for position, m in enumerate((m for m in METRICS if not m.template), 1)
+    ]
+    return ",\n".join(rows)
+
+
+def _condition(group: list[Metric]) -> str:
+    templates = [m for m in group if m.template]
+    if templates:
+        prefix = templates[0].name.split("<", 1)[0].replace("_", "\\_")
+        return f"metric like {_quote(prefix + '%')}"
+    return f"metric = any (array[{', '.join(_quote(m.name) for m in group)}])"
+
+
+def _dispatch() -> str:
+    groups: dict[str, list[Metric]] = {}
+    for m in METRICS:
+        groups.setdefault(m.sql, []).append(m)
+    branches = [f"    select * from {call}\n    where {_condition(group)}" for call, group in groups.items()]
+    return "\n    union all\n".join(branches)
+
+
+def registry_sql() -> str:
+    """sql/functions/29_metric_registry.sql."""
+    return f"""{HEADER}
+-- The built-in generation metrics, as the registry declares them, at positions 1..999 (a rubric of `ragsql rubric
+-- add` adds its own row at 1001 and up). Their positions are set aside first, so that a metric declared between two
+-- others moves them without a clash of the unique position; a built-in the registry no longer declares goes.
+update ragsql.generation_metric set position = -position where position between 1 and 999;
+insert into ragsql.generation_metric
+    (metric, position, task_kind, needs_reference, higher_is_better, computed_by, description)
+values
+{_rows()}
+on conflict (metric) do update
+set position = excluded.position, task_kind = excluded.task_kind, needs_reference = excluded.needs_reference,
+    higher_is_better = excluded.higher_is_better, computed_by = excluded.computed_by,
+    description = excluded.description;
+delete from ragsql.generation_metric where position < 0;
+
+create or replace function ragsql._metric_rows(
+    metric text, run text, rid bigint, model text, prompt_version text, embedder text, partial_weight float8,
+    factual_weight float8, similarity_weight float8)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+{_dispatch()}
+$$;
+comment on function ragsql._metric_rows(text, text, bigint, text, text, text, float8, float8, float8) is
+    'Per-query rows of one generation metric of a run from its own function, as ragsql/registry.py declares it '
+    '(the body of ragsql._evaluate_generation''s loop).';
+"""
+
+
+def metrics_doc() -> str:
+    """docs/metrics.md."""
+    lines = [
+        "# Generation metrics",
+        "",
+        "<!-- Written by `python -m ragsql.registry_files` from ragsql/registry.py: edit that, not this file. -->",
+        "",
+        "Every generation metric, as `ragsql.evaluate_generation`, `ragsql scores` and `ragsql.evaluate` name it.",
+        "Judge kind: the `ragsql judge --metrics` name whose verdicts it reads (none: computed from the data alone).",
+        "Opt-in metrics are judged only when named. Retrieval measures: see the SQL reference of `ragsql.evaluate`.",
+        "",
+        "| metric | definition | reads | judge kind | range | better | default | tested against |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for m in METRICS:
+        low, high = (f"{v:g}" for v in m.scale)
+        lines.append(
+            f"| `{m.name}` | {m.description.replace('|', '&#124;')} | {', '.join(m.needs)} | {m.task or '—'} "
+            f"| {low}–{high} | {'higher' if m.higher_is_better else 'lower'} | {'yes' if m.default else 'opt-in'} "
+            f"| {m.tested_against} |"
+        )
+    lines += ["", "Inputs:", ""] + [f"- `{name}`: {text}" for name, text in INPUTS.items()]
+    return "\n".join(lines) + "\n"
+
+
+FILES = {"sql/functions/29_metric_registry.sql": registry_sql, "docs/metrics.md": metrics_doc}
+
+
+def main() -> None:
+    for path, render in FILES.items():
+        (ROOT / path).write_text(render(), encoding="utf-8")
+        print(path, file=sys.stderr)
+    # the install's fingerprint covers the SQL just written (a test checks it), so a database upgrades on next use
+    from ragsql.db.install import fingerprint
+
+    install = ROOT / "sql" / "install.sql"
+    text = re.sub(
+        r"(?m)^\\set ragsql_fingerprint .*$",
+        lambda _: f"\\set ragsql_fingerprint {fingerprint()}",
+        install.read_text(encoding="utf-8"),
+    )
+    install.write_text(text, encoding="utf-8")
+    print("sql/install.sql (fingerprint)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

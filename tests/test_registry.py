@@ -1,0 +1,91 @@
+"""The metric registry is the one declaration of every generation metric: the files derived from it are current,
+the SQL catalog and the judge's plan agree with it, and no metric name is written out anywhere else."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from ragsql import registry
+from ragsql.registry_files import FILES, ROOT
+
+PACKAGE = ROOT / "ragsql"
+# where a metric's name may be written: the registry, and each judge kind's own code (its task, prompts, offline
+# heuristic), which stores and reads verdicts under its name
+KIND_CODE = {
+    "registry.py",
+    "registry_files.py",
+    "orchestrator/tasks.py",
+    "orchestrator/ragas_tasks.py",
+    "judge/prompts.py",
+    "judge/heuristics.py",
+    "judge/offline.py",
+}
+
+
+@pytest.mark.parametrize("path", sorted(FILES))
+def test_derived_files_are_current(path):
+    assert (ROOT / path).read_text(encoding="utf-8") == FILES[path](), (
+        f"{path} is stale: run `python -m ragsql.registry_files`"
+    )
+
+
+def _names() -> set[str]:
+    fixed = {m.name for m in registry.METRICS if not m.template}
+    return fixed | set(registry.KINDS)
+
+
+def _written_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """String constants that are metric or kind names, except `__all__` entries and subscripts (a row's column)."""
+    names = _names()
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            skip.update(id(n) for n in ast.walk(node.value))
+        if isinstance(node, ast.Subscript):
+            skip.add(id(node.slice))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in skip
+    ]
+
+
+def test_no_metric_name_is_written_outside_the_registry():
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name!r}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if str(path.relative_to(PACKAGE)) not in KIND_CODE
+        for line, name in _written_names(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert not found, "metric names belong in ragsql/registry.py:\n" + "\n".join(found)
+
+
+def test_the_check_finds_a_hand_kept_list():
+    tree = ast.parse('NEEDS_REFERENCE = {"context_recall", "answer_similarity"}\nrow["faithfulness"]\n')
+    assert _written_names(tree) == [(1, "context_recall"), (1, "answer_similarity")]
+
+
+def test_every_kind_has_a_task_and_prompts_or_no_call():
+    from ragsql.orchestrator import tasks
+
+    assert list(tasks.KINDS) == list(registry.KINDS)
+    assert all(callable(f) for f in tasks.KINDS.values())
+
+
+def test_the_catalog_is_the_registry(db):
+    conn = db
+    rows = conn.execute(
+        "select metric, task_kind, needs_reference, higher_is_better, computed_by, description "
+        "from ragsql.generation_metric where position < 1000 order by position"
+    ).fetchall()
+    expected = [
+        (m.name, m.task, "reference" in m.needs, m.higher_is_better, m.computed_by, m.description)
+        for m in registry.METRICS
+        if not m.template
+    ]
+    assert rows == expected
+    for m in registry.METRICS:
+        example = m.name.replace("<name>", "coherence" if m.name.startswith("aspect") else "default")
+        assert conn.execute("select ragsql.higher_is_better(%s)", (example,)).fetchone()[0] is m.higher_is_better
