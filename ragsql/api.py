@@ -194,10 +194,7 @@ def metrics(
 
     with connect(database_url) as conn:
         names.run_id(conn, run)
-        kinds = generation.metric_kinds(conn)
-        gen = (
-            None if measures is None else [m for m in measures if m.lower().strip() in kinds or m.startswith("aspect:")]
-        )
+        gen = None if measures is None else generation.generation_names(conn, measures)
         ret = None if measures is None else [m for m in measures if m not in gen]
         rows = [
             {
@@ -461,7 +458,7 @@ def _split_metrics(
     ret: list[str] = []
     for name in asked:
         cleaned = name.lower().strip()
-        generated = cleaned in kinds or cleaned.startswith("aspect:")
+        generated = cleaned in kinds or registry.metric_or_none(cleaned) is not None
         spec = "ragsql._generation_metric_spec" if generated else "ragsql._measure_spec"
         try:
             conn.execute(f"select count(*) from {spec}(%s)", ([name],)).fetchone()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["INPUTS", "KINDS", "METRICS", "YES_NO", "JudgeKind", "Metric", "kind", "metric", "yes_no"]
+__all__ = ["INPUTS", "KINDS", "METRICS", "YES_NO", "JudgeKind", "Metric", "kind", "metric", "metric_or_none", "yes_no"]
 
 INPUTS = {
     "answer": "the answer",
@@ -352,6 +352,14 @@ def metric(name: str) -> Metric:
         if m.name == name or (m.template and name.startswith(m.name.split("<", 1)[0])):
             return m
     raise KeyError(name)
+
+
+def metric_or_none(name: str) -> Metric | None:
+    """The declaration of a metric, or None for a name that is none (a retrieval measure)."""
+    try:
+        return metric(name)
+    except KeyError:
+        return None
 
 
 def kind(name: str) -> JudgeKind:

@@ -66,7 +66,7 @@ def metrics_command(
     with db.connect() as conn:
         db.ensure_schema(conn)
         names.run_id(conn, run)
-        if asked and _generation_names(conn, asked):
+        if asked and generation.generation_names(conn, asked):
             _generation_metrics(conn, run, asked, per_query, answerable_only or ci, fmt)
             return
         unmatched = gold.run_unmatched(conn, run)
@@ -107,17 +107,11 @@ def metrics_command(
     render(rows, columns, fmt, title=None if fmt != "table" else _title(run, values, rel_level, answerable_only))
 
 
-def _generation_names(conn: psycopg.Connection, asked: list[str]) -> list[str]:
-    """The names among `asked` that are generation metrics (ragsql.generation_metric, aspect:<name>)."""
-    kinds = generation.metric_kinds(conn)
-    return [m for m in asked if m.lower().strip() in kinds or m.lower().strip().startswith("aspect:")]
-
-
 def _generation_metrics(
     conn: psycopg.Connection, run: str, asked: list[str], per_query: bool, retrieval_only: bool, fmt: str
 ) -> None:
     """Generation metrics named in --measures, as `ragsql scores` computes them (ragsql.summarize_generation)."""
-    if len(_generation_names(conn, asked)) < len(asked):
+    if len(generation.generation_names(conn, asked)) < len(asked):
         raise UsageError(
             "--measures mixes generation metrics and retrieval measures: ask for them separately, or "
             "see both with `ragsql scores`"

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import psycopg
 from psycopg.rows import dict_row
 
-__all__ = ["metric_kinds", "no_judge_metrics", "query_generation", "run_generation"]
+from ragsql import registry
+
+__all__ = ["generation_names", "metric_kinds", "no_judge_metrics", "query_generation", "run_generation"]
 
 
 def run_generation(
@@ -35,6 +39,13 @@ def metric_kinds(conn: psycopg.Connection) -> dict[str, str | None]:
     """Each generation metric's name and the judge task kind whose verdicts it reads (ragsql.generation_metric);
     None for a metric computed with no judge (exact_match, token_f1, id_based_context_precision, …)."""
     return dict(conn.execute("select metric, task_kind from ragsql.generation_metric").fetchall())
+
+
+def generation_names(conn: psycopg.Connection, names: Sequence[str]) -> list[str]:
+    """The names among `names` that are generation metrics (ragsql.generation_metric, or aspect:<name>); the
+    others are retrieval measures."""
+    kinds = metric_kinds(conn)
+    return [m for m in names if (c := m.lower().strip()) in kinds or registry.metric_or_none(c) is not None]
 
 
 def no_judge_metrics(conn: psycopg.Connection) -> dict[str, str]:

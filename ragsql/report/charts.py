@@ -13,6 +13,7 @@ matplotlib.use("Agg")  # no display: draw to files only
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ragsql import registry  # noqa: E402
 from ragsql.db.compare import Comparison, IntervalValue  # noqa: E402
 
 __all__ = ["distributions", "forest", "heat_map", "overview"]
@@ -113,8 +114,9 @@ def forest(comparisons: Mapping[str, Sequence[Comparison]], higher: dict[str, bo
 
 
 def _scale(measure: str) -> tuple[float, float]:
-    """A measure's range: [0, 1], but 1..5 for a rubric score (RAGAS returns it unscaled)."""
-    return (1.0, 5.0) if measure.startswith("rubrics_score:") else (0.0, 1.0)
+    """A measure's range as the registry declares it (1..5 for a rubric score); [0, 1] for a retrieval measure."""
+    declared = registry.metric_or_none(measure)
+    return declared.scale if declared else (0.0, 1.0)
 
 
 def heat_map(per_query: Sequence[dict]) -> str:
