@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import click
 
 from ragsql import db
@@ -9,7 +12,10 @@ from ragsql.cli.output import FORMATS, format_option, render, report
 from ragsql.db import aspects
 from ragsql.errors import UsageError
 
-__all__ = ["aspect_group"]
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["aspect_group", "removal_command"]
 
 
 @click.group("aspect")
@@ -57,19 +63,26 @@ def list_command(fmt: str) -> None:
     render(rows, ["name", "definition", "builtin", "higher_is_better", "verdicts"], fmt, title="aspects")
 
 
-@aspect_group.command("remove")
-@click.argument("name")
-@click.option("--yes", is_flag=True, help="Really remove it and its verdicts (nothing is removed without it).")
-@format_option()
-def remove_command(name: str, yes: bool, fmt: str) -> None:
-    """Remove your aspect NAME and its verdicts (built-ins stay)."""
-    if not yes:
-        raise UsageError(f"aspect remove {name}: add --yes to remove it and its verdicts")
-    with db.connect() as conn:
-        db.ensure_schema(conn)
-        with conn.transaction():
-            verdicts = aspects.remove(conn, name)
-    if fmt == "json":
-        report({"aspect": name, "removed": True, "verdicts": verdicts})
-        return
-    click.echo(f"removed aspect {name} ({verdicts} verdicts)")
+def removal_command(kind: str, remove: Callable[[psycopg.Connection, str], int], verdicts: str) -> click.Command:
+    """The `remove` command of `ragsql aspect` and `ragsql rubric`: a user's NAME and its verdicts, only with --yes."""
+
+    @click.command("remove", help=f"Remove your {kind} NAME and its {verdicts} (built-ins stay).")
+    @click.argument("name")
+    @click.option("--yes", is_flag=True, help=f"Really remove it and its {verdicts} (nothing is removed without it).")
+    @format_option()
+    def remove_command(name: str, yes: bool, fmt: str) -> None:
+        if not yes:
+            raise UsageError(f"{kind} remove {name}: add --yes to remove it and its {verdicts}")
+        with db.connect() as conn:
+            db.ensure_schema(conn)
+            with conn.transaction():
+                removed = remove(conn, name)
+        if fmt == "json":
+            report({kind: name, "removed": True, "verdicts": removed})
+            return
+        click.echo(f"removed {kind} {name} ({removed} {verdicts})")
+
+    return remove_command
+
+
+aspect_group.add_command(removal_command("aspect", aspects.remove, "verdicts"))

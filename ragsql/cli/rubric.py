@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from ragsql import db
+from ragsql.cli.aspect import removal_command
 from ragsql.cli.output import FORMATS, format_option, render, report
 from ragsql.db import rubrics
-from ragsql.errors import UsageError
 
 __all__ = ["rubric_group"]
 
@@ -71,19 +71,4 @@ def list_command(fmt: str) -> None:
     render(rows, ["name", "metric", "builtin", "with_reference", "descriptions", "verdicts"], fmt, title="rubrics")
 
 
-@rubric_group.command("remove")
-@click.argument("name")
-@click.option("--yes", is_flag=True, help="Really remove it and its scores (nothing is removed without it).")
-@format_option()
-def remove_command(name: str, yes: bool, fmt: str) -> None:
-    """Remove your rubric NAME and its scores (built-ins stay)."""
-    if not yes:
-        raise UsageError(f"rubric remove {name}: add --yes to remove it and its scores")
-    with db.connect() as conn:
-        db.ensure_schema(conn)
-        with conn.transaction():
-            verdicts = rubrics.remove(conn, name)
-    if fmt == "json":
-        report({"rubric": name, "removed": True, "verdicts": verdicts})
-        return
-    click.echo(f"removed rubric {name} ({verdicts} scores)")
+rubric_group.add_command(removal_command("rubric", rubrics.remove, "scores"))
