@@ -15,7 +15,7 @@ from ragsql.errors import UsageError
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["aspect_group", "removal_command"]
+__all__ = ["aspect_group", "listing_command", "removal_command", "say_added"]
 
 
 @click.group("aspect")
@@ -44,23 +44,41 @@ def add_command(name: str, definition: str, lower_is_better: bool, replace: bool
         db.ensure_schema(conn)
         with conn.transaction():
             done = aspects.add(conn, name, definition, not lower_is_better, replace)
+    say_added("aspect", name, done, "aspect_critique", f"aspect:{name}", fmt, higher_is_better=not lower_is_better)
+
+
+def say_added(kind: str, name: str, done: str, task: str, metric: str, fmt: str, **extra: object) -> None:
+    """What `aspect add` and `rubric add` print: how to judge the new one and the metric name to read it by."""
     if fmt == "json":
-        report({"aspect": name, "done": done, "metric": f"aspect:{name}", "higher_is_better": not lower_is_better})
+        report({kind: name, "done": done, "metric": metric, **extra})
         return
-    click.echo(
-        f"{done} aspect {name}: judge it with `ragsql judge --run RUN --metrics aspect_critique`, "
-        f"read it as aspect:{name}"
+    click.echo(f"{done} {kind} {name}: judge it with `ragsql judge --run RUN --metrics {task}`, read it as {metric}")
+
+
+def listing_command(
+    title: str, rows: Callable[[psycopg.Connection], list[dict]], columns: list[str], help: str
+) -> click.Command:
+    """The `list` command of `ragsql aspect` and `ragsql rubric`: every row, built-ins first."""
+
+    @click.command("list", help=help)
+    @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+    def list_command(fmt: str) -> None:
+        with db.connect() as conn:
+            db.ensure_schema(conn)
+            found = rows(conn)
+        render(found, columns, fmt, title=title)
+
+    return list_command
+
+
+aspect_group.add_command(
+    listing_command(
+        "aspects",
+        aspects.list_aspects,
+        ["name", "definition", "builtin", "higher_is_better", "verdicts"],
+        "Every aspect: built-ins first, its definition, its direction and how many verdicts it has.",
     )
-
-
-@aspect_group.command("list")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def list_command(fmt: str) -> None:
-    """Every aspect: built-ins first, its definition, its direction and how many verdicts it has."""
-    with db.connect() as conn:
-        db.ensure_schema(conn)
-        rows = aspects.list_aspects(conn)
-    render(rows, ["name", "definition", "builtin", "higher_is_better", "verdicts"], fmt, title="aspects")
+)
 
 
 def removal_command(kind: str, remove: Callable[[psycopg.Connection, str], int], verdicts: str) -> click.Command:
