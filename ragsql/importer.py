@@ -72,8 +72,9 @@ def import_trec(
     with conn.transaction():
         dataset_id = load.ensure_dataset(conn, dataset)
         summary.queries = load.add_queries(conn, dataset_id, ((qid, None, None, None) for qid in judged))
-        summary.judgments = _add_judgments(
+        summary.judgments = _add_labels(
             conn,
+            _JUDGMENTS,
             dataset_id,
             dataset,
             judged,
@@ -202,8 +203,9 @@ def import_records(
             raise InputError("records carry retrieved items or answers: pass --run NAME to store them as a run", path)
         if run is not None and not (scan.results or scan.answers):
             raise InputError(f"--run {run} given, but no record has retrieved items or an answer", path)
-        summary.judgments = _add_judgments(
+        summary.judgments = _add_labels(
             conn,
+            _JUDGMENTS,
             dataset_id,
             dataset,
             scan.judged,
@@ -211,9 +213,19 @@ def import_records(
             replace,
             lambda: ((r.qid, docno, rel, text) for r in records() for docno, rel, text in r.judgments),
         )
-        summary.spans = _add_spans(conn, dataset_id, dataset, scan.spanned, path, replace, records)
-        summary.references = _add_references(
+        summary.spans = _add_labels(
             conn,
+            _SPANS,
+            dataset_id,
+            dataset,
+            scan.spanned,
+            path,
+            replace,
+            lambda: ((r.qid, *span) for r in records() for span in r.spans),
+        )
+        summary.references = _add_labels(
+            conn,
+            _REFERENCES,
             dataset_id,
             dataset,
             scan.referenced,
@@ -277,63 +289,43 @@ def _answer_contexts(records: Iterable[Record]) -> Iterator[tuple]:
             yield from ((r.qid, position, docno, text) for position, (docno, text) in enumerate(texts, start=1))
 
 
-def _add_spans(
+@dataclass(frozen=True)
+class _Labels:
+    """One kind of gold label an import checks against what the dataset already holds."""
+
+    what: str
+    stored: Callable[[psycopg.Connection, int, list[str]], dict]
+    delete: Callable[[psycopg.Connection, int, list[str]], None]
+    add: Callable[[psycopg.Connection, int, Iterable[tuple]], int]
+    file: Callable[[dict, tuple], None]  # puts a row (qid first) of a stored query where `stored` has its value
+
+
+def _by_docno(given: dict, row: tuple) -> None:
+    given.setdefault(row[0], {})[row[1]] = row[2]
+
+
+def _text(given: dict, row: tuple) -> None:
+    given.setdefault(row[0], []).append(row[1])
+
+
+def _span(given: dict, row: tuple) -> None:
+    given.setdefault(row[0], []).append(row[1:])
+
+
+_JUDGMENTS = _Labels("judgments", load.stored_judgments, load.delete_judgments, load.add_judgments, _by_docno)
+_SPANS = _Labels("gold spans", load.stored_gold_spans, load.delete_gold_spans, load.add_gold_spans, _span)
+_REFERENCES = _Labels(
+    "reference answers",
+    load.stored_reference_answers,
+    load.delete_reference_answers,
+    load.add_reference_answers,
+    _text,
+)
+
+
+def _add_labels(
     conn: psycopg.Connection,
-    dataset_id: int,
-    dataset: str,
-    qids: list[str],
-    path: str,
-    replace: bool,
-    records: Callable[[], Iterator[Record]],
-) -> int:
-    """Load the records' gold spans; stored spans of these queries must match unless replaced."""
-    if not qids:
-        return 0
-    stored: dict[str, list[tuple]] = {}
-    if replace:
-        load.delete_gold_spans(conn, dataset_id, qids)
-    else:
-        stored = load.stored_gold_spans(conn, dataset_id, qids)
-    given = {r.qid: list(r.spans) for r in records() if r.qid in stored}
-    _require_same(dataset, "gold spans", stored, given, path)
-    return load.add_gold_spans(
-        conn, dataset_id, ((r.qid, *span) for r in records() if r.qid not in stored for span in r.spans)
-    )
-
-
-def _add_judgments(
-    conn: psycopg.Connection,
-    dataset_id: int,
-    dataset: str,
-    qids: list[str],
-    path: str,
-    replace: bool,
-    rows: Callable[[], Iterator[tuple]],
-) -> int:
-    """Load (qid, docno, relevance, text) rows; stored judgments of these queries must match unless replaced."""
-    if not qids:
-        return 0
-    stored: dict[str, dict[str, int]] = {}
-    if replace:
-        load.delete_judgments(conn, dataset_id, qids)
-    else:
-        stored = load.stored_judgments(conn, dataset_id, qids)
-    given: dict[str, dict[str, int]] = {}
-
-    def new() -> Iterator[tuple]:
-        for row in rows():
-            if row[0] in stored:
-                given.setdefault(row[0], {})[row[1]] = row[2]
-            else:
-                yield row
-
-    count = load.add_judgments(conn, dataset_id, new())
-    _require_same(dataset, "judgments", stored, given, path)
-    return count
-
-
-def _add_references(
-    conn: psycopg.Connection,
+    labels: _Labels,
     dataset_id: int,
     dataset: str,
     qids: list[str],
@@ -341,25 +333,25 @@ def _add_references(
     replace: bool,
     rows: Callable[[], Iterator[tuple]],
 ) -> int:
-    """Load (qid, text) reference answers; stored ones of these queries must match unless replaced."""
+    """Load label rows (qid first); the stored labels of these queries must equal the file's unless replaced."""
     if not qids:
         return 0
-    stored: dict[str, list[str]] = {}
+    stored: dict = {}
     if replace:
-        load.delete_reference_answers(conn, dataset_id, qids)
+        labels.delete(conn, dataset_id, qids)
     else:
-        stored = load.stored_reference_answers(conn, dataset_id, qids)
-    given: dict[str, list[str]] = {}
+        stored = labels.stored(conn, dataset_id, qids)
+    given: dict = {}
 
     def new() -> Iterator[tuple]:
         for row in rows():
             if row[0] in stored:
-                given.setdefault(row[0], []).append(row[1])
+                labels.file(given, row)
             else:
                 yield row
 
-    count = load.add_reference_answers(conn, dataset_id, new())
-    _require_same(dataset, "reference answers", stored, given, path)
+    count = labels.add(conn, dataset_id, new())
+    _require_same(dataset, labels.what, stored, given, path)
     return count
 
 

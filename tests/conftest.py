@@ -301,10 +301,29 @@ def judged_demo(server_url: str, queries: int = 16) -> contextlib.AbstractContex
     return cli_database(server_url, ["demo", "--queries", str(queries)])
 
 
+def use_judge(monkeypatch, fake, key: str = "k", model: str | None = "fake-judge") -> None:
+    """Point the judge's endpoint settings (RAGSQL_JUDGE_*) at a fake OpenAI-compatible server."""
+    monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
+    monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", key)
+    if model is not None:
+        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", model)
+
+
+@pytest.fixture
+def endpoint(monkeypatch):
+    """The fake OpenAI-compatible server, configured as the judge endpoint."""
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        use_judge(monkeypatch, fake, key="test-key")
+        yield fake
+
+
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """`ragsql ARGS` in this process: exit code, stdout, stderr."""
+    """`ragsql ARGS` in this process: exit code, stdout, stderr (of this command only)."""
     from ragsql.cli import main
 
+    capsys.readouterr()
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err

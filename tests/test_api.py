@@ -15,7 +15,7 @@ import pytest
 
 import ragsql
 from ragsql.errors import JudgeError
-from tests.conftest import EXAMPLE, run_cli
+from tests.conftest import EXAMPLE, run_cli, use_judge
 
 RECORDS = [json.loads(line) for line in EXAMPLE.read_text("utf-8").splitlines()]
 
@@ -257,8 +257,7 @@ def test_the_same_call_again_returns_the_stored_values_and_buys_no_call(offline,
     from tests.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        use_judge(monkeypatch, fake, model=None)
         metrics = ["faithfulness", "answer_relevancy", "nDCG@10"]
         first = ragsql.evaluate(RECORDS, metrics=metrics)
         named = ragsql.evaluate(RECORDS, metrics=metrics, run="api-again", dataset="again")
@@ -385,8 +384,7 @@ def test_a_judge_endpoint_that_refuses_or_a_bad_setting_stores_nothing(offline, 
     from tests.fake_openai import FakeOpenAI
 
     with FakeOpenAI(required_key="right") as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "wrong")
+        use_judge(monkeypatch, fake, key="wrong", model=None)
         with pytest.raises(JudgeError, match="rejected the API key"):
             ragsql.evaluate(RECORDS, metrics=["faithfulness"], run="api-key", dataset="key")
         assert _stored(offline) == (0, 0)

@@ -8,7 +8,7 @@ import json
 import psycopg
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, use_judge
 
 
 def test_an_added_aspect_is_judged_read_and_removed_with_its_verdicts(example_run, capsys):
@@ -82,9 +82,7 @@ def test_an_aspect_or_rubric_added_after_judging_is_judged_without_again(example
         return json.loads(out)
 
     with FakeOpenAI() as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        use_judge(monkeypatch, fake)
         judge()
         assert (
             run_cli(

@@ -19,20 +19,13 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragsql.cli import main
 from ragsql.errors import EXIT_CODES
-from tests.conftest import cli_database, offline_database
+from tests.conftest import cli_database, offline_database, run_cli
 from tests.dropping_proxy import dropping_proxy
 from tests.loading import load_trec
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "ragsql" / "data" / "example_evalset.jsonl"
 RUNS = [f"r{i:02d}" for i in range(12)]  # more runs than an "unknown run" message lists
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

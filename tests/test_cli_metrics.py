@@ -9,7 +9,7 @@ import json
 import psycopg
 import pytest
 
-from ragsql.cli import main
+from tests.conftest import run_cli
 from tests.loading import load_trec
 
 
@@ -20,12 +20,6 @@ def run_db(fresh_db):
         load_trec(conn, qrels="q1 0 a 1\nq2 0 b 0\nq3 0 c 2", run="q1 Q0 x 1 2 r\nq1 Q0 a 2 1 r\nq2 Q0 b 1 1 r")
         conn.commit()
     return fresh_db
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_json_lists_run_measure_value_queries(run_db, capsys):

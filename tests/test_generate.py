@@ -16,7 +16,7 @@ from ragsql.judge.heuristics import DONT_KNOW
 from ragsql.judge.language import LANGUAGES, detect_language
 from ragsql.judge.verdicts import CITATION, GeneratedAnswer, cited_ids
 from ragsql.orchestrator.tasks import cited_sentences
-from tests.test_judge_run import endpoint, run_cli  # noqa: F401 - the endpoint fixture
+from tests.conftest import run_cli
 
 EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
 ANSWERED = 12  # example queries with retrieved contexts; one more query has none

@@ -13,7 +13,7 @@ import pytest
 
 from ragsql.judge import heuristics as h, prompts as p
 from ragsql.judge.lexical import content_tokens, has_negation
-from tests.conftest import run_cli
+from tests.conftest import run_cli, use_judge
 from tests.fake_openai import FakeOpenAI
 
 PAIRS = Path(__file__).parent / "data" / "judge_pairs"
@@ -133,9 +133,7 @@ def test_an_llm_judge_is_checked_through_the_client_and_a_second_check_is_free(
         "utf-8",
     )
     with FakeOpenAI() as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        use_judge(monkeypatch, fake)
         code, out, err = run_cli(capsys, "judge-check", str(small), "--format", "json", "--embedder", "offline")
         assert code == 0, err
         first = fake.stats()["chat_calls"]
@@ -166,9 +164,7 @@ def test_a_check_gives_the_same_accuracy_in_a_used_database_as_in_a_fresh_one(
     fresh = json.loads(out)["groups"]
     assert all(g["accuracy"] is not None for g in fresh) and len(fresh) >= 2
     with FakeOpenAI() as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        use_judge(monkeypatch, fake)
         some = tmp_path / "some.jsonl"  # a few of the pairs: the endpoint embeds some of the texts only
         some.write_text("".join(small.read_text("utf-8").splitlines(keepends=True)[:6]), "utf-8")
         code, _, err = run_cli(capsys, "judge-check", str(some), "--format", "json")
@@ -197,9 +193,7 @@ def test_a_metric_with_no_value_has_no_accuracy_and_fails_the_gate(offline_db, c
     monkeypatch.setattr(send, "DEFAULT_BACKOFF", (0.01, 0.05))
     with FakeOpenAI() as fake:
         fake.fault_mix({"prose": 1.0})
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        use_judge(monkeypatch, fake)
         code, out, err = run_cli(capsys, "judge-check", str(small), "--format", "json", "--embedder", "offline")
         assert code == 0, err
         got = json.loads(out)

@@ -9,9 +9,8 @@ import json
 import psycopg
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, use_judge
 from tests.fake_openai import FakeOpenAI, default_responder
-from tests.test_judge_run import endpoint  # noqa: F401  (the fixture: the fake server as the judge endpoint)
 
 RAGAS = [
     "response_groundedness",
@@ -135,9 +134,7 @@ def test_prose_reply_gives_null_with_a_reason_not_a_crash(example_run, kind, cap
     """A judge that answers a new task kind's prompt in prose: the task fails, each metric of the kind is NULL for
     every query with the reason naming the invalid reply, and the command exits 3 (some tasks failed)."""
     with FakeOpenAI(responder=_prose_for(TASK_OF[kind])) as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        use_judge(monkeypatch, fake)
         code, _, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", kind)
     assert code == 3, err
     for metric in [m for m in METRICS if m.startswith(kind)]:
@@ -156,9 +153,7 @@ def test_one_failed_pass_leaves_the_other_as_ragas_does(example_run, capsys, mon
         return default_responder(name, messages, request)
 
     with FakeOpenAI(responder=respond) as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        use_judge(monkeypatch, fake)
         assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "response_groundedness")[0] == 0
     rows = _rows(
         example_run,

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, use_judge
 from tests.fake_openai import FakeOpenAI, default_responder
 
 EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
@@ -30,9 +30,7 @@ def seed_sensitive(task: str, messages, request_json) -> str:
 @pytest.fixture
 def example(example_run, monkeypatch):
     with FakeOpenAI(responder=seed_sensitive) as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        use_judge(monkeypatch, fake)
         yield example_run, fake
 
 

@@ -13,26 +13,10 @@ import threading
 import psycopg
 import pytest
 
-from ragsql.cli import main
+from tests.conftest import run_cli, use_judge
 from tests.fake_openai import FakeOpenAI, default_responder
 
 FIVE = "faithfulness answer_relevancy context_precision context_recall answer_correctness"
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def endpoint(monkeypatch):
-    """The fake OpenAI-compatible server, configured as the judge endpoint."""
-    with FakeOpenAI() as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "test-key")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
-        yield fake
 
 
 def _one(url: str, sql: str, *params):
@@ -154,9 +138,7 @@ def test_another_judge_judges_the_run_again(example_run, capsys, monkeypatch):
     assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness")[0] == 0
     assert _scores(example_run)["faithfulness"][3] == "offline-heuristic-v5+e5"
     with FakeOpenAI() as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
+        use_judge(monkeypatch, fake)
         assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness")[0] == 0
         assert fake.chat_calls == 2 * 12
         assert _scores(example_run)["faithfulness"][1:4:2] == (12, "fake-judge")

@@ -8,14 +8,7 @@ import json
 import psycopg
 import pytest
 
-from ragsql.cli import main
-from tests.conftest import demo_database
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.conftest import demo_database, run_cli
 
 
 @pytest.fixture(scope="module")

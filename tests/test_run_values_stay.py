@@ -5,11 +5,9 @@ calls sent for it."""
 from __future__ import annotations
 
 import psycopg
-import pytest
 
 from ragsql.cli import main
 from tests.conftest import EXAMPLE
-from tests.fake_openai import FakeOpenAI
 
 EMBEDDING_METRICS = ("answer_relevancy", "answer_relevancy_cosine", "answer_similarity", "answer_correctness")
 JUDGED = (
@@ -28,15 +26,6 @@ def _values(url: str, run: str, judge: str | None = None) -> dict[tuple[str, str
             (run, judge),
         ).fetchall()
     return {(r[0], r[1]): r[2:] for r in rows}
-
-
-@pytest.fixture
-def endpoint(monkeypatch):
-    with FakeOpenAI() as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "test-key")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-judge")
-        yield fake
 
 
 def _cli(capsys, *args: str) -> str:

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 import ragsql
-from tests.conftest import DEMO, cli_database, offline_database, run_cli
+from tests.conftest import DEMO, cli_database, offline_database, run_cli, use_judge
 from tests.fake_openai import FakeOpenAI, default_responder
 
 
@@ -38,23 +38,9 @@ def _stored(url: str, dataset: str) -> list[tuple]:
 
 
 def test_offline_synth_writes_clozes_in_both_languages_with_exact_spans(corpus, capsys):
-    code, out, err = run_cli(
-        capsys,
-        "synth",
-        "--corpus",
-        "demo",
-        "--dataset",
-        "syn",
-        "--n",
-        "24",
-        "--kinds",
-        "single,multi",
-        "--offline",
-        "--seed",
-        "7",
-        "--format",
-        "json",
-    )
+    synth = ["synth", "--corpus", "demo", "--dataset", "syn", "--n", "24", "--kinds", "single,multi", "--offline"]
+    synth += ["--seed", "7", "--format", "json"]
+    code, out, err = run_cli(capsys, *synth)
     assert code == 0, err
     got = json.loads(out)
     assert got["questions"] == 24 and got["by_kind"] == {"single": 12, "multi": 12}
@@ -72,23 +58,7 @@ def test_offline_synth_writes_clozes_in_both_languages_with_exact_spans(corpus, 
     multi = [r for r in rows if r[3] == "multi"]
     assert all(sum(r[0] == q for r in multi) == 2 for q in {r[0] for r in multi})  # two spans each
 
-    code, out, _ = run_cli(
-        capsys,
-        "synth",
-        "--corpus",
-        "demo",
-        "--dataset",
-        "syn",
-        "--n",
-        "24",
-        "--kinds",
-        "single,multi",
-        "--offline",
-        "--seed",
-        "7",
-        "--format",
-        "json",
-    )
+    code, out, _ = run_cli(capsys, *synth)  # the same plan again
     again = json.loads(out)
     assert code == 0 and again["calls"] == 0 and again["cached"] == again["attempts"]  # nothing sent twice
     assert _stored(corpus, "syn") == rows
@@ -165,9 +135,7 @@ def test_an_llm_writes_through_the_client_with_a_style_and_every_kind(corpus, ca
         return default_responder(task, messages, request_json)
 
     with FakeOpenAI(responder=recording) as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
-        monkeypatch.setenv("RAGSQL_JUDGE_MODEL", "fake-writer")
+        use_judge(monkeypatch, fake, model="fake-writer")
         args = [
             "synth",
             "--corpus",
@@ -215,8 +183,7 @@ def test_bad_replies_are_dropped_with_the_reason(corpus, capsys, monkeypatch):
         return json.dumps(reply) if task == "synthesize" else "{}"
 
     with FakeOpenAI(responder=misquoting) as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        use_judge(monkeypatch, fake, model=None)
         code, out, err = run_cli(
             capsys, "synth", "--corpus", "demo", "--dataset", "bad", "--n", "3", "--format", "json"
         )
@@ -232,8 +199,7 @@ def test_an_endpoint_that_fails_every_call_writes_nothing_and_keeps_what_was_sto
     assert code == 0, err
     before = _stored(corpus, "down")
     with FakeOpenAI() as fake:
-        monkeypatch.setenv("RAGSQL_JUDGE_BASE_URL", fake.base_url)
-        monkeypatch.setenv("RAGSQL_JUDGE_API_KEY", "k")
+        use_judge(monkeypatch, fake, model=None)
         fake.fault_mix({"400": 1.0}, on="any")  # refused at once, every call
         code, out, err = run_cli(
             capsys, "synth", "--corpus", "demo", "--dataset", "down", "--n", "2", "--seed", "9", "--format", "json"

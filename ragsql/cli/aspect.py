@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import click
 
 from ragsql import db
@@ -9,7 +12,10 @@ from ragsql.cli.output import FORMATS, format_option, render, report
 from ragsql.db import aspects
 from ragsql.errors import UsageError
 
-__all__ = ["aspect_group"]
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["aspect_group", "listing_command", "removal_command", "say_added"]
 
 
 @click.group("aspect")
@@ -38,38 +44,63 @@ def add_command(name: str, definition: str, lower_is_better: bool, replace: bool
         db.ensure_schema(conn)
         with conn.transaction():
             done = aspects.add(conn, name, definition, not lower_is_better, replace)
+    say_added("aspect", name, done, "aspect_critique", f"aspect:{name}", fmt, higher_is_better=not lower_is_better)
+
+
+def say_added(kind: str, name: str, done: str, task: str, metric: str, fmt: str, **extra: object) -> None:
+    """What `aspect add` and `rubric add` print: how to judge the new one and the metric name to read it by."""
     if fmt == "json":
-        report({"aspect": name, "done": done, "metric": f"aspect:{name}", "higher_is_better": not lower_is_better})
+        report({kind: name, "done": done, "metric": metric, **extra})
         return
-    click.echo(
-        f"{done} aspect {name}: judge it with `ragsql judge --run RUN --metrics aspect_critique`, "
-        f"read it as aspect:{name}"
+    click.echo(f"{done} {kind} {name}: judge it with `ragsql judge --run RUN --metrics {task}`, read it as {metric}")
+
+
+def listing_command(
+    title: str, rows: Callable[[psycopg.Connection], list[dict]], columns: list[str], help: str
+) -> click.Command:
+    """The `list` command of `ragsql aspect` and `ragsql rubric`: every row, built-ins first."""
+
+    @click.command("list", help=help)
+    @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+    def list_command(fmt: str) -> None:
+        with db.connect() as conn:
+            db.ensure_schema(conn)
+            found = rows(conn)
+        render(found, columns, fmt, title=title)
+
+    return list_command
+
+
+aspect_group.add_command(
+    listing_command(
+        "aspects",
+        aspects.list_aspects,
+        ["name", "definition", "builtin", "higher_is_better", "verdicts"],
+        "Every aspect: built-ins first, its definition, its direction and how many verdicts it has.",
     )
+)
 
 
-@aspect_group.command("list")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def list_command(fmt: str) -> None:
-    """Every aspect: built-ins first, its definition, its direction and how many verdicts it has."""
-    with db.connect() as conn:
-        db.ensure_schema(conn)
-        rows = aspects.list_aspects(conn)
-    render(rows, ["name", "definition", "builtin", "higher_is_better", "verdicts"], fmt, title="aspects")
+def removal_command(kind: str, remove: Callable[[psycopg.Connection, str], int], verdicts: str) -> click.Command:
+    """The `remove` command of `ragsql aspect` and `ragsql rubric`: a user's NAME and its verdicts, only with --yes."""
+
+    @click.command("remove", help=f"Remove your {kind} NAME and its {verdicts} (built-ins stay).")
+    @click.argument("name")
+    @click.option("--yes", is_flag=True, help=f"Really remove it and its {verdicts} (nothing is removed without it).")
+    @format_option()
+    def remove_command(name: str, yes: bool, fmt: str) -> None:
+        if not yes:
+            raise UsageError(f"{kind} remove {name}: add --yes to remove it and its {verdicts}")
+        with db.connect() as conn:
+            db.ensure_schema(conn)
+            with conn.transaction():
+                removed = remove(conn, name)
+        if fmt == "json":
+            report({kind: name, "removed": True, "verdicts": removed})
+            return
+        click.echo(f"removed {kind} {name} ({removed} {verdicts})")
+
+    return remove_command
 
 
-@aspect_group.command("remove")
-@click.argument("name")
-@click.option("--yes", is_flag=True, help="Really remove it and its verdicts (nothing is removed without it).")
-@format_option()
-def remove_command(name: str, yes: bool, fmt: str) -> None:
-    """Remove your aspect NAME and its verdicts (built-ins stay)."""
-    if not yes:
-        raise UsageError(f"aspect remove {name}: add --yes to remove it and its verdicts")
-    with db.connect() as conn:
-        db.ensure_schema(conn)
-        with conn.transaction():
-            verdicts = aspects.remove(conn, name)
-    if fmt == "json":
-        report({"aspect": name, "removed": True, "verdicts": verdicts})
-        return
-    click.echo(f"removed aspect {name} ({verdicts} verdicts)")
+aspect_group.add_command(removal_command("aspect", aspects.remove, "verdicts"))

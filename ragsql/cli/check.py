@@ -11,9 +11,9 @@ import click
 import psycopg
 
 from ragsql import db
-from ragsql.cli.compare import resampling_options
+from ragsql.cli.options import judge_option, rel_level_option, resampling_options
 from ragsql.cli.output import format_option, render, report
-from ragsql.cli.specs import OutputFile, finite, int4, split_names
+from ragsql.cli.specs import OutputFile, finite, split_names
 from ragsql.db import gates, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import GateFailed, InputError, UsageError
@@ -74,13 +74,8 @@ def _line(result: gates.GateResult) -> str:
     help="Count a drop only when it is significant (Holm-adjusted randomization p < alpha).",
 )
 @resampling_options
-@click.option("--rel-level", default=1, show_default=True, type=int4(), help="Minimum relevant grade (trec_eval -l).")
-@click.option(
-    "--judge",
-    default=None,
-    metavar="MODEL|offline",
-    help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).",
-)
+@rel_level_option()
+@judge_option()
 @click.option(
     "--junit",
     "junit",

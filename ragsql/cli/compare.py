@@ -9,13 +9,14 @@ import psycopg
 from rich.table import Table
 
 from ragsql import db
+from ragsql.cli.options import judge_option, measures_option, rel_level_option, resampling_options
 from ragsql.cli.output import FORMATS, print_table, render, warn
-from ragsql.cli.specs import Float8, int4, split_names
+from ragsql.cli.specs import int4, split_names
 from ragsql.db import compare, names, review
 from ragsql.db.compare import Comparison, Resampling
 from ragsql.errors import InputError, UsageError
 
-__all__ = ["compare_command", "measures_option", "pair_table", "resampling_options", "split_measures"]
+__all__ = ["compare_command", "pair_table", "split_measures"]
 
 COLUMNS = [
     "baseline",
@@ -41,48 +42,6 @@ COLUMNS = [
 ]
 PPI_COLUMNS = ["ppi_baseline", "ppi_value", "ppi_diff", "ppi_low", "ppi_high", "ppi_labelled", "ppi_method"]
 QUESTION_WIDTH = 70
-
-
-def measures_option(what: str = "measures to compare"):
-    return click.option(
-        "--measures",
-        default=None,
-        metavar='"nDCG@10 AP faithfulness ..."',
-        help=f"Space- or comma-separated {what}: retrieval measures (ir_measures, trec_eval or ranx names: "
-        "nDCG@10, ndcg_cut_10, MRR, MAP, hit_rate@5) and generation metrics (faithfulness, aspect:<name>). "
-        "Default: the default measures and every metric the runs were judged on.",
-    )
-
-
-def resampling_options(command):
-    """--resamples, --seed, --alpha: the same settings give the same intervals and p-values."""
-    for option in reversed(
-        (
-            click.option(
-                "--resamples",
-                type=click.IntRange(min=1, max=1_000_000),
-                default=10000,
-                show_default=True,
-                help="Resamples of the bootstrap interval and of the randomization test.",
-            ),
-            click.option(
-                "--seed",
-                type=Float8(),
-                default=0.42,
-                show_default=True,
-                help="Seed of the resampling: the same seed gives the same numbers.",
-            ),
-            click.option(
-                "--alpha",
-                type=Float8(0, 1, min_open=True, max_open=True),
-                default=0.05,
-                show_default=True,
-                help="Significance level; intervals are (1 - alpha).",
-            ),
-        )
-    ):
-        command = option(command)
-    return command
 
 
 def split_measures(measures: str | None) -> list[str] | None:
@@ -265,20 +224,8 @@ def _print_per_query(per_query: dict[str, dict[str, list[dict]]], baseline: str,
 @click.argument("runs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN_C ...]")
 @measures_option()
 @resampling_options
-@click.option(
-    "--rel-level",
-    default=1,
-    show_default=True,
-    type=int4(),
-    help="Minimum grade that counts as relevant (trec_eval -l).",
-)
-@click.option(
-    "--judge",
-    default=None,
-    metavar="MODEL|offline",
-    help="Whose verdicts generation metrics read: a judge model, or offline (default: the newest LLM "
-    "judge's, else the offline judge's).",
-)
+@rel_level_option()
+@judge_option()
 @click.option("--per-query", is_flag=True, help="Also list the queries that improved and regressed most.")
 @click.option(
     "--top",

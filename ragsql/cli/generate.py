@@ -7,6 +7,7 @@ import asyncio
 import click
 
 from ragsql import db
+from ragsql.cli.options import model_option, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
 from ragsql.db import names
 from ragsql.errors import NothingDone
@@ -20,7 +21,7 @@ _SHOWN_FAILURES = 20
 
 @click.command("generate")
 @click.option("--run", "run", required=True, help="Name of the run whose queries are answered.")
-@click.option("--model", default=None, help="Generator model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
+@model_option("generator")
 @click.option(
     "--top-n",
     default=5,
@@ -32,13 +33,7 @@ _SHOWN_FAILURES = 20
 @click.option(
     "--replace", is_flag=True, help="Delete the run's answers (and their judge verdicts) and generate them again."
 )
-@click.option(
-    "--workers",
-    default=8,
-    show_default=True,
-    type=click.IntRange(1, 256),
-    help="Queries answered at once in this process.",
-)
+@workers_option(8, "Queries answered at once in this process.")
 @format_option()
 def generate_command(
     run: str, model: str | None, top_n: int, offline: bool, replace: bool, workers: int, fmt: str

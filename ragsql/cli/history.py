@@ -9,7 +9,8 @@ import psycopg
 from rich.table import Table
 
 from ragsql import db
-from ragsql.cli.compare import measures_option, resampling_options, split_measures
+from ragsql.cli.compare import split_measures
+from ragsql.cli.options import judge_option, measures_option, resampling_options
 from ragsql.cli.output import FORMATS, print_table, render
 from ragsql.db import compare, names
 from ragsql.db.compare import HistoryValue, Resampling
@@ -70,12 +71,7 @@ def _table(dataset: str, rows: list[HistoryValue]) -> Table:
 @measures_option("measures to list")
 @click.option("--ci", is_flag=True, help="Add each value's percentile bootstrap interval.")
 @resampling_options
-@click.option(
-    "--judge",
-    default=None,
-    metavar="MODEL|offline",
-    help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).",
-)
+@judge_option()
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def history_command(
     dataset: str, measures: str | None, ci: bool, resamples: int, seed: float, alpha: float, judge: str | None, fmt: str

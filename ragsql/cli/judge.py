@@ -11,8 +11,9 @@ import click
 from rich.console import Console
 
 from ragsql import db
+from ragsql.cli.options import judging_options, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
-from ragsql.cli.specs import check_metrics, check_spec
+from ragsql.cli.specs import check_metrics
 from ragsql.db import consistency, names
 from ragsql.errors import UsageError
 from ragsql.llm.settings import EndpointSettings
@@ -34,23 +35,8 @@ __all__ = ["judge_command"]
     f"{', '.join(DEFAULT_METRICS)} — those the run's data allows (no reference answer: no "
     "context_recall, answer_similarity, answer_correctness).",
 )
-@click.option(
-    "--workers",
-    default=16,
-    show_default=True,
-    type=click.IntRange(1, 256),
-    help="Concurrent judge workers in this process (more processes may judge the same run at once).",
-)
-@click.option("--model", default=None, help="Judge model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
-@click.option(
-    "--embedder",
-    default=None,
-    metavar="SPEC",
-    callback=check_spec("embedder"),
-    help="e5 | offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
-    "endpoint is configured, else offline).",
-)
-@click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured.")
+@workers_option(16, "Concurrent judge workers in this process (more processes may judge the same run at once).")
+@judging_options
 @click.option(
     "--again",
     is_flag=True,

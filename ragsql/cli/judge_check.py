@@ -7,8 +7,9 @@ import asyncio
 import click
 
 from ragsql import db
+from ragsql.cli.options import judging_options, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console
-from ragsql.cli.specs import Float8, check_metrics, check_spec
+from ragsql.cli.specs import Float8, check_metrics
 from ragsql.errors import GateFailed
 from ragsql.formats.files import text_lines
 from ragsql.formats.pairs import parse_pairs
@@ -28,15 +29,7 @@ _GROUPS = {"metric": ("metric", "language"), "kind": ("metric", "kind", "languag
     callback=check_metrics,
     help="Check only the pairs of these metrics (default: every pair in the file).",
 )
-@click.option("--model", default=None, help="Judge model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
-@click.option(
-    "--embedder",
-    default=None,
-    metavar="SPEC",
-    callback=check_spec("embedder"),
-    help="offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (as `ragsql judge`).",
-)
-@click.option("--offline", is_flag=True, help="Check the offline heuristic judge even if an endpoint is configured.")
+@judging_options
 @click.option(
     "--by",
     type=click.Choice(sorted(_GROUPS)),
@@ -50,7 +43,7 @@ _GROUPS = {"metric": ("metric", "language"), "kind": ("metric", "kind", "languag
     default=None,
     help="Exit 4 when a metric's pairwise accuracy (per language) is below this.",
 )
-@click.option("--workers", default=16, show_default=True, type=click.IntRange(1, 256), help="Concurrent judge workers.")
+@workers_option(16, "Concurrent judge workers.")
 @click.option(
     "--keep",
     is_flag=True,

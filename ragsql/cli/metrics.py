@@ -8,9 +8,9 @@ import click
 import psycopg
 
 from ragsql import db
-from ragsql.cli.compare import resampling_options
+from ragsql.cli.options import rel_level_option, resampling_options
 from ragsql.cli.output import FORMATS, render, warn
-from ragsql.cli.specs import int4, split_names
+from ragsql.cli.specs import split_names
 from ragsql.db import compare, generation, gold, metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import UsageError
@@ -31,13 +31,7 @@ __all__ = ["metrics_command"]
     "factual_correctness(mode=f1), noise_sensitivity(mode=relevant), aspect:NAME, …; see "
     "ragsql.generation_metric), read from stored verdicts as `ragsql scores` reads them.",
 )
-@click.option(
-    "--rel-level",
-    default=1,
-    show_default=True,
-    type=int4(),
-    help="Minimum grade that counts as relevant (trec_eval -l). nDCG gains ignore it.",
-)
+@rel_level_option()
 @click.option("--answerable-only", is_flag=True, help="Average over queries with at least one relevant item only.")
 @click.option("--per-query", is_flag=True, help="One row per query and measure.")
 @click.option("--ci", is_flag=True, help="Add a percentile bootstrap interval to every run value (ci_low, ci_high).")

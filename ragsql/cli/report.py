@@ -9,7 +9,8 @@ import click
 from rich.table import Table
 
 from ragsql import db
-from ragsql.cli.compare import pair_table, resampling_options
+from ragsql.cli.compare import pair_table
+from ragsql.cli.options import judge_option, resampling_options
 from ragsql.cli.output import print_table, warn
 from ragsql.db import compare, names
 from ragsql.db.compare import Resampling
@@ -138,12 +139,7 @@ def write_report(
     default=None,
     help="Also write one self-contained HTML page with charts (no script, no network) to this file.",
 )
-@click.option(
-    "--judge",
-    default=None,
-    metavar="MODEL|offline",
-    help="Whose verdicts generation metrics read (default: the newest LLM judge's, else offline).",
-)
+@judge_option()
 @resampling_options
 def report_command(
     run: str, compared: tuple[str, ...], html: Path | None, judge: str | None, resamples: int, seed: float, alpha: float

@@ -8,6 +8,7 @@ import click
 import psycopg
 
 from ragsql import db
+from ragsql.cli.options import judge_option
 from ragsql.cli.output import format_option, report
 from ragsql.cli.specs import Float8, OutputFile, int4
 from ragsql.db import names, review as review_db
@@ -44,12 +45,7 @@ def _item(label) -> str:
     help="Sample evenly across the quintiles of this metric's value (e.g. faithfulness).",
 )
 @click.option("--seed", type=Float8(), default=0.42, show_default=True, help="The same seed gives the same sample.")
-@click.option(
-    "--judge",
-    default=None,
-    metavar="MODEL|offline",
-    help="Whose verdicts the sheet shows (default: the newest LLM judge's, else offline).",
-)
+@judge_option("the sheet shows")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--output", type=OutputFile(), default=None, help="Write the sheet here (default: stdout).")
 def export_command(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from ragsql import db
-from ragsql.cli.output import FORMATS, format_option, render, report
+from ragsql.cli.aspect import listing_command, removal_command, say_added
+from ragsql.cli.output import format_option
 from ragsql.db import rubrics
-from ragsql.errors import UsageError
 
 __all__ = ["rubric_group"]
 
@@ -52,38 +52,17 @@ def add_command(
         db.ensure_schema(conn)
         with conn.transaction():
             done = rubrics.add(conn, name, [score1, score2, score3, score4, score5], with_reference, replace)
-    if fmt == "json":
-        report({"rubric": name, "done": done, "metric": f"rubrics_score:{name}", "with_reference": with_reference})
-        return
-    click.echo(
-        f"{done} rubric {name}: judge it with `ragsql judge --run RUN --metrics rubrics_score`, "
-        f"read it as rubrics_score:{name}"
+    say_added("rubric", name, done, "rubrics_score", f"rubrics_score:{name}", fmt, with_reference=with_reference)
+
+
+rubric_group.add_command(
+    listing_command(
+        "rubrics",
+        rubrics.list_rubrics,
+        ["name", "metric", "builtin", "with_reference", "descriptions", "verdicts"],
+        "Every rubric: built-ins first, its metric, its descriptions (1 | … | 5) and how many scores it has.",
     )
+)
 
 
-@rubric_group.command("list")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def list_command(fmt: str) -> None:
-    """Every rubric: built-ins first, its metric, its descriptions (1 | … | 5) and how many scores it has."""
-    with db.connect() as conn:
-        db.ensure_schema(conn)
-        rows = rubrics.list_rubrics(conn)
-    render(rows, ["name", "metric", "builtin", "with_reference", "descriptions", "verdicts"], fmt, title="rubrics")
-
-
-@rubric_group.command("remove")
-@click.argument("name")
-@click.option("--yes", is_flag=True, help="Really remove it and its scores (nothing is removed without it).")
-@format_option()
-def remove_command(name: str, yes: bool, fmt: str) -> None:
-    """Remove your rubric NAME and its scores (built-ins stay)."""
-    if not yes:
-        raise UsageError(f"rubric remove {name}: add --yes to remove it and its scores")
-    with db.connect() as conn:
-        db.ensure_schema(conn)
-        with conn.transaction():
-            verdicts = rubrics.remove(conn, name)
-    if fmt == "json":
-        report({"rubric": name, "removed": True, "verdicts": verdicts})
-        return
-    click.echo(f"removed rubric {name} ({verdicts} scores)")
+rubric_group.add_command(removal_command("rubric", rubrics.remove, "scores"))

@@ -7,7 +7,7 @@ import dataclasses
 import click
 
 from ragsql import db
-from ragsql.cli.compare import resampling_options
+from ragsql.cli.options import judge_option, resampling_options
 from ragsql.cli.output import FORMATS, render
 from ragsql.db import compare, generation, metrics, names, review
 from ragsql.db.compare import Resampling
@@ -35,13 +35,7 @@ def _source(row: dict, no_judge: dict[str, str]) -> str:
 @click.command("scores")
 @click.option("--run", "run", required=True, help="Name of the run.")
 @click.option("--per-query", is_flag=True, help="One row per query and metric, with the reason a value is NULL.")
-@click.option(
-    "--judge",
-    default=None,
-    metavar="MODEL|offline",
-    help="Whose verdicts generation metrics read: a judge model, or offline (default: the newest LLM "
-    "judge's, else the offline judge's).",
-)
+@judge_option()
 @click.option(
     "--ci",
     is_flag=True,

@@ -7,6 +7,7 @@ import asyncio
 import click
 
 from ragsql import db
+from ragsql.cli.options import model_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console
 from ragsql.cli.specs import int4, split_names
 from ragsql.llm.settings import EndpointSettings
@@ -57,7 +58,7 @@ def _kinds(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
     type=int,
     help="Seed of the plan; the same seed asks the same requests (answered from the cache).",
 )
-@click.option("--model", default=None, help="Writer model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini).")
+@model_option("writer")
 @click.option(
     "--offline", is_flag=True, help="Deterministic extractive questions (a cloze of a fact sentence), no endpoint."
 )

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import psycopg
 from psycopg.rows import dict_row
 
-from ragsql.db.connect import shard_reads_in_sequence
+from ragsql.db import _named
 from ragsql.errors import InputError
 
 __all__ = ["add", "list_aspects", "remove"]
-
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def list_aspects(conn: psycopg.Connection) -> list[dict]:
@@ -31,18 +27,10 @@ def list_aspects(conn: psycopg.Connection) -> list[dict]:
 def add(conn: psycopg.Connection, name: str, definition: str, higher_is_better: bool, replace: bool) -> str:
     """Store an aspect; 'added' or 'replaced'. A bad name, an empty definition, a built-in's name, or an existing
     name without `replace` is an InputError and nothing changes."""
-    if not _NAME.match(name):
-        raise InputError(
-            f'aspect name "{name}": use lower-case letters, digits and _, starting with a letter '
-            "(it is written aspect:<name> wherever a metric is named)"
-        )
+    _named.check_name("aspect", name, "aspect:<name>")
     if not definition.strip():
         raise InputError(f'aspect "{name}": the definition is empty (the yes/no question the judge is asked)')
-    existing = conn.execute("select builtin from ragsql.aspect where name = %s", (name,)).fetchone()
-    if existing and existing[0]:
-        raise InputError(f'aspect "{name}" is built in: pick another name')
-    if existing and not replace:
-        raise InputError(f'aspect "{name}" already exists (use --replace to change its definition)')
+    existing = _named.existing(conn, "aspect", name, replace, "definition")
     conn.execute(
         """
         insert into ragsql.aspect (name, definition, higher_is_better) values (%s, %s, %s)
@@ -56,13 +44,4 @@ def add(conn: psycopg.Connection, name: str, definition: str, higher_is_better: 
 def remove(conn: psycopg.Connection, name: str) -> int:
     """Delete a user aspect and its verdicts; how many verdicts went. An unknown or built-in aspect is an
     InputError and nothing changes."""
-    existing = conn.execute("select builtin from ragsql.aspect where name = %s", (name,)).fetchone()
-    if existing is None:
-        known = [r[0] for r in conn.execute("select name from ragsql.aspect where not builtin order by 1")]
-        raise InputError(f'unknown aspect "{name}" (your aspects: {", ".join(known) or "none"})')
-    if existing[0]:
-        raise InputError(f'aspect "{name}" is built in and stays')
-    shard_reads_in_sequence(conn)
-    verdicts = conn.execute("select count(*) from ragsql.aspect_verdict where aspect = %s", (name,)).fetchone()[0]
-    conn.execute("delete from ragsql.aspect where name = %s", (name,))
-    return verdicts
+    return _named.remove(conn, "aspect", name)

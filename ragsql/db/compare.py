@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import psycopg
 from psycopg.rows import class_row
@@ -106,9 +106,7 @@ def compare(
                 "baseline": baseline,
                 "run": run,
                 "measures": measures,
-                "resamples": resampling.resamples,
-                "seed": resampling.seed,
-                "alpha": resampling.alpha,
+                **asdict(resampling),  # resamples, seed, alpha
                 "level": rel_level,
                 "judge": judge,
             },
@@ -152,9 +150,7 @@ def measure_ci(
             {
                 "run": run,
                 "measures": measures,
-                "resamples": resampling.resamples,
-                "seed": resampling.seed,
-                "alpha": resampling.alpha,
+                **asdict(resampling),  # resamples, seed, alpha
                 "level": rel_level,
                 "judge": judge,
             },
@@ -211,9 +207,7 @@ def history(
                 "dataset": dataset,
                 "measures": measures,
                 "ci": ci,
-                "resamples": resampling.resamples,
-                "seed": resampling.seed,
-                "alpha": resampling.alpha,
+                **asdict(resampling),  # resamples, seed, alpha
                 "judge": judge,
             },
         )

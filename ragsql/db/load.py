@@ -168,13 +168,7 @@ def stored_gold_spans(conn: psycopg.Connection, dataset_id: int, qids: list[str]
 
 def delete_gold_spans(conn: psycopg.Connection, dataset_id: int, qids: list[str]) -> None:
     """Remove the gold spans of these queries (before loading replacements)."""
-    conn.execute(
-        """
-        delete from ragsql.gold_span as g using ragsql.query as q
-        where q.id = g.query_id and q.dataset_id = %s and q.qid = any(%s)
-        """,
-        (dataset_id, qids),
-    )
+    _delete_of_queries(conn, "gold_span", dataset_id, qids)
 
 
 def add_reference_answers(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tuple]) -> int:
@@ -392,22 +386,23 @@ def stored_reference_answers(conn: psycopg.Connection, dataset_id: int, qids: li
 
 def delete_judgments(conn: psycopg.Connection, dataset_id: int, qids: list[str]) -> None:
     """Remove the judgments of these queries (before loading replacements)."""
-    conn.execute(
-        """
-        delete from ragsql.judgment as j using ragsql.query as q
-        where q.id = j.query_id and q.dataset_id = %s and q.qid = any(%s)
-        """,
-        (dataset_id, qids),
-    )
+    _delete_of_queries(conn, "judgment", dataset_id, qids)
 
 
 def delete_reference_answers(conn: psycopg.Connection, dataset_id: int, qids: list[str]) -> None:
     """Remove the reference answers of these queries (before loading replacements)."""
+    _delete_of_queries(conn, "reference_answer", dataset_id, qids)
+
+
+def _delete_of_queries(conn: psycopg.Connection, table: str, dataset_id: int, qids: list[str]) -> None:
+    """Remove the rows of ragsql.<table> (keyed by query_id) that belong to these queries of the dataset."""
     conn.execute(
-        """
-        delete from ragsql.reference_answer as r using ragsql.query as q
-        where q.id = r.query_id and q.dataset_id = %s and q.qid = any(%s)
-        """,
+        sql.SQL(
+            """
+            delete from ragsql.{} as x using ragsql.query as q
+            where q.id = x.query_id and q.dataset_id = %s and q.qid = any(%s)
+            """
+        ).format(sql.Identifier(table)),
         (dataset_id, qids),
     )
 

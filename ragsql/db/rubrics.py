@@ -3,18 +3,15 @@ rubrics_score:<name>, of the registry (ragsql.generation_metric)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import psycopg
 from psycopg.rows import dict_row
 
-from ragsql.db.connect import shard_reads_in_sequence
+from ragsql.db import _named
 from ragsql.errors import InputError
 
 __all__ = ["add", "list_rubrics", "remove"]
-
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def list_rubrics(conn: psycopg.Connection) -> list[dict]:
@@ -33,22 +30,14 @@ def list_rubrics(conn: psycopg.Connection) -> list[dict]:
 def add(conn: psycopg.Connection, name: str, descriptions: Sequence[str], with_reference: bool, replace: bool) -> str:
     """Store a rubric and its metric rubrics_score:<name>; 'added' or 'replaced'. A bad name, an empty
     description, a built-in's name, or an existing name without `replace` is an InputError and nothing changes."""
-    if not _NAME.match(name):
-        raise InputError(
-            f'rubric name "{name}": use lower-case letters, digits and _, starting with a letter '
-            "(it is written rubrics_score:<name> wherever a metric is named)"
-        )
+    _named.check_name("rubric", name, "rubrics_score:<name>")
     empty = [str(i) for i, d in enumerate(descriptions, 1) if not d.strip()]
     if len(descriptions) != 5 or empty:
         raise InputError(
             f'rubric "{name}": give five non-empty score descriptions (--score1 … --score5); '
             f"empty: {', '.join(empty) or 'none'}"
         )
-    existing = conn.execute("select builtin from ragsql.rubric where name = %s", (name,)).fetchone()
-    if existing and existing[0]:
-        raise InputError(f'rubric "{name}" is built in: pick another name')
-    if existing and not replace:
-        raise InputError(f'rubric "{name}" already exists (use --replace to change its descriptions)')
+    existing = _named.existing(conn, "rubric", name, replace, "descriptions")
     conn.execute(
         """
         insert into ragsql.rubric (name, descriptions, with_reference) values (%s, %s, %s)
@@ -71,14 +60,6 @@ def add(conn: psycopg.Connection, name: str, descriptions: Sequence[str], with_r
 def remove(conn: psycopg.Connection, name: str) -> int:
     """Delete a user rubric, its metric and its scores; how many scores went. An unknown or built-in rubric is an
     InputError and nothing changes."""
-    existing = conn.execute("select builtin from ragsql.rubric where name = %s", (name,)).fetchone()
-    if existing is None:
-        known = [r[0] for r in conn.execute("select name from ragsql.rubric where not builtin order by 1")]
-        raise InputError(f'unknown rubric "{name}" (your rubrics: {", ".join(known) or "none"})')
-    if existing[0]:
-        raise InputError(f'rubric "{name}" is built in and stays')
-    shard_reads_in_sequence(conn)
-    verdicts = conn.execute("select count(*) from ragsql.rubric_verdict where rubric = %s", (name,)).fetchone()[0]
-    conn.execute("delete from ragsql.rubric where name = %s", (name,))
+    verdicts = _named.remove(conn, "rubric", name)
     conn.execute("delete from ragsql.generation_metric where metric = %s", ("rubrics_score:" + name,))
     return verdicts

@@ -1,0 +1,119 @@
+"""The options several commands share, each declared once so that its name, type, default and help agree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+from ragsql.cli.specs import Float8, check_spec, int4
+
+__all__ = [
+    "judge_option",
+    "judging_options",
+    "measures_option",
+    "model_option",
+    "rel_level_option",
+    "resampling_options",
+    "workers_option",
+]
+
+Decorator = Callable[[Callable], Callable]
+
+
+def _stacked(*options: Decorator) -> Decorator:
+    """One decorator applying `options` as if written above a command in this order."""
+
+    def apply(command: Callable) -> Callable:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
+def measures_option(what: str = "measures to compare") -> Decorator:
+    """--measures of compare and history: retrieval measures and generation metrics by any spelling."""
+    return click.option(
+        "--measures",
+        default=None,
+        metavar='"nDCG@10 AP faithfulness ..."',
+        help=f"Space- or comma-separated {what}: retrieval measures (ir_measures, trec_eval or ranx names: "
+        "nDCG@10, ndcg_cut_10, MRR, MAP, hit_rate@5) and generation metrics (faithfulness, aspect:<name>). "
+        "Default: the default measures and every metric the runs were judged on.",
+    )
+
+
+resampling_options = _stacked(
+    click.option(
+        "--resamples",
+        type=click.IntRange(min=1, max=1_000_000),
+        default=10000,
+        show_default=True,
+        help="Resamples of the bootstrap interval and of the randomization test.",
+    ),
+    click.option(
+        "--seed",
+        type=Float8(),
+        default=0.42,
+        show_default=True,
+        help="Seed of the resampling: the same seed gives the same numbers.",
+    ),
+    click.option(
+        "--alpha",
+        type=Float8(0, 1, min_open=True, max_open=True),
+        default=0.05,
+        show_default=True,
+        help="Significance level; intervals are (1 - alpha).",
+    ),
+)
+"""--resamples, --seed, --alpha: the same settings give the same intervals and p-values."""
+
+
+def rel_level_option() -> Decorator:
+    """--rel-level: the minimum grade that counts as relevant, as trec_eval -l."""
+    return click.option(
+        "--rel-level",
+        default=1,
+        show_default=True,
+        type=int4(),
+        help="Minimum grade that counts as relevant (trec_eval -l). nDCG gains ignore it.",
+    )
+
+
+def judge_option(what: str = "generation metrics read") -> Decorator:
+    """--judge: whose verdicts a command reads (db.generation's `judge` argument)."""
+    default = "the newest LLM judge's, else the offline judge's"
+    return click.option(
+        "--judge",
+        default=None,
+        metavar="MODEL|offline",
+        help=f"Whose verdicts {what}: a judge model, or offline (default: {default}).",
+    )
+
+
+def model_option(role: str) -> Decorator:
+    """--model of a command that calls the LLM endpoint as `role` (judge, generator, writer)."""
+    return click.option(
+        "--model", default=None, help=f"{role.capitalize()} model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini)."
+    )
+
+
+def workers_option(default: int, help: str) -> Decorator:
+    """--workers: how many calls one process makes at once."""
+    return click.option("--workers", default=default, show_default=True, type=click.IntRange(1, 256), help=help)
+
+
+judging_options = _stacked(
+    model_option("judge"),
+    click.option(
+        "--embedder",
+        default=None,
+        metavar="SPEC",
+        callback=check_spec("embedder"),
+        help="e5 | offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
+        "endpoint is configured, else offline).",
+    ),
+    click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured."),
+)
+"""--model, --embedder, --offline of the commands that judge (judge, judge-check)."""
