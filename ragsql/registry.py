@@ -1,17 +1,35 @@
-"""Every generation metric ragsql computes, declared once: what it reads, its judge task kind, its direction and
-range, whether it is computed by default, and the SQL that computes it. Everything else is derived from here: the
-judge's task plan and skip rules (`KINDS`), `ragsql judge --metrics`, judge-check's pair kinds, the rows of
-`ragsql.generation_metric` and `ragsql._metric_rows`, the dispatch of `ragsql.evaluate_generation`
-(sql/functions/29_metric_registry.sql), and the docs' metric reference (docs/metrics.md), both written by
-`python -m ragsql.registry_files`.
+"""Every metric ragsql computes, declared once.
 
-Adding a metric: docs/adding-a-metric.md. This module imports nothing of ragsql, so every layer may read it."""
+A generation metric (`METRICS`): what it reads, its judge task kind, its direction and range, whether it is computed
+by default, and the SQL that computes it. Derived from it: the judge's task plan and skip rules (`KINDS`), `ragsql
+judge --metrics`, judge-check's pair kinds, the rows of `ragsql.generation_metric` and `ragsql._metric_rows`, the
+dispatch of `ragsql.evaluate_generation` (sql/functions/29_metric_registry.sql), and the metric reference
+(docs/metrics.md).
+
+A retrieval measure (`MEASURES`): its parameters and the spellings trec_eval and ranx users type, from which
+ragsql.measure_alias and the parsing of measure names derive (sql/functions/09_measure_registry.sql).
+
+`python -m ragsql.registry_files` writes the derived files. Adding a metric: docs/adding-a-metric.md. This module
+imports nothing of ragsql, so every layer may read it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["INPUTS", "KINDS", "METRICS", "YES_NO", "JudgeKind", "Metric", "kind", "metric", "metric_or_none", "yes_no"]
+__all__ = [
+    "INPUTS",
+    "KINDS",
+    "MEASURES",
+    "METRICS",
+    "YES_NO",
+    "JudgeKind",
+    "Measure",
+    "Metric",
+    "kind",
+    "metric",
+    "metric_or_none",
+    "yes_no",
+]
 
 INPUTS = {
     "answer": "the answer",
@@ -365,3 +383,55 @@ def metric_or_none(name: str) -> Metric | None:
 def kind(name: str) -> JudgeKind:
     """A judge task kind by name."""
     return KINDS[name]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A retrieval measure, as ir_measures declares one: its name (ragsql's spelling), its parameters, the spellings
+    trec_eval and ranx users type, and whether the run value sums the queries' (a count) instead of averaging."""
+
+    name: str
+    description: str
+    cutoff: str = "optional"
+    """`required` (P@k), `optional` (without @k: the whole ranking) or `none`."""
+    rel: bool = True
+    """Takes a relevance level, rel=<grade> (else it reads the grades themselves)."""
+    p: float | None = None
+    """Takes a persistence p=<p>, with this default (RBP)."""
+    count: bool = False
+    aliases: tuple[str, ...] = ()
+    """Other spellings, as regular expressions over the lower-cased name; a group `([0-9]+)` is the cutoff."""
+    tested_against: str = "trec_eval's own values on TREC data; pytrec_eval and ranx on generated runs"
+
+
+_K = "([0-9]+)"
+MEASURES: tuple[Measure, ...] = (
+    Measure("Success", "1 when a relevant item is among the first k, else 0",
+            aliases=(f"success[_.]{_K}", f"hit_rate@{_K}", "hit_rate")),
+    Measure("R", "relevant items among the first k / relevant items", aliases=(f"recall[_.]{_K}", f"recall@{_K}")),
+    Measure("P", "relevant items among the first k / k", cutoff="required",
+            aliases=(f"p[_.]{_K}", f"precision@{_K}")),
+    Measure("RR", "1 / rank of the first relevant item among the first k (0 if none)",
+            aliases=(f"mrr@{_K}", "mrr", "recip_rank")),
+    Measure("nDCG", "DCG / ideal DCG over the first k, gain = the grade, discount log2(rank + 1) (trec_eval)",
+            rel=False, aliases=(f"ndcg_cut[_.]{_K}", f"ndcg@{_K}", "ndcg")),
+    Measure("nDCG_burges", "nDCG with gain 2^grade - 1 (Burges et al., ranx's ndcg_burges)", rel=False,
+            aliases=(f"ndcg_burges@{_K}",)),
+    Measure("AP", "mean over relevant items of precision at their rank (0 for those not in the first k)",
+            aliases=(f"map_cut[_.]{_K}", f"map@{_K}", "map")),
+    Measure("ContextPrecision", "mean of precision@i over the relevant ranks i among the first k (RAGAS)",
+            tested_against="the seed's worked example; RAGAS's formula"),
+    Measure("Rprec", "precision at rank R, the number of relevant items", cutoff="none",
+            aliases=("r-precision", "r_precision")),
+    Measure("F1", "harmonic mean of P@k and R@k", cutoff="required"),
+    Measure("Bpref", "binary preference: relevant items ranked above judged non-relevant ones", cutoff="none"),
+    Measure("infAP", "inferred AP over a sampled pool (unjudged items are skipped)", cutoff="none"),
+    Measure("ERR", "expected reciprocal rank over the first k, from the grades", rel=False),
+    Measure("RBP", "rank-biased precision with persistence p (default 0.8)", p=0.8),
+    Measure("Judged", "judged items among the first k / k", rel=False),
+    Measure("NumRet", "results retrieved (with rel: relevant ones retrieved)", cutoff="none", count=True,
+            aliases=("num_ret",)),
+    Measure("NumRel", "relevant items judged", cutoff="none", count=True, aliases=("num_rel",)),
+    Measure("NumRelRet", "relevant items retrieved", cutoff="none", count=True, aliases=("num_rel_ret",)),
+)  # fmt: skip
+"""Every retrieval measure ragsql.evaluate computes (its formula: ragsql._evaluate, sql/functions/10_measure.sql)."""

@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from ragsql.registry import INPUTS, METRICS, Metric
+from ragsql.registry import INPUTS, MEASURES, METRICS, Metric
 
 __all__ = ["FILES", "metrics_doc", "registry_sql"]
 
@@ -80,6 +80,50 @@ comment on function ragsql._metric_rows(text, text, bigint, text, text, text, fl
 """
 
 
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def measure_sql() -> str:
+    """sql/functions/09_measure_registry.sql."""
+    families = ",\n".join(
+        f"        ({_quote(m.name)}, {_quote(m.cutoff)}, {_bool(m.rel)}, {m.p if m.p is not None else 'null'}::float8, "
+        f"{_bool(m.count)})"
+        for m in MEASURES
+    )
+    aliases = ",\n".join(
+        f"        ({_quote('^' + a + '$')}, {_bool('(' in a)}, {_quote(m.name)})" for m in MEASURES for a in m.aliases
+    )
+    return f"""{HEADER}
+-- The retrieval measures ragsql.evaluate computes (its formulas: ragsql._evaluate in 10_measure.sql), each with the
+-- parameters it takes: cutoff (required, optional: the whole ranking without one, none), rel=<grade>, p=<persistence>
+-- with its default; count: the run value sums the queries' values.
+create or replace function ragsql._measure_family()
+returns table (family text, cutoff text, takes_rel boolean, default_p float8, is_count boolean)
+language sql immutable parallel safe
+as $$
+    select * from (values
+{families}
+    ) as f(family, cutoff, takes_rel, default_p, is_count)
+$$;
+comment on function ragsql._measure_family() is
+    'The retrieval measure families, as ragsql/registry.py declares them: the parameters each takes.';
+
+-- The spellings trec_eval and ranx users type (lower case): with_k when the pattern's group is the cutoff.
+create or replace function ragsql._measure_spelling()
+returns table (pattern text, with_k boolean, family text)
+language sql immutable parallel safe
+as $$
+    select * from (values
+{aliases}
+    ) as a(pattern, with_k, family)
+$$;
+comment on function ragsql._measure_spelling() is
+    'Other spellings of the retrieval measures (regular expressions over the lower-cased name; the group is the '
+    'cutoff where with_k), as ragsql/registry.py declares them.';
+"""
+
+
 def metrics_doc() -> str:
     """docs/metrics.md."""
     lines = [
@@ -105,7 +149,11 @@ def metrics_doc() -> str:
     return "\n".join(lines) + "\n"
 
 
-FILES = {"sql/functions/29_metric_registry.sql": registry_sql, "docs/metrics.md": metrics_doc}
+FILES = {
+    "sql/functions/09_measure_registry.sql": measure_sql,
+    "sql/functions/29_metric_registry.sql": registry_sql,
+    "docs/metrics.md": metrics_doc,
+}
 
 
 def main() -> None:

@@ -84,6 +84,7 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir migrations/0180_yes_no_verdict.sql
 \endif
 \ir functions/05_corpus.sql
+\ir functions/09_measure_registry.sql
 \ir functions/10_measure.sql
 \ir functions/12_gold.sql
 \ir functions/15_python_text.sql
@@ -112,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 96f085b58896ee949eba2cd084c6025352cb60d7234640395a10d92897fec304
+\set ragsql_fingerprint 11607551f71bcd07561f43bc984f644ffbbb134f6567b248db1f32847c4780e4
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

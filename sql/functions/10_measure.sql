@@ -201,28 +201,14 @@ returns text
 language sql immutable parallel safe
 as $$
     -- trec_eval (P_5, recall_10, ndcg_cut_10, map_cut_10, success_5, recip_rank, map, ndcg) and ranx
-    -- (precision@5, recall@10, hit_rate@5, mrr@10, map@10, ndcg@10, r-precision) spellings, and MRR / MAP
-    select case
-        when t ~ '^(p|recall|success|ndcg_cut|map_cut)[_.][0-9]+$' then
-            (case split_part(translate(t, '.', '_'), '_', 1)
-                 when 'p' then 'P' when 'recall' then 'R' when 'success' then 'Success'
-                 when 'ndcg' then 'nDCG' when 'map' then 'AP' end)
-            || '@' || substring(t from '([0-9]+)$')
-        when t ~ '^(hit_rate|precision|recall|mrr|map|ndcg|ndcg_burges)@[0-9]+$' then
-            (case split_part(t, '@', 1)
-                 when 'hit_rate' then 'Success' when 'precision' then 'P' when 'recall' then 'R' when 'mrr' then 'RR'
-                 when 'map' then 'AP' when 'ndcg' then 'nDCG' when 'ndcg_burges' then 'nDCG_burges' end)
-            || '@' || split_part(t, '@', 2)
-        when t in ('mrr', 'recip_rank') then 'RR'
-        when t = 'map' then 'AP'
-        when t in ('r-precision', 'r_precision') then 'Rprec'
-        when t = 'num_ret' then 'NumRet'
-        when t = 'num_rel' then 'NumRel'
-        when t = 'num_rel_ret' then 'NumRelRet'
-        when t = 'ndcg' then 'nDCG'
-        when t = 'hit_rate' then 'Success'
-        else measure_alias.name
-    end
+    -- (precision@5, recall@10, hit_rate@5, mrr@10, map@10, ndcg@10, r-precision) spellings, and MRR / MAP, as
+    -- ragsql/registry.py declares them (ragsql._measure_spelling)
+    select coalesce(
+        (select a.family || case when a.with_k then '@' || substring(spelled.t from a.pattern) else '' end
+         from ragsql._measure_spelling() as a
+         where spelled.t ~ a.pattern
+         limit 1),
+        measure_alias.name)
     from (select lower(btrim(coalesce(measure_alias.name, ''))) as t) as spelled
 $$;
 comment on function ragsql.measure_alias(text) is
@@ -242,12 +228,19 @@ declare
     cutoff integer;
     param text;
     pair text[];
-    measures_hint constant text := 'measures: Success@k, R@k, P@k, RR@k, nDCG@k, nDCG_burges@k, AP, AP@k, '
-        'ContextPrecision@k, Rprec, F1@k, Bpref, infAP, ERR@k, RBP, Judged@k, NumRet, NumRel, NumRelRet (RR, R, '
-        'nDCG, AP, Success, ContextPrecision, ERR, RBP, Judged without @k cover the whole ranking); parameters as '
-        'ir_measures writes them: P(rel=2)@10, RBP(p=0.9), NumRet(rel=1); trec_eval and ranx names (ndcg_cut_10, '
-        'P_5, recall_10, map, bpref, num_ret, MRR, hit_rate@5, mrr@10, map@10, f1@5) are accepted';
+    fam_row record;
+    families text;
+    measures_hint text;
 begin
+    -- the families and their parameters as ragsql/registry.py declares them (ragsql._measure_family)
+    select string_agg(lower(f.family), '|'),
+           'measures: ' || string_agg(f.family || case f.cutoff when 'none' then '' else '@k' end, ', ')
+           || ' (' || string_agg(f.family, ', ') filter (where f.cutoff = 'optional')
+           || ' without @k cover the whole ranking); parameters as ir_measures writes them: P(rel=2)@10, '
+           'RBP(p=0.9), NumRet(rel=1); trec_eval and ranx names (ndcg_cut_10, P_5, recall_10, map, bpref, num_ret, '
+           'MRR, hit_rate@5, mrr@10, map@10, f1@5) are accepted'
+      into families, measures_hint
+    from ragsql._measure_family() as f;
     if measures is null or cardinality(measures) = 0 then
         raise exception 'no measure named'
             using errcode = 'invalid_parameter_value', hint = 'e.g. array[''P@5'', ''nDCG@10'']';
@@ -256,19 +249,12 @@ begin
     foreach name in array measures loop
         ord := ord + 1;
         m := regexp_match(ragsql.measure_alias(name),
-            '^\s*(p|r|success|rr|ndcg|ndcg_burges|ap|contextprecision|rprec|f1|bpref|infap|err|rbp|judged|numret|numrel'
-            '|numrelret)(?:\(([^()]*)\))?(?:@([0-9]{1,9}))?\s*$', 'i');
+            '^\s*(' || families || ')(?:\(([^()]*)\))?(?:@([0-9]{1,9}))?\s*$', 'i');
         if m is null then
             raise exception 'unknown measure "%"', name using errcode = 'invalid_parameter_value', hint = measures_hint;
         end if;
-        fam := case lower(m[1])
-            when 'p' then 'P' when 'r' then 'R' when 'success' then 'Success' when 'rr' then 'RR'
-            when 'ndcg' then 'nDCG' when 'ndcg_burges' then 'nDCG_burges' when 'ap' then 'AP'
-            when 'contextprecision' then 'ContextPrecision' when 'rprec' then 'Rprec' when 'f1' then 'F1'
-            when 'bpref' then 'Bpref' when 'infap' then 'infAP' when 'err' then 'ERR' when 'rbp' then 'RBP'
-            when 'judged' then 'Judged' when 'numret' then 'NumRet' when 'numrel' then 'NumRel'
-            when 'numrelret' then 'NumRelRet'
-        end;
+        select * into fam_row from ragsql._measure_family() as f where lower(f.family) = lower(m[1]);
+        fam := fam_row.family;
         cutoff := m[3]::integer;
         rel := null;
         p := null;
@@ -278,7 +264,7 @@ begin
                 raise exception 'measure "%": unknown parameter "%"', name, btrim(param)
                     using errcode = 'invalid_parameter_value', hint = 'parameters: rel=<grade> (most measures), p=<persistence> (RBP)';
             elsif lower(pair[1]) = 'rel' then
-                if fam in ('nDCG', 'nDCG_burges', 'ERR', 'Judged') then
+                if not fam_row.takes_rel then
                     raise exception 'measure "%": % takes no rel (it reads the grades themselves)', name, fam
                         using errcode = 'invalid_parameter_value';
                 elsif pair[2] !~ '^-?[0-9]+$' then
@@ -286,8 +272,10 @@ begin
                 end if;
                 rel := pair[2]::integer;
             else
-                if fam <> 'RBP' then
-                    raise exception 'measure "%": only RBP takes p', name using errcode = 'invalid_parameter_value';
+                if fam_row.default_p is null then
+                    raise exception 'measure "%": only % takes p', name,
+                        (select string_agg(f.family, ', ') from ragsql._measure_family() as f where f.default_p is not null)
+                        using errcode = 'invalid_parameter_value';
                 end if;
                 p := pair[2]::float8;
                 if p <= 0 or p >= 1 then
@@ -299,15 +287,15 @@ begin
         if cutoff = 0 then
             raise exception 'measure "%": the cutoff k must be at least 1', name
                 using errcode = 'invalid_parameter_value';
-        elsif fam in ('Rprec', 'Bpref', 'infAP', 'NumRet', 'NumRel', 'NumRelRet') and cutoff is not null then
+        elsif fam_row.cutoff = 'none' and cutoff is not null then
             raise exception 'measure "%": % takes no cutoff', name, fam
                 using errcode = 'invalid_parameter_value';
-        elsif fam in ('P', 'F1') and cutoff is null then
+        elsif fam_row.cutoff = 'required' and cutoff is null then
             raise exception 'measure "%": % needs a cutoff, e.g. %@10', name, fam, fam
                 using errcode = 'invalid_parameter_value';
         end if;
-        if fam = 'RBP' then
-            p := coalesce(p, 0.8);
+        if fam_row.default_p is not null then
+            p := coalesce(p, fam_row.default_p);
         end if;
         measure := fam
             || coalesce('(' || concat_ws(',', 'rel=' || rel, 'p=' || p) || ')', '')
