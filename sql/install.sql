@@ -106,6 +106,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint aa862050eb9216eeebcaade135cddc17064c2031107316e6e1636cf464e9f97c
+\set ragsql_fingerprint 06da482dbebcd2c62a5c1279236f54057eeac7951ee96d41b6202d772888748e
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
