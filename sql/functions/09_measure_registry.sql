@@ -8,24 +8,24 @@ returns table (family text, cutoff text, takes_rel boolean, default_p float8, is
 language sql immutable parallel safe
 as $$
     select * from (values
-        ('Success', 'optional', true, null, false),
-        ('R', 'optional', true, null, false),
-        ('P', 'required', true, null, false),
-        ('RR', 'optional', true, null, false),
-        ('nDCG', 'optional', false, null, false),
-        ('nDCG_burges', 'optional', false, null, false),
-        ('AP', 'optional', true, null, false),
-        ('ContextPrecision', 'optional', true, null, false),
-        ('Rprec', 'none', true, null, false),
-        ('F1', 'required', true, null, false),
-        ('Bpref', 'none', true, null, false),
-        ('infAP', 'none', true, null, false),
-        ('ERR', 'optional', false, null, false),
-        ('RBP', 'optional', true, 0.8, false),
-        ('Judged', 'optional', false, null, false),
-        ('NumRet', 'none', true, null, true),
-        ('NumRel', 'none', true, null, true),
-        ('NumRelRet', 'none', true, null, true)
+        ('Success', 'optional', true, null::float8, false),
+        ('R', 'optional', true, null::float8, false),
+        ('P', 'required', true, null::float8, false),
+        ('RR', 'optional', true, null::float8, false),
+        ('nDCG', 'optional', false, null::float8, false),
+        ('nDCG_burges', 'optional', false, null::float8, false),
+        ('AP', 'optional', true, null::float8, false),
+        ('ContextPrecision', 'optional', true, null::float8, false),
+        ('Rprec', 'none', true, null::float8, false),
+        ('F1', 'required', true, null::float8, false),
+        ('Bpref', 'none', true, null::float8, false),
+        ('infAP', 'none', true, null::float8, false),
+        ('ERR', 'optional', false, null::float8, false),
+        ('RBP', 'optional', true, 0.8::float8, false),
+        ('Judged', 'optional', false, null::float8, false),
+        ('NumRet', 'none', true, null::float8, true),
+        ('NumRel', 'none', true, null::float8, true),
+        ('NumRelRet', 'none', true, null::float8, true)
     ) as f(family, cutoff, takes_rel, default_p, is_count)
 $$;
 comment on function ragsql._measure_family() is

@@ -297,6 +297,70 @@ comment on function ragsql._newest_verdicts(bigint, text, text[], text, text, te
     'by run alone): the filters, completed by the newest LLM judge''s, else the newest offline one''s (ties: '
     'smallest model, then prompt_version, bytewise). The one verdict-set choice of every generation metric.';
 
+create or replace function ragsql._judged_scope(
+    run_id bigint, task_kind text, verdicts text, keys text[], model text, prompt_version text,
+    version_like text default '%', definition_hash text default null)
+returns jsonb
+language plpgsql stable parallel safe
+as $$
+#variable_conflict use_column
+declare
+    chosen_model text;
+    chosen_version text;
+begin
+    -- PL/pgSQL, not SQL, and called before the metric's query (Citus: see ragsql._newest_verdicts): that query
+    -- then reads the choice and the scope from this value (ragsql._scope_judge, ragsql._scope_rows) and calls no
+    -- function that reads tables
+    if _judged_scope.verdicts is not null then
+        select j.judge_model, j.judge_prompt_version
+          into chosen_model, chosen_version
+        from ragsql._newest_verdicts(_judged_scope.run_id, _judged_scope.verdicts, _judged_scope.keys,
+                                     _judged_scope.model, _judged_scope.prompt_version, _judged_scope.version_like,
+                                     _judged_scope.definition_hash) as j;
+    end if;
+    return jsonb_build_object(
+        'run_id', _judged_scope.run_id,
+        'judge_model', chosen_model,
+        'judge_prompt_version', chosen_version,
+        'scope', (select coalesce(jsonb_agg(g), '[]')
+                  from ragsql._generation_scope(_judged_scope.run_id, _judged_scope.task_kind) as g));
+end
+$$;
+comment on function ragsql._judged_scope(bigint, text, text, text[], text, text, text, text) is
+    'What a generation metric of a run reads before its query: the verdict set ragsql._newest_verdicts chooses '
+    'from one verdict table (none when verdicts is null: a metric with no judge) and every query of the run '
+    '(ragsql._generation_scope for the judge task kind), as one value for ragsql._scope_judge and ragsql._scope_rows.';
+
+create or replace function ragsql._scope_judge(judged jsonb)
+returns table (run_id bigint, judge_model text, judge_prompt_version text)
+language sql immutable parallel safe
+as $$
+    select (_scope_judge.judged ->> 'run_id')::bigint,
+           _scope_judge.judged ->> 'judge_model',
+           _scope_judge.judged ->> 'judge_prompt_version'
+$$;
+comment on function ragsql._scope_judge(jsonb) is
+    'The run and the verdict set (model, prompt_version) of a ragsql._judged_scope value.';
+
+create or replace function ragsql._scope_rows(judged jsonb)
+returns table (
+    query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+    task_status text, task_error text, judge_model text, judge_prompt_version text, judge_reason text)
+language sql immutable parallel safe
+as $$
+    select s.*,
+           _scope_rows.judged ->> 'judge_model',
+           _scope_rows.judged ->> 'judge_prompt_version',
+           ragsql._judge_reason(s.task_status, s.task_error, _scope_rows.judged ->> 'judge_model',
+                                _scope_rows.judged ->> 'judge_prompt_version')
+    from jsonb_to_recordset(_scope_rows.judged -> 'scope') as s(
+        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
+        task_status text, task_error text)
+$$;
+comment on function ragsql._scope_rows(jsonb) is
+    'Every query of a ragsql._judged_scope value with its scope (ragsql._generation_scope), the verdict set and '
+    'ragsql._judge_reason: why it has no verdicts when the metric finds none.';
+
 create or replace function ragsql._definition_scores(
     run_id bigint, verdicts text, name text, definition_hash text, model text, prompt_version text)
 returns table (query_id bigint, score float8, earlier boolean)
@@ -329,3 +393,55 @@ $$;
 comment on function ragsql._definition_scores(bigint, text, text, text, text, text) is
     'Per answered query: the score of a user-defined criterion (an aspect''s yes as 1, no as 0; a rubric''s 1-5) '
     'by the given judge on the given definition, and whether it has verdicts on an earlier definition.';
+
+create or replace function ragsql._definition_metric(
+    run text, verdicts text, name text, model text, prompt_version text)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language plpgsql stable parallel safe
+as $$
+#variable_conflict use_column
+declare
+    rid constant bigint := ragsql._run_id(_definition_metric.run);
+    -- the criterion's current definition: only verdicts on it count
+    definition constant text := case _definition_metric.verdicts
+                                    when 'aspect_verdict' then ragsql._aspect_definition_hash(_definition_metric.name)
+                                    else ragsql._rubric_hash(_definition_metric.name)
+                                end;
+    judged constant jsonb := ragsql._judged_scope(
+        rid, case _definition_metric.verdicts when 'aspect_verdict' then 'aspect_critique' else 'rubrics_score' end,
+        _definition_metric.verdicts, array[_definition_metric.name], _definition_metric.model,
+        _definition_metric.prompt_version, '%', definition);
+    with_reference constant boolean := coalesce((select r.with_reference from ragsql.rubric as r
+                                                 where _definition_metric.verdicts = 'rubric_verdict'
+                                                   and r.name = _definition_metric.name), false);
+begin
+    return query
+    select s.qid,
+           v.score,
+           case
+               when s.answer is null then 'no answer in the run'
+               when with_reference and s.n_references = 0 then 'no reference answer'
+               when v.score is not null then null
+               when v.earlier
+                   then format(case _definition_metric.verdicts
+                                   when 'aspect_verdict' then 'only verdicts on an earlier definition of aspect %s'
+                                   else 'only scores by an earlier version of rubric %s'
+                               end, _definition_metric.name)
+               else s.judge_reason
+           end,
+           s.judge_model,
+           s.judge_prompt_version,
+           null::text,
+           null::jsonb
+    from ragsql._scope_rows(judged) as s
+    left join ragsql._definition_scores(rid, _definition_metric.verdicts, _definition_metric.name, definition,
+                                        judged ->> 'judge_model', judged ->> 'judge_prompt_version') as v
+      on v.query_id = s.query_id
+    order by s.qid collate "C";
+end
+$$;
+comment on function ragsql._definition_metric(text, text, text, text, text) is
+    'Per query: the score of a user-defined criterion (aspect_verdict: an aspect''s yes 1, no 0; rubric_verdict: a '
+    'rubric''s 1-5) by the chosen judge on its current definition, with the reason when there is none.';

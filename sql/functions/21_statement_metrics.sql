@@ -103,8 +103,8 @@ $$;
 comment on function ragsql._statement_gap(bigint, bigint, bigint, bigint, text) is
     'Reason a partly judged statement set is incomplete; null when complete or not judged at all.';
 
-create or replace function ragsql.faithfulness(
-    run text, model text default null, prompt_version text default null, partial_weight float8 default 0)
+create or replace function ragsql._supported_share(
+    run text, purpose text, model text, prompt_version text, partial_weight float8)
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
@@ -112,49 +112,61 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(faithfulness.run);
-    chosen_model text;
-    chosen_version text;
+    rid constant bigint := ragsql._run_id(_supported_share.run);
+    judged constant jsonb := ragsql._judged_scope(rid, _supported_share.purpose, 'statement_verdict',
+                                                  array[_supported_share.purpose], _supported_share.model,
+                                                  _supported_share.prompt_version);
+    weight constant float8 := ragsql._unit_weight(_supported_share.partial_weight, 'partial_weight');
+    -- faithfulness judges the answer's statements, context_recall those of the reference answers
+    side constant text := case when _supported_share.purpose = 'faithfulness' then 'answer' else 'reference' end;
 begin
-    -- PL/pgSQL, not SQL: the run and its verdict set first, in statements of their own (Citus: see
-    -- ragsql._newest_verdicts)
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'statement_verdict', array['faithfulness'], faithfulness.model,
-                                 faithfulness.prompt_version) as j;
     return query
-    with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version,
-               ragsql._unit_weight(faithfulness.partial_weight, 'partial_weight') as partial_weight
-    ),
-    tally as materialized (
+    with tally as materialized (
         select t.*
-        from judge as j
-        cross join ragsql._statement_tally(j.run_id, 'faithfulness', j.judge_model, j.judge_prompt_version) as t
+        from ragsql._scope_judge(judged) as j
+        cross join ragsql._statement_tally(j.run_id, _supported_share.purpose, j.judge_model,
+                                           j.judge_prompt_version) as t
     )
     select s.qid,
            case when t.texts_unjudged = 0 and t.judged = t.statements and t.statements > 0
-                then (t.supported + j.partial_weight * t.partial) / t.statements
+                then (t.supported + weight * t.partial) / t.statements
            end,
            case
                when s.answer is null then 'no answer in the run'
-               when t.texts_unjudged = 0 and t.statements = 0 then 'the answer has no statements'
+               when side = 'reference' and s.n_references = 0 then 'no reference answer'
+               when t.texts_unjudged = 0 and t.statements = 0
+                   then case side when 'answer' then 'the answer has no statements'
+                                  else 'the reference answers have no statements' end
                when t.texts_unjudged = 0 and t.judged = t.statements then null
-               else coalesce(ragsql._statement_gap(t.texts, t.texts_unjudged, t.statements, t.judged, 'answer'),
-                             ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version))
+               else coalesce(ragsql._statement_gap(t.texts, t.texts_unjudged, t.statements, t.judged, side),
+                             s.judge_reason)
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when t.query_id is not null then jsonb_build_object(
                'statements', t.statements, 'judged', t.judged, 'supported', t.supported, 'partial', t.partial,
                'unsupported', t.unsupported, 'contradicted', t.contradicted)
            end
-    from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'faithfulness') as s
+    from ragsql._scope_rows(judged) as s
     left join tally as t on t.query_id = s.query_id
     order by s.qid collate "C";
 end
+$$;
+comment on function ragsql._supported_share(text, text, text, text, float8) is
+    'Per query: (supported + partial_weight * partial) / statements of one statement_verdict purpose, faithfulness '
+    '(the answer''s statements) or context_recall (the reference answers''), with the reason when there is none.';
+
+create or replace function ragsql.faithfulness(
+    run text, model text default null, prompt_version text default null, partial_weight float8 default 0)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language sql stable parallel safe
+as $$
+    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._supported_share)
+    select * from ragsql._supported_share(faithfulness.run, 'faithfulness', faithfulness.model,
+                                          faithfulness.prompt_version, faithfulness.partial_weight)
 $$;
 comment on function ragsql.faithfulness(text, text, text, float8) is
     'Faithfulness per query = (supported + partial_weight * partial) / answer statements, verdicts of the answer''s '
@@ -190,59 +202,55 @@ create or replace function ragsql.context_recall(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language plpgsql stable parallel safe
+language sql stable parallel safe
 as $$
-#variable_conflict use_column
-declare
-    rid bigint := ragsql._run_id(context_recall.run);
-    chosen_model text;
-    chosen_version text;
-begin
-    -- PL/pgSQL, not SQL: the run and its verdict set first, in statements of their own (Citus: see
-    -- ragsql._newest_verdicts)
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'statement_verdict', array['context_recall'], context_recall.model,
-                                 context_recall.prompt_version) as j;
-    return query
-    with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version,
-               ragsql._unit_weight(context_recall.partial_weight, 'partial_weight') as partial_weight
-    ),
-    tally as materialized (
-        select t.*
-        from judge as j
-        cross join ragsql._statement_tally(j.run_id, 'context_recall', j.judge_model, j.judge_prompt_version) as t
-    )
-    select s.qid,
-           case when t.texts_unjudged = 0 and t.judged = t.statements and t.statements > 0
-                then (t.supported + j.partial_weight * t.partial) / t.statements
-           end,
-           case
-               when s.answer is null then 'no answer in the run'
-               when s.n_references = 0 then 'no reference answer'
-               when t.texts_unjudged = 0 and t.statements = 0 then 'the reference answers have no statements'
-               when t.texts_unjudged = 0 and t.judged = t.statements then null
-               else coalesce(ragsql._statement_gap(t.texts, t.texts_unjudged, t.statements, t.judged, 'reference'),
-                             ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version))
-           end,
-           j.judge_model,
-           j.judge_prompt_version,
-           null::text,
-           case when t.query_id is not null then jsonb_build_object(
-               'statements', t.statements, 'judged', t.judged, 'supported', t.supported, 'partial', t.partial,
-               'unsupported', t.unsupported, 'contradicted', t.contradicted)
-           end
-    from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'context_recall') as s
-    left join tally as t on t.query_id = s.query_id
-    order by s.qid collate "C";
-end
+    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._supported_share)
+    select * from ragsql._supported_share(context_recall.run, 'context_recall', context_recall.model,
+                                          context_recall.prompt_version, context_recall.partial_weight)
 $$;
 comment on function ragsql.context_recall(text, text, text, float8) is
     'LLM context recall per query = reference statements supported by the contexts / reference statements '
     '(RAGAS context_recall; seed polardb: 张伟 row 3 = 1/1). The statements of all reference answers of the query '
     'are pooled; partial counts partial_weight (default 0). Null with a reason without a reference answer.';
+
+create or replace function ragsql._claim_counts(
+    judged jsonb, answer_purpose text, reference_purpose text, with_reference boolean)
+returns table (
+    query_id bigint, tp bigint, fp bigint, fn bigint, answer_claims bigint, reference_claims bigint,
+    complete boolean, gap text)
+language sql stable parallel safe
+as $$
+    with answer_side as materialized (
+        select t.*
+        from ragsql._scope_judge(_claim_counts.judged) as j
+        cross join ragsql._statement_tally(j.run_id, _claim_counts.answer_purpose, j.judge_model,
+                                           j.judge_prompt_version) as t
+    ),
+    reference_side as materialized (
+        select t.*
+        from ragsql._scope_judge(_claim_counts.judged) as j
+        cross join ragsql._statement_tally(j.run_id, _claim_counts.reference_purpose, j.judge_model,
+                                           j.judge_prompt_version) as t
+    )
+    select coalesce(a.query_id, r.query_id),
+           a.supported,
+           a.statements - a.supported,
+           r.statements - r.supported,
+           a.statements,
+           r.statements,
+           a.texts_unjudged = 0 and a.judged = a.statements
+               and (not _claim_counts.with_reference or r.texts_unjudged = 0 and r.judged = r.statements),
+           coalesce(ragsql._statement_gap(a.texts, a.texts_unjudged, a.statements, a.judged, 'answer'),
+                    case when _claim_counts.with_reference then
+                        ragsql._statement_gap(r.texts, r.texts_unjudged, r.statements, r.judged, 'reference')
+                    end)
+    from answer_side as a
+    full join reference_side as r on r.query_id = a.query_id
+$$;
+comment on function ragsql._claim_counts(jsonb, text, text, boolean) is
+    'Per answered query: TP (answer statements supported), FP (the others) and FN (reference statements not '
+    'supported) of two statement_verdict purposes by the verdict set of a ragsql._judged_scope value, whether they '
+    'are complete (the reference side only when with_reference) and the reason when not.';
 
 create or replace function ragsql.answer_correctness_f1(
     run text, model text default null, prompt_version text default null)
@@ -253,67 +261,33 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(answer_correctness_f1.run);
-    chosen_model text;
-    chosen_version text;
+    rid constant bigint := ragsql._run_id(answer_correctness_f1.run);
+    judged constant jsonb := ragsql._judged_scope(rid, 'answer_correctness', 'statement_verdict',
+                                                  array['correctness_answer', 'correctness_reference'],
+                                                  answer_correctness_f1.model, answer_correctness_f1.prompt_version);
 begin
-    -- PL/pgSQL, not SQL: the run and its verdict set first, in statements of their own (Citus: see
-    -- ragsql._newest_verdicts)
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'statement_verdict', array['correctness_answer', 'correctness_reference'],
-                                 answer_correctness_f1.model, answer_correctness_f1.prompt_version) as j;
     return query
-    with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
-    ),
-    answer_side as materialized (
-        select t.*
-        from judge as j
-        cross join ragsql._statement_tally(j.run_id, 'correctness_answer', j.judge_model, j.judge_prompt_version) as t
-    ),
-    reference_side as materialized (
-        select t.*
-        from judge as j
-        cross join ragsql._statement_tally(j.run_id, 'correctness_reference', j.judge_model,
-                                           j.judge_prompt_version) as t
-    ),
-    counted as (
-        select s.*,
-               a.supported as tp,
-               a.statements - a.supported as fp,
-               r.statements - r.supported as fn,
-               a.texts_unjudged = 0 and a.judged = a.statements
-                   and r.texts_unjudged = 0 and r.judged = r.statements as complete,
-               coalesce(ragsql._statement_gap(a.texts, a.texts_unjudged, a.statements, a.judged, 'answer'),
-                        ragsql._statement_gap(r.texts, r.texts_unjudged, r.statements, r.judged, 'reference'))
-                   as gap
-        from judge as j
-        cross join ragsql._generation_scope(j.run_id, 'answer_correctness') as s
-        left join answer_side as a on a.query_id = s.query_id
-        left join reference_side as r on r.query_id = s.query_id
-    )
-    select c.qid,
+    select s.qid,
            -- numeric, then float8: the value the SQL function's result conversion gave
            (case when c.complete then
                case when c.tp > 0 then c.tp / (c.tp + 0.5 * (c.fp + c.fn)) else 0 end
            end)::float8,
            case
-               when c.answer is null then 'no answer in the run'
-               when c.n_references = 0 then 'no reference answer'
+               when s.answer is null then 'no answer in the run'
+               when s.n_references = 0 then 'no reference answer'
                when c.complete then null
-               else coalesce(c.gap,
-                             ragsql._judge_reason(c.task_status, c.task_error, j.judge_model, j.judge_prompt_version))
+               else coalesce(c.gap, s.judge_reason)
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when c.tp is not null and c.fn is not null
                 then jsonb_build_object('tp', c.tp, 'fp', c.fp, 'fn', c.fn)
            end
-    from counted as c
-    cross join judge as j
-    order by c.qid collate "C";
+    from ragsql._scope_rows(judged) as s
+    left join ragsql._claim_counts(judged, 'correctness_answer', 'correctness_reference', true) as c
+      on c.query_id = s.query_id
+    order by s.qid collate "C";
 end
 $$;
 comment on function ragsql.answer_correctness_f1(text, text, text) is

@@ -9,17 +9,14 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(answer_similarity.run);
-    emb text := ragsql._run_embedder(rid, answer_similarity.embedder);
-    scope jsonb;
+    rid constant bigint := ragsql._run_id(answer_similarity.run);
+    emb constant text := ragsql._run_embedder(rid, answer_similarity.embedder);
+    -- no judge: the scope alone
+    judged constant jsonb := ragsql._judged_scope(rid, 'answer_similarity', null, null, null, null);
 begin
-    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
-    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_similarity') as g);
     return query
     with ctx as materialized (
-        select ru.id as run_id, emb as embedder
-        from (select rid as id) as ru
+        select rid as run_id, emb as embedder
     ),
     pair as materialized (
         select a.query_id,
@@ -48,8 +45,7 @@ begin
                when p.cosines = p.refs then null
                when p.answer_embedded and p.refs_embedded = p.refs
                    then 'an embedding has zero norm or another dimension'
-               when c.embedder is null or s.task_status in ('failed', 'pending', 'running')
-                   then ragsql._judge_reason(s.task_status, s.task_error, null, null)
+               when c.embedder is null or s.task_status in ('failed', 'pending', 'running') then s.judge_reason
                when p.answer_embedded and p.refs_embedded > 0
                    then format('%s of %s reference answers have no embedding by %s',
                                p.refs - p.refs_embedded, p.refs, c.embedder)
@@ -66,9 +62,7 @@ begin
                 then jsonb_build_object('references', p.refs, 'embedded', p.refs_embedded)
            end
     from ctx as c
-    cross join jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
+    cross join ragsql._scope_rows(judged) as s
     left join pair as p on p.query_id = s.query_id
     order by s.qid collate "C";
 end
@@ -88,17 +82,14 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(answer_relevancy_cosine.run);
-    emb text := ragsql._run_embedder(rid, answer_relevancy_cosine.embedder);
-    scope jsonb;
+    rid constant bigint := ragsql._run_id(answer_relevancy_cosine.run);
+    emb constant text := ragsql._run_embedder(rid, answer_relevancy_cosine.embedder);
+    -- no judge: the scope alone
+    judged constant jsonb := ragsql._judged_scope(rid, 'answer_relevancy', null, null, null, null);
 begin
-    -- the run first, then its scope (ragsql._generation_scope): the query below names the run id on every
-    -- run-scoped table and calls no function that reads tables, so on Citus it is one shard's
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_relevancy') as g);
     return query
     with ctx as materialized (
-        select ru.id as run_id, emb as embedder
-        from (select rid as id) as ru
+        select rid as run_id, emb as embedder
     )
     select s.qid,
            ragsql.similarity_score(eq.embedding, ea.embedding),
@@ -108,8 +99,7 @@ begin
                when eq.embedding is not null and ea.embedding is not null
                    then case when ragsql.similarity_score(eq.embedding, ea.embedding) is null
                              then 'an embedding has zero norm or another dimension' end
-               when c.embedder is null or s.task_status in ('failed', 'pending', 'running')
-                   then ragsql._judge_reason(s.task_status, s.task_error, null, null)
+               when c.embedder is null or s.task_status in ('failed', 'pending', 'running') then s.judge_reason
                when eq.embedding is not null then format('the answer has no embedding by %s', c.embedder)
                when ea.embedding is not null then format('the question has no embedding by %s', c.embedder)
                else format('the question and the answer have no embedding by %s', c.embedder)
@@ -119,9 +109,7 @@ begin
            c.embedder,
            null::jsonb
     from ctx as c
-    cross join jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
+    cross join ragsql._scope_rows(judged) as s
     left join ragsql.text_embedding as eq
       on eq.text_hash = ragsql.text_hash(s.question) and eq.embedder = c.embedder
     left join ragsql.text_embedding as ea
@@ -146,26 +134,16 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(answer_relevancy.run);
-    chosen_model text;
-    chosen_version text;
-    emb text;
-    scope jsonb;
+    rid constant bigint := ragsql._run_id(answer_relevancy.run);
+    judged constant jsonb := ragsql._judged_scope(rid, 'answer_relevancy', 'generated_question', null,
+                                                  answer_relevancy.model, answer_relevancy.prompt_version);
+    -- the embedder that judged the run with the questions' judge
+    emb constant text := ragsql._run_embedder(rid, answer_relevancy.embedder, judged ->> 'judge_model');
 begin
-    -- the run first, then its verdict set, the embedder that judged with it and its scope: the query below names
-    -- the run id on every run-scoped table and calls no function that reads tables, so on Citus it is one shard's
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'generated_question', null, answer_relevancy.model,
-                                 answer_relevancy.prompt_version) as j;
-    emb := ragsql._run_embedder(rid, answer_relevancy.embedder, chosen_model);
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_relevancy') as g);
     return query
     with judge as materialized (
-        select rid as run_id,
-               chosen_model as judge_model,
-               chosen_version as judge_prompt_version,
-               emb as embedder
+        select j.*, emb as embedder
+        from ragsql._scope_judge(judged) as j
     ),
     generated as materialized (
         select g.query_id,
@@ -200,18 +178,16 @@ begin
                    then format('%s of %s generated questions have no embedding by %s',
                                g.questions - g.embedded, g.questions, j.embedder)
                when g.query_id is not null then 'an embedding has zero norm or another dimension'
-               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+               else s.judge_reason
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            j.embedder,
            case when g.query_id is not null
                 then jsonb_build_object('questions', g.questions, 'noncommittal', g.noncommittal)
            end
     from judge as j
-    cross join jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
+    cross join ragsql._scope_rows(judged) as s
     left join generated as g on g.query_id = s.query_id
     order by s.qid collate "C";
 end
@@ -232,40 +208,27 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(answer_relevancy_rating.run);
-    chosen_model text;
-    chosen_version text;
-    scope jsonb;
+    rid constant bigint := ragsql._run_id(answer_relevancy_rating.run);
+    judged constant jsonb := ragsql._judged_scope(rid, 'answer_relevancy_rating', 'rating', array['answer_relevancy'],
+                                                  answer_relevancy_rating.model,
+                                                  answer_relevancy_rating.prompt_version);
 begin
-    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
-    -- and calls no function that reads tables, so on Citus it is one shard's
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'rating', array['answer_relevancy'], answer_relevancy_rating.model,
-                                 answer_relevancy_rating.prompt_version) as j;
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'answer_relevancy_rating') as g);
     return query
-    with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
-    )
     select s.qid,
            (r.score - 1) / 4.0::float8,
            case
                when s.answer is null then 'no answer in the run'
                when r.score is not null then null
-               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+               else s.judge_reason
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when r.score is not null then jsonb_build_object('score', r.score) end
-    from judge as j
-    cross join jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
+    from ragsql._scope_rows(judged) as s
     left join ragsql.rating as r
       on r.run_id = rid and r.query_id = s.query_id and r.criterion = 'answer_relevancy'
-     and r.model = j.judge_model and r.prompt_version = j.judge_prompt_version
+     and r.model = s.judge_model and r.prompt_version = s.judge_prompt_version
     order by s.qid collate "C";
 end
 $$;

@@ -10,24 +10,14 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(context_precision.run);
-    chosen_model text;
-    chosen_version text;
-    scope jsonb;
+    rid constant bigint := ragsql._run_id(context_precision.run);
+    judged constant jsonb := ragsql._judged_scope(rid, 'context_precision', 'context_verdict', null,
+                                                  context_precision.model, context_precision.prompt_version);
 begin
-    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
-    -- and calls no function that reads tables, so on Citus it is one shard's
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'context_verdict', null, context_precision.model, context_precision.prompt_version) as j;
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'context_precision') as g);
     return query
-    with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
-    ),
-    judged as materialized (
+    with useful as materialized (
         select v.query_id, count(*) as verdicts, array_agg(v.useful order by v.position) as useful
-        from judge as j
+        from ragsql._scope_judge(judged) as j
         join ragsql.context_verdict as v
           on v.run_id = rid and v.model = j.judge_model and v.prompt_version = j.judge_prompt_version
         group by v.query_id
@@ -43,17 +33,14 @@ begin
                when v.verdicts = s.n_contexts then null
                when v.verdicts > 0
                    then format('%s of %s contexts have no verdict', s.n_contexts - v.verdicts, s.n_contexts)
-               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+               else s.judge_reason
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when v.query_id is not null then jsonb_build_object('useful', to_jsonb(v.useful)) end
-    from judge as j
-    cross join jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
-    left join judged as v on v.query_id = s.query_id
+    from ragsql._scope_rows(judged) as s
+    left join useful as v on v.query_id = s.query_id
     order by s.qid collate "C";
 end
 $$;
@@ -72,33 +59,23 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(context_relevance.run);
-    chosen_model text;
-    chosen_version text;
-    scope jsonb;
+    rid constant bigint := ragsql._run_id(context_relevance.run);
+    judged constant jsonb := ragsql._judged_scope(rid, 'context_relevance', 'context_sentence_verdict', null,
+                                                  context_relevance.model, context_relevance.prompt_version);
 begin
-    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
-    -- and calls no function that reads tables, so on Citus it is one shard's
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'context_sentence_verdict', null, context_relevance.model, context_relevance.prompt_version) as j;
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'context_relevance') as g);
     return query
-    with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
-    ),
-    per_context as materialized (
+    with per_context as materialized (
         -- contexts holding any non-space text, with their judged sentences
         select c.query_id,
                count(*) as contexts,
                count(*) filter (where sv.sentences is null) as unjudged,
                coalesce(sum(sv.sentences), 0) as sentences,
                coalesce(sum(sv.relevant), 0) as relevant
-        from judge as j
+        from ragsql._scope_judge(judged) as j
         join ragsql.answer_context as c on c.run_id = rid and c.text ~ '\S'
         left join (
             select v.query_id, v.position, count(*) as sentences, count(*) filter (where v.relevant) as relevant
-            from judge as j2
+            from ragsql._scope_judge(judged) as j2
             join ragsql.context_sentence_verdict as v
               on v.run_id = rid and v.model = j2.judge_model and v.prompt_version = j2.judge_prompt_version
             group by v.query_id, v.position
@@ -113,18 +90,15 @@ begin
                when c.unjudged = 0 then null
                when c.unjudged < c.contexts
                    then format('%s of %s contexts have no sentence verdicts', c.unjudged, c.contexts)
-               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+               else s.judge_reason
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when c.query_id is not null
                 then jsonb_build_object('sentences', c.sentences, 'relevant', c.relevant)
            end
-    from judge as j
-    cross join jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
+    from ragsql._scope_rows(judged) as s
     left join per_context as c on c.query_id = s.query_id
     order by s.qid collate "C";
 end
@@ -216,53 +190,11 @@ create or replace function ragsql.aspect_critique(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language plpgsql stable parallel safe
+language sql stable parallel safe
 as $$
-#variable_conflict use_column
-declare
-    rid bigint := ragsql._run_id(aspect_critique.run);
-    definition text := ragsql._aspect_definition_hash(aspect_critique.aspect);
-    chosen_model text;
-    chosen_version text;
-    scope jsonb;
-begin
-    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
-    -- and calls no function that reads tables, so on Citus it is one shard's
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'aspect_verdict', array[aspect_critique.aspect], aspect_critique.model,
-                                 aspect_critique.prompt_version, '%', definition) as j;
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'aspect_critique') as g);
-    return query
-    with judge as materialized (
-        select rid as run_id, definition as definition_hash, chosen_model as judge_model,
-               chosen_version as judge_prompt_version
-    )
-    select s.qid,
-           case when v.verdict then 1.0::float8 when not v.verdict then 0.0::float8 end,
-           case
-               when s.answer is null then 'no answer in the run'
-               when v.verdict is not null then null
-               when exists (select from ragsql.aspect_verdict as o
-                            where o.run_id = rid and o.query_id = s.query_id
-                              and o.aspect = aspect_critique.aspect and o.definition_hash is distinct from j.definition_hash)
-                   then format('only verdicts on an earlier definition of aspect %s', aspect_critique.aspect)
-               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
-           end,
-           j.judge_model,
-           j.judge_prompt_version,
-           null::text,
-           null::jsonb
-    from judge as j
-    cross join jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
-    left join ragsql.aspect_verdict as v
-      on v.run_id = rid and v.query_id = s.query_id and v.aspect = aspect_critique.aspect
-     and v.definition_hash = j.definition_hash and v.model = j.judge_model
-     and v.prompt_version = j.judge_prompt_version
-    order by s.qid collate "C";
-end
+    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._definition_metric)
+    select * from ragsql._definition_metric(aspect_critique.run, 'aspect_verdict', aspect_critique.aspect,
+                                            aspect_critique.model, aspect_critique.prompt_version)
 $$;
 comment on function ragsql.aspect_critique(text, text, text, text) is
     'Aspect critique per query = 1 if the judge answers yes to the aspect''s definition, else 0 (RAGAS aspect '
@@ -277,28 +209,18 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(_citation_tally.run);
-    chosen_model text;
-    chosen_version text;
-    scope jsonb;
+    rid constant bigint := ragsql._run_id(_citation_tally.run);
+    judged constant jsonb := ragsql._judged_scope(rid, 'citations', 'citation_verdict', null, _citation_tally.model,
+                                                  _citation_tally.prompt_version);
 begin
-    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
-    -- and calls no function that reads tables, so on Citus it is one shard's
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'citation_verdict', null, _citation_tally.model, _citation_tally.prompt_version) as j;
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'citations') as g);
     return query
-    with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
-    ),
-    counted as materialized (
+    with counted as materialized (
         select v.query_id,
                count(distinct v.sentence_no) as sentences,
                count(distinct v.sentence_no) filter (where v.citation_no > 0) as cited_sentences,
                count(*) filter (where v.citation_no > 0) as citations,
                count(*) filter (where v.supports) as supporting
-        from judge as j
+        from ragsql._scope_judge(judged) as j
         join ragsql.citation_verdict as v
           on v.run_id = rid and v.model = j.judge_model and v.prompt_version = j.judge_prompt_version
         group by v.query_id
@@ -313,14 +235,11 @@ begin
            case
                when s.answer is null then 'no answer in the run'
                when c.query_id is null
-                   then ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+                   then s.judge_reason
            end,
-           j.judge_model,
-           j.judge_prompt_version
-    from judge as j
-    cross join jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
+           s.judge_model,
+           s.judge_prompt_version
+    from ragsql._scope_rows(judged) as s
     left join counted as c on c.query_id = s.query_id;
 end
 $$;

@@ -24,19 +24,20 @@ language sql immutable parallel safe
 as $$
     -- ASCII by lower() under "C" (which knows nothing else), the rest by Python's table: no server collation read
     select case
-        when content !~ ('[' || ragsql._py_upper_class() || ']') then lower(content collate "C")
+        when content !~ ('[' || ragsql._py_text('upper_class') || ']') then lower(content collate "C")
         else translate(
             lower(replace(
                 case when strpos(content, U&'\03A3') = 0 then content
                      -- Final_Sigma: after a cased letter (case-ignorables between), not before one
                      else regexp_replace(content,
-                         '(?<=[' || ragsql._py_cased_class() || '][' || ragsql._py_case_ignorable_class() || ']*)'
-                         || U&'\03A3' || '(?![' || ragsql._py_case_ignorable_class() || ']*['
-                         || ragsql._py_cased_class() || '])',
+                         '(?<=[' || ragsql._py_text('cased_class') || ']['
+                         || ragsql._py_text('case_ignorable_class') || ']*)'
+                         || U&'\03A3' || '(?![' || ragsql._py_text('case_ignorable_class') || ']*['
+                         || ragsql._py_text('cased_class') || '])',
                          U&'\03C2', 'g')
                 end,
                 U&'\0130', U&'i\0307') collate "C"),
-            ragsql._py_upper_chars(), ragsql._py_lower_chars())
+            ragsql._py_text('upper_chars'), ragsql._py_text('lower_chars'))
     end
 $$;
 comment on function ragsql.python_lower(text) is
@@ -50,7 +51,8 @@ create or replace function ragsql._py_strip(content text)
 returns text
 language sql immutable parallel safe
 as $$
-    select regexp_replace(content, '^[' || ragsql._py_space_class() || ']+|[' || ragsql._py_space_class() || ']+$',
+    select regexp_replace(content,
+                          '^[' || ragsql._py_text('space_class') || ']+|[' || ragsql._py_text('space_class') || ']+$',
                           '', 'g')
 $$;
 comment on function ragsql._py_strip(text) is 'Python''s str.strip(): every str.isspace() character cut at both ends.';
@@ -60,7 +62,7 @@ returns text[]
 language sql immutable parallel safe
 as $$
     select coalesce(regexp_split_to_array(nullif(ragsql._py_strip(content), ''),
-                                          '[' || ragsql._py_space_class() || ']+'), '{}')
+                                          '[' || ragsql._py_text('space_class') || ']+'), '{}')
 $$;
 comment on function ragsql._py_split(text) is
     'Python''s str.split(): the words between runs of str.isspace() characters (none for a blank text).';
@@ -74,7 +76,8 @@ as $$
     -- on Python's whitespace; no server collation read
     select ragsql._py_split(regexp_replace(
                translate(ragsql.python_lower(content), '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', ''),
-               '(?<![' || ragsql._py_word_class() || '])(a|an|the)(?![' || ragsql._py_word_class() || '])', ' ', 'g'))
+               '(?<![' || ragsql._py_text('word_class') || '])(a|an|the)(?![' || ragsql._py_text('word_class') || '])',
+               ' ', 'g'))
 $$;
 comment on function ragsql.squad_tokens(text) is
     'SQuAD''s normalize_answer split into tokens, as Python computes it under every server collation: '
@@ -154,7 +157,7 @@ language sql immutable parallel safe
 as $$
     select coalesce(array_agg(m[1] order by n), '{}')
     from regexp_matches(content, '([0-9]+(?:[.,][0-9]+)+|[a-z0-9_\u00c0-\u024f]+(?:''[a-z0-9\u00c0-\u024f]+)?|'
-                                 '[^a-z0-9_\u00c0-\u024f' || ragsql._py_space_class() || '])', 'g')
+                                 '[^a-z0-9_\u00c0-\u024f' || ragsql._py_text('space_class') || '])', 'g')
          with ordinality as x(m, n)
 $$;
 comment on function ragsql._word_tokens(text) is
@@ -330,7 +333,7 @@ as $$
 -- sacrebleu's tokenizers: 13a (mteval-v13a), or zh (each Chinese character apart, then 13a's rules)
 declare
     -- sacrebleu rstrips a segment before tokenizing (Python's whitespace, not the collation's \s)
-    line text := regexp_replace(content, '[' || ragsql._py_space_class() || ']+$', '');
+    line text := regexp_replace(content, '[' || ragsql._py_text('space_class') || ']+$', '');
 begin
     if chinese then
         -- the characters sacrebleu's zh tokenizer takes for Chinese (its range table as Python compares it)
@@ -421,8 +424,8 @@ language sql immutable parallel safe
 as $$
     -- sacrebleu's sentence_chrf with its defaults (character 6-grams, no word n-grams, beta 2, whitespace removed):
     -- precision and recall averaged over the orders both texts have, then F-beta
-    with t as (select regexp_replace(answer, '[' || ragsql._py_space_class() || ']', '', 'g') as h,
-                      regexp_replace(reference, '[' || ragsql._py_space_class() || ']', '', 'g') as r),
+    with t as (select regexp_replace(answer, '[' || ragsql._py_text('space_class') || ']', '', 'g') as h,
+                      regexp_replace(reference, '[' || ragsql._py_text('space_class') || ']', '', 'g') as r),
     grams as (
         select n.n, 'h' as side, substr(t.h, i, n.n) as g
         from t, generate_series(1, 6) as n(n), generate_series(1, length(t.h) - n.n + 1) as i

@@ -15,20 +15,13 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(_graded_metric.run);
-    chosen_model text;
-    chosen_version text;
+    rid constant bigint := ragsql._run_id(_graded_metric.run);
+    judged constant jsonb := ragsql._judged_scope(rid, _graded_metric.metric, 'graded_verdict',
+                                                  array[_graded_metric.metric], _graded_metric.model,
+                                                  _graded_metric.prompt_version);
 begin
-    -- the run and its verdict set first, in statements of their own (Citus: see ragsql._newest_verdicts)
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'graded_verdict', array[_graded_metric.metric], _graded_metric.model,
-                                 _graded_metric.prompt_version) as j;
     return query
-    with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
-    ),
-    rated as materialized (
+    with rated as materialized (
         select v.query_id,
                count(*) as passes,
                count(v.score) as rated,
@@ -36,9 +29,9 @@ begin
                min(v.score) filter (where v.judge_pass = 1) as pass1,
                min(v.score) filter (where v.judge_pass = 2) as pass2,
                string_agg(v.reason, '; ' order by v.judge_pass) filter (where v.score is null) as errors
-        from judge as j
+        from ragsql._scope_judge(judged) as j
         join ragsql.graded_verdict as v
-          on v.run_id = j.run_id and v.metric = _graded_metric.metric and v.model = j.judge_model
+          on v.run_id = rid and v.metric = _graded_metric.metric and v.model = j.judge_model
          and v.prompt_version = j.judge_prompt_version
         group by v.query_id
     )
@@ -49,14 +42,13 @@ begin
                when r.rated > 0 then null
                when r.passes > 0 then 'no judge pass gave a rating: ' || r.errors
                when s.n_contexts = 0 then 'no contexts'
-               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+               else s.judge_reason
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when r.query_id is not null then jsonb_build_object('pass1', r.pass1, 'pass2', r.pass2) end
-    from judge as j
-    cross join ragsql._generation_scope(j.run_id, _graded_metric.metric) as s
+    from ragsql._scope_rows(judged) as s
     left join rated as r on r.query_id = s.query_id
     order by s.qid collate "C";
 end
@@ -112,9 +104,7 @@ declare
     -- the run first: a function that reads a table must not run inside the query over the run's shard (Citus)
     rid bigint := ragsql._run_id(context_entity_recall.run);
     compared jsonb;
-    chosen_model text;
-    chosen_version text;
-    scope jsonb;
+    judged jsonb;
 begin
     -- the texts whose entities are compared: each distinct reference answer, and the contexts joined; their
     -- entity sets are chosen by these hashes (entity_extraction is kept per text, not per run)
@@ -129,24 +119,18 @@ begin
               from ragsql.answer_context as c
               where c.run_id = rid
               group by c.query_id) as t);
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'entity_extraction',
-                                 array(select t ->> 'text_hash' from jsonb_array_elements(compared) as t),
-                                 context_entity_recall.model, context_entity_recall.prompt_version) as j;
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, 'context_entity_recall') as g);
+    judged := ragsql._judged_scope(rid, 'context_entity_recall', 'entity_extraction',
+                                   array(select t ->> 'text_hash' from jsonb_array_elements(compared) as t),
+                                   context_entity_recall.model, context_entity_recall.prompt_version);
     return query
     with texts as materialized (
         select t.query_id, t.side, t.text_hash
         from jsonb_to_recordset(compared) as t(query_id bigint, side text, text_hash text)
     ),
-    judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version
-    ),
     extracted as materialized (
         select t.query_id, t.side, t.text_hash, e.entities
         from texts as t
-        cross join judge as j
+        cross join ragsql._scope_judge(judged) as j
         left join ragsql.entity_extraction as e
           on e.text_hash = t.text_hash and e.model = j.judge_model and e.prompt_version = j.judge_prompt_version
     ),
@@ -182,18 +166,15 @@ begin
                when c.refs_unextracted < c.refs or not c.contexts_unextracted and c.refs_unextracted > 0
                    then format('%s of %s reference answers have no entity extraction', c.refs_unextracted, c.refs)
                when c.refs_unextracted = 0 then 'the contexts have no entity extraction'
-               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
+               else s.judge_reason
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when c.refs_unextracted = 0 and not c.contexts_unextracted
                 then jsonb_build_object('reference_entities', c.reference_entities, 'found', c.found)
            end
-    from judge as j
-    cross join jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
+    from ragsql._scope_rows(judged) as s
     left join counted as c on c.query_id = s.query_id
     order by s.qid collate "C";
 end
@@ -269,80 +250,42 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(factual_correctness.run);
-    chosen_model text;
-    chosen_version text;
+    rid constant bigint := ragsql._run_id(factual_correctness.run);
+    judged constant jsonb := ragsql._judged_scope(
+        rid, 'factual_correctness', 'statement_verdict', array['factual_precision', 'factual_recall'],
+        factual_correctness.model, factual_correctness.prompt_version,
+        '%' || ragsql._claim_setting(factual_correctness.atomicity, factual_correctness.coverage));
+    checked_mode constant text := ragsql._factual_mode(factual_correctness.mode, factual_correctness.beta);
 begin
-    -- the run and its verdict set first, in statements of their own (Citus: see ragsql._newest_verdicts)
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(
-        rid, 'statement_verdict', array['factual_precision', 'factual_recall'], factual_correctness.model,
-        factual_correctness.prompt_version,
-        '%' || ragsql._claim_setting(factual_correctness.atomicity, factual_correctness.coverage)) as j;
     return query
-    with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version,
-               ragsql._factual_mode(factual_correctness.mode, factual_correctness.beta) as mode
-    ),
-    answer_side as materialized (
-        select t.*
-        from judge as j
-        cross join ragsql._statement_tally(j.run_id, 'factual_precision', j.judge_model, j.judge_prompt_version) as t
-    ),
-    reference_side as materialized (
-        select t.*
-        from judge as j
-        cross join ragsql._statement_tally(j.run_id, 'factual_recall', j.judge_model, j.judge_prompt_version) as t
-    ),
-    counted as (
-        select s.*,
-               a.supported as tp,
-               a.statements - a.supported as fp,
-               r.statements - r.supported as fn,
-               a.statements as answer_claims,
-               r.statements as reference_claims,
-               a.texts_unjudged = 0 and a.judged = a.statements
-                   and (j.mode = 'precision' or r.texts_unjudged = 0 and r.judged = r.statements) as complete,
-               coalesce(ragsql._statement_gap(a.texts, a.texts_unjudged, a.statements, a.judged, 'answer'),
-                        case when j.mode <> 'precision' then
-                            ragsql._statement_gap(r.texts, r.texts_unjudged, r.statements, r.judged, 'reference')
-                        end) as gap
-        from judge as j
-        cross join ragsql._generation_scope(j.run_id, 'factual_correctness') as s
-        left join answer_side as a on a.query_id = s.query_id
-        left join reference_side as r on r.query_id = s.query_id
-    )
-    select c.qid,
+    select s.qid,
            case
                when not c.complete then null
-               when j.mode = 'precision' and c.answer_claims > 0 then c.tp::float8 / (c.tp + c.fp)
-               when j.mode = 'recall' and c.reference_claims > 0
+               when checked_mode = 'precision' and c.answer_claims > 0 then c.tp::float8 / (c.tp + c.fp)
+               when checked_mode = 'recall' and c.reference_claims > 0
                    then case when c.tp + c.fn > 0 then c.tp::float8 / (c.tp + c.fn) else 0 end
-               when j.mode = 'f1' and c.answer_claims > 0 and c.reference_claims > 0
+               when checked_mode = 'f1' and c.answer_claims > 0 and c.reference_claims > 0
                    then ragsql._fbeta(c.tp, c.fp, c.fn, factual_correctness.beta)
            end,
            case
-               when c.answer is null then 'no answer in the run'
-               when c.n_references = 0 then 'no reference answer'
-               when not c.complete or c.complete is null
-                   then coalesce(c.gap,
-                                 ragsql._judge_reason(c.task_status, c.task_error, j.judge_model,
-                                                      j.judge_prompt_version))
-               when j.mode <> 'recall' and c.answer_claims = 0 then 'the answer has no claims'
-               when j.mode <> 'precision' and c.reference_claims = 0 then 'the reference answers have no claims'
+               when s.answer is null then 'no answer in the run'
+               when s.n_references = 0 then 'no reference answer'
+               when not c.complete or c.complete is null then coalesce(c.gap, s.judge_reason)
+               when checked_mode <> 'recall' and c.answer_claims = 0 then 'the answer has no claims'
+               when checked_mode <> 'precision' and c.reference_claims = 0 then 'the reference answers have no claims'
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when c.complete
-                then jsonb_build_object('tp', c.tp, 'fp', c.fp) || case when j.mode <> 'precision'
+                then jsonb_build_object('tp', c.tp, 'fp', c.fp) || case when checked_mode <> 'precision'
                                                                       then jsonb_build_object('fn', c.fn)
                                                                       else '{}' end
            end
-    from counted as c
-    cross join judge as j
-    order by c.qid collate "C";
+    from ragsql._scope_rows(judged) as s
+    left join ragsql._claim_counts(judged, 'factual_precision', 'factual_recall', checked_mode <> 'precision') as c
+      on c.query_id = s.query_id
+    order by s.qid collate "C";
 end
 $$;
 comment on function ragsql.factual_correctness(text, text, float8, text, text, text, text) is
@@ -380,19 +323,15 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(noise_sensitivity.run);
-    chosen_model text;
-    chosen_version text;
+    rid constant bigint := ragsql._run_id(noise_sensitivity.run);
+    judged constant jsonb := ragsql._judged_scope(rid, 'noise_sensitivity', 'statement_verdict',
+                                                  array['noise_sensitivity'], noise_sensitivity.model,
+                                                  noise_sensitivity.prompt_version);
 begin
-    -- the run and its verdict set first, in statements of their own (Citus: see ragsql._newest_verdicts)
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'statement_verdict', array['noise_sensitivity'], noise_sensitivity.model,
-                                 noise_sensitivity.prompt_version) as j;
     return query
     with judge as materialized (
-        select rid as run_id, chosen_model as judge_model, chosen_version as judge_prompt_version,
-               ragsql._noise_mode(noise_sensitivity.mode) as mode
+        select j.*, ragsql._noise_mode(noise_sensitivity.mode) as mode
+        from ragsql._scope_judge(judged) as j
     ),
     tally as materialized (
         select t.*
@@ -456,10 +395,10 @@ begin
                when t.texts_unjudged = 0 and t.judged = t.statements
                    then 'an answer statement has no verdict for every context'
                else coalesce(ragsql._statement_gap(t.texts, t.texts_unjudged, t.statements, t.judged, 'answer'),
-                             ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version))
+                             s.judge_reason)
            end,
-           j.judge_model,
-           j.judge_prompt_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when c.query_id is not null then jsonb_build_object(
                'statements', t.statements, 'incorrect', c.incorrect, 'relevant_wrong', c.relevant_wrong,
@@ -467,7 +406,7 @@ begin
                'relevant_contexts', (select count(*) from relevance as r where r.query_id = s.query_id and r.relevant))
            end
     from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'noise_sensitivity') as s
+    cross join ragsql._scope_rows(judged) as s
     left join tally as t on t.query_id = s.query_id
     left join counted as c on c.query_id = s.query_id
     order by s.qid collate "C";
@@ -513,46 +452,11 @@ create or replace function ragsql.rubrics_score(
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language plpgsql stable parallel safe
+language sql stable parallel safe
 as $$
-#variable_conflict use_column
-declare
-    rid bigint := ragsql._run_id(rubrics_score.run);
-    definition text := ragsql._rubric_hash(rubrics_score.rubric);
-    chosen_model text;
-    chosen_version text;
-begin
-    -- the run and its verdict set first, in statements of their own (Citus: see ragsql._newest_verdicts)
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'rubric_verdict', array[rubrics_score.rubric], rubrics_score.model,
-                                 rubrics_score.prompt_version, '%', definition) as j;
-    return query
-    with judge as materialized (
-        select rid as run_id, definition as definition_hash, r.with_reference, chosen_model as judge_model,
-               chosen_version as judge_prompt_version
-        from ragsql.rubric as r
-        where r.name = rubrics_score.rubric
-    )
-    select s.qid,
-           v.score,
-           case
-               when s.answer is null then 'no answer in the run'
-               when j.with_reference and s.n_references = 0 then 'no reference answer'
-               when v.score is not null then null
-               when v.earlier then format('only scores by an earlier version of rubric %s', rubrics_score.rubric)
-               else ragsql._judge_reason(s.task_status, s.task_error, j.judge_model, j.judge_prompt_version)
-           end,
-           j.judge_model,
-           j.judge_prompt_version,
-           null::text,
-           null::jsonb
-    from judge as j
-    cross join ragsql._generation_scope(j.run_id, 'rubrics_score') as s
-    left join ragsql._definition_scores(j.run_id, 'rubric_verdict', rubrics_score.rubric, j.definition_hash,
-                                        j.judge_model, j.judge_prompt_version) as v on v.query_id = s.query_id
-    order by s.qid collate "C";
-end
+    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._definition_metric)
+    select * from ragsql._definition_metric(rubrics_score.run, 'rubric_verdict', rubrics_score.rubric,
+                                            rubrics_score.model, rubrics_score.prompt_version)
 $$;
 comment on function ragsql.rubrics_score(text, text, text, text) is
     'Rubrics score per query (RAGAS RubricsScore) = the judge''s score 1..5 of the answer by the rubric''s five '

@@ -59,45 +59,63 @@ def _literal(text: str, width: int = 104) -> str:
     return "\n".join(f"        '{p}'" for p in parts)
 
 
-def _function(name: str, body: str, comment: str, estring: bool = False) -> str:
-    literal = _literal(body)
+NAMES = (
+    "upper_class",
+    "upper_chars",
+    "lower_chars",
+    "word_class",
+    "space_class",
+    "cased_class",
+    "case_ignorable_class",
+)
+
+
+def _entry(name: str, body: str, estring: bool) -> str:
+    """One branch of ragsql._py_text's case: the name, then its text as adjacent literals."""
+    literal = "    " + _literal(body).replace("\n", "\n    ")
     if estring:
-        literal = "        E" + literal.lstrip()  # the lines after the first continue the escape string
-    return (f"create or replace function ragsql.{name}()\nreturns text\nlanguage sql immutable parallel safe\n"
-            f"as $$\n    select\n{literal}\n$$;\ncomment on function ragsql.{name}() is\n    '{comment}';\n")
+        literal = "            E" + literal.lstrip()  # the lines after the first continue the escape string
+    return f"        when '{name}' then\n{literal}\n"
 
 
 def main() -> None:
     t = tables()
     upper, lowered = t["single"]
     v = sys.version_info
-    out = [f"""-- Python's text rules as explicit tables, so that the text metrics (26_text_metrics.sql) give the same values
+    bodies = {
+        "upper_class": (regex_class(t["upper"]), False),
+        "upper_chars": ("".join(_escape(c) for c in upper), True),
+        "lower_chars": ("".join(_escape(c) for c in lowered), True),
+        "word_class": (regex_class(t["word"]), False),
+        "space_class": (regex_class(t["space"]), False),
+        "cased_class": (regex_class(t["cased"]), False),
+        "case_ignorable_class": (regex_class(t["ignorable"]), False),
+    }
+    # one function holding every table, so the file states each once (the former one-table functions go)
+    drops = "".join(f"drop function if exists ragsql._py_{name}();\n" for name in NAMES)
+    entries = "".join(_entry(name, *bodies[name]) for name in NAMES)
+    print(f"""-- Python's text rules as explicit tables, so that the text metrics (26_text_metrics.sql) give the same values
 -- under every server collation and version: PostgreSQL's lower(), \\s and \\w follow the database's collation
 -- (under "C" they know ASCII only; under ICU or glibc they differ from Python on some characters).
 -- Generated from Python {v.major}.{v.minor} (Unicode {unicodedata.unidata_version}) by tests/sql/python_text_tables.py; do not edit.
 -- Regex classes are bracket-expression bodies with every character escaped, for '[' || class || ']'.
-""",
-           _function("_py_upper_class", regex_class(t["upper"]),
-                     "Regex class of the characters beyond ASCII that Python''s str.lower() changes."),
-           _function("_py_upper_chars", "".join(_escape(c) for c in upper),
-                     "The characters beyond ASCII that Python''s str.lower() maps to one character (all but U+0130), "
-                     "for translate().", estring=True),
-           _function("_py_lower_chars", "".join(_escape(c) for c in lowered),
-                     "What str.lower() maps each character of ragsql._py_upper_chars() to (capital sigma: the "
-                     "non-final sigma).", estring=True),
-           _function("_py_word_class", regex_class(t["word"]),
-                     "Regex class of Python''s \\w (str.isalnum() or _), as re reads \\b."),
-           _function("_py_space_class", regex_class(t["space"]),
-                     "Regex class of the characters Python''s str.isspace() is true for (those str.split() and "
-                     "str.strip() cut at)."),
-           _function("_py_cased_class", regex_class(t["cased"]),
-                     "Regex class of the cased characters that are not case-ignorable (Unicode''s Final_Sigma rule, "
-                     "as Python applies it)."),
-           _function("_py_case_ignorable_class", regex_class(t["ignorable"]),
-                     "Regex class of the case-ignorable characters (Unicode''s Final_Sigma rule, as Python applies "
-                     "it)."),
-           ]
-    print("\n".join(out), end="")
+
+{drops}
+create or replace function ragsql._py_text(name text)
+returns text
+language sql immutable parallel safe
+as $$
+    -- a single select on its argument: inlined and folded to the literal wherever the name is a constant
+    select case _py_text.name
+{entries}    end
+$$;
+comment on function ragsql._py_text(text) is
+    'Python''s text tables by name: upper_class, the regex class of the characters beyond ASCII that str.lower() '
+    'changes; upper_chars and lower_chars, those it maps to one character (all but U+0130) and what it maps each '
+    'to (capital sigma: the non-final sigma), for translate(); word_class, Python''s \\w (str.isalnum() or _), as '
+    're reads \\b; space_class, the characters str.isspace() is true for (those str.split() and str.strip() cut '
+    'at); cased_class and case_ignorable_class, Unicode''s Final_Sigma rule as Python applies it. Null for another '
+    'name.';""")
 
 
 if __name__ == "__main__":
