@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 39a6339b9245361e335d573548edc28f433349f3aa060066f52321f7dbb51e67
+\set ragsql_fingerprint d56d0cbb972d0e4a707be146a3156d8c92149a0d648cd5e983ec78b613430251
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -89,3 +89,23 @@ def test_the_catalog_is_the_registry(db):
     for m in registry.METRICS:
         example = m.name.replace("<name>", "coherence" if m.name.startswith("aspect") else "default")
         assert conn.execute("select ragsql.higher_is_better(%s)", (example,)).fetchone()[0] is m.higher_is_better
+
+
+def test_every_measure_has_one_formula_and_parses():
+    """Each declared measure has its branch in ragsql._evaluate's formula map, and no branch is undeclared."""
+    import re
+
+    source = (ROOT / "sql" / "functions" / "10_measure.sql").read_text(encoding="utf-8")
+    branches = re.findall(r"^\s+when '(\w+)' then", source[source.index("case s.family") :], re.M)
+    assert sorted(branches) == sorted(m.name for m in registry.MEASURES)
+
+
+@pytest.mark.parametrize(
+    ("spelled", "parsed"),
+    [("P_5", "P@5"), ("ndcg_cut.10", "nDCG@10"), ("hit_rate@3", "Success@3"), ("hit_rate", "Success"),
+     ("MRR", "RR"), ("mrr@10", "RR@10"), ("recip_rank", "RR"), ("map", "AP"), ("map_cut_100", "AP@100"),
+     ("r-precision", "Rprec"), ("num_rel_ret", "NumRelRet"), ("ndcg_burges@5", "nDCG_burges@5"),
+     ("RBP", "RBP(p=0.8)"), ("rbp(p=0.5)@10", "RBP(p=0.5)@10"), ("P(rel=2)@10", "P(rel=2)@10"), ("recall.20", "R@20")],
+)  # fmt: skip
+def test_measure_spellings_parse_as_declared(db, spelled, parsed):
+    assert db.execute("select measure from ragsql._measure_spec(array[%s])", (spelled,)).fetchone()[0] == parsed

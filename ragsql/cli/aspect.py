@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ragsql import db
+from ragsql import db, registry
 from ragsql.cli.output import FORMATS, format_option, render, report
 from ragsql.db import aspects
 from ragsql.errors import UsageError
@@ -44,11 +44,13 @@ def add_command(name: str, definition: str, lower_is_better: bool, replace: bool
         db.ensure_schema(conn)
         with conn.transaction():
             done = aspects.add(conn, name, definition, not lower_is_better, replace)
-    say_added("aspect", name, done, "aspect_critique", f"aspect:{name}", fmt, higher_is_better=not lower_is_better)
+    say_added("aspect", name, done, f"aspect:{name}", fmt, higher_is_better=not lower_is_better)
 
 
-def say_added(kind: str, name: str, done: str, task: str, metric: str, fmt: str, **extra: object) -> None:
-    """What `aspect add` and `rubric add` print: how to judge the new one and the metric name to read it by."""
+def say_added(kind: str, name: str, done: str, metric: str, fmt: str, **extra: object) -> None:
+    """What `aspect add` and `rubric add` print: how to judge the new one (its judge kind, from the registry) and
+    the metric name to read it by."""
+    task = registry.metric(metric).task
     if fmt == "json":
         report({kind: name, "done": done, "metric": metric, **extra})
         return

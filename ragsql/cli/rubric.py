@@ -52,7 +52,7 @@ def add_command(
         db.ensure_schema(conn)
         with conn.transaction():
             done = rubrics.add(conn, name, [score1, score2, score3, score4, score5], with_reference, replace)
-    say_added("rubric", name, done, "rubrics_score", f"rubrics_score:{name}", fmt, with_reference=with_reference)
+    say_added("rubric", name, done, f"rubrics_score:{name}", fmt, with_reference=with_reference)
 
 
 rubric_group.add_command(

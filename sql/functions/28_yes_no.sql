@@ -11,36 +11,28 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid bigint := ragsql._run_id(yes_no_metric.run);
-    chosen_model text;
-    chosen_version text;
-    scope jsonb;
+    rid constant bigint := ragsql._run_id(yes_no_metric.run);
+    -- a yes/no metric's judge task kind is its name
+    judged constant jsonb := ragsql._judged_scope(rid, yes_no_metric.metric, 'yes_no_verdict',
+                                                  array[yes_no_metric.metric], yes_no_metric.model,
+                                                  yes_no_metric.prompt_version);
 begin
-    -- the run first, then its verdict set and scope: the query below names the run id on every run-scoped table
-    -- and calls no function that reads tables, so on Citus it is one shard's
-    select j.judge_model, j.judge_prompt_version
-      into chosen_model, chosen_version
-    from ragsql._newest_verdicts(rid, 'yes_no_verdict', array[yes_no_metric.metric], yes_no_metric.model,
-                                 yes_no_metric.prompt_version) as j;
-    scope := (select coalesce(jsonb_agg(g), '[]') from ragsql._generation_scope(rid, yes_no_metric.metric) as g);
     return query
     select s.qid,
-           case when y.verdict then 1.0::float8 when not y.verdict then 0.0::float8 end,
+           y.verdict::integer::float8,
            case
                when s.answer is null then 'no answer in the run'
                when y.verdict is not null then null
-               else ragsql._judge_reason(s.task_status, s.task_error, chosen_model, chosen_version)
+               else s.judge_reason
            end,
-           chosen_model,
-           chosen_version,
+           s.judge_model,
+           s.judge_prompt_version,
            null::text,
            case when y.verdict is not null then jsonb_build_object('verdict', y.verdict, 'reason', y.reason) end
-    from jsonb_to_recordset(scope) as s(
-        query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
+    from ragsql._scope_rows(judged) as s
     left join ragsql.yes_no_verdict as y
       on y.run_id = rid and y.query_id = s.query_id and y.metric = yes_no_metric.metric
-     and y.model = chosen_model and y.prompt_version = chosen_version
+     and y.model = s.judge_model and y.prompt_version = s.judge_prompt_version
     order by s.qid collate "C";
 end
 $$;
