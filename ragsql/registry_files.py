@@ -133,7 +133,7 @@ def metrics_doc() -> str:
         "",
         "Every generation metric, as `ragsql.evaluate_generation`, `ragsql scores` and `ragsql.evaluate` name it.",
         "Judge kind: the `ragsql judge --metrics` name whose verdicts it reads (none: computed from the data alone).",
-        "Opt-in metrics are judged only when named. Retrieval measures: see the SQL reference of `ragsql.evaluate`.",
+        "Opt-in metrics are judged only when named. Retrieval measures: below.",
         "",
         "| metric | definition | reads | judge kind | range | better | default | tested against |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -146,6 +146,25 @@ def metrics_doc() -> str:
             f"| {m.tested_against} |"
         )
     lines += ["", "Inputs:", ""] + [f"- `{name}`: {text}" for name, text in INPUTS.items()]
+    lines += [
+        "",
+        "# Retrieval measures",
+        "",
+        "As `ragsql.evaluate`, `ragsql metrics --measures` and `ragsql.evaluate(metrics=...)` name them, with a",
+        "relevance level and a persistence as ir_measures writes them (`P(rel=2)@10`, `RBP(p=0.9)`). All range",
+        "over 0–1 (the counts excepted) and higher is better.",
+        "",
+        "| measure | definition | cutoff | rel= | other spellings | tested against |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for m in MEASURES:
+        spelled = ", ".join(f"`{a.replace('([0-9]+)', 'k').replace('[_.]', '_')}`" for a in m.aliases) or "—"
+        cutoff = {"required": "@k required", "optional": "@k or none", "none": "none"}[m.cutoff]
+        extra = f"; p= (default {m.p:g})" if m.p is not None else ""
+        lines.append(
+            f"| `{m.name}` | {m.description}{' (summed over queries)' if m.count else ''} | {cutoff} "
+            f"| {'yes' if m.rel else 'no'}{extra} | {spelled} | {m.tested_against} |"
+        )
     return "\n".join(lines) + "\n"
 
 
