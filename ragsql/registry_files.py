@@ -47,6 +47,11 @@ def _dispatch() -> str:
     return "\n    union all\n".join(branches)
 
 
+def _functions() -> str:
+    names = dict.fromkeys(m.sql.split("(", 1)[0].removeprefix("ragsql.") for m in METRICS)
+    return ", ".join(_quote(n) for n in names)
+
+
 def registry_sql() -> str:
     """sql/functions/29_metric_registry.sql."""
     return f"""{HEADER}
@@ -77,6 +82,15 @@ $$;
 comment on function ragsql._metric_rows(text, text, bigint, text, text, text, float8, float8, float8) is
     'Per-query rows of one generation metric of a run from its own function, as ragsql/registry.py declares it '
     '(the body of ragsql._evaluate_generation''s loop).';
+
+create or replace function ragsql._metric_functions()
+returns text[]
+language sql immutable parallel safe
+as $$
+    select array[{_functions()}]
+$$;
+comment on function ragsql._metric_functions() is
+    'The functions that compute the generation metrics (ragsql_report wraps each for ragsql_reader).';
 """
 
 

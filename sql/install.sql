@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint d56d0cbb972d0e4a707be146a3156d8c92149a0d648cd5e983ec78b613430251
+\set ragsql_fingerprint e6bdab727627c5649021c463c841231ed2063d823c954bfb6e945a28258c0410
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

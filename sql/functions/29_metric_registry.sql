@@ -195,3 +195,12 @@ $$;
 comment on function ragsql._metric_rows(text, text, bigint, text, text, text, float8, float8, float8) is
     'Per-query rows of one generation metric of a run from its own function, as ragsql/registry.py declares it '
     '(the body of ragsql._evaluate_generation''s loop).';
+
+create or replace function ragsql._metric_functions()
+returns text[]
+language sql immutable parallel safe
+as $$
+    select array['faithfulness', 'contradiction_rate', 'answer_relevancy', 'answer_relevancy_rating', 'answer_relevancy_cosine', 'context_precision', 'context_relevance', 'context_recall', 'answer_similarity', 'answer_correctness_f1', 'answer_correctness', 'aspect_critique', 'citation_coverage', 'citation_validity', 'text_metric', 'context_id_metric', 'response_groundedness', 'nv_context_relevance', 'context_entity_recall', 'factual_correctness', 'noise_sensitivity', 'rubrics_score', 'string_context_metric']
+$$;
+comment on function ragsql._metric_functions() is
+    'The functions that compute the generation metrics (ragsql_report wraps each for ragsql_reader).';

@@ -17,17 +17,15 @@ comment on schema ragsql_report is
 
 do $$
 declare
-    wrapped text[] := array[
+    -- every metric's own function, as the registry declares them (ragsql._metric_functions), and these
+    wrapped text[] := ragsql._metric_functions() || array[
         'measure', 'evaluate', 'summarize',
         'evaluate_generation', 'generation_measure', 'summarize_generation',
-        'faithfulness', 'contradiction_rate', 'context_recall', 'answer_correctness_f1', 'answer_similarity',
-        'answer_relevancy_cosine', 'answer_relevancy', 'answer_relevancy_rating', 'context_precision',
-        'context_relevance', 'answer_correctness', 'aspect_critique', 'citation_coverage', 'citation_validity',
         'diagnose_queries', 'diagnose_run',
         'compare', 'compare_queries', 'measure_ci', 'bootstrap_mean_ci', 'sign_flip_p', 'paired_t_p', 'holm',
         'higher_is_better', 'is_offline_judge', 'run_config', 'run_config_diff', 'measure_alias', 'check', 'history', 'query_values', 'judge_agreement', 'ppi_mean', 'cohen_kappa', 'spearman',
         'kendall_tau', 'review_sample', 'judge_repeats', 'judge_flips', 'judge_consistency', 'ppi_compare',
-        'text_metric', 'fused', 'context_id_metric'];
+        'fused'];
     -- Only schemas no caller may create in, pg_temp last (PostgreSQL's "Writing SECURITY DEFINER Functions
     -- Safely"): the wrapped functions' bodies run on this path with the owner's rights, and a schema anyone may
     -- create in (public on PostgreSQL 14, where pgvector usually is) would let a caller's public.unnest(float8[])
