@@ -8,6 +8,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ragsql.db.connect import shard_reads_in_sequence
+from ragsql.db.rows import value
 from ragsql.errors import InputError
 
 __all__ = ["add", "list_aspects", "remove"]
@@ -63,6 +64,6 @@ def remove(conn: psycopg.Connection, name: str) -> int:
     if existing[0]:
         raise InputError(f'aspect "{name}" is built in and stays')
     shard_reads_in_sequence(conn)
-    verdicts = conn.execute("select count(*) from ragsql.aspect_verdict where aspect = %s", (name,)).fetchone()[0]
+    verdicts = value(conn.execute("select count(*) from ragsql.aspect_verdict where aspect = %s", (name,)))
     conn.execute("delete from ragsql.aspect where name = %s", (name,))
     return verdicts

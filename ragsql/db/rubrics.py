@@ -10,6 +10,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ragsql.db.connect import shard_reads_in_sequence
+from ragsql.db.rows import value
 from ragsql.errors import InputError
 
 __all__ = ["add", "list_rubrics", "remove"]
@@ -78,7 +79,7 @@ def remove(conn: psycopg.Connection, name: str) -> int:
     if existing[0]:
         raise InputError(f'rubric "{name}" is built in and stays')
     shard_reads_in_sequence(conn)
-    verdicts = conn.execute("select count(*) from ragsql.rubric_verdict where rubric = %s", (name,)).fetchone()[0]
+    verdicts = value(conn.execute("select count(*) from ragsql.rubric_verdict where rubric = %s", (name,)))
     conn.execute("delete from ragsql.rubric where name = %s", (name,))
     conn.execute("delete from ragsql.generation_metric where metric = %s", ("rubrics_score:" + name,))
     return verdicts
