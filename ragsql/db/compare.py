@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 import psycopg
@@ -179,7 +180,7 @@ class HistoryValue:
     """A run value of a dataset's history (a row of ragsql.history)."""
 
     run: str
-    created_at: object
+    created_at: dt.datetime
     measure: str
     kind: str
     value: float | None
