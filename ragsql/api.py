@@ -23,7 +23,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 
@@ -139,7 +139,7 @@ def evaluate(
         settings = _judge_settings(judge) if needs_judge or judge is not None else None
         judge_id = (
             None
-            if not needs_judge
+            if not needs_judge or settings is None
             else ("offline" if judge == "offline" or not settings.configured else settings.model)
         )
         dataset = dataset or "py-" + _digest(rows)[:10]
@@ -161,7 +161,7 @@ def evaluate(
             "pass replace=True to replace it, or another run name"
         )
     if not reuse:
-        if needs_judge:
+        if needs_judge and settings is not None:
             _check_endpoint(settings, judge == "offline")
         config = {
             "source": "ragsql.evaluate",
@@ -172,7 +172,7 @@ def evaluate(
         with connect(url) as conn:
             _import(conn, lines, rows, dataset, run, replace, config)
     failed, model = 0, None
-    if needs_judge:  # again on reuse: tasks already done cost nothing, failed ones are tried again
+    if needs_judge and settings is not None:  # again on reuse: done tasks cost nothing, failed ones are tried again
         failed, model = _judge(url, run, task_kinds, settings, judge == "offline", workers)
     with connect(url) as conn:
         judge_name = "offline" if model is not None and model.startswith("offline") else model
@@ -195,7 +195,7 @@ def metrics(
     with connect(database_url) as conn:
         names.run_id(conn, run)
         gen = None if measures is None else generation.generation_names(conn, measures)
-        ret = None if measures is None else [m for m in measures if m not in gen]
+        ret = None if measures is None or gen is None else [m for m in measures if m not in gen]
         rows = [
             {
                 "kind": "retrieval",
@@ -335,10 +335,11 @@ def _check_options(
 def _rows(records: Iterable[Mapping[str, Any]] | pandas.DataFrame) -> list[dict[str, Any]]:
     """The records as plain JSON values without missing fields (None, NaN); a record that is not a mapping, a
     value that is not JSON or nested too deep is an InputError naming the record."""
-    if hasattr(records, "to_dict") and hasattr(records, "columns"):
-        if not records.columns.is_unique:
+    if hasattr(records, "to_dict") and hasattr(records, "columns"):  # a DataFrame, told without importing pandas
+        frame = cast("pandas.DataFrame", records)
+        if not frame.columns.is_unique:
             raise InputError("the DataFrame has a repeated column name")
-        records = records.to_dict("records")
+        records = frame.to_dict("records")
     if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
         raise InputError("records must be a list of dicts or a pandas DataFrame")
     rows = []

@@ -127,7 +127,7 @@ class CallService:
     async def lookup(self, key: str) -> Stored | None:
         """The stored reply of `key`, if any (no claim; a dry run asks this)."""
         hit = await self.run(db.cached_call, key)
-        return None if hit is None else Stored(hit[1], hit[0], True)
+        return None if hit is None else Stored(hit.response, hit.call_id, True)
 
     async def store(self, rec: CallRecord) -> int:
         """Store a call made outside `get` (an embedding batch); returns its id."""

@@ -5,11 +5,16 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from ragsql._version import __version__
 from ragsql.errors import EXIT_CODES, RagsqlError, UsageError
+
+if TYPE_CHECKING:
+    import psycopg
+    from typing_extensions import TypeIs
 
 __all__ = ["COMMANDS", "cli", "main"]
 
@@ -105,7 +110,7 @@ def _usage(exc: click.UsageError) -> str:
     return f"ragsql: usage: {_line(exc.format_message())} (see: {where} --help)"
 
 
-def _is_database_error(exc: BaseException) -> bool:
+def _is_database_error(exc: BaseException) -> TypeIs[psycopg.Error]:
     """A psycopg error (psycopg is imported only by the commands that talk to the database)."""
     psycopg = sys.modules.get("psycopg")
     return psycopg is not None and isinstance(exc, psycopg.Error)
@@ -140,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("ragsql: aborted", err=True)
         return 130
     except click.UsageError as exc:  # a missing or unknown option, an invalid option value
-        no_command = type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None
-        click.echo(exc.ctx.get_help() if no_command else _usage(exc), err=True)  # a bare group: its help
+        ctx = exc.ctx if type(exc).__name__ == "NoArgsIsHelpError" else None
+        click.echo(ctx.get_help() if ctx is not None else _usage(exc), err=True)  # a bare group: its help
         return 2
     except click.ClickException as exc:
         click.echo(f"ragsql: error: {_line(exc.format_message())}", err=True)

@@ -136,7 +136,7 @@ def check_command(
                 judge,
             )
         except psycopg.errors.InvalidParameterValue as exc:
-            message = exc.diag.message_primary
+            message = exc.diag.message_primary or str(exc)
             if "different datasets" in message:
                 raise InputError(message) from None
             hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""

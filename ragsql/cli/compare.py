@@ -61,14 +61,15 @@ def _compared(
     try:
         conn.execute("select ragsql._comparable_runs(%s, %s)", (baseline, run))
     except psycopg.errors.InvalidParameterValue as exc:
-        raise InputError(exc.diag.message_primary) from None
+        raise InputError(exc.diag.message_primary or str(exc)) from None
     try:
         rows = compare.compare(conn, baseline, run, measures, resampling, rel_level, judge)
     except psycopg.errors.InvalidParameterValue as exc:
         hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
-        if "no measure to compare" in exc.diag.message_primary:
-            raise InputError(exc.diag.message_primary) from None
-        raise UsageError(f"--measures: {exc.diag.message_primary}{hint}") from None
+        message = exc.diag.message_primary or str(exc)
+        if "no measure to compare" in message:
+            raise InputError(message) from None
+        raise UsageError(f"--measures: {message}{hint}") from None
     if rows and all(r.queries == 0 for r in rows):
         raise InputError(f'runs "{baseline}" and "{run}" have no query measured in both')
     return rows

@@ -10,6 +10,7 @@ import click
 
 from ragsql import db
 from ragsql.cli.output import format_option, report
+from ragsql.db.rows import value
 
 if TYPE_CHECKING:
     import psycopg
@@ -43,7 +44,7 @@ def _echo_notice(diag: psycopg.errors.Diagnostic) -> None:
     # Citus warns of every function or view over a table it does not manage (the corpus stays on the coordinator
     # by design, see sql/citus.sql): that is the layout, not a problem to report
     if "not in Citus' metadata" not in (diag.message_primary or ""):
-        click.echo(f"ragsql: {diag.severity.lower()}: {diag.message_primary}", err=True)
+        click.echo(f"ragsql: {(diag.severity or 'notice').lower()}: {diag.message_primary}", err=True)
 
 
 @db_group.command("url")
@@ -60,7 +61,7 @@ def status_command(fmt: str) -> None:
     info = None if external else db.embedded_status()
     status = {
         "database": "RAGSQL_DATABASE_URL" if external else "embedded",
-        "data": None if external else str(info.pgdata),
+        "data": None if info is None else str(info.pgdata),
         "running": True,
         "url": None,
         "server_version": None,
@@ -72,7 +73,7 @@ def status_command(fmt: str) -> None:
     else:
         with db.connect() as conn:
             status["url"] = psql_url(conn)
-            status["server_version"] = conn.execute("select current_setting('server_version')").fetchone()[0]
+            status["server_version"] = value(conn.execute("select current_setting('server_version')"))
             vector = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()
             status["pgvector"] = vector[0] if vector else None
             status["schema_version"] = db.schema_version(conn)

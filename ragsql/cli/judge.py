@@ -222,7 +222,8 @@ def _consistency(run: str, metrics: list[str] | None) -> list[dict]:
 
 async def _judge(url, run, judging, metrics, workers, again, console, label) -> JudgeResult:
     with contextlib.suppress(NotImplementedError, RuntimeError):  # SIGTERM stops the run as Ctrl-C does
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+        if (task := asyncio.current_task()) is not None:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     await judging.judge.check()
     try:
         with progress(console, f"judging {run}") as on_progress:

@@ -16,7 +16,7 @@ PATHS = ("bm25", "vector", "fuzzy")
 
 def _weights(ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, float]:
     """'bm25=1,vector=0.5' -> {'bm25': 1.0, 'vector': 0.5}; missing paths weigh 1 (0 turns one off)."""
-    weights = dict.fromkeys(PATHS, 1.0)
+    weights: dict[str, float] = dict.fromkeys(PATHS, 1.0)
     for part in (value or "").replace(" ", ",").split(","):
         if not part:
             continue

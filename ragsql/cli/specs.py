@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -56,6 +57,9 @@ class Float8(click.FloatRange):
 
 class _Int4(click.IntRange):
     """click.IntRange whose help shows only the bounds given, not PostgreSQL's."""
+
+    min: int  # always set: PostgreSQL's bounds where none is given
+    max: int
 
     def __init__(self, low: int | None, high: int | None) -> None:
         super().__init__(
@@ -147,7 +151,7 @@ class OutputFile(click.Path):
 
     def convert(self, value, param, ctx):
         path = super().convert(value, param, ctx)
-        folder = Path(path).expanduser().absolute().parent
+        folder = Path(os.fsdecode(path)).expanduser().absolute().parent
         if not folder.is_dir():
             self.fail(
                 f"folder {str(folder)!r} does not exist" if not folder.exists() else f"{str(folder)!r} is not a folder",

@@ -9,6 +9,7 @@ import psycopg
 from psycopg import sql
 
 from ragsql.db.connect import shard_reads_in_sequence
+from ragsql.db.rows import value
 from ragsql.errors import InputError
 
 __all__ = ["check_name", "existing", "remove"]
@@ -52,6 +53,6 @@ def remove(conn: psycopg.Connection, kind: Kind, name: str) -> int:
         raise InputError(f'{kind} "{name}" is built in and stays')
     shard_reads_in_sequence(conn)
     query = sql.SQL("select count(*) from ragsql.{} where {} = %s").format(verdicts, sql.Identifier(kind))
-    count = conn.execute(query, (name,)).fetchone()[0]
+    count = value(conn.execute(query, (name,)))
     conn.execute(sql.SQL("delete from ragsql.{} where name = %s").format(table), (name,))
     return count

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from ragsql.db.rows import value_async
+
 __all__ = ["NewAnswer", "QueryContexts", "answer_count", "delete_answers", "store_answers", "top_results"]
 
 
@@ -39,7 +41,7 @@ class NewAnswer:
 async def answer_count(conn: psycopg.AsyncConnection, rid: int) -> int:
     """How many answers the run has."""
     cur = await conn.execute("select count(*) from ragsql.answer where run_id = %s", (rid,))
-    return (await cur.fetchone())[0]
+    return await value_async(cur)
 
 
 async def delete_answers(conn: psycopg.AsyncConnection, rid: int) -> int:
@@ -74,7 +76,7 @@ async def top_results(conn: psycopg.AsyncConnection, rid: int, top_n: int) -> tu
     rows = await cur.fetchall()
     if not rows:
         cur = await conn.execute("select dataset_id from ragsql.run where id = %s", (rid,))
-        return (await cur.fetchone())[0], []
+        return await value_async(cur), []
     return rows[0][0], [
         QueryContexts(query_id, qid, question, language, [tuple(c) for c in contexts])
         for _, query_id, qid, question, language, contexts in rows

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
+from psycopg.rows import class_row
 
+from ragsql.db.rows import one_async, value_async
 from ragsql.llm.calls import CallRecord
 
 __all__ = [
+    "Cached",
     "Claim",
     "Purchase",
     "cached_call",
@@ -35,6 +39,13 @@ class Claim:
     error: str | None = None
 
 
+class Cached(NamedTuple):
+    """The successful call stored for a request: its id and validated reply."""
+
+    call_id: int
+    response: Any
+
+
 @dataclass(frozen=True)
 class Purchase:
     """What a call is sent for (judge, synth, rerank, generate) and the run it is bought for, if any."""
@@ -43,10 +54,15 @@ class Purchase:
     run_id: int | None = None
 
 
-async def cached_call(conn: psycopg.AsyncConnection, request_hash: str) -> tuple[int, Any] | None:
+def _cached(conn: psycopg.AsyncConnection, request_hash: str) -> Awaitable[psycopg.AsyncCursor[Cached]]:
+    return conn.cursor(row_factory=class_row(Cached)).execute(
+        "select call_id, response from ragsql.cached_response(%s)", (request_hash,)
+    )
+
+
+async def cached_call(conn: psycopg.AsyncConnection, request_hash: str) -> Cached | None:
     """(call id, validated reply) of the successful call for this request, if any."""
-    cur = await conn.execute("select call_id, response from ragsql.cached_response(%s)", (request_hash,))
-    return await cur.fetchone()
+    return await (await _cached(conn, request_hash)).fetchone()
 
 
 async def claim_call(
@@ -58,18 +74,18 @@ async def claim_call(
     take_from: str | None = None,
 ) -> Claim:
     """ragsql._claim_call: the stored reply, or the right to send the request, or whom to wait for."""
-    cur = await conn.execute(
+    cur = await conn.cursor(row_factory=class_row(Claim)).execute(
         "select state, call_id, response, holder, error "
         "from ragsql._claim_call(%s, %s, make_interval(secs => %s), %s, %s)",
         (request_hash, owner, lease_seconds, since, take_from),
     )
     row = await cur.fetchone()
-    return Claim(*row) if row else Claim("wait")
+    return row if row is not None else Claim("wait")
 
 
 async def db_now(conn: psycopg.AsyncConnection) -> dt.datetime:
     """The database server's clock (waits are measured on it, not on this machine's)."""
-    return (await (await conn.execute("select clock_timestamp()")).fetchone())[0]
+    return await value_async(await conn.execute("select clock_timestamp()"))
 
 
 async def store_call(
@@ -115,8 +131,7 @@ async def store_call(
     row = await cur.fetchone()
     if row is not None:
         return row[0]
-    existing = await cached_call(conn, rec.request_hash)  # the successful call stored first
-    return existing[0]
+    return (await one_async(await _cached(conn, rec.request_hash))).call_id  # the successful call stored first
 
 
 async def release_claim(conn: psycopg.AsyncConnection, request_hash: str, owner: str) -> None:
@@ -129,9 +144,9 @@ async def release_claim(conn: psycopg.AsyncConnection, request_hash: str, owner:
 async def renew_claims(conn: psycopg.AsyncConnection, owner: str, lease_seconds: float) -> int:
     """Extend the lease of every claim `owner` holds."""
     cur = await conn.execute("select ragsql._renew_call_claims(%s, make_interval(secs => %s))", (owner, lease_seconds))
-    return (await cur.fetchone())[0]
+    return await value_async(cur)
 
 
 async def release_claims(conn: psycopg.AsyncConnection, owner: str) -> int:
     """Drop every claim `owner` holds."""
-    return (await (await conn.execute("select ragsql._release_call_claims(%s)", (owner,))).fetchone())[0]
+    return await value_async(await conn.execute("select ragsql._release_call_claims(%s)", (owner,)))

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import psycopg
 from psycopg.rows import dict_row
 
 from ragsql.db import names
 
+if TYPE_CHECKING:
+    from psycopg.abc import QueryNoTemplate  # psycopg 3.3: a query that is not a t-string
+
 __all__ = ["delete", "list_corpora", "list_datasets", "list_runs", "run_details"]
 
 
-def _rows(conn: psycopg.Connection, query: str, params: tuple | dict = ()) -> list[dict]:
+def _rows(conn: psycopg.Connection, query: QueryNoTemplate, params: tuple | dict = ()) -> list[dict]:
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, params)
         return cur.fetchall()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import asdict, dataclass
 
 import psycopg
@@ -175,7 +176,7 @@ class HistoryValue:
     """A run value of a dataset's history (a row of ragsql.history)."""
 
     run: str
-    created_at: object
+    created_at: dt.datetime
     measure: str
     kind: str
     value: float | None

@@ -15,8 +15,9 @@ from ragsql.errors import DatabaseError, InputError, UsageError
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.types import TypeInfo
 
-__all__ = ["CONNECT_TIMEOUT", "connect", "database_url", "engine"]
+__all__ = ["CONNECT_TIMEOUT", "connect", "database_url", "engine", "vector_cursor", "vector_cursor_async"]
 
 CONNECT_TIMEOUT = 15.0
 """Seconds `connect` keeps retrying a server that refuses connections or is starting (RAGSQL_CONNECT_TIMEOUT)."""
@@ -56,16 +57,19 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
 
     target = url or database_url()
     started, attempts = time.monotonic(), 0
+
+    def attempt() -> psycopg.Connection:
+        nonlocal attempts
+        attempts += 1
+        return psycopg.connect(target, autocommit=autocommit, application_name="ragsql")
+
     try:
-        for attempt in Retrying(
+        return Retrying(
             retry=retry_if_exception(_not_up),
             stop=stop_before_delay(_timeout()),
             wait=wait_exponential(multiplier=0.25, max=2.0),
             reraise=True,
-        ):
-            with attempt:
-                attempts += 1
-                return psycopg.connect(target, autocommit=autocommit, application_name="ragsql")
+        )(attempt)
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         tried = f" ({attempts} attempts in {time.monotonic() - started:.1f} s)" if attempts > 1 else ""
@@ -80,6 +84,32 @@ def engine(url: str | None = None):
     target = url or database_url()
     # A creator accepts both URLs and key=value conninfo strings, as psycopg does.
     return sqlalchemy.create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target))
+
+
+def _send_vectors(cursor: psycopg.Cursor | psycopg.AsyncCursor, info: TypeInfo | None) -> None:
+    from pgvector.psycopg.vector import register_vector_info
+
+    # pgvector types its context as a connection; a cursor is an adapt context too, and keeps the change to itself
+    register_vector_info(cursor, info)  # pyright: ignore[reportArgumentType]
+
+
+def vector_cursor(conn: psycopg.Connection) -> psycopg.Cursor:
+    """A cursor that sends numpy arrays, lists (given a COPY's set_types) and pgvector's Vector as vector, in text
+    or binary, as float4 values (numpy's rounding); the connection's own adapters are left as they are."""
+    from psycopg.types import TypeInfo
+
+    cursor = conn.cursor()
+    _send_vectors(cursor, TypeInfo.fetch(conn, "vector"))
+    return cursor
+
+
+async def vector_cursor_async(conn: psycopg.AsyncConnection) -> psycopg.AsyncCursor:
+    """vector_cursor on an async connection."""
+    from psycopg.types import TypeInfo
+
+    cursor = conn.cursor()
+    _send_vectors(cursor, await TypeInfo.fetch(conn, "vector"))
+    return cursor
 
 
 def shard_reads_in_sequence(conn: psycopg.Connection) -> None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import psycopg
 from psycopg.rows import dict_row
 
+from ragsql.db.rows import value
+
 __all__ = ["consistency", "flips", "repeat_run"]
 
 
 def repeat_run(conn: psycopg.Connection, run: str, repeat: int) -> str:
     """The name of repeat `repeat` (>= 2) of `run`, created or refreshed from the run's answers (committed)."""
-    name = conn.execute("select ragsql.repeat_run(%s, %s)", (run, repeat)).fetchone()[0]
+    name = value(conn.execute("select ragsql.repeat_run(%s, %s)", (run, repeat)))
     conn.commit()
     return name
 

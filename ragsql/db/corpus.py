@@ -12,11 +12,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import psycopg
-from pgvector.psycopg.vector import register_vector_info
 from psycopg import sql
-from psycopg.types import TypeInfo
 
+from ragsql.db.connect import vector_cursor
 from ragsql.db.load import _copy
+from ragsql.db.rows import one, value
 
 __all__ = [
     "add_chunk_terms",
@@ -46,7 +46,7 @@ def ensure_corpus(conn: psycopg.Connection, name: str) -> int:
     """Id of the named corpus, created when new (an existing row is not touched)."""
     row = conn.execute("select id from ragsql.corpus where name = %s", (name,)).fetchone()
     if row is None:
-        row = conn.execute("insert into ragsql.corpus (name) values (%s) returning id", (name,)).fetchone()
+        row = one(conn.execute("insert into ragsql.corpus (name) values (%s) returning id", (name,)))
     return row[0]
 
 
@@ -68,13 +68,15 @@ def ensure_version(
         key,
     ).fetchone()
     if row is None:
-        row = conn.execute(
-            """
+        row = one(
+            conn.execute(
+                """
             insert into ragsql.corpus_version (corpus_id, splitter, chunk_size, overlap, embedder)
             values (%s, %s, %s, %s, %s) returning id, dimensions
             """,
-            key,
-        ).fetchone()
+                key,
+            )
+        )
     return row[0], row[1]
 
 
@@ -156,7 +158,7 @@ def postings_table(conn: psycopg.Connection, version_id: int) -> sql.Composable:
     """Where the version's postings are to be loaded: on its first ingest (no chunk yet), a new table
     ragsql.chunk_term_v<id> with no index and no trigger, which attach_postings makes the version's partition of
     ragsql.chunk_term once loaded; otherwise ragsql.chunk_term itself."""
-    part = conn.execute("select ragsql._postings_table(%s)", (version_id,)).fetchone()[0]
+    part = value(conn.execute("select ragsql._postings_table(%s)", (version_id,)))
     return sql.Identifier("ragsql", part or "chunk_term")
 
 
@@ -164,13 +166,6 @@ def attach_postings(conn: psycopg.Connection, version_id: int) -> None:
     """Attach the table postings_table made for the version as its partition of ragsql.chunk_term (its indexes
     are built and its chunk ids checked then); nothing when there is none."""
     conn.execute("select ragsql._attach_postings(%s)", (version_id,))
-
-
-def _vector_cursor(conn: psycopg.Connection) -> psycopg.Cursor:
-    """A cursor whose adapters send pgvector's vector in binary (the connection's own are left as they are)."""
-    cursor = conn.cursor()
-    register_vector_info(cursor, TypeInfo.fetch(conn, "vector"))
-    return cursor
 
 
 def add_chunks(
@@ -191,11 +186,12 @@ def add_chunks(
         ["document_id", "position", "start_char", "end_char", "text", "length", "embedding"],
         ["bigint", "integer", "integer", "integer", "text", "integer", "vector"],
         rows,
-        cursor=_vector_cursor(conn),
+        cursor=vector_cursor(conn),
     )
-    row = conn.execute(
-        sql.SQL(
-            """
+    tokens = value(
+        conn.execute(
+            sql.SQL(
+                """
         with staged as (
             select s.document_id, s.position, s.start_char, s.end_char, s.text, s.embedding, t.terms, t.tfs,
                    coalesce(s.length, t.length, 0) as length
@@ -223,10 +219,11 @@ def add_chunks(
         )
         select (select coalesce(sum(tf), 0) from postings)
         """
-        ).format(postings),
-        (version_id, version_id),
-    ).fetchone()
-    return staged, int(row[0])
+            ).format(postings),
+            (version_id, version_id),
+        )
+    )
+    return staged, int(tokens)
 
 
 def add_chunk_terms(

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import psycopg
 
+from ragsql.db.rows import one, value
+
 __all__ = ["fuse", "optimize", "weight_trials"]
 
 
@@ -21,13 +23,17 @@ def fuse(
     """Store the fusion of `runs` as run `run`: (run id, queries, results). Raises the database's error (unknown
     run or method, runs of two datasets, a weight count that is not the run count) with nothing stored."""
     with conn.transaction():
-        run_id = conn.execute(
-            "select ragsql.fuse(%s, %s, %s, %s, %s, %s)",
-            (run, list(runs), method, norm, list(weights) if weights else None, k),
-        ).fetchone()[0]
-        queries, results = conn.execute(
-            "select count(distinct query_id), count(*) from ragsql.run_result where run_id = %s", (run_id,)
-        ).fetchone()
+        run_id = value(
+            conn.execute(
+                "select ragsql.fuse(%s, %s, %s, %s, %s, %s)",
+                (run, list(runs), method, norm, list(weights) if weights else None, k),
+            )
+        )
+        queries, results = one(
+            conn.execute(
+                "select count(distinct query_id), count(*) from ragsql.run_result where run_id = %s", (run_id,)
+            )
+        )
     return run_id, queries, results
 
 
@@ -61,9 +67,9 @@ def optimize(
                 "select ragsql.fuse('__ragsql_fusion_trial__', %s, %s, %s, %s, %s)",
                 (list(runs), method, norm, params["weights"], params["k"]),
             )
-            score = conn.execute(
-                "select value from ragsql.summarize('__ragsql_fusion_trial__', %s)", ([measure],)
-            ).fetchone()[0]
+            score = value(
+                conn.execute("select value from ragsql.summarize('__ragsql_fusion_trial__', %s)", ([measure],))
+            )
         report.append({**params, "score": score})
         if score is not None and score >= best_score:
             best, best_score = params, score

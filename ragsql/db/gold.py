@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from ragsql.db import names
+from ragsql.db.rows import value
 
 __all__ = ["UnmatchedGold", "dataset_unmatched", "require_corpus", "run_unmatched"]
 
@@ -67,7 +68,7 @@ def run_unmatched(conn: psycopg.Connection, run: str) -> UnmatchedGold:
 def dataset_unmatched(conn: psycopg.Connection, dataset: str, corpus: str | None = None) -> UnmatchedGold:
     """The dataset's gold evidence that matches nothing in `corpus`, or (None) in any corpus the database holds;
     nothing when it holds none (see ragsql.dataset_unmatched_gold)."""
-    if corpus is None and conn.execute("select not exists (select from ragsql.corpus)").fetchone()[0]:
+    if corpus is None and value(conn.execute("select not exists (select from ragsql.corpus)")):
         return UnmatchedGold()
     rows = conn.execute(
         "select qid, evidence, reason from ragsql.dataset_unmatched_gold(%s, %s)", (dataset, corpus)

@@ -12,13 +12,15 @@ import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ragsql._version import __version__
+from ragsql.db.rows import value
 from ragsql.errors import SchemaError
 
 if TYPE_CHECKING:
     import psycopg
+    from typing_extensions import LiteralString
 
 __all__ = [
     "sql_dir",
@@ -78,7 +80,7 @@ def fingerprint() -> str:
 
 def _installed(conn: psycopg.Connection) -> str | None:
     """The fingerprint recorded in the database, or None (not installed, or installed before fingerprints)."""
-    if conn.execute("select to_regclass('ragsql.schema_install') is null").fetchone()[0]:
+    if value(conn.execute("select to_regclass('ragsql.schema_install') is null")):
         return None
     row = conn.execute(_INSTALLED).fetchone()
     return row[0] if row else None
@@ -92,7 +94,8 @@ def _apply(conn: psycopg.Connection, path: Path) -> None:
     import psycopg
 
     try:
-        conn.execute(path.read_text(encoding="utf-8"))
+        # a file of ragsql's own sql/, a script psql could run: trusted text, sent as written
+        conn.execute(cast("LiteralString", path.read_text(encoding="utf-8")))
     except psycopg.errors.InsufficientPrivilege as exc:
         raise SchemaError(
             f"{path.name}: {str(exc).strip().splitlines()[0]} (the owner of schema ragsql "
@@ -132,16 +135,18 @@ def install(conn: psycopg.Connection, *, when_changed: bool = False, distribute:
 
 
 def _has_citus(conn: psycopg.Connection) -> bool:
-    return conn.execute("select exists (select from pg_extension where extname = 'citus')").fetchone()[0]
+    return value(conn.execute("select exists (select from pg_extension where extname = 'citus')"))
 
 
 def distributed(conn: psycopg.Connection) -> bool:
     """Whether ragsql's run-scoped tables are distributed (sql/citus.sql ran on this Citus coordinator)."""
     if not _has_citus(conn):
         return False
-    return conn.execute(
-        "select exists (select from pg_dist_partition where logicalrelid = to_regclass('ragsql.run_result'))"
-    ).fetchone()[0]
+    return value(
+        conn.execute(
+            "select exists (select from pg_dist_partition where logicalrelid = to_regclass('ragsql.run_result'))"
+        )
+    )
 
 
 def distribute(conn: psycopg.Connection) -> str:
@@ -151,11 +156,10 @@ def distribute(conn: psycopg.Connection) -> str:
 
 def schema_version(conn: psycopg.Connection) -> str | None:
     """The newest applied migration, or None when ragsql is not installed in this database."""
-    exists = conn.execute("select to_regclass('ragsql.schema_migration') is not null").fetchone()[0]
+    exists = value(conn.execute("select to_regclass('ragsql.schema_migration') is not null"))
     if not exists:
         return None
-    row = conn.execute("select max(name) from ragsql.schema_migration").fetchone()
-    return row[0]
+    return value(conn.execute("select max(name) from ragsql.schema_migration"))
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:

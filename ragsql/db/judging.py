@@ -11,10 +11,14 @@ import hashlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 
 from ragsql.db import names
+from ragsql.db.connect import vector_cursor_async
+from ragsql.db.rows import one_async, value_async
 from ragsql.errors import DatabaseError
 
 __all__ = [
@@ -105,7 +109,7 @@ async def run_id(conn: psycopg.AsyncConnection, run: str) -> int:
 async def run_exists(conn: psycopg.AsyncConnection, rid: int) -> bool:
     """Whether the run is still there (a run deleted while it is judged stops its judge)."""
     cur = await conn.execute("select exists (select from ragsql.run where id = %s)", (rid,))
-    return (await cur.fetchone())[0]
+    return await value_async(cur)
 
 
 async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
@@ -124,7 +128,7 @@ async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
         """,
         (rid,),
     )
-    return dict(zip(("answers", "with_contexts", "with_references", "with_question"), await cur.fetchone()))
+    return dict(zip(("answers", "with_contexts", "with_references", "with_question"), await one_async(cur)))
 
 
 async def enqueue_tasks(
@@ -142,10 +146,10 @@ async def enqueue_tasks(
     cur = await conn.execute(
         "select ragsql._enqueue_judge_tasks(%s, %s, true, %s, %s)", (rid, list(kinds), reset_done, judge)
     )
-    added = (await cur.fetchone())[0]
+    added = await value_async(cur)
     if model is not None:
         cur = await conn.execute("select ragsql._reopen_unjudged_definitions(%s, %s, %s)", (rid, list(kinds), model))
-        added += (await cur.fetchone())[0]
+        added += await value_async(cur)
     return added
 
 
@@ -213,7 +217,7 @@ async def finish_task(
     cur = await conn.execute(
         "select ragsql._finish_judge_task(%s, %s, %s, %s, %s)", (task.run_id, task.id, worker, error, judge)
     )
-    return (await cur.fetchone())[0]
+    return await value_async(cur)
 
 
 async def release_tasks(conn: psycopg.AsyncConnection, workers_like: str, rid: int | None = None) -> int:
@@ -276,11 +280,11 @@ async def store_embeddings(
     conn: psycopg.AsyncConnection, embedder: str, rows: Sequence[tuple[str, Sequence[float], int | None]]
 ) -> None:
     """(text hash, vector, call id) rows; an embedding stored meanwhile is kept."""
-    async with conn.cursor() as cur:
+    async with await vector_cursor_async(conn) as cur:
         await cur.executemany(
             "insert into ragsql.text_embedding (text_hash, embedder, embedding, call_id) "
-            "values (%s, %s, %s::vector, %s) on conflict do nothing",
-            [(h, embedder, "[" + ",".join(repr(float(x)) for x in vec) + "]", call_id) for h, vec, call_id in rows],
+            "values (%s, %s, %s, %s) on conflict do nothing",
+            [(h, embedder, np.asarray(vec, dtype=np.float32), call_id) for h, vec, call_id in rows],
         )
 
 
@@ -302,7 +306,7 @@ async def store_extraction(
                 "where text_hash = %s and model = %s and prompt_version = %s",
                 (h, model, prompt_version),
             )
-            return (await cur.fetchone())[0]
+            return await value_async(cur)
         async with conn.cursor() as c:
             await c.executemany(
                 "insert into ragsql.text_statement (extraction_id, statement_no, statement) values (%s, %s, %s)",
@@ -314,12 +318,13 @@ async def store_extraction(
 async def _insert(conn: psycopg.AsyncConnection, table: str, columns: Sequence[str], rows: Sequence[Sequence]) -> None:
     if not rows:
         return
-    sql = (
-        f"insert into ragsql.{table} ({', '.join(columns)}) values ({', '.join(['%s'] * len(columns))}) "
-        "on conflict do nothing"
+    query = sql.SQL("insert into {} ({}) values ({}) on conflict do nothing").format(
+        sql.Identifier("ragsql", table),
+        sql.SQL(", ").join(map(sql.Identifier, columns)),
+        sql.SQL(", ").join(sql.Placeholder() * len(columns)),
     )
     async with conn.cursor() as cur:
-        await cur.executemany(sql, rows)
+        await cur.executemany(query, rows)
 
 
 async def store_statement_verdicts(
@@ -329,10 +334,10 @@ async def store_statement_verdicts(
     model: str,
     prompt_version: str,
     extraction_id: int,
-    verdicts: Sequence[tuple[int, str, str]],
+    verdicts: Sequence[tuple[int, str, str | None]],
     call_id: int,
 ) -> None:
-    """(statement no, verdict, reason) of one extraction's statements for a purpose."""
+    """(statement no, verdict, reason or None) of one extraction's statements for a purpose."""
     await _insert(
         conn,
         "statement_verdict",

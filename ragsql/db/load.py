@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import sql
 
 from ragsql.db.connect import duplicates_refused
+from ragsql.db.rows import value
 from ragsql.errors import InputError
+
+if TYPE_CHECKING:
+    from typing_extensions import LiteralString
 
 __all__ = [
     "ensure_dataset",
@@ -42,7 +47,7 @@ def _copy(
     conn: psycopg.Connection,
     table: str,
     columns: Sequence[str],
-    types: Sequence[str],
+    types: Sequence[LiteralString],
     rows: Iterable,
     *,
     cursor: psycopg.Cursor | None = None,
@@ -70,15 +75,16 @@ def _copy(
 
 def ensure_dataset(conn: psycopg.Connection, name: str, description: str | None = None) -> int:
     """Id of the named dataset, created when new."""
-    row = conn.execute(
-        """
+    return value(
+        conn.execute(
+            """
         insert into ragsql.dataset (name, description) values (%s, %s)
         on conflict (name) do update set description = coalesce(excluded.description, ragsql.dataset.description)
         returning id
         """,
-        (name, description),
-    ).fetchone()
-    return row[0]
+            (name, description),
+        )
+    )
 
 
 def add_queries(conn: psycopg.Connection, dataset_id: int, rows: Iterable[tuple]) -> int:
@@ -208,16 +214,17 @@ def create_run(
     `_REPLACING + name` until settle_run, the caller's last step, deletes the old run and renames the new one."""
     existing = conn.execute("select id, dataset_id from ragsql.run where name = %s", (name,)).fetchone()
     if existing and not replace:
-        holder = conn.execute("select name from ragsql.dataset where id = %s", (existing[1],)).fetchone()[0]
+        holder = value(conn.execute("select name from ragsql.dataset where id = %s", (existing[1],)))
         raise InputError(
             f'run "{name}" already exists, in dataset "{holder}" (use --replace to load it again, '
             f"or ragsql delete run {name} --yes)"
         )
-    row = conn.execute(
-        "insert into ragsql.run (name, dataset_id, config, notes) values (%s, %s, %s, %s) returning id",
-        ((_REPLACING + name) if existing else name, dataset_id, json.dumps(config or {}), notes),
-    ).fetchone()
-    return row[0]
+    return value(
+        conn.execute(
+            "insert into ragsql.run (name, dataset_id, config, notes) values (%s, %s, %s, %s) returning id",
+            ((_REPLACING + name) if existing else name, dataset_id, json.dumps(config or {}), notes),
+        )
+    )
 
 
 # Deleting a run that has its own partition of run_result drops it, which locks run_result (ACCESS EXCLUSIVE)
@@ -230,7 +237,7 @@ _REPLACING = "\x1freplacing\x1f"
 def settle_run(conn: psycopg.Connection, run_id: int) -> None:
     """Delete the run that run `run_id` (made by create_run with replace=True) replaces and give it that run's
     name; nothing when it replaces none. The last step before commit: run_result is locked from here on."""
-    name = conn.execute("select name from ragsql.run where id = %s", (run_id,)).fetchone()[0]
+    name = value(conn.execute("select name from ragsql.run where id = %s", (run_id,)))
     if not name.startswith(_REPLACING):
         return
     name = name.removeprefix(_REPLACING)
@@ -251,7 +258,7 @@ def add_run_results(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple]
         ["text", "integer", "text", "float8", "text"],
         rows,
     )
-    dataset_id = conn.execute("select dataset_id from ragsql.run where id = %s", (run_id,)).fetchone()[0]
+    dataset_id = value(conn.execute("select dataset_id from ragsql.run where id = %s", (run_id,)))
     _require_known_qids(conn, dataset_id, "_stage_result", "result")
     rank = (
         sql.SQL('row_number() over (partition by s.qid order by s.score desc, s.docno collate "C" desc)')
@@ -286,7 +293,7 @@ def add_answers(conn: psycopg.Connection, run_id: int, answers: Iterable[tuple],
         ((q, t, json.dumps(m or {})) for q, t, m in answers),
     )
     _copy(conn, "_stage_context", ["qid", "position", "docno", "text"], ["text", "integer", "text", "text"], contexts)
-    dataset_id = conn.execute("select dataset_id from ragsql.run where id = %s", (run_id,)).fetchone()[0]
+    dataset_id = value(conn.execute("select dataset_id from ragsql.run where id = %s", (run_id,)))
     _require_known_qids(conn, dataset_id, "_stage_answer", "answer")
     conn.execute(
         """
@@ -335,12 +342,11 @@ def analyze(conn: psycopg.Connection, tables: Sequence[str] = LOADED) -> None:
     workers' own statistics (autovacuum keeps them), and an analyze after the load's writes to the coordinator's
     placements is refused inside the load's transaction. Where run_result is partitioned by run (one server), its
     default partition is analyzed, the one bulk loads write (a run's own partition is analyzed when attached)."""
-    if (
-        "run_result" in tables
-        and conn.execute("select relkind = 'p' from pg_class where oid = 'ragsql.run_result'::regclass").fetchone()[0]
+    if "run_result" in tables and value(
+        conn.execute("select relkind = 'p' from pg_class where oid = 'ragsql.run_result'::regclass")
     ):
         tables = [t if t != "run_result" else "run_result_default" for t in tables]
-    if conn.execute("select to_regclass('pg_catalog.pg_dist_partition') is not null").fetchone()[0]:
+    if value(conn.execute("select to_regclass('pg_catalog.pg_dist_partition') is not null")):
         spread = {
             r[0]
             for r in conn.execute(

@@ -4,6 +4,7 @@ the diagnosis, the worst queries with their answers and verdicts, and the judge'
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg.rows import dict_row
@@ -11,6 +12,10 @@ from psycopg.rows import dict_row
 from ragsql.db import compare, review
 from ragsql.db.compare import Comparison, IntervalValue, Resampling
 from ragsql.db.review import AnswerTexts, answer_texts
+from ragsql.db.rows import value
+
+if TYPE_CHECKING:
+    from psycopg.abc import QueryNoTemplate  # psycopg 3.3: a query that is not a t-string
 
 __all__ = ["ReportData", "WorstQuery", "read_report"]
 
@@ -48,7 +53,7 @@ class ReportData:
     ppi: dict[str, dict] = field(default_factory=dict)
 
 
-def _rows(conn: psycopg.Connection, query: str, params: tuple) -> list[dict]:
+def _rows(conn: psycopg.Connection, query: QueryNoTemplate, params: tuple) -> list[dict]:
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, params)
         return cur.fetchall()
@@ -113,9 +118,12 @@ def read_report(
     conn: psycopg.Connection, run: str, compared: list[str], resampling: Resampling, judge: str | None = None
 ) -> ReportData:
     """Everything the report of `run` (and its comparison with each of `compared`) shows."""
-    dataset = conn.execute(
-        "select d.name from ragsql.run as r join ragsql.dataset as d on d.id = r.dataset_id where r.name = %s", (run,)
-    ).fetchone()[0]
+    dataset = value(
+        conn.execute(
+            "select d.name from ragsql.run as r join ragsql.dataset as d on d.id = r.dataset_id where r.name = %s",
+            (run,),
+        )
+    )
     overview = {name: compare.measure_ci(conn, name, None, resampling, judge=judge) for name in [run, *compared]}
     comparisons = {name: compare.compare(conn, run, name, None, resampling, judge=judge) for name in compared}
     per_query = _rows(

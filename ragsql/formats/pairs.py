@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from ragsql import registry
 from ragsql.errors import InputError
@@ -113,13 +114,17 @@ def _side(obj: dict, name: str, shared: Side | None) -> Side:
         if not isinstance(contexts, list) or not all(isinstance(c, str) and c.strip() for c in contexts):
             raise ValueError(f"contexts of {name} must be a list of non-empty strings")
         for c in contexts:
-            if text_problem(c):
-                raise ValueError(f"a context of {name} {text_problem(c)[1]}")
+            if problem := text_problem(c):
+                raise ValueError(f"a context of {name} {problem[1]}")
     if shared is None:
         return Side(answer, tuple(contexts or ()))
     return Side(shared.answer if answer is None else answer, shared.contexts if contexts is None else tuple(contexts))
 
 
+@overload
+def _text(obj: dict, key: str, required: Literal[True], where: str = ...) -> str: ...
+@overload
+def _text(obj: dict, key: str, required: bool = ..., where: str = ...) -> str | None: ...
 def _text(obj: dict, key: str, required: bool = False, where: str = "the pair") -> str | None:
     value = obj.get(key)
     if value is None:
@@ -130,6 +135,6 @@ def _text(obj: dict, key: str, required: bool = False, where: str = "the pair") 
         raise ValueError(
             f"{key} of {where} must be a non-empty string" if required else f"{key} of {where} must be a string"
         )
-    if text_problem(value):
-        raise ValueError(f"{key} of {where} {text_problem(value)[1]}")
+    if problem := text_problem(value):
+        raise ValueError(f"{key} of {where} {problem[1]}")
     return value

@@ -8,11 +8,12 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple, TypeVar
 
 from ragsql.errors import InputError
 from ragsql.formats.values import INT_MAX, UnstorableValue, check_storable, id_problem, loads, text_problem
 
-__all__ = ["FORMATS", "Record", "context_docno", "parse_records"]
+__all__ = ["FORMATS", "Judgment", "Record", "Retrieved", "Span", "context_docno", "parse_records"]
 
 FORMATS = ("jsonl", "csv")
 
@@ -51,9 +52,33 @@ _OBJECTS = {"metadata", "rel_map"}
 _ITEM_KEYS = {"id", "score", "text"}
 _SPAN_KEYS = {"doc_id", "start", "end", "text", "relevance"}
 
-Judgment = tuple[str, int, str | None]
-Span = tuple[str, int | None, int | None, str | None, int]  # doc_id, start, end, quote, relevance
-Retrieved = tuple[str, float | None, str | None]
+T = TypeVar("T")
+
+
+class Judgment(NamedTuple):
+    """A gold label: a document or context id, its relevance grade and the context's text when given."""
+
+    docno: str
+    relevance: int
+    text: str | None
+
+
+class Span(NamedTuple):
+    """Gold evidence inside a document: character offsets, or a quote to find, or both."""
+
+    doc_id: str
+    start: int | None
+    end: int | None
+    quote: str | None
+    relevance: int
+
+
+class Retrieved(NamedTuple):
+    """One item a RAG system returned, in rank order: its id, score and text."""
+
+    docno: str
+    score: float | None
+    text: str | None
 
 
 @dataclass(frozen=True)
@@ -65,10 +90,10 @@ class Record:
     query: str | None
     language: str | None = None
     metadata: dict = field(default_factory=dict)
-    judgments: tuple[Judgment, ...] = ()  # (docno, relevance, text)
+    judgments: tuple[Judgment, ...] = ()
     spans: tuple[Span, ...] = ()  # gold evidence inside documents, mapped onto chunks per corpus version
     references: tuple[str, ...] = ()
-    retrieved: tuple[Retrieved, ...] = ()  # (docno, score, text), rank order
+    retrieved: tuple[Retrieved, ...] = ()  # rank order
     answer: str | None = None
 
 
@@ -193,7 +218,7 @@ def _record(obj: object, line: int) -> Record:
     key, meta = _pick(obj, "metadata")
     if key and not isinstance(meta, dict):
         raise _Invalid(f"metadata must be an object, found {_kind(meta)}")
-    metadata = dict(meta or {})
+    metadata = dict(meta) if isinstance(meta, dict) else {}
     for name in obj.keys() - _KNOWN:
         if name in metadata:
             raise _Invalid(f"field {name!r} is also a key of metadata")
@@ -223,7 +248,13 @@ def _pick(obj: dict, name: str) -> tuple[str | None, object]:
     return present[0]
 
 
-def _get(obj: dict, name: str, check: Callable[[str, object], object]) -> object:
+def _pick_list(obj: dict, name: str) -> tuple[str, list]:
+    """(spelling, items) of a list field; ("", []) when it is absent."""
+    key, value = _pick(obj, name)
+    return (key, _list(key, value)) if key else ("", [])
+
+
+def _get(obj: dict, name: str, check: Callable[[str, object], T]) -> T | None:
     key, value = _pick(obj, name)
     return check(key, value) if key else None
 
@@ -252,16 +283,16 @@ def _references(obj: dict) -> tuple[str, ...]:
 
 def _judgments(obj: dict) -> tuple[Judgment, ...]:
     labels: dict[str, list] = {}  # docno -> [relevance, text]
-    key, gold = _pick(obj, "gold")
-    docs_key, docs = _pick(obj, "gold_docs")
-    items = [(key, i, item) for i, item in enumerate(_list(key, gold) if key else [])]
-    items += [(docs_key, i, item) for i, item in enumerate(_list(docs_key, docs) if docs_key else [])]
+    key, gold = _pick_list(obj, "gold")
+    docs_key, docs = _pick_list(obj, "gold_docs")
+    items = [(key, i, item) for i, item in enumerate(gold)]
+    items += [(docs_key, i, item) for i, item in enumerate(docs)]
     for where, i, item in items:
         if isinstance(item, dict):  # a document span or quote (see _spans); a bare doc_id is a document label
             span = _span(where, i, item)
-            if span[1] is not None or span[3] is not None:
+            if span.start is not None or span.quote is not None:
                 continue
-            docno, grade = span[0], span[4]
+            docno, grade = span.doc_id, span.relevance
         else:
             docno, grade = _id(where, item, i), 1
         if docno in labels:
@@ -270,12 +301,10 @@ def _judgments(obj: dict) -> tuple[Judgment, ...]:
     key, rel_map = _pick(obj, "rel_map")
     if key and not isinstance(rel_map, dict):
         raise _Invalid(f"rel_map must be an object of id -> relevance, found {_kind(rel_map)}")
-    for docno, grade in (rel_map or {}).items():
+    for docno, grade in (rel_map if isinstance(rel_map, dict) else {}).items():
         labels.setdefault(_id("rel_map key", docno), [1, None])[0] = _grade(f"rel_map[{docno!r}]", grade)
-    key, texts = _pick(obj, "reference_contexts")
-    texts = _list(key, texts) if key else []
-    id_key, ids = _pick(obj, "reference_ids")
-    ids = _list(id_key, ids) if id_key else []
+    key, texts = _pick_list(obj, "reference_contexts")
+    id_key, ids = _pick_list(obj, "reference_ids")
     if id_key and len(ids) != len(texts):
         raise _Invalid(f"{id_key} has {len(ids)} items but reference_contexts has {len(texts)}")
     for i, text in enumerate(texts):
@@ -285,14 +314,14 @@ def _judgments(obj: dict) -> tuple[Judgment, ...]:
         if label[1] is not None:
             raise _Invalid(f"{key} holds the same context twice ({docno})")
         label[1] = text
-    return tuple((docno, rel, text) for docno, (rel, text) in labels.items())
+    return tuple(Judgment(docno, rel, text) for docno, (rel, text) in labels.items())
 
 
 def _spans(obj: dict) -> tuple[Span, ...]:
     """gold_evidence entries {"doc_id", "start", "end"} or {"doc_id", "text"} (optional "relevance")."""
-    key, gold = _pick(obj, "gold")
-    spans = [_span(key, i, item) for i, item in enumerate(_list(key, gold) if key else []) if isinstance(item, dict)]
-    return tuple(s for s in spans if s[1] is not None or s[3] is not None)
+    key, gold = _pick_list(obj, "gold")
+    spans = [_span(key, i, item) for i, item in enumerate(gold) if isinstance(item, dict)]
+    return tuple(s for s in spans if s.start is not None or s.quote is not None)
 
 
 def _span(key: str, i: int, item: dict) -> Span:
@@ -317,7 +346,7 @@ def _span(key: str, i: int, item: dict) -> Span:
             raise _Invalid(f"{key}[{i}]: end ({end}) must be greater than start ({start})")
     quote = None if item.get("text") is None else _text(f"{key}[{i}].text", item["text"])
     relevance = 1 if item.get("relevance") is None else _grade(f"{key}[{i}].relevance", item["relevance"])
-    return doc_id, start, end, quote, relevance
+    return Span(doc_id, start, end, quote, relevance)
 
 
 def _retrieved(obj: dict) -> tuple[Retrieved, ...]:
@@ -356,7 +385,7 @@ def _retrieved(obj: dict) -> tuple[Retrieved, ...]:
         if docno in rank_of:
             raise _Invalid(f"retrieved item {docno!r} appears twice (positions {rank_of[docno]} and {i + 1})")
         rank_of[docno] = i + 1
-        items.append((docno, score, text))
+        items.append(Retrieved(docno, score, text))
     return tuple(items)
 
 

@@ -148,8 +148,8 @@ def _label(line: int, run, qid, metric, item: str, reviewer, raw, judge_model, j
         ("reviewer", reviewer),
         ("judge_model", judge_model),
     ):
-        if isinstance(value, str) and text_problem(value):
-            raise ValueError(f"{name} {text_problem(value)[1]}")
+        if isinstance(value, str) and (problem := text_problem(value)):
+            raise ValueError(f"{name} {problem[1]}")
     if judge_model is not None and not isinstance(judge_model, str):
         raise ValueError(f"judge_model must be a string, not {judge_model!r}")
     if not isinstance(reviewer, str) or not reviewer.strip():

@@ -65,7 +65,7 @@ class IngestSummary:
 
 def ingest(
     conn: psycopg.Connection,
-    paths: Iterable[str | os.PathLike],
+    paths: str | os.PathLike | Iterable[str | os.PathLike],
     corpus: str,
     *,
     splitter: str = "recursive",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import openai
 from pydantic import BaseModel, ValidationError
@@ -26,11 +26,15 @@ from ragsql.llm.send import EndpointClient, SendFailed
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_message_tokens, count_tokens
 
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.shared_params import ResponseFormatJSONObject
+
 __all__ = ["JudgeClient"]
 
 T = TypeVar("T", bound=BaseModel)
 
-_RESPONSE_FORMAT = {"type": "json_object"}
+_RESPONSE_FORMAT: ResponseFormatJSONObject = {"type": "json_object"}
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
 _REPAIR = {
     "en": "Your reply is not valid: {error}. Reply with only the corrected JSON object.",
@@ -160,7 +164,8 @@ class JudgeClient(EndpointClient):
             sent = await self._sender.send(
                 lambda: self._client.chat.completions.create(
                     model=self.model,
-                    messages=messages,
+                    # the prompts' messages: {"role": "system" | "user" | "assistant", "content": text}
+                    messages=cast("list[ChatCompletionMessageParam]", messages),
                     temperature=self.settings.temperature,
                     seed=self.settings.seed,
                     response_format=_RESPONSE_FORMAT,

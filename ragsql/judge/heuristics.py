@@ -683,9 +683,11 @@ def _synthesize(request: JudgeRequest[Any]) -> dict[str, Any]:
     if kind == "comparison":
         raise ValueError("the offline synthesizer writes single and multi questions; comparison needs an LLM")
     passages = request.inputs["passages"][: 2 if kind == "multi" else 1]
-    clozes = [(pid, _cloze(text)) for pid, text in passages]
-    if not all(c for _, c in clozes):
-        raise ValueError("a passage has no sentence with a number, name or noun to ask about")
+    clozes: list[tuple[str, tuple[str, str, str]]] = []
+    for pid, text in passages:
+        if (cloze := _cloze(text)) is None:
+            raise ValueError("a passage has no sentence with a number, name or noun to ask about")
+        clozes.append((pid, cloze))
     if len(clozes) == 1:
         ((pid, (sentence, blanked, term)),) = clozes
         question = ("填空：" if zh else "Fill in the blank: ") + blanked

@@ -150,7 +150,7 @@ def load_prompt(name: str, language: str) -> Prompt:
     """Read ``prompts/<name>.<language>.txt``: a ``version:`` line, then ``=== section`` blocks."""
     if name not in (*PROMPT_NAMES, *GENERATION_PROMPTS, *registry.YES_NO) or language not in LANGUAGES:
         raise ValueError(f"no prompt {name!r} in language {language!r}")
-    raw = resources.files("ragsql.judge").joinpath("prompts", f"{name}.{language}.txt").read_text("utf-8")
+    raw = resources.files("ragsql.judge").joinpath("prompts").joinpath(f"{name}.{language}.txt").read_text("utf-8")
     head, *blocks = re.split(r"^=== (\w+)\n", raw, flags=re.M)
     version = re.search(r"^version:\s*(\S+)", head, re.M)
     if version is None or len(blocks) % 2:
@@ -518,7 +518,13 @@ def _two_pass(
     if judge_pass not in (1, 2):
         raise ValueError(f"judge_pass must be 1 or 2, got {judge_pass!r}")
     request = _request(
-        name, lang, v.GradedRating, {"judge_pass": judge_pass}, inputs={**inputs, "judge_pass": judge_pass}, **values
+        name,
+        lang,
+        v.GradedRating,
+        {"judge_pass": judge_pass},
+        (),
+        inputs={**inputs, "judge_pass": judge_pass},
+        **values,
     )
     if judge_pass == 2:
         request = dataclasses.replace(request, messages=load_prompt(name, lang).render_second(**values))

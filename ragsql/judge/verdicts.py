@@ -388,8 +388,7 @@ class GeneratedAnswer(BaseModel):
     def _cited(self, info: ValidationInfo) -> GeneratedAnswer:
         cited = list(dict.fromkeys([*cited_ids(self.answer), *(c.strip() for c in self.citations if c.strip())]))
         given = (info.context or {}).get("context_ids")
-        unknown = [c for c in cited if given is not None and c not in given]
-        if unknown:
+        if given is not None and (unknown := [c for c in cited if c not in given]):
             raise ValueError(f"citations {unknown} name no given context; cite only {list(given)}")
         self.citations = cited
         return self
@@ -427,8 +426,7 @@ class SynthQuestion(BaseModel):
     @model_validator(mode="after")
     def _evidence(self, info: ValidationInfo) -> SynthQuestion:
         given = (info.context or {}).get("passage_ids")
-        unknown = [e.id for e in self.evidence if given is not None and e.id not in given]
-        if unknown:
+        if given is not None and (unknown := [e.id for e in self.evidence if e.id not in given]):
             raise ValueError(f"evidence ids {unknown} name no given passage; use {list(given)}")
         needed = 2 if (info.context or {}).get("kind") in ("multi", "comparison") else 1
         if len({e.id for e in self.evidence}) < needed:

@@ -189,8 +189,8 @@ async def _all(coros: list[Coroutine[Any, Any, None]]) -> None:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
     for task in tasks:
-        if task.done() and not task.cancelled() and task.exception() is not None:
-            raise task.exception()
+        if task.done() and not task.cancelled() and (exc := task.exception()) is not None:
+            raise exc
 
 
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
 import psycopg
+from pydantic import BaseModel
 
 from ragsql.calls import CallService
 from ragsql.db import judging as db
@@ -22,7 +23,7 @@ from ragsql.llm.tokens import count_message_tokens, tokenizer_name
 
 __all__ = ["Answer", "CallFailed", "Judging", "Tally", "WorkerDb"]
 
-T = TypeVar("T")
+T = TypeVar("T", bound=BaseModel)
 # A judge writes roughly this many completion tokens per item it judges (dry-run estimate only).
 _COMPLETION_PER_ITEM = 30
 
@@ -70,10 +71,10 @@ class WorkerDb:
 
 @dataclass(frozen=True)
 class Answer(Generic[T]):
-    """A validated verdict and the call it came from (call_id None in a dry run)."""
+    """A validated verdict and the call it came from (call_id 0 in a dry run, which stores nothing)."""
 
     verdict: T
-    call_id: int | None
+    call_id: int
 
 
 class Judging:
@@ -94,7 +95,7 @@ class Judging:
         self.dry_run = dry_run
         self.stand_in = stand_in  # the offline judge that answers for the real one in a dry run
         self.tally = Tally()
-        self.calls: CallService | None = None  # bound by the runner for the length of a run
+        self.calls: CallService  # bound by the runner (`bind`) for the length of a run
         self._planned: dict[str, Answer] = {}  # dry run: a request planned once is shared, as the cache would be
         self._embedding: dict[str, asyncio.Future] = {}  # text hash -> the embedding in flight in this process
         if dry_run:
@@ -143,7 +144,7 @@ class Judging:
         self.tally.prompt_tokens += count_message_tokens(request.messages)
         items = max(1, len(request.items) or len(getattr(verdict, "statements", ()) or ()))
         self.tally.completion_tokens += _COMPLETION_PER_ITEM * items
-        return Answer(verdict, None)
+        return Answer(verdict, 0)
 
     async def embed(self, texts: Sequence[str], wdb: WorkerDb | None = None) -> None:
         """Make sure every text has an embedding by the run's embedder (stored once per text, across runs); a text
