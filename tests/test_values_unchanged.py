@@ -95,7 +95,15 @@ def _copy_into_base(source: str, target: str) -> None:
             into.execute(
                 f"create table ragsql.run_result_r{run_id} partition of ragsql.run_result for values in ({run_id})"
             )
-    _copy_data(source, target)
+    tables = (
+        "select relname from pg_class where relnamespace = 'ragsql'::regnamespace and relkind in ('r', 'p') "
+        "and not relispartition"
+    )
+    with psycopg.connect(source) as conn, psycopg.connect(target) as into:
+        newer = {r[0] for r in conn.execute(tables)} - {r[0] for r in into.execute(tables)}
+        # a table the base has not (a verdict shape added since) must be empty: the base could not read it
+        assert all(conn.execute(f"select not exists (select from ragsql.{t})").fetchone()[0] for t in newer), newer
+    _copy_data(source, target, tuple(sorted(newer)))
     with psycopg.connect(source) as conn, psycopg.connect(target) as into:
         rubrics = conn.execute(
             "select name, descriptions, with_reference, created_at from ragsql.rubric where not builtin"

@@ -8,15 +8,14 @@ verdicts and its closing are one transaction (`finish_task` inside `conn.transac
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
 
-from ragsql.db import names
+from ragsql.db import names, verdict_rows
 from ragsql.db.connect import vector_cursor_async
 from ragsql.db.rows import one_async, value_async
 from ragsql.errors import DatabaseError
@@ -39,20 +38,9 @@ __all__ = [
     "run_exists",
     "run_id",
     "run_shape",
-    "store_aspect_verdicts",
-    "store_attributions",
-    "store_citation_verdicts",
-    "store_context_verdicts",
     "store_embeddings",
-    "store_entities",
     "store_extraction",
-    "store_graded_verdicts",
     "rubrics",
-    "store_questions",
-    "store_rating",
-    "store_rubric_verdicts",
-    "store_sentence_verdicts",
-    "store_statement_verdicts",
     "task_counts",
     "text_hash",
 ]
@@ -188,7 +176,7 @@ async def close_task(
     conn: psycopg.AsyncConnection,
     task: Task,
     worker: str,
-    stores: Sequence[Callable[[psycopg.AsyncConnection], Awaitable[None]]],
+    stores: Sequence[verdict_rows.Row],
     error: str | None,
     judge: str | None = None,
 ) -> bool:
@@ -198,8 +186,7 @@ async def close_task(
     """
     try:
         async with conn.transaction():
-            for store in stores:
-                await store(conn)
+            await verdict_rows.store(conn, stores)
             if not await finish_task(conn, task, worker, error, judge):
                 raise psycopg.Rollback()
             return True
@@ -313,241 +300,6 @@ async def store_extraction(
                 [(row[0], i, s) for i, s in enumerate(statements, 1)],
             )
         return row[0]
-
-
-async def _insert(conn: psycopg.AsyncConnection, table: str, columns: Sequence[str], rows: Sequence[Sequence]) -> None:
-    if not rows:
-        return
-    query = sql.SQL("insert into {} ({}) values ({}) on conflict do nothing").format(
-        sql.Identifier("ragsql", table),
-        sql.SQL(", ").join(map(sql.Identifier, columns)),
-        sql.SQL(", ").join(sql.Placeholder() * len(columns)),
-    )
-    async with conn.cursor() as cur:
-        await cur.executemany(query, rows)
-
-
-async def store_statement_verdicts(
-    conn,
-    task: Task,
-    purpose: str,
-    model: str,
-    prompt_version: str,
-    extraction_id: int,
-    verdicts: Sequence[tuple[int, str, str | None]],
-    call_id: int,
-) -> None:
-    """(statement no, verdict, reason or None) of one extraction's statements for a purpose."""
-    await _insert(
-        conn,
-        "statement_verdict",
-        (
-            "run_id",
-            "query_id",
-            "purpose",
-            "model",
-            "prompt_version",
-            "extraction_id",
-            "statement_no",
-            "verdict",
-            "reason",
-            "call_id",
-        ),
-        [
-            (task.run_id, task.query_id, purpose, model, prompt_version, extraction_id, no, verdict, reason, call_id)
-            for no, verdict, reason in verdicts
-        ],
-    )
-
-
-async def store_context_verdicts(
-    conn, task: Task, model: str, prompt_version: str, verdicts: Sequence[tuple[int, bool, str]], call_id: int
-) -> None:
-    """(context position, useful, reason) rows: LLM context precision."""
-    await _insert(
-        conn,
-        "context_verdict",
-        ("run_id", "query_id", "position", "model", "prompt_version", "useful", "reason", "call_id"),
-        [
-            (task.run_id, task.query_id, pos, model, prompt_version, useful, reason, call_id)
-            for pos, useful, reason in verdicts
-        ],
-    )
-
-
-async def store_sentence_verdicts(
-    conn, task: Task, model: str, prompt_version: str, rows: Sequence[tuple[int, int, str, bool]], call_id: int
-) -> None:
-    """(context position, sentence no, sentence, relevant) rows: context relevance."""
-    await _insert(
-        conn,
-        "context_sentence_verdict",
-        ("run_id", "query_id", "position", "sentence_no", "model", "prompt_version", "sentence", "relevant", "call_id"),
-        [
-            (task.run_id, task.query_id, pos, no, model, prompt_version, sentence, relevant, call_id)
-            for pos, no, sentence, relevant in rows
-        ],
-    )
-
-
-async def store_questions(
-    conn, task: Task, model: str, prompt_version: str, questions: Sequence[str], noncommittal: bool, call_id: int
-) -> None:
-    """Generated questions (answer relevancy) with the non-committal flag."""
-    await _insert(
-        conn,
-        "generated_question",
-        ("run_id", "query_id", "n", "model", "prompt_version", "question", "noncommittal", "call_id"),
-        [
-            (task.run_id, task.query_id, n, model, prompt_version, q, noncommittal, call_id)
-            for n, q in enumerate(questions, 1)
-        ],
-    )
-
-
-async def store_yes_no(
-    conn, task: Task, model: str, prompt_version: str, verdict: bool, reason: str, call_id: int
-) -> None:
-    """The judge's yes or no on a yes/no metric's question (the task's kind is the metric)."""
-    await _insert(
-        conn,
-        "yes_no_verdict",
-        ("run_id", "query_id", "metric", "model", "prompt_version", "verdict", "reason", "call_id"),
-        [(task.run_id, task.query_id, task.kind, model, prompt_version, verdict, reason, call_id)],
-    )
-
-
-async def store_rating(
-    conn, task: Task, criterion: str, model: str, prompt_version: str, score: int, reason: str, call_id: int
-) -> None:
-    """A 1-5 rating of the answer."""
-    await _insert(
-        conn,
-        "rating",
-        ("run_id", "query_id", "criterion", "model", "prompt_version", "score", "reason", "call_id"),
-        [(task.run_id, task.query_id, criterion, model, prompt_version, score, reason, call_id)],
-    )
-
-
-async def store_aspect_verdicts(
-    conn, task: Task, model: str, prompt_version: str, rows: Sequence[tuple[str, str, bool, str]], call_id: int
-) -> None:
-    """(aspect, definition, verdict, reason) rows; the definition is stored as its hash."""
-    await _insert(
-        conn,
-        "aspect_verdict",
-        ("run_id", "query_id", "aspect", "model", "prompt_version", "definition_hash", "verdict", "reason", "call_id"),
-        [
-            (task.run_id, task.query_id, aspect, model, prompt_version, text_hash(definition), verdict, reason, call_id)
-            for aspect, definition, verdict, reason in rows
-        ],
-    )
-
-
-async def store_citation_verdicts(
-    conn,
-    task: Task,
-    model: str,
-    prompt_version: str,
-    rows: Sequence[tuple[int, int, str, str | None, bool | None, str | None, int | None]],
-) -> None:
-    """(sentence no, citation no, sentence, docno, supports, reason, call id) rows; citation 0 = no citation."""
-    await _insert(
-        conn,
-        "citation_verdict",
-        (
-            "run_id",
-            "query_id",
-            "model",
-            "prompt_version",
-            "sentence_no",
-            "citation_no",
-            "sentence",
-            "docno",
-            "supports",
-            "reason",
-            "call_id",
-        ),
-        [(task.run_id, task.query_id, model, prompt_version, *row) for row in rows],
-    )
-
-
-async def store_attributions(
-    conn,
-    task: Task,
-    model: str,
-    prompt_version: str,
-    extraction_id: int,
-    rows: Sequence[tuple[int, int, bool]],
-    call_id: int,
-) -> None:
-    """(statement no, context position, supported) rows of one extraction's statements (noise sensitivity)."""
-    await _insert(
-        conn,
-        "statement_attribution",
-        (
-            "run_id",
-            "query_id",
-            "model",
-            "prompt_version",
-            "extraction_id",
-            "statement_no",
-            "position",
-            "supported",
-            "call_id",
-        ),
-        [
-            (task.run_id, task.query_id, model, prompt_version, extraction_id, no, pos, supported, call_id)
-            for no, pos, supported in rows
-        ],
-    )
-
-
-async def store_graded_verdicts(
-    conn,
-    task: Task,
-    metric: str,
-    model: str,
-    prompt_version: str,
-    rows: Sequence[tuple[int, int | None, str | None, int | None]],
-) -> None:
-    """(judge pass, 0/1/2 score or None, reason, call id) rows of a two-pass metric."""
-    await _insert(
-        conn,
-        "graded_verdict",
-        ("run_id", "query_id", "metric", "judge_pass", "model", "prompt_version", "score", "reason", "call_id"),
-        [
-            (task.run_id, task.query_id, metric, n, model, prompt_version, score, reason, call_id)
-            for n, score, reason, call_id in rows
-        ],
-    )
-
-
-async def store_entities(
-    conn, text: str, model: str, prompt_version: str, call_id: int, entities: Sequence[str]
-) -> None:
-    """The entities of a text, stored once per (text, model, prompt version)."""
-    await _insert(
-        conn,
-        "entity_extraction",
-        ("text_hash", "model", "prompt_version", "entities", "call_id"),
-        [(text_hash(text), model, prompt_version, list(entities), call_id)],
-    )
-
-
-async def store_rubric_verdicts(
-    conn, task: Task, model: str, prompt_version: str, rows: Sequence[tuple[str, str, int, str, int]]
-) -> None:
-    """(rubric, definition hash, score 1-5, reason, call id) rows of an answer."""
-    await _insert(
-        conn,
-        "rubric_verdict",
-        ("run_id", "query_id", "rubric", "model", "prompt_version", "definition_hash", "score", "reason", "call_id"),
-        [
-            (task.run_id, task.query_id, rubric, model, prompt_version, digest, score, reason, call_id)
-            for rubric, digest, score, reason, call_id in rows
-        ],
-    )
 
 
 async def rubrics(conn: psycopg.AsyncConnection) -> list[tuple[str, list[str], bool, str]]:

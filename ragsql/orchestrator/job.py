@@ -4,11 +4,11 @@ questions in one call), a reference's statements, their stored extractions, and 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ragsql.db import judging as db
+from ragsql.db import judging as db, verdict_rows as vr
 from ragsql.db.judging import Sample, Task
 from ragsql.judge import prompts as p
 from ragsql.judge.language import LANGUAGES
@@ -17,8 +17,9 @@ from ragsql.orchestrator.service import Judging
 __all__ = ["QUESTIONS_PER_ANSWER", "Job", "Store", "TaskFailed", "together"]
 
 QUESTIONS_PER_ANSWER = 3
-Store = Callable[[object], Awaitable[None]]  # stores rows on the worker's connection, inside the task's transaction
+Store = vr.Row  # what a task stores, inside the transaction that closes it
 T = TypeVar("T")
+V = TypeVar("V", bound=vr.Verdict)
 
 
 class TaskFailed(Exception):
@@ -54,6 +55,16 @@ class Job:
 
     async def ask(self, request):
         return await self.judging.ask(request)
+
+    def verdict(self, kind: type[V], prompt_version: str, **values: Any) -> V:
+        """A verdict row on this task's answer by this judge model."""
+        return kind(
+            run_id=self.task.run_id,
+            query_id=self.task.query_id,
+            model=self.model,
+            prompt_version=prompt_version,
+            **values,
+        )
 
     def contexts(self) -> list[str]:
         if not self.sample.contexts:
@@ -98,8 +109,27 @@ class Job:
         request = p.verify(statements, self.contexts(), language=self.language)
         got = await self.ask(request)
         rows = [(v.id, v.verdict, v.reason) for v in got.verdict.verdicts]
+        return self.statement_verdicts(purpose, request.prompt_version, extraction, rows, got.call_id)
+
+    def statement_verdicts(
+        self,
+        purpose: str,
+        prompt_version: str,
+        extraction: int,
+        rows: Sequence[tuple[int, str, str | None]],
+        call_id: int,
+    ) -> list[Store]:
+        """(statement no, verdict, reason) of one extraction's statements for `purpose`, as rows to store."""
         return [
-            lambda c: db.store_statement_verdicts(
-                c, self.task, purpose, self.model, request.prompt_version, extraction, rows, got.call_id
+            self.verdict(
+                vr.StatementVerdict,
+                prompt_version,
+                purpose=purpose,
+                extraction_id=extraction,
+                statement_no=no,
+                verdict=verdict,
+                reason=reason,
+                call_id=call_id,
             )
+            for no, verdict, reason in rows
         ]

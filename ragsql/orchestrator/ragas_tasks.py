@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from ragsql.db import judging as db
+from ragsql.db import judging as db, verdict_rows as vr
 from ragsql.judge import prompts as p
 from ragsql.judge.language import detect_language
 from ragsql.orchestrator.job import Job, Store, TaskFailed, together
@@ -54,9 +54,18 @@ async def _two_passes(job: Job, metric: str, build: Callable[[int], p.JudgeReque
         else:
             rows.append((n, answer.verdict.rating, None, answer.call_id))
     if all(score is None for _, score, _, _ in rows):
-        raise TaskFailed("; ".join(reason for _, _, reason, _ in rows))
-    version = requests[0].prompt_version
-    return [lambda c: db.store_graded_verdicts(c, job.task, metric, job.model, version, rows)]
+        raise TaskFailed("; ".join(reason or "" for _, _, reason, _ in rows))
+    return _graded(job, metric, requests[0].prompt_version, rows)
+
+
+def _graded(
+    job: Job, metric: str, version: str, rows: list[tuple[int, int | None, str | None, int | None]]
+) -> list[Store]:
+    """(judge pass, 0/1/2 score or None, reason, call id) of a two-pass metric, as rows to store."""
+    return [
+        job.verdict(vr.GradedVerdict, version, metric=metric, judge_pass=n, score=score, reason=reason, call_id=call_id)
+        for n, score, reason, call_id in rows
+    ]
 
 
 async def response_groundedness(job: Job) -> list[Store]:
@@ -76,8 +85,7 @@ async def nv_context_relevance(job: Job) -> list[Store]:
     if "\n".join(contexts).strip() in question:  # RAGAS: contexts equal to or inside the question score 0
         version = p.load_prompt("context_rating", job.language or detect_language(question)).version
         why = "the contexts are the question or part of it: 0 without a call (RAGAS)"
-        rows = [(1, 0, why, None), (2, 0, why, None)]
-        return [lambda c: db.store_graded_verdicts(c, job.task, "nv_context_relevance", job.model, version, rows)]
+        return _graded(job, "nv_context_relevance", version, [(1, 0, why, None), (2, 0, why, None)])
     return await _two_passes(
         job, "nv_context_relevance", lambda n: p.context_rating(question, contexts, judge_pass=n, language=job.language)
     )
@@ -88,9 +96,7 @@ async def context_entity_recall(job: Job) -> list[Store]:
     requests = [p.entities(text, language=job.language) for text in texts]
     got = await together(*(job.ask(r) for r in requests))
     return [
-        lambda c, text=text, r=r, g=g: db.store_entities(
-            c, text, job.model, r.prompt_version, g.call_id, g.verdict.entities
-        )
+        vr.EntityExtraction(db.text_hash(text), job.model, r.prompt_version, list(g.verdict.entities), g.call_id)
         for text, r, g in zip(texts, requests, got)
     ]
 
@@ -118,12 +124,7 @@ async def factual_correctness(job: Job) -> list[Store]:
     stores: list[Store] = []
     for (purpose, extraction, _, _), r, g in zip(checks, verify, verdicts):
         rows = [(v.id, v.verdict, v.reason) for v in g.verdict.verdicts]
-        version = f"{r.prompt_version}+{claims_version}"
-        stores.append(
-            lambda c, purpose=purpose, extraction=extraction, rows=rows, version=version, call=g.call_id: (
-                db.store_statement_verdicts(c, job.task, purpose, job.model, version, extraction, rows, call)
-            )
-        )
+        stores += job.statement_verdicts(purpose, f"{r.prompt_version}+{claims_version}", extraction, rows, g.call_id)
     return stores
 
 
@@ -141,25 +142,22 @@ async def noise_sensitivity(job: Job) -> list[Store]:
     *attributed, checked = await together(*(job.ask(r) for r in attribute), job.ask(check))
     version = f"{attribute[0].prompt_version}+{check.prompt_version}"
     positions = [c.position for c in job.sample.contexts]
-    stores: list[Store] = []
-    for (_, extraction), g in zip(texts, attributed):
-        rows = [
-            (v.id, positions[ci - 1], ci in v.contexts)
-            for v in g.verdict.verdicts
-            for ci in range(1, len(positions) + 1)
-        ]
-        stores.append(
-            lambda c, extraction=extraction, rows=rows, call=g.call_id: db.store_attributions(
-                c, job.task, job.model, version, extraction, rows, call
-            )
+    stores: list[Store] = [
+        job.verdict(
+            vr.StatementAttribution,
+            version,
+            extraction_id=extraction,
+            statement_no=v.id,
+            position=positions[ci - 1],
+            supported=ci in v.contexts,
+            call_id=g.call_id,
         )
+        for (_, extraction), g in zip(texts, attributed)
+        for v in g.verdict.verdicts
+        for ci in range(1, len(positions) + 1)
+    ]
     rows = [(v.id, v.verdict, v.reason) for v in checked.verdict.verdicts]
-    stores.append(
-        lambda c: db.store_statement_verdicts(
-            c, job.task, "noise_sensitivity", job.model, version, answer_extraction, rows, checked.call_id
-        )
-    )
-    return stores
+    return stores + job.statement_verdicts("noise_sensitivity", version, answer_extraction, rows, checked.call_id)
 
 
 async def rubrics_score(job: Job) -> list[Store]:
@@ -181,8 +179,15 @@ async def rubrics_score(job: Job) -> list[Store]:
     if not requests:
         return []
     got = await together(*(job.ask(r) for r in requests))
-    rows = [
-        (name, digest, g.verdict.score, g.verdict.reason, g.call_id) for (name, _, _, digest), g in zip(rubrics, got)
+    return [
+        job.verdict(
+            vr.RubricVerdict,
+            requests[0].prompt_version,
+            rubric=name,
+            definition_hash=digest,
+            score=g.verdict.score,
+            reason=g.verdict.reason,
+            call_id=g.call_id,
+        )
+        for (name, _, _, digest), g in zip(rubrics, got)
     ]
-    version = requests[0].prompt_version
-    return [lambda c: db.store_rubric_verdicts(c, job.task, job.model, version, rows)]

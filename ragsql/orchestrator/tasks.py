@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection
 
 from ragsql import registry
-from ragsql.db import judging as db
+from ragsql.db import judging as db, verdict_rows as vr
 from ragsql.judge import prompts as p
 from ragsql.judge.language import detect_language, split_sentences
 from ragsql.judge.verdicts import CITATION, citation_id, context_citations
@@ -34,9 +34,15 @@ async def answer_relevancy(job: Job) -> list[Store]:
         raise TaskFailed("the judge wrote no question for the answer")
     await job.judging.embed([job.sample.question, job.sample.answer, *got.verdict.questions])
     return [
-        lambda c: db.store_questions(
-            c, job.task, job.model, request.prompt_version, questions, got.verdict.noncommittal, got.call_id
+        job.verdict(
+            vr.GeneratedQuestion,
+            request.prompt_version,
+            n=n,
+            question=q,
+            noncommittal=got.verdict.noncommittal,
+            call_id=got.call_id,
         )
+        for n, q in enumerate(questions, 1)
     ]
 
 
@@ -44,15 +50,13 @@ async def answer_relevancy_rating(job: Job) -> list[Store]:
     request = p.rating(job.sample.question, job.sample.answer, language=job.language)
     got = await job.ask(request)
     return [
-        lambda c: db.store_rating(
-            c,
-            job.task,
-            "answer_relevancy",
-            job.model,
+        job.verdict(
+            vr.Rating,
             request.prompt_version,
-            got.verdict.score,
-            got.verdict.reason,
-            got.call_id,
+            criterion="answer_relevancy",
+            score=got.verdict.score,
+            reason=got.verdict.reason,
+            call_id=got.call_id,
         )
     ]
 
@@ -69,8 +73,17 @@ async def context_precision(job: Job) -> list[Store]:
     )
     got = await job.ask(request)
     positions = [c.position for c in job.sample.contexts]
-    rows = [(positions[v.id - 1], v.useful, v.reason) for v in got.verdict.verdicts]
-    return [lambda c: db.store_context_verdicts(c, job.task, job.model, request.prompt_version, rows, got.call_id)]
+    return [
+        job.verdict(
+            vr.ContextVerdict,
+            request.prompt_version,
+            position=positions[v.id - 1],
+            useful=v.useful,
+            reason=v.reason,
+            call_id=got.call_id,
+        )
+        for v in got.verdict.verdicts
+    ]
 
 
 async def context_relevance(job: Job) -> list[Store]:
@@ -79,11 +92,21 @@ async def context_relevance(job: Job) -> list[Store]:
     relevant = set(got.verdict.relevant)
     positions = [c.position for c in job.sample.contexts]
     numbers: dict[int, int] = {}
-    rows = []
+    rows: list[Store] = []
     for sid, (ci, sentence) in enumerate(request.items, 1):
         numbers[ci] = numbers.get(ci, 0) + 1
-        rows.append((positions[ci - 1], numbers[ci], sentence, sid in relevant))
-    return [lambda c: db.store_sentence_verdicts(c, job.task, job.model, request.prompt_version, rows, got.call_id)]
+        rows.append(
+            job.verdict(
+                vr.SentenceVerdict,
+                request.prompt_version,
+                position=positions[ci - 1],
+                sentence_no=numbers[ci],
+                sentence=sentence,
+                relevant=sid in relevant,
+                call_id=got.call_id,
+            )
+        )
+    return rows
 
 
 async def context_recall(job: Job) -> list[Store]:
@@ -115,22 +138,14 @@ async def answer_correctness(job: Job) -> list[Store]:
     got = await job.ask(request)
     version = request.prompt_version
     answer_rows = [(a.id, "supported" if a.label == "TP" else "unsupported", None) for a in got.verdict.answer]
-    stores: list[Store] = [
-        lambda c: db.store_statement_verdicts(
-            c, job.task, "correctness_answer", job.model, version, answer_extraction, answer_rows, got.call_id
-        )
-    ]
+    stores = job.statement_verdicts("correctness_answer", version, answer_extraction, answer_rows, got.call_id)
     labels = iter(got.verdict.reference)
     for statements, extraction in refs:
         rows = [
             (no, "supported" if next(labels).label == "TP" else "unsupported", None)
             for no in range(1, len(statements) + 1)
         ]
-        stores.append(
-            lambda c, rows=rows, extraction=extraction: db.store_statement_verdicts(
-                c, job.task, "correctness_reference", job.model, version, extraction, rows, got.call_id
-            )
-        )
+        stores += job.statement_verdicts("correctness_reference", version, extraction, rows, got.call_id)
     return stores
 
 
@@ -144,8 +159,18 @@ async def aspect_critique(job: Job) -> list[Store]:
     request = p.critique(job.sample.question, job.sample.answer, aspects, contexts=contexts, language=job.language)
     got = await job.ask(request)
     definitions = dict(aspects)
-    rows = [(v.aspect.strip(), definitions[v.aspect.strip()], v.verdict, v.reason) for v in got.verdict.verdicts]
-    return [lambda c: db.store_aspect_verdicts(c, job.task, job.model, request.prompt_version, rows, got.call_id)]
+    return [
+        job.verdict(
+            vr.AspectVerdict,
+            request.prompt_version,
+            aspect=v.aspect.strip(),
+            definition_hash=db.text_hash(definitions[v.aspect.strip()]),
+            verdict=v.verdict,
+            reason=v.reason,
+            call_id=got.call_id,
+        )
+        for v in got.verdict.verdicts
+    ]
 
 
 async def yes_no(job: Job) -> list[Store]:
@@ -162,10 +187,14 @@ async def yes_no(job: Job) -> list[Store]:
         language=job.language,
     )
     got = await job.ask(request)
-    verdict = got.verdict
     return [
-        lambda c: db.store_yes_no(
-            c, job.task, job.model, request.prompt_version, verdict.verdict, verdict.reason, got.call_id
+        job.verdict(
+            vr.YesNoVerdict,
+            request.prompt_version,
+            metric=job.task.kind,
+            verdict=got.verdict.verdict,
+            reason=got.verdict.reason,
+            call_id=got.call_id,
         )
     ]
 
@@ -191,29 +220,44 @@ def has_citations(answer: str, ids: Collection[str]) -> bool:
 async def citations(job: Job) -> list[Store]:
     by_id = {citation_id(c.docno, c.position): c for c in job.sample.contexts}
     sentences = cited_sentences(job.sample.answer, by_id)
-    rows, claims = [], []
-    for sno, (sentence, ids) in enumerate(sentences, 1):
-        if not ids:
-            rows.append([sno, 0, sentence, None, None, None, None])
-        for cno, cid in enumerate(ids, 1):
-            ctx = by_id[cid]
-            claims.append(len(rows))
-            rows.append([sno, cno, sentence, ctx.docno or str(ctx.position), None, None, None])
     if not sentences:
         raise TaskFailed("the answer has no sentence")
+    # (sentence no, citation no, sentence, docno): citation 0 with no docno marks a sentence without citation
+    cited = [
+        (sno, cno, sentence, by_id[cid].docno or str(by_id[cid].position))
+        for sno, (sentence, ids) in enumerate(sentences, 1)
+        for cno, cid in enumerate(ids, 1)
+    ]
     prompt_version = p.load_prompt(
         "citations", job.language or detect_language(job.sample.question or job.sample.answer)
     ).version
-    if claims:
+    checked: dict[tuple[int, int], tuple[bool | None, str | None, int | None]] = {}
+    if cited:
         request = p.citations(
-            [(CITATION.sub(" ", rows[i][2]), [_context_text(job, rows[i][3])]) for i in claims], language=job.language
+            [(CITATION.sub(" ", sentence), [_context_text(job, docno)]) for _, _, sentence, docno in cited],
+            language=job.language,
         )
         got = await job.ask(request)
         prompt_version = request.prompt_version
-        for row_index, verdict in zip(claims, got.verdict.verdicts):
-            rows[row_index][4:7] = [verdict.supported, verdict.reason, got.call_id]
-    final = [tuple(r) for r in rows]
-    return [lambda c: db.store_citation_verdicts(c, job.task, job.model, prompt_version, final)]
+        checked = {
+            (sno, cno): (v.supported, v.reason, got.call_id) for (sno, cno, _, _), v in zip(cited, got.verdict.verdicts)
+        }
+    uncited = [(sno, 0, sentence, None) for sno, (sentence, ids) in enumerate(sentences, 1) if not ids]
+    return [
+        job.verdict(
+            vr.CitationVerdict,
+            prompt_version,
+            sentence_no=sno,
+            citation_no=cno,
+            sentence=sentence,
+            docno=docno,
+            supports=supports,
+            reason=reason,
+            call_id=call_id,
+        )
+        for sno, cno, sentence, docno in sorted([*cited, *uncited], key=lambda r: (r[0], r[1]))
+        for supports, reason, call_id in [checked.get((sno, cno), (None, None, None))]
+    ]
 
 
 def _context_text(job: Job, docno: str) -> str:

@@ -32,9 +32,11 @@ def _psql() -> str:
     return _pgbin("psql")
 
 
-def _copy_data(source: str, target: str) -> None:
-    """The rows of source's ragsql tables into target, a fresh install (its own ledger and built-ins kept)."""
-    own = ["schema_migration", "schema_install", "default_measure", "generation_metric", "aspect", "rubric", "bm25_list*"]
+def _copy_data(source: str, target: str, skip: tuple[str, ...] = ()) -> None:
+    """The rows of source's ragsql tables into target, a fresh install (its own ledger and built-ins kept), but
+    those of the tables in `skip`."""
+    own = ["schema_migration", "schema_install", "default_measure", "generation_metric", "aspect", "rubric", "bm25_list*",
+           *skip]
     # the versions' partitions of chunk_term (chunk_term_v<id>, made by an ingest or migration 0150) first
     with psycopg.connect(source) as conn, psycopg.connect(target) as into:
         for (version,) in conn.execute(
