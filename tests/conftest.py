@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import shutil
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
 import psycopg
@@ -327,3 +329,48 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def retrieve_cli(
+    capsys, run: str, mode: str, *options: str, dataset: str = "demo", corpus: str = "demo"
+) -> tuple[int, str, str]:
+    """`ragsql retrieve` of `dataset` from `corpus` as run `run` by `mode`, with `options`: as `run_cli`."""
+    return run_cli(capsys, "retrieve", "--dataset", dataset, "--corpus", corpus, "--run", run, "--mode", mode, *options)
+
+
+def vector_run(
+    capsys, tmp_path: Path, docs: Sequence[dict], questions: Sequence[tuple[str, str, str]], run: str, *ingest: str
+) -> tuple[dict, dict]:
+    """`docs` ingested as corpus 'support' (with the `ingest` options), the (qid, query, gold doc id) `questions`
+    imported as dataset 'support-qa' and retrieved by vector (k 4) as `run`: the ingest's and the run's summaries."""
+    docs_file, evalset = tmp_path / "docs.jsonl", tmp_path / "evalset.jsonl"
+    docs_file.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    evalset.write_text(
+        "".join(
+            json.dumps({"qid": q, "query": text, "gold_doc_ids": [doc]}, ensure_ascii=False) + "\n"
+            for q, text, doc in questions
+        ),
+        encoding="utf-8",
+    )
+    code, out, err = run_cli(capsys, "ingest", str(docs_file), "--corpus", "support", *ingest, "--format", "json")
+    assert code == 0, err
+    ingested = json.loads(out)
+    code, _, err = run_cli(capsys, "import", "jsonl", str(evalset), "--dataset", "support-qa")
+    assert code == 0, err
+    code, out, err = retrieve_cli(
+        capsys, run, "vector", "--k", "4", "--format", "json", dataset="support-qa", corpus="support"
+    )
+    assert code == 0, err
+    return ingested, json.loads(out)
+
+
+def run_then_close(closeable, work: Callable[..., Awaitable]):
+    """What ``await work(closeable)`` returns, ``closeable.aclose()`` awaited after it (an embedder or judge)."""
+
+    async def go():
+        try:
+            return await work(closeable)
+        finally:
+            await closeable.aclose()
+
+    return asyncio.run(go())
