@@ -24,6 +24,9 @@ os.environ.setdefault("RAGSQL_EMBEDDER", "offline")
 
 # tests/local runs models through sentence-transformers and torch (the extra ragsql[local]): opt-in, so the default
 # test command installs no torch (on an ordinary machine PyPI's torch is a multi-GB CUDA build). CI opts in.
+ENDPOINT_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY")
+"""The variables that point the judge at an endpoint: a test that means the offline judge unsets them."""
+
 LOCAL_OPT_IN = os.environ.get("RAGSQL_TEST_LOCAL") == "1"
 collect_ignore = [] if LOCAL_OPT_IN else ["local"]
 
@@ -256,7 +259,7 @@ def cli_database(server_url: str, *commands: list[str]) -> Iterator[str]:
     url = _with_dbname(server_url, _clone(server_url))
     mp = pytest.MonkeyPatch()
     mp.setenv("RAGSQL_DATABASE_URL", url)
-    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+    for var in ENDPOINT_VARS:
         mp.delenv(var, raising=False)
     try:
         for command in commands:
@@ -283,7 +286,7 @@ def demo(demo_url, monkeypatch):
 @pytest.fixture
 def example_run(fresh_db, capsys, monkeypatch):
     """The bundled bilingual example eval set as run 'ex' (12 answers with contexts and references), no endpoint."""
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+    for name in ENDPOINT_VARS:
         monkeypatch.delenv(name, raising=False)
     code, _, err = run_cli(capsys, "import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex")
     assert code == 0, err
@@ -293,7 +296,7 @@ def example_run(fresh_db, capsys, monkeypatch):
 def offline_database(monkeypatch, url: str) -> str:
     """`url` as RAGSQL_DATABASE_URL with no judge endpoint configured (the offline judge answers); returns it."""
     monkeypatch.setenv("RAGSQL_DATABASE_URL", url)
-    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+    for var in ENDPOINT_VARS:
         monkeypatch.delenv(var, raising=False)
     return url
 

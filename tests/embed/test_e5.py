@@ -14,7 +14,7 @@ from ragsql.cli import main
 from ragsql.embed import E5, E5Embedder, EmbeddingFailed, HashingEmbedder, OpenAIEmbedder, embed_queries, make_embedder
 from ragsql.errors import InputError
 from ragsql.llm.settings import EndpointSettings
-from tests.conftest import network_refused, run_then_close, vector_run
+from tests.conftest import ENDPOINT_VARS, network_refused, run_then_close, vector_run
 
 QUESTIONS = ["Which city is the capital of France?", "法国的首都是哪座城市？"]
 PASSAGES = [
@@ -124,13 +124,7 @@ def test_default_ingest_embeds_with_e5_and_vector_retrieval_finds_each_document(
     (Success@1 = 1 for every query, English and Chinese, by ragsql.measure)."""
     import psycopg
 
-    for var in (
-        "RAGSQL_EMBEDDER",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-        "RAGSQL_JUDGE_BASE_URL",
-        "RAGSQL_JUDGE_API_KEY",
-    ):
+    for var in ("RAGSQL_EMBEDDER", *ENDPOINT_VARS):
         monkeypatch.delenv(var, raising=False)
     ingested, summary = vector_run(capsys, tmp_path, DOCS, ASKED, "e5")
     assert ingested["embedder"] == E5
