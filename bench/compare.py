@@ -27,7 +27,8 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.retrieval_metrics import generate, scratch_database, timed  # noqa: E402
+from bench.retrieval_metrics import generate, timed  # noqa: E402
+from bench.trees import scratch_database  # noqa: E402
 from ragsql import db  # noqa: E402
 from ragsql.db import load  # noqa: E402
 

@@ -22,12 +22,11 @@ import time
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragsql import db  # noqa: E402
+from bench.trees import scratch_database  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "qa"
 DBNAME = "ragsql_bench_embedders"
@@ -36,14 +35,6 @@ FUSIONS = {
     "wsum-minmax": ["--method", "wsum", "--norm", "min-max", "--weights", "0.5,0.5"],
     "wsum-zmuv": ["--method", "wsum", "--norm", "zmuv", "--weights", "0.5,0.5"],
 }
-
-
-def scratch_database() -> str:
-    base = db.database_url()
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute(f"drop database if exists {DBNAME} with (force)")
-        admin.execute(f"create database {DBNAME}")
-    return make_conninfo(**{**conninfo_to_dict(base), "dbname": DBNAME})
 
 
 def ragsql(url: str, *args: str) -> str:
@@ -132,7 +123,7 @@ def main() -> int:
         for e in args.embedders.split(",")
         if e != "minilm" or importlib.util.find_spec("sentence_transformers") is not None
     ]
-    url = scratch_database()
+    url = scratch_database(DBNAME)
     rows = []
     for name in args.sets.split(","):
         # MiniLM is English-only: its Chinese vectors would be noise, so it is measured on English sets only

@@ -26,13 +26,12 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.trees import scratch_database  # noqa: E402
 from ragsql import db  # noqa: E402
-from ragsql.db import install  # noqa: E402
 
 DBNAME = "ragsql_bench_memory"
 _ZH = (
@@ -64,21 +63,6 @@ def write_text(path: Path, megabytes: float, language: str, seed: int = 7) -> in
             out.write(paragraph)
             written += len(paragraph.encode("utf-8"))
     return written
-
-
-def scratch_database(dbname: str) -> str:
-    """URL of a fresh bench database with the schema installed."""
-    base = db.database_url()
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(dbname)))
-        admin.execute(sql.SQL("create database {}").format(sql.Identifier(dbname)))
-    params = conninfo_to_dict(base)
-    params["dbname"] = dbname
-    url = make_conninfo(**params)
-    with psycopg.connect(url) as conn:
-        install(conn)
-        conn.commit()
-    return url
 
 
 def _vmhwm_kib(pid: int) -> int | None:
@@ -116,7 +100,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
     parser.add_argument("--dbname", default=DBNAME, help=f"the bench database, dropped first (default {DBNAME})")
     args = parser.parse_args()
-    url = scratch_database(args.dbname)
+    url = scratch_database(args.dbname, installed=True)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"big-{args.language}.txt"
         size = write_text(path, args.mb, args.language)

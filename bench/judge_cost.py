@@ -26,13 +26,11 @@ import urllib.request
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragsql import db  # noqa: E402
-from ragsql.db import install  # noqa: E402
+from bench.trees import scratch_database  # noqa: E402
 from ragsql.embed import make_embedder  # noqa: E402
 from ragsql.importer import import_records  # noqa: E402
 from ragsql.judge.client import JudgeClient  # noqa: E402
@@ -104,20 +102,6 @@ def ragas_figures(ragas_dir: Path) -> dict[tuple[str, str], dict]:
             "wall": r["wall_s"],
         }
     return out
-
-
-def scratch_database() -> str:
-    base = db.database_url()
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute("drop database if exists ragsql_bench_judge with (force)")
-        admin.execute("create database ragsql_bench_judge")
-    params = conninfo_to_dict(base)
-    params["dbname"] = "ragsql_bench_judge"
-    url = make_conninfo(**params)
-    with psycopg.connect(url) as conn:
-        install(conn)
-        conn.commit()
-    return url
 
 
 def load_samples(url: str, samples: list[dict]) -> None:
@@ -198,7 +182,7 @@ def main() -> int:
 
     samples = ragas_dataset(args.ragas_dir, args.samples)
     ragas = ragas_figures(args.ragas_dir)
-    url = scratch_database()
+    url = scratch_database("ragsql_bench_judge", installed=True)
     load_samples(url, samples)
     rows = {}
     with FakeServer(latency=args.latency_ms / 1000) as fake:

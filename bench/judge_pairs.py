@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.retrieval_metrics import scratch_database  # noqa: E402
+from bench.trees import scratch_database  # noqa: E402
 
 PAIRS = ROOT / "tests" / "data" / "judge_pairs"
 SPLITS = {

@@ -24,7 +24,8 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.retrieval_metrics import scratch_database, timed  # noqa: E402
+from bench.retrieval_metrics import timed  # noqa: E402
+from bench.trees import scratch_database  # noqa: E402
 from ragsql import db  # noqa: E402
 from tests.sql.test_levenshtein import EN, ZH, _texts  # noqa: E402  (the tests' text generator)
 

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.trees import scratch_database  # noqa: E402
 from ragsql import db  # noqa: E402
 from ragsql.db import load  # noqa: E402
 
@@ -80,16 +80,6 @@ def timed(fn, repeat: int):
         result = fn()
         best = min(best, time.perf_counter() - start)
     return best, result
-
-
-def scratch_database() -> str:
-    base = db.database_url()
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute("drop database if exists ragsql_bench with (force)")
-        admin.execute("create database ragsql_bench")
-    params = conninfo_to_dict(base)
-    params["dbname"] = "ragsql_bench"
-    return make_conninfo(**params)
 
 
 def main() -> int:

@@ -37,13 +37,11 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragsql import db  # noqa: E402
-from ragsql.db import corpus as store, install  # noqa: E402
+from bench.trees import scratch_database  # noqa: E402
+from ragsql.db import corpus as store  # noqa: E402
 
 DBNAME = "ragsql_bench_speed"
 CHUNKS_PER_DOCUMENT = 10
@@ -102,23 +100,6 @@ def postings(tokens: np.ndarray, offsets: np.ndarray, lo: int, hi: int):
 
 
 # ---------------------------------------------------------------- database
-
-
-def scratch_database(reuse: bool, dbname: str = DBNAME) -> str:
-    """The bench database, new (dropped first) unless `reuse` and it exists."""
-    base = db.database_url()
-    with psycopg.connect(base, autocommit=True) as admin:
-        exists = admin.execute("select from pg_database where datname = %s", (dbname,)).fetchone() is not None
-        if not (reuse and exists):
-            admin.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(dbname)))
-            admin.execute(sql.SQL("create database {}").format(sql.Identifier(dbname)))
-    params = conninfo_to_dict(base)
-    params["dbname"] = dbname
-    url = make_conninfo(**params)
-    with psycopg.connect(url) as conn:
-        install(conn)
-        conn.commit()
-    return url
 
 
 def load(url: str, name: str, lengths, tokens, offsets, dim: int, seed: int = 1) -> dict:
@@ -504,7 +485,7 @@ def main() -> int:
     )
     parser.add_argument("--dbname", default=DBNAME, help="the bench database (dropped first unless --reuse)")
     args = parser.parse_args()
-    url = scratch_database(args.reuse, args.dbname)
+    url = scratch_database(args.dbname, installed=True, reuse=args.reuse)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         rows.append(run_size(url, n, args.queries, args.dim, args.reuse))

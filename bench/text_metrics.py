@@ -21,7 +21,8 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.retrieval_metrics import scratch_database, timed  # noqa: E402
+from bench.retrieval_metrics import timed  # noqa: E402
+from bench.trees import scratch_database  # noqa: E402
 from ragsql import db  # noqa: E402
 from ragsql.db import load  # noqa: E402
 from tests.sql import test_text_metrics as ref  # noqa: E402  (the Python formulas the tests check against)

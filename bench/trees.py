@@ -63,3 +63,22 @@ def new_database(admin_url: str, name: str, checkpoint: bool = False) -> str:
         if checkpoint:
             admin.execute("checkpoint")
     return with_db(admin_url, name)
+
+
+def scratch_database(name: str = "ragsql_bench", *, installed: bool = False, reuse: bool = False) -> str:
+    """Database `name` on ragsql's configured server, new (or, with `reuse`, kept when there), with ragsql's schema
+    installed if `installed`; its URL."""
+    import psycopg
+
+    from ragsql import db
+    from ragsql.db import install
+
+    base = db.database_url()
+    with psycopg.connect(base, autocommit=True) as admin:
+        kept = reuse and admin.execute("select from pg_database where datname = %s", (name,)).fetchone() is not None
+    url = with_db(base, name) if kept else new_database(base, name)
+    if installed:
+        with psycopg.connect(url) as conn:
+            install(conn)
+            conn.commit()
+    return url

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import shutil
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
 import psycopg
@@ -22,6 +24,9 @@ os.environ.setdefault("RAGSQL_EMBEDDER", "offline")
 
 # tests/local runs models through sentence-transformers and torch (the extra ragsql[local]): opt-in, so the default
 # test command installs no torch (on an ordinary machine PyPI's torch is a multi-GB CUDA build). CI opts in.
+ENDPOINT_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY")
+"""The variables that point the judge at an endpoint: a test that means the offline judge unsets them."""
+
 LOCAL_OPT_IN = os.environ.get("RAGSQL_TEST_LOCAL") == "1"
 collect_ignore = [] if LOCAL_OPT_IN else ["local"]
 
@@ -254,7 +259,7 @@ def cli_database(server_url: str, *commands: list[str]) -> Iterator[str]:
     url = _with_dbname(server_url, _clone(server_url))
     mp = pytest.MonkeyPatch()
     mp.setenv("RAGSQL_DATABASE_URL", url)
-    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+    for var in ENDPOINT_VARS:
         mp.delenv(var, raising=False)
     try:
         for command in commands:
@@ -281,7 +286,7 @@ def demo(demo_url, monkeypatch):
 @pytest.fixture
 def example_run(fresh_db, capsys, monkeypatch):
     """The bundled bilingual example eval set as run 'ex' (12 answers with contexts and references), no endpoint."""
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+    for name in ENDPOINT_VARS:
         monkeypatch.delenv(name, raising=False)
     code, _, err = run_cli(capsys, "import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", "ex")
     assert code == 0, err
@@ -291,7 +296,7 @@ def example_run(fresh_db, capsys, monkeypatch):
 def offline_database(monkeypatch, url: str) -> str:
     """`url` as RAGSQL_DATABASE_URL with no judge endpoint configured (the offline judge answers); returns it."""
     monkeypatch.setenv("RAGSQL_DATABASE_URL", url)
-    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+    for var in ENDPOINT_VARS:
         monkeypatch.delenv(var, raising=False)
     return url
 
@@ -327,3 +332,48 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def retrieve_cli(
+    capsys, run: str, mode: str, *options: str, dataset: str = "demo", corpus: str = "demo"
+) -> tuple[int, str, str]:
+    """`ragsql retrieve` of `dataset` from `corpus` as run `run` by `mode`, with `options`: as `run_cli`."""
+    return run_cli(capsys, "retrieve", "--dataset", dataset, "--corpus", corpus, "--run", run, "--mode", mode, *options)
+
+
+def vector_run(
+    capsys, tmp_path: Path, docs: Sequence[dict], questions: Sequence[tuple[str, str, str]], run: str, *ingest: str
+) -> tuple[dict, dict]:
+    """`docs` ingested as corpus 'support' (with the `ingest` options), the (qid, query, gold doc id) `questions`
+    imported as dataset 'support-qa' and retrieved by vector (k 4) as `run`: the ingest's and the run's summaries."""
+    docs_file, evalset = tmp_path / "docs.jsonl", tmp_path / "evalset.jsonl"
+    docs_file.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    evalset.write_text(
+        "".join(
+            json.dumps({"qid": q, "query": text, "gold_doc_ids": [doc]}, ensure_ascii=False) + "\n"
+            for q, text, doc in questions
+        ),
+        encoding="utf-8",
+    )
+    code, out, err = run_cli(capsys, "ingest", str(docs_file), "--corpus", "support", *ingest, "--format", "json")
+    assert code == 0, err
+    ingested = json.loads(out)
+    code, _, err = run_cli(capsys, "import", "jsonl", str(evalset), "--dataset", "support-qa")
+    assert code == 0, err
+    code, out, err = retrieve_cli(
+        capsys, run, "vector", "--k", "4", "--format", "json", dataset="support-qa", corpus="support"
+    )
+    assert code == 0, err
+    return ingested, json.loads(out)
+
+
+def run_then_close(closeable, work: Callable[..., Awaitable]):
+    """What ``await work(closeable)`` returns, ``closeable.aclose()`` awaited after it (an embedder or judge)."""
+
+    async def go():
+        try:
+            return await work(closeable)
+        finally:
+            await closeable.aclose()
+
+    return asyncio.run(go())

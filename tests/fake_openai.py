@@ -57,6 +57,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ragsql.judge.language import split_sentences
+from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_message_tokens, count_tokens
 
 __all__ = ["FAULT_KINDS", "FakeOpenAI", "default_responder", "hashed_embedding", "parse_fault_mix"]
@@ -333,6 +334,12 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.reset()
+
+    def settings(self, **overrides: Any) -> EndpointSettings:
+        """Client settings for this server: key "k", 3 retries, a 5 s timeout, then `overrides`."""
+        return EndpointSettings(
+            **{"base_url": self.base_url, "api_key": "k", "max_retries": 3, "timeout": 5.0, **overrides}
+        )
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def __enter__(self) -> FakeOpenAI:

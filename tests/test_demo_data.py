@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,16 +52,25 @@ def test_files_are_utf8_without_bom():
         raw.decode("utf-8")
 
 
-def test_corpus_records(corpus):
+def _records(rows: list[tuple[int, dict]], name: str, keys: tuple[str, ...], lang: str) -> Iterator[tuple[str, dict]]:
+    """Each record of file `name` with every field of `keys`, a unique non-empty id (the first key) and a known
+    language (field `lang`), with where it is ("<name> line N")."""
+    id_key = keys[0]
     seen: dict[str, int] = {}
-    for line, doc in corpus:
-        where = f"corpus.jsonl line {line}"
-        for key in ("id", "title", "text", "lang", "tags"):
-            assert key in doc, f"{where}: missing field {key!r}"
-        assert isinstance(doc["id"], str) and doc["id"].strip(), f"{where}: id must be a non-empty string"
-        assert doc["id"] not in seen, f"{where}: id {doc['id']!r} already used on line {seen.get(doc['id'])}"
-        seen[doc["id"]] = line
-        assert doc["lang"] in LANGUAGES, f"{where} ({doc['id']}): lang {doc['lang']!r} not in {sorted(LANGUAGES)}"
+    for line, rec in rows:
+        where = f"{name} line {line}"
+        for key in keys:
+            assert key in rec, f"{where}: missing field {key!r}"
+        rid = rec[id_key]
+        assert isinstance(rid, str) and rid.strip(), f"{where}: {id_key} must be a non-empty string"
+        assert rid not in seen, f"{where}: {id_key} {rid!r} already used on line {seen.get(rid)}"
+        seen[rid] = line
+        assert rec[lang] in LANGUAGES, f"{where} ({rid}): {lang} {rec[lang]!r} not in {sorted(LANGUAGES)}"
+        yield where, rec
+
+
+def test_corpus_records(corpus):
+    for where, doc in _records(corpus, "corpus.jsonl", ("id", "title", "text", "lang", "tags"), "lang"):
         assert isinstance(doc["title"], str) and doc["title"].strip(), f"{where} ({doc['id']}): empty title"
         assert isinstance(doc["tags"], list) and all(isinstance(t, str) for t in doc["tags"]), (
             f"{where} ({doc['id']}): tags must be a list of strings"
@@ -79,17 +89,8 @@ def test_some_documents_span_several_chunks(corpus):
 
 
 def test_evalset_records(evalset):
-    seen: dict[str, int] = {}
-    for line, q in evalset:
-        where = f"evalset.jsonl line {line}"
-        for key in ("qid", "query", "language", "gold_evidence", "gold_answer"):
-            assert key in q, f"{where}: missing field {key!r}"
-        assert isinstance(q["qid"], str) and q["qid"].strip(), f"{where}: qid must be a non-empty string"
-        assert q["qid"] not in seen, f"{where}: qid {q['qid']!r} already used on line {seen.get(q['qid'])}"
-        seen[q["qid"]] = line
-        assert q["language"] in LANGUAGES, (
-            f"{where} ({q['qid']}): language {q['language']!r} not in {sorted(LANGUAGES)}"
-        )
+    keys = ("qid", "query", "language", "gold_evidence", "gold_answer")
+    for where, q in _records(evalset, "evalset.jsonl", keys, "language"):
         assert isinstance(q["query"], str) and q["query"].strip(), f"{where} ({q['qid']}): empty query"
         assert isinstance(q["gold_answer"], str) and q["gold_answer"].strip(), (
             f"{where} ({q['qid']}): empty gold_answer"

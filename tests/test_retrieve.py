@@ -8,7 +8,7 @@ import json
 import psycopg
 import pytest
 
-from tests.conftest import demo_database, run_cli
+from tests.conftest import demo_database, retrieve_cli, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -28,23 +28,8 @@ def _metrics(capsys, run: str) -> dict[str, float]:
 
 @pytest.mark.parametrize("mode", ["bm25", "vector", "fuzzy", "hybrid"])
 def test_each_mode_writes_a_ranked_run_that_metrics_reads(demo, capsys, mode):
-    code, out, err = run_cli(
-        capsys,
-        "retrieve",
-        "--dataset",
-        "demo",
-        "--corpus",
-        "demo",
-        "--run",
-        f"r-{mode}",
-        "--mode",
-        mode,
-        "--k",
-        "10",
-        "--format",
-        "json",
-        "--chunking",
-        "recursive:500:100",
+    code, out, err = retrieve_cli(
+        capsys, f"r-{mode}", mode, "--k", "10", "--format", "json", "--chunking", "recursive:500:100"
     )
     assert code == 0, err
     summary = json.loads(out)
@@ -66,23 +51,7 @@ def test_each_mode_writes_a_ranked_run_that_metrics_reads(demo, capsys, mode):
 
 def test_bm25_beats_or_ties_fuzzy_and_hybrid_fuses(demo, capsys):
     for mode in ("bm25", "fuzzy", "hybrid"):
-        assert (
-            run_cli(
-                capsys,
-                "retrieve",
-                "--dataset",
-                "demo",
-                "--corpus",
-                "demo",
-                "--run",
-                f"c-{mode}",
-                "--mode",
-                mode,
-                "--chunking",
-                "recursive:500:100",
-            )[0]
-            == 0
-        )
+        assert retrieve_cli(capsys, f"c-{mode}", mode, "--chunking", "recursive:500:100")[0] == 0
     bm25, fuzzy, hybrid = (_metrics(capsys, f"c-{m}")["nDCG@10"] for m in ("bm25", "fuzzy", "hybrid"))
     assert bm25 >= fuzzy
     assert hybrid >= min(bm25, fuzzy)
@@ -91,20 +60,7 @@ def test_bm25_beats_or_ties_fuzzy_and_hybrid_fuses(demo, capsys):
 def test_one_eval_set_serves_two_chunkings(demo, capsys):
     """Gold spans map onto each chunking: both runs are judged on every answerable query."""
     for chunking in ("recursive:500:100", "recursive:250:0"):
-        code, _, err = run_cli(
-            capsys,
-            "retrieve",
-            "--dataset",
-            "demo",
-            "--corpus",
-            "demo",
-            "--run",
-            f"k-{chunking}",
-            "--mode",
-            "bm25",
-            "--chunking",
-            chunking,
-        )
+        code, _, err = retrieve_cli(capsys, f"k-{chunking}", "bm25", "--chunking", chunking)
         assert code == 0, err
     with psycopg.connect(demo) as conn:  # the run first, then its gold labels (Citus mode: run-first, as ragsql)
         runs = conn.execute(
@@ -173,13 +129,6 @@ def test_rerank_reorders_by_the_endpoint_and_caches_its_replies(demo, capsys, mo
         monkeypatch.setenv("RAGSQL_RERANK_BASE_URL", fake.base_url)
         monkeypatch.setenv("RAGSQL_RERANK_API_KEY", "k")
         args = (
-            "retrieve",
-            "--dataset",
-            "demo",
-            "--corpus",
-            "demo",
-            "--mode",
-            "bm25",
             "--k",
             "5",
             "--chunking",
@@ -191,7 +140,7 @@ def test_rerank_reorders_by_the_endpoint_and_caches_its_replies(demo, capsys, mo
             "--format",
             "json",
         )
-        code, out, err = run_cli(capsys, *args, "--run", "rr")
+        code, out, err = retrieve_cli(capsys, "rr", "bm25", *args)
         assert code == 0, err
         summary = json.loads(out)
         assert fake.rerank_calls == 56 and summary["rerank_calls"] == 56
@@ -211,11 +160,11 @@ def test_rerank_reorders_by_the_endpoint_and_caches_its_replies(demo, capsys, mo
         assert len(by_query) == 56 and all(1 <= len(v) <= 5 for v in by_query.values())
         assert sum(len(v) == 5 for v in by_query.values()) >= 50
         assert all([s for _, s in v] == sorted((s for _, s in v), reverse=True) for v in by_query.values())
-        code, out, err = run_cli(capsys, *args, "--run", "rr", "--replace")
+        code, out, err = retrieve_cli(capsys, "rr", "bm25", *args, "--replace")
         assert code == 0, err
         assert fake.rerank_calls == 56 and json.loads(out)["rerank_cached"] == 56
         fake.fail_next(400, n=1, on="any")
-        code, _, err = run_cli(capsys, *args, "--run", "rr-bad", "--rerank-depth", "15")  # new requests
+        code, _, err = retrieve_cli(capsys, "rr-bad", "bm25", *args, "--rerank-depth", "15")  # new requests
         assert code != 0 and "rerank endpoint" in err and len(err.strip().splitlines()) == 1
     with psycopg.connect(demo) as conn:
         assert conn.execute("select count(*) from ragsql.run where name = 'rr-bad'").fetchone()[0] == 0

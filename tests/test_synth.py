@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 import ragsql
-from tests.conftest import DEMO, cli_database, offline_database, run_cli, use_judge
+from tests.conftest import DEMO, cli_database, offline_database, retrieve_cli, run_cli, use_judge
 from tests.fake_openai import FakeOpenAI, default_responder
 
 
@@ -63,20 +63,7 @@ def test_offline_synth_writes_clozes_in_both_languages_with_exact_spans(corpus, 
     assert code == 0 and again["calls"] == 0 and again["cached"] == again["attempts"]  # nothing sent twice
     assert _stored(corpus, "syn") == rows
 
-    code, out, err = run_cli(
-        capsys,
-        "retrieve",
-        "--corpus",
-        "demo",
-        "--dataset",
-        "syn",
-        "--run",
-        "syn-bm25",
-        "--mode",
-        "bm25",
-        "--format",
-        "json",
-    )
+    code, out, err = retrieve_cli(capsys, "syn-bm25", "bm25", "--format", "json", dataset="syn")
     assert code == 0, err
     code, out, err = run_cli(capsys, "metrics", "--run", "syn-bm25", "--measures", "Success@10", "--format", "json")
     (value,) = json.loads(out)

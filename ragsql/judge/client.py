@@ -141,18 +141,14 @@ class JudgeClient(EndpointClient):
                     ]
         except _Failed as exc:
             error = str(exc)
-        record = CallRecord(
-            request_hash=self.request_hash(request),
-            kind="chat",
-            model=self.model,
-            prompt_name=request.kind,
-            prompt_version=request.prompt_version,
-            status="failed" if verdict is None else "ok",
-            response=None if verdict is None else verdict.model_dump(mode="json"),
-            error=error,
+        record = request.record(
+            self.request_hash(request),
+            self.model,
+            verdict,
+            error,
+            started=start,
             prompt_tokens=tally.prompt_tokens,
             completion_tokens=tally.completion_tokens,
-            latency_ms=round((time.perf_counter() - start) * 1000),
             attempts=tally.attempts,
         )
         return verdict, record

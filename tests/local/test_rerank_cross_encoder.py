@@ -20,7 +20,7 @@ import transformers
 from ragsql.cli import main
 from ragsql.errors import InputError, JudgeError
 from ragsql.rerank import CrossEncoderReranker, make_reranker
-from tests.conftest import DEMO, demo_database
+from tests.conftest import DEMO, demo_database, retrieve_cli
 
 DEPTH, K = 20, 5
 
@@ -126,24 +126,7 @@ def demo_url(server_url, template_url):
 
 
 def _retrieve(capsys, run: str, *options: str) -> tuple[int, str, str]:
-    code = main(
-        [
-            "retrieve",
-            "--dataset",
-            "demo",
-            "--corpus",
-            "demo",
-            "--run",
-            run,
-            "--mode",
-            "bm25",
-            "--format",
-            "json",
-            *options,
-        ]
-    )
-    out, err = capsys.readouterr()
-    return code, out, err
+    return retrieve_cli(capsys, run, "bm25", "--format", "json", *options)
 
 
 def _results(url: str, run: str) -> dict[int, list[tuple]]:

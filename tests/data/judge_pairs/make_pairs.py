@@ -232,6 +232,10 @@ def main(out_dir: Path = HERE) -> int:
                 }
             )
 
+        def poor(q: str = q, lang: str = lang, split: str = split) -> dict:
+            """An answer merely restating the question, in one of the split's poor phrasings."""
+            return {"answer": rng.choice(POOR[lang, split]).format(q=q, t=topic(q, lang))}
+
         evidence = ref + "".join(gold)
         swapped = swap(ref, lang, pools, rng, avoid=q, exclude=evidence)
         if swapped:
@@ -244,13 +248,7 @@ def main(out_dir: Path = HERE) -> int:
             wrong = swap(short, lang, pools, rng, prefer=answer_term[1], exclude=evidence)
             if wrong:
                 add("faithfulness", "short", {"answer": short}, {"answer": wrong[0]}, contexts=gold)
-                add(
-                    "answer_relevancy",
-                    "short-vs-poor",
-                    {"answer": short},
-                    {"answer": rng.choice(POOR[lang, split]).format(q=q, t=topic(q, lang))},
-                    contexts=gold,
-                )
+                add("answer_relevancy", "short-vs-poor", {"answer": short}, poor(), contexts=gold)
         add("faithfulness", "negated", {"answer": ref}, {"answer": negate(ref, lang)}, contexts=gold)
         add("faithfulness", "other-question", {"answer": ref}, {"answer": other}, contexts=gold)
         counterfactual = swap(span, lang, pools, rng, avoid=q, exclude=evidence)
@@ -260,13 +258,7 @@ def main(out_dir: Path = HERE) -> int:
             add("context_recall", "counterfactual-contexts", {"contexts": gold}, {"contexts": changed}, reference=span)
         add("answer_relevancy", "other-question", {"answer": ref}, {"answer": other}, contexts=gold)
         add("answer_relevancy", "evasive", {"answer": ref}, {"answer": rng.choice(EVASIVE[lang, split])}, contexts=gold)
-        add(
-            "answer_relevancy",
-            "poor",
-            {"answer": ref},
-            {"answer": rng.choice(POOR[lang, split]).format(q=q, t=topic(q, lang))},
-            contexts=gold,
-        )
+        add("answer_relevancy", "poor", {"answer": ref}, poor(), contexts=gold)
         add("context_relevance", "negatives", {"contexts": gold}, {"contexts": neg[: len(gold)]})
         add("context_relevance", "mixed", {"contexts": [gold[0], neg[0]]}, {"contexts": neg[1:3]})
         hard = max(negatives, key=lambda p: (len(set(p) & set(q)), p))  # shares the most characters
