@@ -106,6 +106,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 74f49f87ac01055dbe5a1c0418d5888dafb4cc54d209658755ba188fe7562a6b
+\set ragsql_fingerprint 17d0de4430adb3bbe2d58189019900502d83d2f2647526f46b4c1ec9774cd32b
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
