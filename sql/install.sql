@@ -106,6 +106,6 @@ select not exists (select from ragsql.schema_migration where name = '0170_run_ow
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 17d0de4430adb3bbe2d58189019900502d83d2f2647526f46b4c1ec9774cd32b
+\set ragsql_fingerprint f71a83db0de73bf8d070a17055f4bd929dadb0929535a4ea8546108963b5525c
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

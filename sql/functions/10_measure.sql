@@ -379,8 +379,8 @@ returns table (
     relevant bigint, retrieved boolean)
 language plpgsql stable parallel safe
 -- the run's hits are found by probing (or merging with) the run's unique (query, docno) index: with the judgments'
--- number known, the planner hashed every result of the run instead (500,000 rows for 75,000 judgments), 1.5-2x the
--- time of the probes (bench/retrieval_metrics.py). No other join here is large enough for a hash to matter.
+-- number known, the planner hashed every result of the run instead (500,000 rows for 75,000 judgments), about 1.4x
+-- the CPU time of the probes (bench/retrieval_metrics.py). No other join here is large enough for a hash to matter.
 set enable_hashjoin = off
 as $$
 #variable_conflict use_column
@@ -395,8 +395,8 @@ begin
     -- a run retrieved from a corpus version by ragsql is evaluated on the gold mapped onto that version's chunks
     -- (ragsql.run_judgments), read first and passed in as arrays: on Citus the query over the run's results is
     -- one shard's, where a function reading the coordinator's corpus tables cannot run. Any other run's judgments
-    -- are read in that query itself (query and judgment are reference tables there): going through arrays cost
-    -- a 75,000-judgment run 60 ms, and hid their number from the planner.
+    -- are read in that query itself (query and judgment are reference tables there): building and unnesting the
+    -- arrays cost several times what reading the judgments does.
     select ru.dataset_id into dataset from ragsql.run as ru where ru.id = _evaluate.run_id;
     select rr.version_id into version from ragsql.retrieval_run as rr where rr.run_id = _evaluate.run_id;
     if version is not null then
