@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint e6bdab727627c5649021c463c841231ed2063d823c954bfb6e945a28258c0410
+\set ragsql_fingerprint bcfae3dd2a702cbdc374e8bad96fde925f26426fc74a364c39ad9b1b186efe68
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

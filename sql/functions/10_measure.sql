@@ -366,20 +366,32 @@ returns table (
     query_id bigint, qid text, ord integer, measure text, value float8,
     relevant bigint, retrieved boolean)
 language plpgsql stable parallel safe
+-- the run's hits are found by probing (or merging with) the run's unique (query, docno) index: with the judgments'
+-- number known, the planner hashed every result of the run instead (500,000 rows for 75,000 judgments), about 1.4x
+-- the CPU time of the probes (bench/retrieval_metrics.py). No other join here is large enough for a hash to matter.
+set enable_hashjoin = off
 as $$
 #variable_conflict use_column
 declare
+    dataset bigint;
+    version bigint;
     j_query bigint[];
     j_qid text[];
     j_docno text[];
     j_rel integer[];
 begin
-    -- the judgments are read first (ragsql.run_judgments), and the query over the run's results gets them as
-    -- arrays: on Citus that query is then one shard's, with no function inside that reads other tables
-    select coalesce(array_agg(g.query_id), '{}'), coalesce(array_agg(g.qid), '{}'),
-           coalesce(array_agg(g.docno), '{}'), coalesce(array_agg(g.relevance), '{}')
-    into j_query, j_qid, j_docno, j_rel
-    from ragsql.run_judgments(_evaluate.run_id) as g;
+    -- a run retrieved from a corpus version by ragsql is evaluated on the gold mapped onto that version's chunks
+    -- (ragsql.run_judgments), read first and passed in as arrays: on Citus the query over the run's results is
+    -- one shard's, where a function reading the coordinator's corpus tables cannot run. Any other run's judgments
+    -- are read in that query itself (query and judgment are reference tables there): building and unnesting the
+    -- arrays cost several times what reading the judgments does.
+    select ru.dataset_id into dataset from ragsql.run as ru where ru.id = _evaluate.run_id;
+    select rr.version_id into version from ragsql.retrieval_run as rr where rr.run_id = _evaluate.run_id;
+    if version is not null then
+        select array_agg(g.query_id), array_agg(g.qid), array_agg(g.docno), array_agg(g.relevance)
+        into j_query, j_qid, j_docno, j_rel
+        from ragsql.run_judgments(_evaluate.run_id) as g;
+    end if;
     return query
     with spec as materialized (
         select s.ord, s.measure, s.family, s.k, s.p, s.rel, coalesce(s.rel, _evaluate.rel_level) as level
@@ -393,38 +405,56 @@ begin
         -- Judged), the grades (ERR), the number of results (NumRet, Judged)
         select coalesce(bool_or(sp.family in ('Bpref', 'infAP', 'Judged')), false) as judged_hits,
                coalesce(bool_or(sp.family = 'ERR'), false) as graded,
+               coalesce(bool_or(sp.family = 'nDCG_burges'), false) as burges,
                coalesce(bool_or(sp.family = 'Judged' or (sp.family = 'NumRet' and sp.rel is null)), false) as counted,
                min(sp.level) as lowest
         from spec as sp
     ),
     judged_row as materialized (
-        select * from unnest(j_query, j_qid, j_docno, j_rel) as g(query_id, qid, docno, relevance)
+        select j.query_id, q.qid, j.docno, j.relevance
+        from ragsql.query as q
+        join ragsql.judgment as j on j.query_id = q.id
+        where q.dataset_id = dataset and version is null
+        union all
+        select g.query_id, g.qid, g.docno, g.relevance
+        from unnest(j_query, j_qid, j_docno, j_rel) as g(query_id, qid, docno, relevance)
+    ),
+    judged_query as (
+        -- R and N (judged non-relevant: grades 0 .. level - 1) of each judged query at each level asked
+        select jr.query_id,
+               l.level,
+               min(jr.qid) as qid,
+               count(*) filter (where jr.relevance >= l.level) as n_rel,
+               count(*) filter (where jr.relevance >= 0 and jr.relevance < l.level) as n_nonrel
+        from judged_row as jr
+        cross join level as l
+        group by jr.query_id, l.level
     ),
     query_profile as (
-        -- R, N (judged non-relevant: grades 0 .. level - 1) and the cumulative ideal DCG (linear and exponential
-        -- gain) of each judged query at each level asked
+        -- the cumulative ideal DCG (linear and exponential gain) of each query with a positive grade: from those
+        -- grades alone (they come first in the ideal order), once whatever the levels asked. Ties in grade are
+        -- ordered by docno so that the window's order is the aggregate's, and nothing is sorted twice.
         select g.query_id,
-               min(g.qid) as qid,
-               g.level,
-               count(*) filter (where g.relevance >= g.level) as n_rel,
-               count(*) filter (where g.relevance >= 0 and g.relevance < g.level) as n_nonrel,
-               coalesce(array_agg(g.cum_lin order by g.pos) filter (where g.relevance > 0), '{}') as idcg_cum,
-               coalesce(array_agg(g.cum_exp order by g.pos) filter (where g.relevance > 0), '{}') as idcg_exp_cum
+               array_agg(g.cum_lin order by g.relevance desc, g.docno collate "C") as idcg_cum,
+               coalesce(array_agg(g.cum_exp order by g.relevance desc, g.docno collate "C")
+                            filter (where g.cum_exp is not null), '{}') as idcg_exp_cum
         from (
-            select o.query_id, o.qid, o.level, o.relevance, o.pos,
-                   sum(greatest(o.relevance, 0) * o.discount) over w as cum_lin,
-                   sum((2.0::float8 ^ greatest(o.relevance, 0) - 1) * o.discount) over w as cum_exp
+            select o.query_id, o.docno, o.relevance,
+                   sum(o.relevance * o.discount) over w as cum_lin,
+                   sum(case when need.burges then (2.0::float8 ^ o.relevance - 1) * o.discount end) over w as cum_exp
             from (
-                select jr.query_id, jr.qid, l.level, jr.relevance,
-                       row_number() over w as pos,
+                select jr.query_id, jr.docno, jr.relevance,
                        ln(2::float8) / ln((row_number() over w + 1)::float8) as discount
                 from judged_row as jr
-                cross join level as l
-                window w as (partition by jr.query_id, l.level order by jr.relevance desc rows unbounded preceding)
+                where jr.relevance > 0
+                window w as (partition by jr.query_id order by jr.relevance desc, jr.docno collate "C"
+                             rows unbounded preceding)
             ) as o
-            window w as (partition by o.query_id, o.level order by o.relevance desc rows unbounded preceding)
+            cross join need
+            window w as (partition by o.query_id order by o.relevance desc, o.docno collate "C"
+                         rows unbounded preceding)
         ) as g
-        group by g.query_id, g.level
+        group by g.query_id
     ),
     hit as (
         -- judged items the run retrieved with their rank: those with gain or relevant at a level asked, and
@@ -449,7 +479,8 @@ begin
                coalesce(array_agg(c.relevance order by c.rank) filter (where c.graded and c.relevance > 0), '{}')
                    as gain_grades,
                coalesce(array_agg(c.dcg_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_cum,
-               coalesce(array_agg(c.dcg_exp_cum order by c.rank) filter (where c.relevance > 0), '{}') as dcg_exp_cum,
+               coalesce(array_agg(c.dcg_exp_cum order by c.rank) filter (where c.dcg_exp_cum is not null and c.relevance > 0),
+                        '{}') as dcg_exp_cum,
                coalesce(array_agg(c.rank order by c.rank) filter (where c.judged_hits), '{}') as judged_ranks,
                coalesce(array_agg(c.rank order by c.rank) filter (where c.judged_hits and c.relevance < 0), '{}')
                    as pool_ranks
@@ -457,10 +488,11 @@ begin
             select n.query_id, n.rank, n.relevance, n.level, n.is_rel, n.judged_hits, n.graded,
                    sum(case when n.is_rel then n.nth::float8 / n.rank end) over w as prec_cum,
                    sum(greatest(n.relevance, 0) * n.discount) over w as dcg_cum,
-                   sum((2.0::float8 ^ greatest(n.relevance, 0) - 1) * n.discount) over w as dcg_exp_cum
+                   sum(case when n.burges then (2.0::float8 ^ greatest(n.relevance, 0) - 1) * n.discount end)
+                       over w as dcg_exp_cum
             from (
                 select h.query_id, h.rank, h.relevance, l.level, h.relevance >= l.level as is_rel,
-                       need.judged_hits, need.graded,
+                       need.judged_hits, need.graded, need.burges,
                        count(*) filter (where h.relevance >= l.level) over w as nth,
                        ln(2::float8) / ln((h.rank + 1)::float8) as discount
                 from hit as h
@@ -473,11 +505,11 @@ begin
         group by c.query_id, c.level
     ),
     profile as materialized (
-        select ql.query_id,
-               ql.qid,
-               ql.level,
-               ql.n_rel,
-               ql.n_nonrel,
+        select jq.query_id,
+               jq.qid,
+               jq.level,
+               jq.n_rel,
+               jq.n_nonrel,
                coalesce(hp.rel_ranks, '{}') as rel_ranks,
                coalesce(hp.prec_cum, '{}') as prec_cum,
                coalesce(hp.nonrel_ranks, '{}') as nonrel_ranks,
@@ -487,19 +519,22 @@ begin
                coalesce(hp.dcg_exp_cum, '{}') as dcg_exp_cum,
                coalesce(hp.judged_ranks, '{}') as judged_ranks,
                coalesce(hp.pool_ranks, '{}') as pool_ranks,
-               ql.idcg_cum,
-               ql.idcg_exp_cum,
-               -- correlated probes of the primary key, not a hashed scan of every result
-               (select true from ragsql.run_result as r
-                where r.run_id = _evaluate.run_id and r.query_id = ql.query_id
-                limit 1) is not null as retrieved,
+               coalesce(ql.idcg_cum, '{}') as idcg_cum,
+               coalesce(ql.idcg_exp_cum, '{}') as idcg_exp_cum,
+               -- a query with a hit was retrieved; the others are probed in the primary key (not a hashed scan
+               -- of every result)
+               hp.query_id is not null
+                   or (select true from ragsql.run_result as r
+                       where r.run_id = _evaluate.run_id and r.query_id = jq.query_id
+                       limit 1) is not null as retrieved,
                case when need.counted then
                    (select count(*) from ragsql.run_result as r
-                    where r.run_id = _evaluate.run_id and r.query_id = ql.query_id)
+                    where r.run_id = _evaluate.run_id and r.query_id = jq.query_id)
                end as n_ret
-        from query_profile as ql
+        from judged_query as jq
         cross join need
-        left join hit_profile as hp on hp.query_id = ql.query_id and hp.level = ql.level
+        left join query_profile as ql on ql.query_id = jq.query_id
+        left join hit_profile as hp on hp.query_id = jq.query_id and hp.level = jq.level
     )
     select p.query_id,
            p.qid,
