@@ -1,5 +1,6 @@
-"""The Python API: evaluate records where a notebook has them (a list of dicts or a pandas DataFrame, with RAGAS
-or seed field names) and read metrics and comparisons as DataFrames. It runs the code the CLI runs: the same
+"""The Python API: evaluate records where a notebook has them (a list of dicts or a pandas DataFrame with RAGAS,
+DeepEval or seed field names; RAGAS samples and datasets, DeepEval test cases) and read metrics and comparisons as
+DataFrames. It runs the code the CLI runs: the same
 importer, judge and SQL, so values equal `ragsql scores` / `compare` for the same run.
 
     import ragsql
@@ -89,8 +90,8 @@ def engine(database_url: str | None = None) -> sqlalchemy.Engine:
 
 
 def evaluate(
-    records: Iterable[Mapping[str, Any]] | pandas.DataFrame,
-    metrics: str | Sequence[str] | None = None,
+    records: Iterable[Mapping[str, Any]] | Iterable[Any] | pandas.DataFrame | Any,
+    metrics: str | Sequence[str | Any] | Any | None = None,
     *,
     run: str | None = None,
     dataset: str | None = None,
@@ -103,8 +104,10 @@ def evaluate(
     """Store `records` as a dataset and a run, judge what the metrics need, and return the values.
 
     records: dicts (or DataFrame rows) with RAGAS (``user_input``, ``response``, ``retrieved_contexts``,
-    ``reference``…) or seed field names, as `ragsql import jsonl` reads them; a missing (None / NaN) field is
-    absent. metrics: a metric name or a list of them: generation metrics (faithfulness, …, aspect:<name>) and
+    ``reference``…), DeepEval (``input``, ``actual_output``, ``retrieval_context``…) or seed field names, as
+    `ragsql import jsonl` reads them; a missing (None / NaN) field is absent; or a RAGAS EvaluationDataset, RAGAS
+    SingleTurnSamples or DeepEval LLMTestCases. metrics: a metric name or a list of them: generation metrics
+    (faithfulness, …, aspect:<name>, or RAGAS's and DeepEval's names and metric objects: docs/metrics.md) and
     retrieval measures (nDCG@10, …); default: every one the data allows. judge: None for the configured endpoint
     (else the offline judge), "offline", or a model name at the configured endpoint.
 
@@ -194,6 +197,7 @@ def metrics(
 
     with connect(database_url) as conn:
         names.run_id(conn, run)
+        measures = None if measures is None else [_resolved(m) for m in measures]
         gen = None if measures is None else generation.generation_names(conn, measures)
         ret = None if measures is None or gen is None else [m for m in measures if m not in gen]
         rows = [
@@ -247,7 +251,7 @@ def compare(
             conn,
             run_a,
             run_b,
-            list(measures) if measures else None,
+            [_resolved(m) for m in measures] if measures else None,
             Resampling(resamples, seed, alpha),
             rel_level,
             judge,
@@ -294,23 +298,42 @@ def synth(
     return _run_async(written())
 
 
-def _metric_names(metrics: str | Iterable[str] | None) -> list[str] | None:
-    """The metric names asked for, once each in the order given; a single name is one metric."""
+def _metric_names(metrics: object) -> list[str] | None:
+    """The metric names asked for, once each in the order given, RAGAS's and DeepEval's names and metric objects as
+    ragsql names them; a single name or object is one metric."""
     if metrics is None:
         return None
-    if isinstance(metrics, str):
+    if isinstance(metrics, str) or registry.resolve_object(metrics) is not None:
         metrics = [metrics]
     elif isinstance(metrics, (bytes, Mapping)) or not isinstance(metrics, Iterable):
         raise UsageError(f"metrics must be a metric name or a list of them, found {type(metrics).__name__}")
-    names = list(metrics)
-    for name in names:
-        if not isinstance(name, str) or not name.strip():
-            raise UsageError(f"metrics must be names (non-empty strings), found {_short(name)}")
-        if problem := text_problem(name):
-            raise UsageError(f"the metric name {_short(name)} {problem[1]}")
+    names = []
+    for item in metrics:
+        if not isinstance(item, str):
+            name = registry.resolve_object(item)
+            if name is None:
+                raise UsageError(
+                    "metrics must be names (non-empty strings) or RAGAS or DeepEval metric objects, "
+                    f"found {_short(item)}"
+                )
+            names.append(name)
+            continue
+        if not item.strip():
+            raise UsageError(f"metrics must be names (non-empty strings), found {_short(item)}")
+        if problem := text_problem(item):
+            raise UsageError(f"the metric name {_short(item)} {problem[1]}")
+        names.append(_resolved(item))
     if not names:
         raise UsageError("metrics is empty: name at least one metric, or pass None for every one the data allows")
     return list(dict.fromkeys(names))
+
+
+def _resolved(name: str) -> str:
+    """ragsql's name of a metric as RAGAS or DeepEval name it; a family named without its member is a UsageError."""
+    try:
+        return registry.resolve(name)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _check_options(
@@ -332,20 +355,29 @@ def _check_options(
         raise UsageError(f"replace must be True or False, found {_short(replace)}")
 
 
-def _rows(records: Iterable[Mapping[str, Any]] | pandas.DataFrame) -> list[dict[str, Any]]:
-    """The records as plain JSON values without missing fields (None, NaN); a record that is not a mapping, a
-    value that is not JSON or nested too deep is an InputError naming the record."""
+def _rows(records: object) -> list[dict[str, Any]]:
+    """The records as plain JSON values without missing fields (None, NaN); a record that is not a mapping (or a
+    RAGAS sample or DeepEval test case), a value that is not JSON or nested too deep is an InputError naming the
+    record."""
     if hasattr(records, "to_dict") and hasattr(records, "columns"):  # a DataFrame, told without importing pandas
         frame = cast("pandas.DataFrame", records)
         if not frame.columns.is_unique:
             raise InputError("the DataFrame has a repeated column name")
         records = frame.to_dict("records")
+    elif callable(getattr(records, "to_list", None)) and isinstance(getattr(records, "samples", None), list):
+        records = list(cast("Any", records).samples)  # a RAGAS EvaluationDataset
+    elif _fields(records) is not None:  # one sample or test case (a pydantic model iterates over its fields)
+        records = [records]
     if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
-        raise InputError("records must be a list of dicts or a pandas DataFrame")
+        raise InputError(
+            "records must be a list of dicts, a pandas DataFrame, a RAGAS EvaluationDataset or a list of RAGAS "
+            "SingleTurnSamples or DeepEval LLMTestCases"
+        )
     rows = []
-    for i, record in enumerate(records):
-        if not isinstance(record, Mapping):
-            raise InputError(f"record {i}: a record must be a dict, found {type(record).__name__}")
+    for i, given in enumerate(records):
+        record = given if isinstance(given, Mapping) else _fields(given)
+        if record is None:
+            raise InputError(f"record {i}: a record must be a dict, found {type(given).__name__}")
         row: dict[str, Any] = {}
         for key, value in record.items():
             name = key if isinstance(key, str) else str(key)
@@ -362,6 +394,18 @@ def _rows(records: Iterable[Mapping[str, Any]] | pandas.DataFrame) -> list[dict[
     if not rows:
         raise InputError("no record to evaluate")
     return rows
+
+
+def _fields(record: object) -> dict[str, Any] | None:
+    """The fields of a RAGAS SingleTurnSample or DeepEval LLMTestCase (a pydantic model, or an older DeepEval's
+    dataclass) that are set; None for another object."""
+    if isinstance(record, type):
+        return None
+    if callable(getattr(record, "model_dump", None)):
+        return cast("Any", record).model_dump(exclude_none=True)
+    if dataclasses.is_dataclass(record):
+        return {k: v for k, v in dataclasses.asdict(cast("Any", record)).items() if v is not None}
+    return None
 
 
 class _NotJson(ValueError):

@@ -28,6 +28,8 @@ __all__ = [
     "kind",
     "metric",
     "metric_or_none",
+    "resolve",
+    "resolve_object",
     "yes_no",
 ]
 
@@ -77,6 +79,9 @@ class Metric:
     """Its kind asks one yes/no question of each answer with its own prompt files (see `yes_no`)."""
     template: bool = field(default=False)
     """A family of user-defined members (`aspect:<name>`); not a row of ragsql.generation_metric itself."""
+    aliases: tuple[str, ...] = ()
+    """Its names in RAGAS and DeepEval (their metric classes), matched without regard to case; `resolve` maps
+    them, and metric objects of those classes, to `name`."""
 
     @property
     def computed_by(self) -> str | None:
@@ -101,17 +106,17 @@ _SQUAD = "the official SQuAD v2 and CMRC 2018 evaluation scripts"
 _SACREBLEU = "sacrebleu"
 
 
-def _text(name: str, description: str, tested_against: str) -> Metric:
+def _text(name: str, description: str, tested_against: str, aliases: tuple[str, ...] = ()) -> Metric:
     return Metric(
         name, description, "ragsql.text_metric(run, metric)", needs=("answer", "reference"),
-        tested_against=tested_against,
+        tested_against=tested_against, aliases=aliases,
     )  # fmt: skip
 
 
-def _by_ids(name: str, description: str, function: str) -> Metric:
+def _by_ids(name: str, description: str, function: str, aliases: tuple[str, ...] = ()) -> Metric:
     return Metric(
         name, description, f"ragsql.{function}(run, metric)", needs=("contexts", "gold"),
-        tested_against="RAGAS's non-LLM metrics on the same rows",
+        tested_against="RAGAS's non-LLM metrics on the same rows", aliases=aliases,
     )  # fmt: skip
 
 
@@ -120,6 +125,8 @@ METRICS: tuple[Metric, ...] = (
         "faithfulness", "answer statements supported by the contexts / answer statements",
         f"ragsql.faithfulness({JUDGE_ARGS}, partial_weight)", task="faithfulness", needs=("answer", "contexts"),
         judge_check=True, headline=True, reviewed_statements=("faithfulness",), tested_against=_STATEMENTS,
+        # DeepEval's is approximate: it counts a claim unfaithful only when the contexts contradict it
+        aliases=("Faithfulness", "FaithfulnessMetric"),
     ),
     Metric(
         "contradiction_rate", "answer statements contradicted by the contexts / answer statements",
@@ -131,6 +138,8 @@ METRICS: tuple[Metric, ...] = (
         "mean cosine of generated questions to the question; 0 if the answer is non-committal (RAGAS)",
         f"ragsql.answer_relevancy({JUDGE_ARGS}, embedder)", task="answer_relevancy", judge_check=True,
         headline=True, tested_against="seed worked example (answer relevancy 4.3); " + _RAGAS,
+        # DeepEval's is approximate: the share of the answer's statements relevant to the question, no cosine
+        aliases=("ResponseRelevancy", "AnswerRelevancy", "AnswerRelevancyMetric"),
     ),
     Metric(
         "answer_relevancy_rating",
@@ -148,23 +157,29 @@ METRICS: tuple[Metric, ...] = (
         f"ragsql.context_precision({JUDGE_ARGS})", task="context_precision", needs=("contexts",),
         needs_any=("reference", "answer"),
         judge_check=True, headline=True, tested_against="seed worked example (context precision 5.2); " + _RAGAS,
+        # The judge reads the reference when the record has one, else the answer: each RAGAS class is exact only on
+        # records of its kind. RAGAS's bare ContextPrecision is left out: it is the retrieval measure's name here.
+        aliases=(
+            "LLMContextPrecisionWithReference", "LLMContextPrecisionWithoutReference", "ContextualPrecisionMetric",
+        ),
     ),
     Metric(
         "context_relevance", "context sentences relevant to the question / context sentences",
         f"ragsql.context_relevance({JUDGE_ARGS})", task="context_relevance", needs=("contexts",),
         judge_check=True, tested_against=_RAGAS,
+        aliases=("ContextualRelevancyMetric",),  # approximate: DeepEval splits the contexts into statements
     ),
     Metric(
         "context_recall", "reference statements supported by the contexts / reference statements",
         f"ragsql.context_recall({JUDGE_ARGS}, partial_weight)", task="context_recall",
         needs=("contexts", "reference"), judge_check=True, headline=True, reviewed_statements=("context_recall",),
-        tested_against=_STATEMENTS,
+        tested_against=_STATEMENTS, aliases=("LLMContextRecall", "ContextRecall", "ContextualRecallMetric"),
     ),
     Metric(
         "answer_similarity", "mean over reference answers of cosine(answer, reference)",
         "ragsql.answer_similarity(run, coalesce(embedder, ragsql._run_embedder(rid, null, model)))",
         task="answer_similarity", needs=("answer", "reference"), judge_check=True,
-        tested_against="numpy cosine of the stored embeddings",
+        tested_against="numpy cosine of the stored embeddings", aliases=("AnswerSimilarity", "SemanticSimilarity"),
     ),
     Metric(
         "answer_correctness_f1", "TP / (TP + (FP + FN) / 2), 0 when TP = 0",
@@ -177,7 +192,7 @@ METRICS: tuple[Metric, ...] = (
         f"ragsql.answer_correctness({JUDGE_ARGS}, embedder, factual_weight, similarity_weight)",
         task="answer_correctness", needs=("answer", "reference"), judge_check=True, headline=True,
         reviewed_statements=("correctness_answer", "correctness_reference"),
-        tested_against="seed worked example (answer correctness 6.2); " + _RAGAS,
+        tested_against="seed worked example (answer correctness 6.2); " + _RAGAS, aliases=("AnswerCorrectness",),
     ),
     Metric(
         "aspect:<name>",
@@ -185,6 +200,7 @@ METRICS: tuple[Metric, ...] = (
         "direction",
         "ragsql.aspect_critique(run, substr(metric, length('aspect:') + 1), model, prompt_version)",
         task="aspect_critique", tested_against="RAGAS AspectCritic's verdict", template=True,
+        aliases=("AspectCritic",),  # a member: an AspectCritic object's name
     ),
     Metric(
         "citation_coverage", "answer sentences with a citation / answer sentences",
@@ -201,6 +217,7 @@ METRICS: tuple[Metric, ...] = (
         "answer = a reference after normalisation: SQuAD v2 (lower case, punctuation and articles removed) for "
         "space-delimited text, CMRC 2018 (punctuation removed) for Chinese; max over the references",
         _SQUAD,
+        ("ExactMatch",),  # approximate: RAGAS compares the raw strings, without normalising
     ),
     _text(
         "token_f1",
@@ -213,12 +230,14 @@ METRICS: tuple[Metric, ...] = (
         "ROUGE-L F1 (longest common subsequence of lower-cased alphanumeric tokens, each CJK character a token; "
         "rouge-score without stemming); max over the references",
         "rouge-score",
+        ("RougeScore",),  # approximate: RAGAS's default rougeL F1 stems the tokens
     ),
     _text(
         "bleu",
         "sentence BLEU of the answer against all its references, as sacrebleu's sentence_bleu (13a tokens, zh for "
         "Chinese), in [0, 1]",
         _SACREBLEU,
+        ("BleuScore",),  # approximate: RAGAS takes sacrebleu's corpus_bleu of the pair
     ),
     _text(
         "chrf",
@@ -226,41 +245,45 @@ METRICS: tuple[Metric, ...] = (
         _SACREBLEU,
     ),
     _text(
-        "string_presence", "1 when a reference appears verbatim in the answer, else 0 (RAGAS)", "RAGAS StringPresence"
+        "string_presence", "1 when a reference appears verbatim in the answer, else 0 (RAGAS)", "RAGAS StringPresence",
+        ("StringPresence",),
     ),
     _text(
         "levenshtein_similarity",
         "1 - Levenshtein distance / length of the longer text (RAGAS NonLLMStringSimilarity); max over the references",
         "rapidfuzz's Levenshtein distance",
+        ("NonLLMStringSimilarity",),  # its default distance, Levenshtein
     ),
     _by_ids(
         "id_based_context_precision",
         "share of the distinct ids of the answer's contexts that are gold (relevance >= 1) ids of the query (RAGAS)",
         "context_id_metric",
+        ("IDBasedContextPrecision",),
     ),
     _by_ids(
         "id_based_context_recall",
         "share of the query's gold ids (relevance >= 1) among the ids of the answer's contexts (RAGAS)",
         "context_id_metric",
+        ("IDBasedContextRecall",),
     ),
     Metric(
         "response_groundedness",
         "mean of two judge passes' 0/1/2 rating of how far the contexts support the answer, / 2 (RAGAS, NVIDIA)",
         f"ragsql.response_groundedness({JUDGE_ARGS})", task="response_groundedness", needs=("answer", "contexts"),
-        default=False, tested_against=_RAGAS,
+        default=False, tested_against=_RAGAS, aliases=("ResponseGroundedness",),
     ),
     Metric(
         "nv_context_relevance",
         "mean of two judge passes' 0/1/2 rating of how relevant the contexts are to the question, / 2 (RAGAS "
         "ContextRelevance, NVIDIA)",
         f"ragsql.nv_context_relevance({JUDGE_ARGS})", task="nv_context_relevance", needs=("contexts",),
-        default=False, tested_against=_RAGAS,
+        default=False, tested_against=_RAGAS, aliases=("ContextRelevance",),
     ),
     Metric(
         "context_entity_recall",
         "|entities of the reference answers that the contexts name| / |entities of the reference answers| (RAGAS)",
         f"ragsql.context_entity_recall({JUDGE_ARGS})", task="context_entity_recall",
-        needs=("contexts", "reference"), default=False, tested_against=_RAGAS,
+        needs=("contexts", "reference"), default=False, tested_against=_RAGAS, aliases=("ContextEntityRecall",),
     ),
     *(
         Metric(
@@ -268,6 +291,8 @@ METRICS: tuple[Metric, ...] = (
             "ragsql.factual_correctness(run, substring(metric from '\\(mode=(\\w+)\\)'), 1.0, null, null, "
             "model, prompt_version)",
             task="factual_correctness", needs=("answer", "reference"), default=False, tested_against=_RAGAS,
+            # RAGAS's default mode; an object's own mode: resolve_object
+            aliases=("FactualCorrectness",) if mode == "f1" else (),
         )
         for mode, description in (
             ("f1", "F-beta (beta 1) of the answer's claims supported by the reference (TP, else FP) and the "
@@ -282,6 +307,7 @@ METRICS: tuple[Metric, ...] = (
             "ragsql.noise_sensitivity(run, substring(metric from '\\(mode=(\\w+)\\)'), model, prompt_version)",
             task="noise_sensitivity", needs=("answer", "contexts", "reference"), higher_is_better=False,
             default=False, tested_against=_RAGAS,
+            aliases=("NoiseSensitivity",) if mode == "relevant" else (),  # RAGAS's default mode
         )
         for mode, description in (
             ("relevant", "answer statements that a relevant context supports but the reference does not / answer "
@@ -296,6 +322,7 @@ METRICS: tuple[Metric, ...] = (
             "ragsql.rubrics_score(run, substr(metric, length('rubrics_score:') + 1), model, prompt_version)",
             task="rubrics_score", needs=needs, scale=(1.0, 5.0), default=False, tested_against=_RAGAS,
             template=rubric == "<name>",
+            aliases=("RubricsScore",) if rubric == "default" else (),  # RAGAS's default rubrics
         )
         for rubric, needs, description in (
             ("default", ("answer",),
@@ -310,14 +337,14 @@ METRICS: tuple[Metric, ...] = (
         "ContextPrecision over the answer's contexts with rel_i = 1 when the context's best Levenshtein similarity "
         "to a gold text (relevance >= 1) is >= 0.5 (RAGAS NonLLMContextPrecisionWithReference)",
         "ragsql.string_context_metric(run, metric)", needs=("contexts", "gold"),
-        tested_against="RAGAS's non-LLM metrics on the same rows",
+        tested_against="RAGAS's non-LLM metrics on the same rows", aliases=("NonLLMContextPrecisionWithReference",),
     ),
     Metric(
         "non_llm_context_recall",
         "share of the gold texts (relevance >= 1) whose best Levenshtein similarity to a context of the answer is "
         "> 0.5 (RAGAS NonLLMContextRecall)",
         "ragsql.string_context_metric(run, metric)", needs=("contexts", "gold"),
-        tested_against="RAGAS's non-LLM metrics on the same rows",
+        tested_against="RAGAS's non-LLM metrics on the same rows", aliases=("NonLLMContextRecall",),
     ),
 )  # fmt: skip
 
@@ -378,6 +405,34 @@ def metric_or_none(name: str) -> Metric | None:
         return metric(name)
     except KeyError:
         return None
+
+
+_BY_ALIAS = {a.lower(): m for m in METRICS for a in m.aliases}
+
+
+def resolve(name: str) -> str:
+    """ragsql's name of a metric named as RAGAS or DeepEval name it (any case); any other name as it is given."""
+    found = _BY_ALIAS.get(name.strip().lower())
+    if found is None:
+        return name
+    if found.template:
+        raise ValueError(f"{name.strip()} is a family here: name a member, {found.name}")
+    return found.name
+
+
+def resolve_object(obj: object) -> str | None:
+    """ragsql's name of a RAGAS or DeepEval metric object (its class is an alias), None for another object: its own
+    `mode` (FactualCorrectness, NoiseSensitivity) picks the family member, an AspectCritic's `name` the aspect."""
+    found = _BY_ALIAS.get(type(obj).__name__.lower())
+    if found is None:
+        return None
+    member = getattr(obj, "name", None) if found.template else None
+    if found.template and isinstance(member, str) and member.strip():
+        return found.name.split("<", 1)[0] + member.strip()
+    mode = getattr(obj, "mode", None)
+    if "(mode=" in found.name and isinstance(mode, str) and mode.isidentifier():
+        return found.name.split("(mode=", 1)[0] + f"(mode={mode})"
+    return resolve(type(obj).__name__)
 
 
 def kind(name: str) -> JudgeKind:

@@ -148,16 +148,19 @@ def metrics_doc() -> str:
         "Every generation metric, as `ragsql.evaluate_generation`, `ragsql scores` and `ragsql.evaluate` name it.",
         "Judge kind: the `ragsql judge --metrics` name whose verdicts it reads (none: computed from the data alone).",
         "Opt-in metrics are judged only when named. Retrieval measures: below.",
+        "Also spelled: RAGAS's and DeepEval's names of it (metric classes; any case), which `ragsql.evaluate`,",
+        "`ragsql.metrics`, `ragsql metrics --measures` and `compare` take, as they take those classes' objects.",
         "",
-        "| metric | definition | reads | judge kind | range | better | default | tested against |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| metric | also spelled | definition | reads | judge kind | range | better | default | tested against |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for m in METRICS:
         low, high = (f"{v:g}" for v in m.scale)
+        spelled = ", ".join(f"`{a}`" for a in m.aliases) or "—"
         lines.append(
-            f"| `{m.name}` | {m.description.replace('|', '&#124;')} | {', '.join(m.needs)} | {m.task or '—'} "
-            f"| {low}–{high} | {'higher' if m.higher_is_better else 'lower'} | {'yes' if m.default else 'opt-in'} "
-            f"| {m.tested_against} |"
+            f"| `{m.name}` | {spelled} | {m.description.replace('|', '&#124;')} | {', '.join(m.needs)} "
+            f"| {m.task or '—'} | {low}–{high} | {'higher' if m.higher_is_better else 'lower'} "
+            f"| {'yes' if m.default else 'opt-in'} | {m.tested_against} |"
         )
     lines += ["", "Inputs:", ""] + [f"- `{name}`: {text}" for name, text in INPUTS.items()]
     lines += [

@@ -96,7 +96,8 @@ def test_evalset_records(evalset):
             f"{where} ({q['qid']}): empty gold_answer"
         )
         assert isinstance(q["gold_evidence"], list), f"{where} ({q['qid']}): gold_evidence must be a list"
-        assert isinstance(q.get("answerable", True), bool), f"{where} ({q['qid']}): answerable must be true or false"
+        answerable = q.get("metadata", {}).get("answerable", True)
+        assert isinstance(answerable, bool), f"{where} ({q['qid']}): answerable must be true or false"
     assert len(evalset) >= 44, f"evalset.jsonl has {len(evalset)} questions, expected at least 44"
 
 
@@ -134,11 +135,13 @@ def test_answerable_and_unanswerable_questions(evalset):
     unanswerable = []
     for line, q in evalset:
         where = f"evalset.jsonl line {line} ({q['qid']})"
-        if q.get("answerable", True) is False:
+        if q.get("metadata", {}).get("answerable", True) is False:
             unanswerable.append(q["qid"])
             assert q["gold_evidence"] == [], f"{where}: unanswerable question must have no gold evidence"
         else:
-            assert q["gold_evidence"], f"{where}: answerable question has no gold evidence (mark it answerable: false)"
+            assert q["gold_evidence"], (
+                f"{where}: answerable question has no gold evidence (mark it metadata.answerable: false)"
+            )
     assert 3 <= len(unanswerable) <= 4, f"expected 3-4 unanswerable questions, found {unanswerable}"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -76,12 +77,45 @@ def test_rel_map_adds_items_missing_from_gold_evidence_and_keeps_zero_grades():
     assert record.judgments == (("d1", 1, None), ("7", 3, None), ("d9", 0, None), ("d8", -1, None))
 
 
-def test_aliases_language_metadata_and_unknown_fields():
-    """id/query_id alias qid, lang aliases language, and unknown fields join metadata."""
-    a = one({"id": 12, "query": "x", "lang": "zh", "metadata": {"topic": "hr"}, "difficulty": "hard"})
-    b = one({"query_id": "Q-2", "question": "y", "language": "en"})
-    assert (a.qid, a.language, a.metadata) == ("12", "zh", {"topic": "hr", "difficulty": "hard"})
-    assert (b.qid, b.language, b.metadata) == ("Q-2", "en", {})
+def test_aliases_language_metadata_and_peer_fields():
+    """id/query_id alias qid, lang aliases language; RAGAS's and DeepEval's fields no metric reads join metadata."""
+    a = one({"id": 12, "query": "x", "lang": "zh", "metadata": {"topic": "hr"}, "rubrics": {"score1": "bad"}})
+    b = one({"query_id": "Q-2", "question": "y", "language": "en", "tags": ["t"], "flaky": False})
+    assert (a.qid, a.language, a.metadata) == ("12", "zh", {"topic": "hr", "rubrics": {"score1": "bad"}})
+    assert (b.qid, b.language, b.metadata) == ("Q-2", "en", {"tags": ["t"], "flaky": False})
+
+
+def test_deepeval_fields_read_as_ragas_fields():
+    """DeepEval's input / actual_output / retrieval_context / expected_output / context give the record RAGAS's
+    user_input / response / retrieved_contexts / reference / reference_contexts give."""
+    ragas = {
+        "user_input": "What is RAG?",
+        "response": "Retrieval plus generation.",
+        "retrieved_contexts": ["RAG retrieves.", "Python is a language."],
+        "reference": "Retrieval-augmented generation.",
+        "reference_contexts": ["RAG retrieves."],
+    }
+    renamed = ("input", "actual_output", "retrieval_context", "expected_output", "context")
+    deepeval = dict(zip(renamed, ragas.values()))
+    record = one(deepeval)
+    assert record == one(ragas)
+    assert record.judgments == ((context_docno("RAG retrieves."), 1, "RAG retrieves."),)
+    assert [r.text for r in record.retrieved] == ["RAG retrieves.", "Python is a language."]
+    text = "input,actual_output,retrieval_context,expected_output,context\n" + ",".join(
+        f'"{json.dumps(v).replace(chr(34), chr(34) * 2)}"' if isinstance(v, list) else v for v in deepeval.values()
+    )
+    (from_csv,) = parse_records(io.StringIO(text, newline=""), "csv", "d.csv")
+    assert from_csv == dataclasses.replace(record, line=2, qid="q2")
+
+
+def test_ragas_id_based_records_need_no_texts():
+    """retrieved_context_ids and reference_context_ids alone (RAGAS's id-based context metrics) give the ranked ids
+    and the gold ids."""
+    record = one({"user_input": "q", "response": "a", "retrieved_context_ids": ["d1", 2], "reference_context_ids": [2]})
+    assert record.retrieved == (("d1", None, None), ("2", None, None))
+    assert record.judgments == (("2", 1, None),)
+    with pytest.raises(InputError, match=r"^t.jsonl:1: reference_context_ids lists 'd1' twice"):
+        one({"user_input": "q", "reference_context_ids": ["d1", "d1"]})
 
 
 def test_retrieved_ids_scores_and_objects_combine_by_position():
@@ -161,6 +195,37 @@ def test_malformed_jsonl_record_names_file_line_and_field(line, field):
         list(parse_records(lines, "jsonl", "bad.jsonl"))
     assert (caught.value.path, caught.value.line) == ("bad.jsonl", 2)
     assert str(caught.value).startswith("bad.jsonl:2: ") and field in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("record", "spellings"),
+    [
+        ({"input": "q", "user_input": "q"}, ("user_input", "input")),
+        ({"query": "q", "actual_output": "a", "response": "a"}, ("response", "actual_output")),
+        ({"query": "q", "expected_output": "r", "reference": "r"}, ("reference", "expected_output")),
+        ({"query": "q", "retrieval_context": ["c"], "contexts": ["c"]}, ("retrieval_context", "contexts")),
+        ({"query": "q", "context": ["c"], "reference_contexts": ["c"]}, ("reference_contexts", "context")),
+    ],
+)
+def test_two_spellings_of_one_field_are_an_error_naming_both(record, spellings):
+    """A record that spells one field twice (even with equal values) is one error naming both spellings."""
+    with pytest.raises(InputError) as caught:
+        one(record)
+    message = str(caught.value)
+    assert message == f"t.jsonl:1: fields {spellings[0]} and {spellings[1]} are two spellings of one field: give one"
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_an_unknown_field_is_an_error_naming_it_and_the_accepted_names(fmt):
+    """A misspelt field (retreived_contexts) is never kept aside: the error names it and lists the accepted names."""
+    record = {"qid": "a", "question": "q", "retreived_contexts": "x"}
+    lines = jsonl(record) if fmt == "jsonl" else [",".join(record), ",".join(record.values())]
+    with pytest.raises(InputError) as caught:
+        list(parse_records(lines, fmt, "u." + fmt))
+    message = str(caught.value)
+    assert message.startswith(f"u.{fmt}:{1 if fmt == 'jsonl' else 2}: unknown field 'retreived_contexts' (accepted: ")
+    assert all(name in message for name in ("user_input", "input", "retrieved_contexts", "retrieval_context"))
+    assert "metadata" in message and "\n" not in message
 
 
 def test_duplicate_qid_names_the_first_line():

@@ -33,7 +33,7 @@ def test_derived_files_are_current(path):
 
 def _names() -> set[str]:
     fixed = {m.name for m in registry.METRICS if not m.template}
-    return fixed | set(registry.KINDS)
+    return fixed | set(registry.KINDS) | {a for m in registry.METRICS for a in m.aliases}
 
 
 def _written_names(tree: ast.AST) -> list[tuple[int, str]]:
@@ -65,6 +65,20 @@ def test_no_metric_name_is_written_outside_the_registry():
 def test_the_check_finds_a_hand_kept_list():
     tree = ast.parse('NEEDS_REFERENCE = {"context_recall", "answer_similarity"}\nrow["faithfulness"]\n')
     assert _written_names(tree) == [(1, "context_recall"), (1, "answer_similarity")]
+
+
+def test_ragas_and_deepeval_names_resolve_to_one_metric_and_shadow_no_name():
+    """Each alias names one metric, any case, and is no ragsql metric or retrieval measure name (RAGAS's bare
+    ContextPrecision is the measure here), so resolving never changes what a ragsql name means."""
+    aliases = [a.lower() for m in registry.METRICS for a in m.aliases]
+    assert len(aliases) == len(set(aliases))
+    measures = {m.name.lower() for m in registry.MEASURES}
+    assert not measures & set(aliases) and "contextprecision" in measures
+    assert all(a.lower() == m.name or a.lower() not in _names() for m in registry.METRICS for a in m.aliases)
+    assert registry.resolve(" faithfulnessMETRIC ") == registry.resolve("Faithfulness") == registry.METRICS[0].name
+    assert registry.resolve("nDCG@10") == "nDCG@10" and registry.resolve("ContextPrecision") == "ContextPrecision"
+    with pytest.raises(ValueError, match="^aspectcritic is a family here: name a member, aspect:<name>$"):
+        registry.resolve("aspectcritic")
 
 
 def test_every_kind_has_a_task_and_prompts_or_no_call():

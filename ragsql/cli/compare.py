@@ -11,7 +11,7 @@ from rich.table import Table
 from ragsql import db
 from ragsql.cli.options import judge_option, measures_option, rel_level_option, resampling_options
 from ragsql.cli.output import FORMATS, print_table, render, warn
-from ragsql.cli.specs import int4, split_names
+from ragsql.cli.specs import int4, metric_names
 from ragsql.db import compare, names, review
 from ragsql.db.compare import Comparison, Resampling
 from ragsql.errors import InputError, UsageError
@@ -45,7 +45,7 @@ QUESTION_WIDTH = 70
 
 
 def split_measures(measures: str | None) -> list[str] | None:
-    return split_names(measures)
+    return metric_names(measures)
 
 
 def _compared(

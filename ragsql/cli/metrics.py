@@ -10,7 +10,7 @@ import psycopg
 from ragsql import db
 from ragsql.cli.options import rel_level_option, resampling_options
 from ragsql.cli.output import FORMATS, render, warn
-from ragsql.cli.specs import split_names
+from ragsql.cli.specs import metric_names
 from ragsql.db import compare, generation, gold, metrics, names
 from ragsql.db.compare import Resampling
 from ragsql.errors import UsageError
@@ -56,7 +56,7 @@ def metrics_command(
     """
     if ci and answerable_only:
         raise UsageError("--ci covers every judged query: it cannot be combined with --answerable-only")
-    asked = split_names(measures)
+    asked = metric_names(measures)
     with db.connect() as conn:
         db.ensure_schema(conn)
         names.run_id(conn, run)

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import click
 
+from ragsql import registry
+from ragsql.errors import UsageError
+
 __all__ = [
     "INT4_MAX",
     "INT4_MIN",
@@ -19,6 +22,7 @@ __all__ = [
     "check_spec",
     "finite",
     "int4",
+    "metric_names",
     "split_names",
 ]
 
@@ -98,6 +102,15 @@ def split_names(value: str | None) -> list[str] | None:
     return _NAME.findall(value) or None if value else None
 
 
+def metric_names(value: str | None) -> list[str] | None:
+    """split_names, a metric named as RAGAS or DeepEval name it (Faithfulness, ContextualRecallMetric) given as
+    ragsql names it."""
+    try:
+        return [registry.resolve(n) for n in split_names(value) or []] or None
+    except ValueError as exc:  # a family named without its member (AspectCritic)
+        raise UsageError(str(exc)) from None
+
+
 def _kinds(specs: tuple[str, ...]) -> set[str]:
     """'offline[:dim]', 'cross-encoder:<model>' -> {'offline', 'cross-encoder'}."""
     return {s.split(":")[0].split("[")[0] for s in specs}
@@ -125,17 +138,18 @@ _VARIANT = re.compile(r"\(mode=\w+\)$|:[a-z][a-z0-9_]*$")
 
 def check_metrics(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
     """'faithfulness, answer_relevancy' -> the list; a metric of a family, as scores names it
-    (factual_correctness(mode=recall), rubrics_score:cited), asks for its judge task; an unknown metric name is a
-    usage error."""
+    (factual_correctness(mode=recall), rubrics_score:cited), or as RAGAS or DeepEval name it, asks for its judge
+    task; an unknown metric name is a usage error."""
     if not value:
         return None
     from ragsql.orchestrator.runner import METRICS
 
+    try:
+        named = metric_names(value) or []
+    except UsageError as exc:
+        raise click.BadParameter(str(exc)) from None
     asked = list(
-        dict.fromkeys(
-            m if m in METRICS or _VARIANT.sub("", m) not in METRICS else _VARIANT.sub("", m)
-            for m in split_names(value) or []
-        )
+        dict.fromkeys(m if m in METRICS or _VARIANT.sub("", m) not in METRICS else _VARIANT.sub("", m) for m in named)
     )
     wrong = [m for m in asked if m not in METRICS]
     if wrong:

@@ -1,4 +1,4 @@
-"""Eval-set records from JSONL or CSV, normalised across RAGAS (new and old) and the seed's field names."""
+"""Eval-set records from JSONL or CSV, normalised across RAGAS (new and old), DeepEval and the seed's field names."""
 
 from __future__ import annotations
 
@@ -17,31 +17,45 @@ __all__ = ["FORMATS", "Judgment", "Record", "Retrieved", "Span", "context_docno"
 
 FORMATS = ("jsonl", "csv")
 
-# Canonical field -> accepted spellings (RAGAS new, RAGAS old, the retrieval seed, ragsql's own).
+# Canonical field -> accepted spellings (RAGAS new, DeepEval LLMTestCase, RAGAS old, the retrieval seed, ragsql's
+# own). DeepEval's `context` is the ideal retrieval context (RAGAS reference_contexts); old RAGAS's `contexts` the
+# retrieved one.
 _ALIASES = {
     "qid": ("qid", "query_id", "id"),
-    "query": ("user_input", "question", "query"),
+    "query": ("user_input", "input", "question", "query"),
     "language": ("language", "lang"),
     "metadata": ("metadata",),
-    "answer": ("response", "answer"),
-    "references": ("reference", "ground_truth", "gold_answer", "ground_truths"),
+    "answer": ("response", "actual_output", "answer"),
+    "references": ("reference", "expected_output", "ground_truth", "gold_answer", "ground_truths"),
     "gold": ("gold_evidence",),
     "gold_docs": ("gold_doc_ids",),
     "rel_map": ("rel_map",),
-    "reference_contexts": ("reference_contexts",),
+    "reference_contexts": ("reference_contexts", "context"),
     "reference_ids": ("reference_context_ids",),
-    "contexts": ("retrieved_contexts", "contexts"),
+    "contexts": ("retrieved_contexts", "retrieval_context", "contexts"),
     "ids": ("retrieved_ids", "retrieved_context_ids", "retrieved"),
     "scores": ("retrieved_scores",),
 }
+_KEPT = (
+    # RAGAS SingleTurnSample (src/ragas/dataset_schema.py) fields ragsql reads no value from
+    *("multi_responses", "rubrics", "persona_name", "query_style", "query_length"),
+    # DeepEval LLMTestCase (deepeval/test_case/llm_test_case.py) fields ragsql reads no value from
+    *("additional_metadata", "tools_called", "expected_tools", "comments", "token_cost", "completion_time"),
+    *("flaky", "multimodal", "name", "tags", "custom_column_key_values"),
+    *("mcp_servers", "mcp_tools_called", "mcp_resources_called", "mcp_prompts_called"),
+)
+"""Fields of RAGAS samples and DeepEval test cases that no metric reads: kept in the record's metadata, so their
+records drop in whole; any other unknown field is an error."""
 _KNOWN = {name for names in _ALIASES.values() for name in names}
 _LISTS = {
     "ground_truths",
     "gold_evidence",
     "gold_doc_ids",
     "reference_contexts",
+    "context",
     "reference_context_ids",
     "retrieved_contexts",
+    "retrieval_context",
     "contexts",
     "retrieved_ids",
     "retrieved_context_ids",
@@ -212,14 +226,20 @@ def _record(obj: object, line: int) -> Record:
             check_storable(value, name if name.isprintable() and len(name) <= 60 else _short(name))
         except UnstorableValue as exc:
             raise _Invalid(str(exc)) from None
+    unknown = sorted(obj.keys() - _KNOWN - set(_KEPT))
+    if unknown:
+        raise _Invalid(
+            f"unknown field {_short(unknown[0])} (accepted: {', '.join(n for ns in _ALIASES.values() for n in ns)}; "
+            "RAGAS's and DeepEval's other fields are kept in metadata; put your own data under metadata)"
+        )
     qid, query = _get(obj, "qid", _id), _get(obj, "query", _text)
     if qid is None and query is None:
-        raise _Invalid("record has no query text (user_input, question or query) and no qid")
+        raise _Invalid(f"record has no query text ({_spellings('query')}) and no qid")
     key, meta = _pick(obj, "metadata")
     if key and not isinstance(meta, dict):
         raise _Invalid(f"metadata must be an object, found {_kind(meta)}")
     metadata = dict(meta) if isinstance(meta, dict) else {}
-    for name in obj.keys() - _KNOWN:
+    for name in obj.keys() & set(_KEPT):
         if name in metadata:
             raise _Invalid(f"field {name!r} is also a key of metadata")
         metadata[name] = obj[name]
@@ -237,15 +257,18 @@ def _record(obj: object, line: int) -> Record:
     )
 
 
+def _spellings(name: str) -> str:
+    """'user_input, input, question or query': the spellings of a field, for a message."""
+    *first, last = _ALIASES[name]
+    return f"{', '.join(first)} or {last}" if first else last
+
+
 def _pick(obj: dict, name: str) -> tuple[str | None, object]:
-    """(spelling, value) of the first non-null spelling of a field; two spellings that disagree are an error."""
+    """(spelling, value) of the one non-null spelling of a field; two spellings of it in one record are an error."""
     present = [(k, obj[k]) for k in _ALIASES[name] if obj.get(k) is not None]
-    if not present:
-        return None, None
-    for other, value in present[1:]:
-        if value != present[0][1]:
-            raise _Invalid(f"fields {present[0][0]} and {other} disagree")
-    return present[0]
+    if len(present) > 1:
+        raise _Invalid(f"fields {present[0][0]} and {present[1][0]} are two spellings of one field: give one")
+    return present[0] if present else (None, None)
 
 
 def _pick_list(obj: dict, name: str) -> tuple[str, list]:
@@ -275,9 +298,8 @@ def _references(obj: dict) -> tuple[str, ...]:
             found.append((key, [_text(key, v, i) for i, v in enumerate(_list(key, obj[key]))]))
         else:
             found.append((key, [_text(key, obj[key])]))
-    for key, values in found[1:]:
-        if values != found[0][1]:
-            raise _Invalid(f"fields {found[0][0]} and {key} disagree")
+    if len(found) > 1:
+        raise _Invalid(f"fields {found[0][0]} and {found[1][0]} are two spellings of one field: give one")
     return tuple(found[0][1]) if found else ()
 
 
@@ -305,8 +327,14 @@ def _judgments(obj: dict) -> tuple[Judgment, ...]:
         labels.setdefault(_id("rel_map key", docno), [1, None])[0] = _grade(f"rel_map[{docno!r}]", grade)
     key, texts = _pick_list(obj, "reference_contexts")
     id_key, ids = _pick_list(obj, "reference_ids")
-    if id_key and len(ids) != len(texts):
-        raise _Invalid(f"{id_key} has {len(ids)} items but reference_contexts has {len(texts)}")
+    if key and id_key and len(ids) != len(texts):
+        raise _Invalid(f"{id_key} has {len(ids)} items but {key} has {len(texts)}")
+    if not key:  # ids without texts: the gold ids RAGAS's id-based context metrics read
+        given = [_id(id_key, item, i) for i, item in enumerate(ids)]
+        if len(set(given)) < len(given):
+            raise _Invalid(f"{id_key} lists {next(d for d in given if given.count(d) > 1)!r} twice")
+        for docno in given:
+            labels.setdefault(docno, [1, None])
     for i, text in enumerate(texts):
         text = _text(key, text, i)
         docno = _id(id_key, ids[i], i) if ids else context_docno(text)

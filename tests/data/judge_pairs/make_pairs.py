@@ -179,7 +179,7 @@ def topic(question: str, lang: str) -> str:
 def main(out_dir: Path = HERE) -> int:
     docs = {d["id"]: d for d in map(json.loads, (DEMO / "corpus.jsonl").read_text("utf-8").splitlines())}
     items = [json.loads(line) for line in (DEMO / "evalset.jsonl").read_text("utf-8").splitlines()]
-    items = [i for i in items if i["answerable"]]
+    items = [i for i in items if i["metadata"]["answerable"]]
     pools: dict = {}
     for d in docs.values():
         for kind, surface in entities(d["text"], d["lang"]):

@@ -1,0 +1,236 @@
+"""RAGAS and DeepEval data drop in: DeepEval-spelled files, RAGAS samples and datasets, DeepEval test cases, and
+both projects' metric names and metric objects give the values ragsql's own spellings give."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import psycopg
+import pytest
+from pydantic import BaseModel
+
+import ragsql
+from tests.conftest import EXAMPLE, run_cli
+
+RECORDS = [json.loads(line) for line in EXAMPLE.read_text("utf-8").splitlines()]
+
+
+# Stand-ins for the real classes, neither library being installed here: the same class names and public fields as
+# ragas src/ragas/dataset_schema.py (SingleTurnSample, a pydantic model; EvaluationDataset, a dataclass with
+# `samples` and to_list()) and deepeval deepeval/test_case/llm_test_case.py (LLMTestCase, a pydantic model), as read
+# in explodinggradients/ragas@3e28e9d and confident-ai/deepeval@a2e0d4c.
+class SingleTurnSample(BaseModel):
+    user_input: str | None = None
+    retrieved_contexts: list[str] | None = None
+    reference_contexts: list[str] | None = None
+    retrieved_context_ids: list[str | int] | None = None
+    reference_context_ids: list[str | int] | None = None
+    response: str | None = None
+    multi_responses: list[str] | None = None
+    reference: str | None = None
+    rubrics: dict[str, str] | None = None
+    persona_name: str | None = None
+    query_style: str | None = None
+    query_length: str | None = None
+
+
+@dataclasses.dataclass
+class EvaluationDataset:
+    samples: list[SingleTurnSample]
+
+    def to_list(self) -> list[dict]:
+        return [s.model_dump(exclude_none=True) for s in self.samples]
+
+
+class LLMTestCase(BaseModel):
+    input: str
+    actual_output: str | None = None
+    expected_output: str | None = None
+    context: list[str] | None = None
+    retrieval_context: list[str] | None = None
+    metadata: dict | None = None
+    tools_called: list | None = None
+    comments: str | None = None
+    expected_tools: list | None = None
+    token_cost: float | None = None
+    completion_time: float | None = None
+    flaky: bool = False
+    multimodal: bool = False
+    name: str | None = None
+    tags: list[str] | None = None
+
+
+# Metric classes by their real names (ragas.metrics, deepeval.metrics); resolution reads only the class name and
+# the public `mode` / `name` attributes.
+@dataclasses.dataclass
+class FactualCorrectness:
+    mode: str = "f1"
+
+
+@dataclasses.dataclass
+class AspectCritic:
+    name: str
+    definition: str = ""
+
+
+class ContextualRecallMetric:
+    threshold = 0.5
+
+
+def _ragas(r: dict) -> dict:
+    """An example record as RAGAS spells it, its first context the gold one."""
+    return {
+        "user_input": r["query"],
+        "response": r["response"],
+        "retrieved_contexts": r["retrieved_contexts"],
+        "reference": r["reference"],
+        "reference_contexts": r["retrieved_contexts"][:1],
+    }
+
+
+def _deepeval(r: dict) -> dict:
+    """The same record as DeepEval's LLMTestCase spells it."""
+    return {
+        "input": r["query"],
+        "actual_output": r["response"],
+        "retrieval_context": r["retrieved_contexts"],
+        "expected_output": r["reference"],
+        "context": r["retrieved_contexts"][:1],
+    }
+
+
+METRICS = "faithfulness,answer_relevancy,context_precision,context_recall,answer_correctness,non_llm_context_recall"
+
+
+@pytest.fixture
+def offline(fresh_db, monkeypatch):
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RAGSQL_JUDGE_BASE_URL", "RAGSQL_JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    return fresh_db
+
+
+def test_a_deepeval_jsonl_imports_and_judges_as_its_ragas_twin(fresh_db, endpoint, tmp_path, capsys):
+    """`import jsonl` of DeepEval's field names, judged by the fake endpoint, gives every value of the same records
+    in RAGAS's names."""
+    values = {}
+    for spelling, convert in (("ragas", _ragas), ("deepeval", _deepeval)):
+        path = tmp_path / f"{spelling}.jsonl"
+        path.write_text("".join(json.dumps(convert(r), ensure_ascii=False) + "\n" for r in RECORDS), "utf-8")
+        code, _, err = run_cli(capsys, "import", "jsonl", str(path), "--dataset", spelling, "--run", spelling)
+        assert code == 0, err
+        judged = METRICS.removesuffix(",non_llm_context_recall")  # computed with no judge
+        code, _, err = run_cli(capsys, "judge", "--run", spelling, "--metrics", judged)
+        assert code == 0, err
+        code, out, err = run_cli(capsys, "scores", "--run", spelling, "--format", "json")
+        assert code == 0, err
+        values[spelling] = {r["measure"]: r["value"] for r in json.loads(out) if r["kind"] == "generation"}
+    assert endpoint.chat_calls > 0
+    assert set(METRICS.split(",")) <= set(values["ragas"]) and None not in values["ragas"].values()
+    assert values["deepeval"] == values["ragas"]
+
+
+def test_ragas_samples_and_datasets_and_deepeval_test_cases_drop_into_evaluate(offline):
+    """An EvaluationDataset, a list of SingleTurnSamples or LLMTestCases, and one sample give the dicts' values."""
+    metrics = METRICS.split(",")
+    want = ragsql.evaluate([_ragas(r) for r in RECORDS], metrics=metrics, dataset="dicts").scores
+    samples = [SingleTurnSample(**_ragas(r), persona_name="newcomer") for r in RECORDS]
+    cases = [LLMTestCase(**_deepeval(r), tags=["smoke"]) for r in RECORDS]
+    assert None not in want.values()
+    assert ragsql.evaluate(EvaluationDataset(samples), metrics=metrics, dataset="ragas-ds").scores == want
+    assert ragsql.evaluate(samples, metrics=metrics, dataset="ragas-list").scores == want
+    assert ragsql.evaluate(cases, metrics=metrics, dataset="deepeval").scores == want
+    one = ragsql.evaluate(samples[0], metrics=metrics, dataset="one")
+    assert one.scores == ragsql.evaluate([_ragas(RECORDS[0])], metrics=metrics, dataset="one-dict").scores
+    with psycopg.connect(offline) as conn:  # fields no metric reads are kept, not dropped
+        kept = conn.execute(
+            "select q.metadata from ragsql.query q join ragsql.dataset d on d.id = q.dataset_id "
+            "where d.name = 'deepeval' limit 1"
+        ).fetchone()[0]
+    assert kept == {"tags": ["smoke"], "flaky": False, "multimodal": False}
+
+
+def test_ragas_id_based_samples_score_by_their_ids(offline):
+    """reference_context_ids without reference texts are the gold ids RAGAS's IDBasedContextPrecision / Recall
+    read, and the retrieval measures too."""
+    samples = [
+        SingleTurnSample(
+            user_input="q1",
+            response="a",
+            retrieved_contexts=["one", "two"],
+            retrieved_context_ids=["d1", "d2"],
+            reference_context_ids=["d2"],
+        ),
+        SingleTurnSample(
+            user_input="q2",
+            response="b",
+            retrieved_contexts=["seven"],
+            retrieved_context_ids=[7],
+            reference_context_ids=[7, 8],
+        ),
+    ]
+    result = ragsql.evaluate(samples, metrics=["IDBasedContextPrecision", "IDBasedContextRecall", "P@2"])
+    assert result.scores == {
+        "P@2": pytest.approx((0.5 + 0.5) / 2),
+        "id_based_context_precision": pytest.approx((0.5 + 1) / 2),
+        "id_based_context_recall": pytest.approx((1 + 0.5) / 2),
+    }
+
+
+def test_ragas_and_deepeval_metric_names_and_objects_resolve_to_ragsql_metrics(offline, capsys):
+    """Class names in any case and metric objects (their mode and name too) ask for ragsql's metrics; `ragsql
+    metrics --measures` takes the names; a family named bare and a foreign object are one clear error."""
+    ragsql.evaluate(RECORDS, metrics=["aspect:coherence"], run="peer-aspect")  # the aspect exists once judged
+    asked = [
+        "Faithfulness",
+        "contextualrecallmetric",
+        "BleuScore",
+        FactualCorrectness(mode="precision"),
+        ContextualRecallMetric(),
+        AspectCritic("coherence"),
+    ]
+    result = ragsql.evaluate(RECORDS, metrics=asked, run="peer-names")
+    assert list(result.scores) == [
+        "faithfulness",
+        "context_recall",
+        "bleu",
+        "factual_correctness(mode=precision)",
+        "aspect:coherence",
+    ]
+    plain = ragsql.evaluate(RECORDS, metrics=list(result.scores), run="peer-plain").scores
+    assert result.scores == plain and None not in plain.values()
+    assert ragsql.evaluate(RECORDS, metrics=FactualCorrectness(), run="peer-f1").scores.keys() == {
+        "factual_correctness(mode=f1)"
+    }
+    code, out, err = run_cli(
+        capsys, "metrics", "--run", "peer-names", "--measures", "FAITHFULNESS ContextRecall", "--format", "json"
+    )
+    assert code == 0, err
+    assert {r["measure"]: r["value"] for r in json.loads(out)} == {
+        "faithfulness": plain["faithfulness"],
+        "context_recall": plain["context_recall"],
+    }
+    with pytest.raises(ragsql.UsageError, match="^AspectCritic is a family here: name a member, aspect:<name>$"):
+        ragsql.evaluate(RECORDS, metrics=["AspectCritic"])
+    with pytest.raises(ragsql.UsageError, match="or RAGAS or DeepEval metric objects, found 3"):
+        ragsql.evaluate(RECORDS, metrics=["faithfulness", 3])
+
+
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({"user_input": "q", "response": "a", "difficulty": "hard"}, "unknown field 'difficulty' (accepted: qid, "),
+        ({"input": "q", "user_input": "q", "response": "a"}, "fields user_input and input are two spellings of one"),
+    ],
+)
+def test_an_unknown_field_or_two_spellings_stop_evaluate_and_import(offline, tmp_path, capsys, record, message):
+    """Both are one line naming the record (the API) or the file and line (the CLI), and store nothing."""
+    with pytest.raises(ragsql.InputError) as caught:
+        ragsql.evaluate([_ragas(RECORDS[0]), {"qid": "x-9", **record}], dataset="peer-bad")
+    assert str(caught.value).startswith(f"record 1 (qid x-9): {message}") and "\n" not in str(caught.value)
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(_ragas(RECORDS[0])) + "\n" + json.dumps(record) + "\n", "utf-8")
+    code, _, err = run_cli(capsys, "import", "jsonl", str(path), "--dataset", "peer-bad")
+    assert code != 0 and f"bad.jsonl:2: {message}" in err and len(err.strip().splitlines()) == 1
+    with psycopg.connect(offline) as conn:
+        assert conn.execute("select count(*) from ragsql.dataset").fetchone()[0] == 0
