@@ -86,14 +86,14 @@ def test_a_taken_run_name_says_which_dataset_holds_it(fresh_db, capsys, tmp_path
             "first",
             "--qrels",
             str(qrels),
-            "--run",
+            "--file",
             str(run),
-            "--run-name",
+            "--run",
             "taken",
         )[0]
         == 0
     )
     code, _, err = run_cli(
-        capsys, "import", "trec", "--dataset", "second", "--qrels", str(qrels), "--run", str(run), "--run-name", "taken"
+        capsys, "import", "trec", "--dataset", "second", "--qrels", str(qrels), "--file", str(run), "--run", "taken"
     )
     assert code == 1 and 'run "taken" already exists, in dataset "first"' in err

@@ -133,7 +133,7 @@ def test_import_that_waits_past_lock_wait_fails_in_one_line_and_stores_nothing(r
     monkeypatch.setenv("PGOPTIONS", "-c ragsql.lock_wait=1s -c lock_timeout=5s")  # the latter: a wait unbounded
     capsys.readouterr()
     started = time.monotonic()
-    code = main(["import", "trec", "--dataset", "ds", "--qrels", str(qrels), "--run", str(run_b), "--run-name", "B"])
+    code = main(["import", "trec", "--dataset", "ds", "--qrels", str(qrels), "--file", str(run_b), "--run", "B"])
     seconds = time.monotonic() - started
     err = capsys.readouterr().err.splitlines()
     assert code == 1 and len(err) == 1 and seconds < 10, (seconds, err)

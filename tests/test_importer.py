@@ -221,7 +221,7 @@ def test_trec_database_lost_halfway_stores_nothing_and_leaves_no_thread(fresh_db
         return copy_ranked(conn, *args)
 
     monkeypatch.setattr(results, "copy_ranked", copy_then_lose_the_connection)
-    assert main(["import", "trec", "--dataset", "d", "--qrels", qrels, "--run", str(run)]) == 1
+    assert main(["import", "trec", "--dataset", "d", "--qrels", qrels, "--file", str(run)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("ragsql: error: ") and len(calls) == 4, err
     assert [count(fresh_db, t) for t in ("dataset", "query", "run", "run_result")] == [0, 0, 0, 0]
@@ -431,7 +431,7 @@ def test_trec_cli_summary_and_run_name_option(fresh_db, tmp_path, capsys):
     """`ragsql import trec` prints one summary line and names the run after --run-name."""
     qrels = write(tmp_path, "q.qrels", "t1 0 d1 1\nt2 0 d2 1\n")
     run = write(tmp_path, "r.run", "t1 Q0 d1 1 1 tag\nt3 Q0 d1 1 1 tag\n")
-    assert main(["import", "trec", "--dataset", "t", "--qrels", qrels, "--run", run, "--run-name", "named"]) == 0
+    assert main(["import", "trec", "--dataset", "t", "--qrels", qrels, "--file", run, "--run", "named"]) == 0
     assert capsys.readouterr().out == (
         "imported into dataset t: 3 queries, 2 judgments, 0 reference answers, run named: 2 results, 0 answers\n"
     )

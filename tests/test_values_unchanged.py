@@ -74,9 +74,9 @@ def _fill_today(url: str) -> None:
                         dataset,
                         "--qrels",
                         str(qrels),
-                        "--run",
+                        "--file",
                         str(results),
-                        "--run-name",
+                        "--run",
                         run,
                     ]
                 )

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ragsql import db, registry
+from ragsql.cli.options import DEPTH, GENERATE_WORKERS, JUDGE_WORKERS, RRF_K, TOP_N
 from ragsql.cli.output import render, stderr_console
 from ragsql.cli.report import write_report
 from ragsql.cli.specs import int4
@@ -35,20 +36,22 @@ def _data() -> Path:
     show_default=True,
     help="Corpus, dataset and run-name prefix (runs NAME-bm25, NAME-vector, NAME-hybrid).",
 )
-@click.option("--k", "k", default=10, show_default=True, type=click.IntRange(1, 100), help="Results per query.")
+@click.option(
+    "--k", "k", default=DEPTH, show_default=True, type=click.IntRange(1, 100), help="Results per query (retrieve --k)."
+)
 @click.option(
     "--top-n",
-    default=3,
+    default=TOP_N,
     show_default=True,
     type=click.IntRange(1, 20),
-    help="Results given to the generator as contexts.",
+    help="Results given to the generator as contexts (generate --top-n).",
 )
 @click.option("--queries", default=None, type=int4(1), help="Use only the first N questions (quicker).")
 @click.option(
     "--report",
     "report_path",
     default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Where to write the HTML report of the three runs (default: RAGSQL_HOME/reports/NAME-report.html).",
 )
 def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path: Path | None) -> None:
@@ -90,7 +93,7 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
                 k=k,
                 candidates=max(50, 2 * k),
                 weights={"bm25": 1, "vector": 1, "fuzzy": 1},
-                rrf_k=60,
+                rrf_k=RRF_K,
                 expand=0,
             )
             r = retrieve_run(conn, dataset=name, corpus=name, run=run, spec=spec, replace=True, settings=offline)
@@ -146,12 +149,12 @@ def _generate_and_judge(
         client = make_generator(settings, offline=True)
         try:
             plan = await prepare_run(url, run, top_n=top_n, replace=True)
-            await generate_answers(plan, client, workers=4)
+            await generate_answers(plan, client, workers=GENERATE_WORKERS)
         finally:
             await client.aclose()
         judging = make_judging(settings, offline=True)
         try:
-            await judge_run(url, run, judging, workers=8)
+            await judge_run(url, run, judging, workers=JUDGE_WORKERS)
         finally:
             await judging.judge.aclose()
             await judging.embedder.aclose()

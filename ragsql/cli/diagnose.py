@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ragsql import db
+from ragsql.cli.options import judge_option
 from ragsql.cli.output import FORMATS, render
 from ragsql.db import diagnostics, names
 
@@ -14,8 +15,9 @@ __all__ = ["diagnose_command"]
 @click.command("diagnose")
 @click.option("--run", "run", required=True, help="Name of the run.")
 @click.option("--per-query", is_flag=True, help="The likely cause of each query's wrong answer instead.")
+@judge_option()
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def diagnose_command(run: str, per_query: bool, fmt: str) -> None:
+def diagnose_command(run: str, per_query: bool, judge: str | None, fmt: str) -> None:
     """What is wrong with a run, by the seeds' rules (thresholds are parameters of the SQL functions).
 
     Checks faithfulness >= 0.8, answer relevancy >= 0.8, answer correctness >= 0.7,
@@ -28,7 +30,7 @@ def diagnose_command(run: str, per_query: bool, fmt: str) -> None:
         db.ensure_schema(conn)
         names.run_id(conn, run)
         if per_query:
-            columns, rows = diagnostics.query_causes(conn, run)
+            columns, rows = diagnostics.query_causes(conn, run, judge)
             render(
                 rows,
                 columns,
@@ -37,5 +39,5 @@ def diagnose_command(run: str, per_query: bool, fmt: str) -> None:
                 "is high)",
             )
             return
-        rows = diagnostics.run_checks(conn, run)
+        rows = diagnostics.run_checks(conn, run, judge)
     render(rows, ["check_name", "value", "threshold", "passed", "advice"], fmt, title=f"run {run}: diagnosis")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from ragsql import db
+from ragsql.cli.options import RRF_K, deprecated_alias
 from ragsql.cli.output import format_option, report, warn
 from ragsql.cli.specs import Float8, finite, int4, split_names
-from ragsql.db import fusion
+from ragsql.db import fusion, names as known
 from ragsql.errors import UsageError
 
 __all__ = ["fuse_command"]
@@ -35,8 +36,14 @@ NORMS = ("min-max", "max", "sum", "zmuv", "rank", "none")
     help="Each run's scores per query first: (s-min)/(max-min), s/max, (s-min)/(sum-min*n), "
     "z-score, 1-(rank-1)/n, or none (ranx's default is min-max).",
 )
-@click.option("--weights", default=None, metavar="W1,W2,...", help="wsum only: one weight per run, in --runs order.")
-@click.option("--k", "k", default=60, show_default=True, type=int4(0), help="rrf's constant.")
+@click.option(
+    "--weights",
+    default=None,
+    metavar="RUN=W,RUN=W",
+    help="wsum only: the weight of each run of --runs, e.g. bm25=0.7,vector=0.3 (the form of retrieve --weights).",
+)
+@click.option("--rrf-k", "k", default=RRF_K, show_default=True, type=int4(0), help="rrf's constant.")
+@deprecated_alias("--k", "--rrf-k", "k", type=int4(0))
 @click.option(
     "--optimize",
     is_flag=True,
@@ -71,19 +78,16 @@ def fuse_command(
     names = split_names(runs) or []
     if len(names) < 2:
         raise UsageError("--runs: name two runs or more, e.g. --runs bm25,vector")
-    parsed = None
-    if weights is not None:
-        try:
-            parsed = [finite(w) for w in split_names(weights) or []]
-        except ValueError as exc:
-            raise UsageError(f'--weights "{weights}": {exc} (e.g. --weights 0.7,0.3)') from None
+    parsed = None if weights is None else _weights(weights, names)
     if optimize and method.lower() not in ("wsum", "rrf"):
         raise UsageError(f"--optimize tunes wsum's weights or rrf's k, not {method}")
-    if optimize and (parsed is not None or k != 60):
-        raise UsageError("--optimize picks the weights or k itself: drop --weights / --k")
+    if optimize and (parsed is not None or k != RRF_K):
+        raise UsageError("--optimize picks the weights or k itself: drop --weights / --rrf-k")
     tuned, warnings = None, []
     with db.connect() as conn:
         db.ensure_schema(conn)
+        for name in names:  # an unknown run: the message every command gives
+            known.run_id(conn, name)
         if optimize:
             best, trials = fusion.optimize(conn, names, method.lower(), norm, measure, step)
             parsed, k = best["weights"], best["k"]
@@ -120,3 +124,23 @@ def fuse_command(
     )
     for line in warnings:
         warn(line)
+
+
+def _weights(value: str, runs: list[str]) -> list[float]:
+    """'bm25=0.7,vector=0.3' -> the weights in --runs order (a run not named weighs 1); the old form, one weight
+    per run in --runs order ('0.7,0.3'), still works with a note."""
+    parts = split_names(value) or []
+    example = ",".join(f"{run}={w}" for run, w in zip(runs, ("0.7", "0.3", "0.5")))
+    try:
+        if parts and all("=" not in p for p in parts):
+            click.echo(f"ragsql: note: fuse --weights {value} is deprecated: use --weights {example}", err=True)
+            return [finite(p) for p in parts]
+        named = {}
+        for part in parts:
+            run, sep, number = part.partition("=")
+            if not sep or run not in runs:
+                raise ValueError(f"{part!r} is not RUN=NUMBER with RUN one of --runs ({', '.join(runs)})")
+            named[run] = finite(number)
+    except ValueError as exc:
+        raise UsageError(f'--weights "{value}": {exc} (e.g. --weights {example})') from None
+    return [named.get(run, 1.0) for run in runs]

@@ -7,7 +7,7 @@ import asyncio
 import click
 
 from ragsql import db
-from ragsql.cli.options import model_option, workers_option
+from ragsql.cli.options import GENERATE_WORKERS, TOP_N, model_option, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
 from ragsql.db import names
 from ragsql.errors import NothingDone
@@ -24,7 +24,7 @@ _SHOWN_FAILURES = 20
 @model_option("generator")
 @click.option(
     "--top-n",
-    default=5,
+    default=TOP_N,
     show_default=True,
     type=click.IntRange(1, 100),
     help="Best-ranked results (with text) given to the generator as contexts.",
@@ -33,7 +33,7 @@ _SHOWN_FAILURES = 20
 @click.option(
     "--replace", is_flag=True, help="Delete the run's answers (and their judge verdicts) and generate them again."
 )
-@workers_option(8, "Queries answered at once in this process.")
+@workers_option(GENERATE_WORKERS, "Queries answered at once in this process.")
 @format_option()
 def generate_command(
     run: str, model: str | None, top_n: int, offline: bool, replace: bool, workers: int, fmt: str

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ragsql import db
 from ragsql.cli.output import format_option, report, warn
-from ragsql.errors import NothingDone
+from ragsql.errors import NothingDone, UsageError
 from ragsql.importer import ImportSummary, import_records, import_trec
 
 __all__ = ["import_group"]
@@ -32,27 +34,53 @@ def import_group() -> None:
 @import_group.command("trec")
 @click.option("--dataset", required=True, help="Dataset to load into (created when new).")
 @click.option("--qrels", "qrels", required=True, type=_FILE, help="TREC qrels: 'qid iter docno relevance' lines.")
-@click.option("--run", "run_file", type=_FILE, help="TREC run: 'qid Q0 docno rank score tag' lines.")
-@click.option("--run-name", help="Name of the run (default: the tag column of the run file's first line).")
+@click.option("--file", "run_file", type=_FILE, help="TREC run file: 'qid Q0 docno rank score tag' lines.")
+@click.option("--run", help="Name of the run of --file (default: the tag column of its first line).")
+@click.option("--run-name", hidden=True, help="Old spelling of --run NAME (deprecated).")
 @click.option("--replace", is_flag=True, help="Replace a run of the same name and the judgments of these queries.")
 @click.option("--corpus", help=_CORPUS)
 @format_option()
 def trec_command(
-    dataset: str, qrels: str, run_file: str | None, run_name: str | None, replace: bool, corpus: str | None, fmt: str
+    dataset: str,
+    qrels: str,
+    run_file: str | None,
+    run: str | None,
+    run_name: str | None,
+    replace: bool,
+    corpus: str | None,
+    fmt: str,
 ) -> None:
-    """Import TREC qrels and optionally a run.
+    """Import TREC qrels and optionally a run (--file, named --run).
 
     The run's rank column is ignored: results are ranked as trec_eval ranks them,
     by score descending, ties by docno descending in byte order. Run topics that
     are not in the qrels become unjudged queries of the dataset.
     """
+    run_file, run = _old_trec_run(run_file, run, run_name)
     with db.connect() as conn:
         db.ensure_schema(conn)
         with conn.transaction():
-            summary = _stored(
-                qrels, import_trec(conn, dataset, qrels, run_file, run_name, replace=replace, corpus=corpus)
-            )
+            summary = _stored(qrels, import_trec(conn, dataset, qrels, run_file, run, replace=replace, corpus=corpus))
     _report(qrels if run_file is None else run_file, summary, fmt)
+
+
+def _old_trec_run(run_file: str | None, run: str | None, run_name: str | None) -> tuple[str | None, str | None]:
+    """(run file, run name) of `import trec`, from the old spelling too (`--run FILE [--run-name NAME]`), which
+    keeps working with a note."""
+    if run_name is not None:
+        click.echo("ragsql: note: import trec --run-name is deprecated: use --run NAME", err=True)
+    if run_file is not None:
+        if run is not None and run_name is not None:
+            raise UsageError("give the run's name once: --run NAME (--run-name is its old spelling)")
+        return run_file, run if run is not None else run_name
+    if run is None:
+        if run_name is not None:
+            raise UsageError("--run names the run of a run file: give the file with --file FILE")
+        return None, None
+    if not os.path.isfile(run):
+        raise UsageError(f"--run {run} names the run of --file FILE, and no --file was given")
+    click.echo("ragsql: note: import trec --run FILE is deprecated: use --file FILE [--run NAME]", err=True)
+    return run, run_name
 
 
 def _records_command(kind: str, example: str):

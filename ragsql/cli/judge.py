@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 
 from ragsql import db
-from ragsql.cli.options import judging_options, workers_option
+from ragsql.cli.options import JUDGE_WORKERS, judging_options, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
 from ragsql.cli.specs import check_metrics
 from ragsql.db import consistency, names
@@ -35,7 +35,9 @@ __all__ = ["judge_command"]
     f"{', '.join(DEFAULT_METRICS)} — those the run's data allows (no reference answer: no "
     "context_recall, answer_similarity, answer_correctness).",
 )
-@workers_option(16, "Concurrent judge workers in this process (more processes may judge the same run at once).")
+@workers_option(
+    JUDGE_WORKERS, "Concurrent judge workers in this process (more processes may judge the same run at once)."
+)
 @judging_options
 @click.option(
     "--again",

@@ -7,7 +7,7 @@ import asyncio
 import click
 
 from ragsql import db
-from ragsql.cli.options import judging_options, workers_option
+from ragsql.cli.options import JUDGE_WORKERS, judging_options, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console
 from ragsql.cli.specs import Float8, check_metrics
 from ragsql.errors import GateFailed
@@ -21,7 +21,7 @@ _GROUPS = {"metric": ("metric", "language"), "kind": ("metric", "kind", "languag
 
 
 @click.command("judge-check")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "--metrics",
     default=None,
@@ -43,7 +43,7 @@ _GROUPS = {"metric": ("metric", "language"), "kind": ("metric", "kind", "languag
     default=None,
     help="Exit 4 when a metric's pairwise accuracy (per language) is below this.",
 )
-@workers_option(16, "Concurrent judge workers.")
+@workers_option(JUDGE_WORKERS, "Concurrent judge workers.")
 @click.option(
     "--keep",
     is_flag=True,

@@ -8,7 +8,7 @@ import click
 import psycopg
 
 from ragsql import db
-from ragsql.cli.options import rel_level_option, resampling_options
+from ragsql.cli.options import judge_option, rel_level_option, resampling_options
 from ragsql.cli.output import FORMATS, render, warn
 from ragsql.cli.specs import metric_names
 from ragsql.db import compare, generation, gold, metrics, names
@@ -35,6 +35,7 @@ __all__ = ["metrics_command"]
 @click.option("--answerable-only", is_flag=True, help="Average over queries with at least one relevant item only.")
 @click.option("--per-query", is_flag=True, help="One row per query and measure.")
 @click.option("--ci", is_flag=True, help="Add a percentile bootstrap interval to every run value (ci_low, ci_high).")
+@judge_option("the generation metrics of --measures read")
 @resampling_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def metrics_command(
@@ -44,6 +45,7 @@ def metrics_command(
     answerable_only: bool,
     per_query: bool,
     ci: bool,
+    judge: str | None,
     resamples: int,
     seed: float,
     alpha: float,
@@ -61,7 +63,7 @@ def metrics_command(
         db.ensure_schema(conn)
         names.run_id(conn, run)
         if asked and generation.generation_names(conn, asked):
-            _generation_metrics(conn, run, asked, per_query, answerable_only or ci, fmt)
+            _generation_metrics(conn, run, asked, judge, per_query, answerable_only or ci, fmt)
             return
         unmatched = gold.run_unmatched(conn, run)
         if unmatched:
@@ -102,7 +104,13 @@ def metrics_command(
 
 
 def _generation_metrics(
-    conn: psycopg.Connection, run: str, asked: list[str], per_query: bool, retrieval_only: bool, fmt: str
+    conn: psycopg.Connection,
+    run: str,
+    asked: list[str],
+    judge: str | None,
+    per_query: bool,
+    retrieval_only: bool,
+    fmt: str,
 ) -> None:
     """Generation metrics named in --measures, as `ragsql scores` computes them (ragsql.summarize_generation)."""
     if len(generation.generation_names(conn, asked)) < len(asked):
@@ -117,10 +125,10 @@ def _generation_metrics(
         )
     try:
         if per_query:
-            rows = [{**r, "measure": r["metric"]} for r in generation.query_generation(conn, run, asked)]
+            rows = [{**r, "measure": r["metric"]} for r in generation.query_generation(conn, run, asked, judge)]
             render(rows, ["run", "qid", "measure", "value", "reason"], fmt, title=f"run {run}")
             return
-        rows = [{**r, "measure": r["metric"]} for r in generation.run_generation(conn, run, asked)]
+        rows = [{**r, "measure": r["metric"]} for r in generation.run_generation(conn, run, asked, judge)]
     except psycopg.errors.InvalidParameterValue as exc:
         raise UsageError(f"--measures: {exc.diag.message_primary}") from None
     render(

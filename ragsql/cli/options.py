@@ -9,6 +9,12 @@ import click
 from ragsql.cli.specs import Float8, check_spec, int4
 
 __all__ = [
+    "DEPTH",
+    "GENERATE_WORKERS",
+    "JUDGE_WORKERS",
+    "RRF_K",
+    "TOP_N",
+    "deprecated_alias",
     "judge_option",
     "judging_options",
     "measures_option",
@@ -19,6 +25,30 @@ __all__ = [
 ]
 
 Decorator = Callable[[Callable], Callable]
+
+# Defaults `ragsql demo` shares with the commands it stands for, so that its runs are what they would make
+RRF_K = 60  # the constant of Reciprocal Rank Fusion (Cormack et al.'s 60): retrieve, fuse
+DEPTH = 20  # results per query: retrieve --k
+TOP_N = 5  # results given to the generator as contexts: generate --top-n
+GENERATE_WORKERS = 8  # generate --workers
+JUDGE_WORKERS = 16  # judge --workers, judge-check --workers
+
+
+def deprecated_alias(old: str, new: str, name: str, **kwargs) -> Decorator:
+    """A hidden old spelling `old` of option `new` (parameter `name`): it still works, so scripts and examples do
+    not break, and prints one note on stderr saying what to write instead."""
+
+    def note(ctx: click.Context, param: click.Parameter, value):
+        if value is None or value == ():  # not given: the alias has no default of its own
+            return value
+        click.echo(f"ragsql: note: {ctx.command_path.removeprefix('ragsql ')} {old} is deprecated: use {new}", err=True)
+        ctx.params[name] = value  # a value set here is kept: the new spelling's default does not override it
+        ctx.set_parameter_source(name, click.core.ParameterSource.COMMANDLINE)
+        return value
+
+    # a slot of its own: options sharing one are not told apart by the parser
+    alias = "deprecated_" + old.lstrip("-").replace("-", "_")
+    return click.option(old, alias, hidden=True, expose_value=False, callback=note, **kwargs)
 
 
 def _stacked(*options: Decorator) -> Decorator:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ragsql import db
+from ragsql.cli.options import DEPTH, RRF_K
 from ragsql.cli.output import format_option, render, report, warn
 from ragsql.cli.specs import check_spec, finite, int4
 
@@ -46,7 +47,7 @@ def _weights(ctx: click.Context, param: click.Parameter, value: str | None) -> d
     help="bm25: BM25 over stored postings; vector: pgvector HNSW (cosine); fuzzy: pg_trgm word "
     "similarity; hybrid: the three fused by Reciprocal Rank Fusion.",
 )
-@click.option("--k", "k", default=20, show_default=True, type=click.IntRange(1, 10_000), help="Results per query.")
+@click.option("--k", "k", default=DEPTH, show_default=True, type=click.IntRange(1, 10_000), help="Results per query.")
 @click.option(
     "--chunking",
     default=None,
@@ -68,7 +69,7 @@ def _weights(ctx: click.Context, param: click.Parameter, value: str | None) -> d
 )
 @click.option(
     "--rrf-k",
-    default=60,
+    default=RRF_K,
     show_default=True,
     type=int4(0),
     help="Hybrid: the k of Reciprocal Rank Fusion, score = sum of weight / (k + rank).",

@@ -32,6 +32,11 @@ def _source(row: dict, no_judge: dict[str, str]) -> str:
     return f"OFFLINE {label}" if any(p.startswith("offline") for p in parts) else label
 
 
+def _run(fmt: str) -> list[str]:
+    """The run column of JSON and CSV rows, as `ragsql metrics` gives it (a table names the run in its title)."""
+    return [] if fmt == "table" else ["run"]
+
+
 @click.command("scores")
 @click.option("--run", "run", required=True, help="Name of the run.")
 @click.option("--per-query", is_flag=True, help="One row per query and metric, with the reason a value is NULL.")
@@ -67,10 +72,11 @@ def scores_command(
                 {**r, "measure": r["metric"], "kind": "generation", "source": _source(r, text)}
                 for r in generation.query_generation(conn, run, judge=judge)
             ]
-            render(rows, ["qid", "kind", "measure", "value", "reason", "source"], fmt, title=f"run {run}")
+            render(rows, [*_run(fmt), "qid", "kind", "measure", "value", "reason", "source"], fmt, title=f"run {run}")
             return
         rows = [
             {
+                "run": run,
                 "kind": "retrieval",
                 "measure": v.measure,
                 "value": v.value,
@@ -84,6 +90,7 @@ def scores_command(
         ]
         rows += [
             {
+                "run": run,
                 "kind": "generation",
                 "measure": r["metric"],
                 "value": r["value"],
@@ -116,7 +123,7 @@ def scores_command(
         extra += ["ppi", "ppi_low", "ppi_high", "labelled"]
     render(
         rows,
-        ["kind", "measure", "value"] + extra + ["queries", "covered", "missing", "source"],
+        [*_run(fmt), "kind", "measure", "value", *extra, "queries", "covered", "missing", "source"],
         fmt,
         title=f"run {run} — retrieval from gold labels, generation from judge verdicts (NULLs are not averaged)",
     )

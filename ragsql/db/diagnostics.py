@@ -8,15 +8,16 @@ from psycopg.rows import dict_row
 __all__ = ["query_causes", "run_checks"]
 
 
-def run_checks(conn: psycopg.Connection, run: str) -> list[dict]:
-    """ragsql.diagnose_run: check_name, value, threshold, passed, advice (default thresholds)."""
+def run_checks(conn: psycopg.Connection, run: str, judge: str | None = None) -> list[dict]:
+    """ragsql.diagnose_run: check_name, value, threshold, passed, advice (default thresholds); judge: whose
+    verdicts are read, a model name or 'offline' (default: the newest LLM judge's, else the offline judge's)."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select * from ragsql.diagnose_run(%s)", (run,))
+        cur.execute("select * from ragsql.diagnose_run(%s, model => %s)", (run, judge))
         return cur.fetchall()
 
 
-def query_causes(conn: psycopg.Connection, run: str) -> tuple[list[str], list[dict]]:
-    """ragsql.diagnose_queries' columns (qid, the metrics it reads, cause) and rows."""
+def query_causes(conn: psycopg.Connection, run: str, judge: str | None = None) -> tuple[list[str], list[dict]]:
+    """ragsql.diagnose_queries' columns (qid, the metrics it reads, cause) and rows; judge as run_checks'."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select * from ragsql.diagnose_queries(%s)", (run,))
+        cur.execute("select * from ragsql.diagnose_queries(%s, model => %s)", (run, judge))
         return [c.name for c in cur.description or []], cur.fetchall()

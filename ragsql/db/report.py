@@ -66,13 +66,13 @@ def _worst(conn: psycopg.Connection, run: str, judge: str | None) -> list[WorstQ
         conn,
         """
         select d.qid, q.text as question, d.cause, d.answer_correctness
-        from ragsql.diagnose_queries(%s) as d
+        from ragsql.diagnose_queries(%s, model => %s) as d
         join ragsql.run as ru on ru.name = %s
         join ragsql.query as q on q.dataset_id = ru.dataset_id and q.qid = d.qid
         where d.answer_correctness is not null and d.cause not like 'ok%%'
         order by d.answer_correctness, d.qid collate "C"
         limit %s""",
-        (run, run, WORST),
+        (run, judge, run, WORST),
     )
     if not flagged:
         flagged = _rows(
@@ -130,7 +130,9 @@ def read_report(
         conn, "select measure, kind, qid, value, judge_model from ragsql.query_values(%s, null, 1, %s)", (run, judge)
     )
     has_generation = any(v.kind == "generation" for v in overview[run])
-    diagnosis = _rows(conn, "select * from ragsql.diagnose_run(%s)", (run,)) if has_generation else []
+    diagnosis = (
+        _rows(conn, "select * from ragsql.diagnose_run(%s, model => %s)", (run, judge)) if has_generation else []
+    )
     missing = []
     if not has_generation:
         missing.append("no generation metrics: the run has no judged answers (ragsql generate, then ragsql judge)")

@@ -1,19 +1,26 @@
 -- Diagnostics from the seeds: the correctness x context recall x context precision table of likely causes
 -- (per query), the retrieval interpretation rules and the threshold report (per run). Thresholds are
--- parameters; the defaults are the seeds'.
+-- parameters; the defaults are the seeds'. model: whose verdicts are read, as summarize_generation's.
+
+-- a judge model to read (ragsql diagnose --judge) was added last, so that calls naming thresholds by position keep
+-- working; the signatures without it go
+drop function if exists ragsql.diagnose_run(text, float8, float8, float8, float8, float8, float8, float8);
+drop function if exists ragsql.diagnose_queries(text, float8, float8, float8);
 
 create or replace function ragsql.diagnose_queries(
     run text, correctness_threshold float8 default 0.7, recall_threshold float8 default 0.7,
-    precision_threshold float8 default 0.7)
+    precision_threshold float8 default 0.7, model text default null)
 returns table (
     qid text, answer_correctness float8, context_recall float8, context_precision float8, cause text)
 language sql stable
 as $$
     with v as (
         select c.qid, c.value as correctness, r.value as recall, p.value as precision
-        from ragsql.generation_measure(diagnose_queries.run, 'answer_correctness') as c
-        full join ragsql.generation_measure(diagnose_queries.run, 'context_recall') as r using (qid)
-        full join ragsql.generation_measure(diagnose_queries.run, 'context_precision') as p using (qid)
+        from ragsql.generation_measure(diagnose_queries.run, 'answer_correctness', diagnose_queries.model) as c
+        full join ragsql.generation_measure(diagnose_queries.run, 'context_recall', diagnose_queries.model) as r
+            using (qid)
+        full join ragsql.generation_measure(diagnose_queries.run, 'context_precision', diagnose_queries.model) as p
+            using (qid)
     )
     select v.qid, v.correctness, v.recall, v.precision,
            case
@@ -34,20 +41,22 @@ as $$
     from v
     order by v.qid collate "C"
 $$;
-comment on function ragsql.diagnose_queries(text, float8, float8, float8) is
+comment on function ragsql.diagnose_queries(text, float8, float8, float8, text) is
     'Per query of a run: answer correctness, context recall and context precision (LLM) and the likely cause '
     'of a wrong answer from the seed''s table (correctness below its threshold; recall and precision high or '
-    'low against theirs).';
+    'low against theirs). model: the judge model whose verdicts are read, or ''offline'' (default: the newest '
+    'LLM judge''s, else the offline judge''s).';
 
 create or replace function ragsql.diagnose_run(
     run text, faithfulness_threshold float8 default 0.8, relevancy_threshold float8 default 0.8,
     correctness_threshold float8 default 0.7, success_threshold float8 default 0.8,
-    rr_threshold float8 default 0.5, recall_threshold float8 default 0.7, precision_threshold float8 default 0.7)
+    rr_threshold float8 default 0.5, recall_threshold float8 default 0.7, precision_threshold float8 default 0.7,
+    model text default null)
 returns table (check_name text, value float8, threshold float8, passed boolean, advice text)
 language sql stable
 as $$
     with gen as (
-        select s.metric, s.value from ragsql.summarize_generation(diagnose_run.run) as s
+        select s.metric, s.value from ragsql.summarize_generation(diagnose_run.run, null, diagnose_run.model) as s
     ),
     ret as (
         select s.measure, s.value
@@ -87,11 +96,13 @@ as $$
            case when strpos(d.cause, ':') = 0 then 'answer correct'
                 else btrim(substr(d.cause, strpos(d.cause, ':') + 1)) end
     from ragsql.diagnose_queries(diagnose_run.run, diagnose_run.correctness_threshold,
-                                 diagnose_run.recall_threshold, diagnose_run.precision_threshold) as d
+                                 diagnose_run.recall_threshold, diagnose_run.precision_threshold,
+                                 diagnose_run.model) as d
     where d.cause not like 'not diagnosed%'
     group by d.cause
 $$;
-comment on function ragsql.diagnose_run(text, float8, float8, float8, float8, float8, float8, float8) is
+comment on function ragsql.diagnose_run(text, float8, float8, float8, float8, float8, float8, float8, text) is
     'The seeds'' threshold report for a run: faithfulness, answer relevancy and correctness against their '
     'thresholds, Success@5 low -> retrieval itself, Success@20 high but RR@5 low -> reranker, and how many '
-    'queries fall in each cause of ragsql.diagnose_queries; advice for each failed check.';
+    'queries fall in each cause of ragsql.diagnose_queries; advice for each failed check. model: as '
+    'diagnose_queries''.';

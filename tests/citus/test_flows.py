@@ -125,9 +125,9 @@ def test_import_trec_and_metrics_equal_trec_eval_and_one_server(citus, single, p
         pair,
         "--qrels",
         str(TREC / expected["qrels"].removeprefix("data/")),
-        "--run",
+        "--file",
         str(TREC / expected["run"].removeprefix("data/")),
-        "--run-name",
+        "--run",
         pair,
     )
     per_query, means = {}, {}

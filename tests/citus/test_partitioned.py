@@ -43,9 +43,9 @@ def test_a_run_result_partitioned_before_citus_is_distributed_with_its_rows(citu
                 "d",
                 "--qrels",
                 str(trec / "qrels.test"),
-                "--run",
+                "--file",
                 str(trec / "results.test"),
-                "--run-name",
+                "--run",
                 name,
             )
         run_id = citus.rows("select id from ragsql.run where name = 'imported'")[0][0]

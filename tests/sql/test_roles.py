@@ -211,8 +211,8 @@ def test_writer_imports_a_trec_run_into_a_partition_and_deletes_it(demo_url, wri
     qrels, run = tmp_path / "q.qrels", tmp_path / "r.run"
     qrels.write_text("1 0 D1 1\n2 0 D9 1\n", encoding="utf-8")
     run.write_text("".join(f"{q} Q0 D{d} {d} {10 - d} w\n" for q in (1, 2) for d in range(1, 6)), encoding="utf-8")
-    assert _cli(writer, monkeypatch, "import", "trec", "--dataset", "wt", "--qrels", str(qrels), "--run", str(run),
-                "--run-name", "w-trec") == 0
+    assert _cli(writer, monkeypatch, "import", "trec", "--dataset", "wt", "--qrels", str(qrels), "--file", str(run),
+                "--run", "w-trec") == 0
     run_id = _rows(demo_url, "select id from ragsql.run where name = 'w-trec'")[0][0]
     part = f"ragsql.run_result_r{run_id}"
     login = conninfo_to_dict(writer)["user"]
