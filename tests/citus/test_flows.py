@@ -47,6 +47,7 @@ RUN_TABLES = [
     "run_embedder",
     "graded_verdict",
     "rubric_verdict",
+    "yes_no_verdict",
 ]
 # generation metrics that run on the distributed layout today (README, "Scale out on Citus": what does not yet)
 GENERATION = [
