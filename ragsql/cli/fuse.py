@@ -133,8 +133,10 @@ def _weights(value: str, runs: list[str]) -> list[float]:
     example = ",".join(f"{run}={w}" for run, w in zip(runs, ("0.7", "0.3", "0.5")))
     try:
         if parts and all("=" not in p for p in parts):
-            click.echo(f"ragsql: note: fuse --weights {value} is deprecated: use --weights {example}", err=True)
-            return [finite(p) for p in parts]
+            listed = [finite(p) for p in parts]
+            if len(listed) == len(runs):  # else the count is an error of its own: one line, and no note before it
+                click.echo(f"ragsql: note: fuse --weights {value} is deprecated: use --weights {example}", err=True)
+            return listed
         named = {}
         for part in parts:
             run, sep, number = part.partition("=")
