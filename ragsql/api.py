@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 import psycopg
 
 from ragsql import db, registry
-from ragsql.db import compare as db_compare, generation, metrics as db_metrics, names
+from ragsql.db import compare as db_compare, generation, metrics as db_metrics, names, scores as db_scores
 from ragsql.db.compare import Resampling
 from ragsql.errors import InputError, UsageError
 from ragsql.formats import Record, parse_records
@@ -198,33 +198,7 @@ def metrics(
     with connect(database_url) as conn:
         names.run_id(conn, run)
         measures = None if measures is None else [_resolved(m) for m in measures]
-        gen = None if measures is None else generation.generation_names(conn, measures)
-        ret = None if measures is None or gen is None else [m for m in measures if m not in gen]
-        rows = [
-            {
-                "kind": "retrieval",
-                "measure": v.measure,
-                "value": v.value,
-                "queries": v.queries,
-                "covered": v.queries - v.missing,
-                "missing": v.missing,
-                "judge_model": None,
-            }
-            for v in (db_metrics.run_values(conn, run, ret, rel_level) if ret != [] else [])
-            if v.queries
-        ]
-        rows += [
-            {
-                "kind": "generation",
-                "measure": r["metric"],
-                "value": r["value"],
-                "queries": r["queries"],
-                "covered": r["covered"],
-                "missing": r["missing"],
-                "judge_model": r["judge_model"],
-            }
-            for r in (generation.run_generation(conn, run, gen, judge=judge) if gen != [] else [])
-        ]
+        rows = db_scores.run_scores(conn, run, measures, judge=judge, rel_level=rel_level)
     return pandas.DataFrame(rows, columns=["kind", "measure", "value", "queries", "covered", "missing", "judge_model"])
 
 

@@ -9,7 +9,7 @@ import click
 from ragsql import db
 from ragsql.cli.options import judge_option, resampling_options
 from ragsql.cli.output import FORMATS, render
-from ragsql.db import compare, generation, metrics, names, review
+from ragsql.db import compare, generation, metrics, names, review, scores
 from ragsql.db.compare import Resampling
 
 __all__ = ["scores_command"]
@@ -75,31 +75,8 @@ def scores_command(
             render(rows, [*_run(fmt), "qid", "kind", "measure", "value", "reason", "source"], fmt, title=f"run {run}")
             return
         rows = [
-            {
-                "run": run,
-                "kind": "retrieval",
-                "measure": v.measure,
-                "value": v.value,
-                "queries": v.queries,
-                "covered": v.queries - v.missing,
-                "missing": v.missing,
-                "source": "gold labels",
-            }
-            for v in metrics.run_values(conn, run, None, 1)
-            if v.queries
-        ]
-        rows += [
-            {
-                "run": run,
-                "kind": "generation",
-                "measure": r["metric"],
-                "value": r["value"],
-                "queries": r["queries"],
-                "covered": r["covered"],
-                "missing": r["missing"],
-                "source": _source(r, text),
-            }
-            for r in generation.run_generation(conn, run, judge=judge)
+            {**r, "source": "gold labels" if r["kind"] == "retrieval" else _source(r, text)}
+            for r in scores.run_scores(conn, run, judge=judge)
         ]
         if ci and rows:
             intervals = {

@@ -183,6 +183,19 @@ def _label(line: int, run, qid, metric, item: str, reviewer, raw, judge_model, j
     )
 
 
+def _labelled(metrics: dict, statements: list) -> Iterator[tuple[object, str, dict]]:
+    """(metric, item, labelled entry) of a sheet line's labelled metrics (item "") then labelled statements."""
+    for metric, value in metrics.items():
+        if isinstance(value, dict) and value.get("label") is not None:
+            yield metric, "", value
+    for s in statements:
+        if isinstance(s, dict) and s.get("label") is not None:
+            item = s.get("item")
+            if not isinstance(item, str) or not item:
+                raise ValueError("a labelled statement has no item")
+            yield s.get("metric"), item, s
+
+
 def _jsonl_labels(text: str, reviewer: str | None) -> Iterator[tuple[int, SheetLabel | None, str | None]]:
     for number, raw_line in enumerate(text.splitlines(), 1):
         if not raw_line.strip():
@@ -196,43 +209,22 @@ def _jsonl_labels(text: str, reviewer: str | None) -> Iterator[tuple[int, SheetL
             statements = record.get("statements") or []
             if not isinstance(metrics, dict) or not isinstance(statements, list):
                 raise ValueError("metrics must be an object and statements a list, as the exported sheet has them")
-            for metric, value in metrics.items():
-                if isinstance(value, dict) and value.get("label") is not None:
-                    yield (
+            for metric, item, value in _labelled(metrics, statements):
+                yield (
+                    number,
+                    _label(
                         number,
-                        _label(
-                            number,
-                            record.get("run"),
-                            record.get("qid"),
-                            metric,
-                            "",
-                            who,
-                            value["label"],
-                            value.get("judge_model"),
-                            value.get("judge"),
-                        ),
-                        None,
-                    )
-            for s in statements:
-                if isinstance(s, dict) and s.get("label") is not None:
-                    item = s.get("item")
-                    if not isinstance(item, str) or not item:
-                        raise ValueError("a labelled statement has no item")
-                    yield (
-                        number,
-                        _label(
-                            number,
-                            record.get("run"),
-                            record.get("qid"),
-                            s.get("metric"),
-                            item,
-                            who,
-                            s["label"],
-                            s.get("judge_model"),
-                            s.get("judge"),
-                        ),
-                        None,
-                    )
+                        record.get("run"),
+                        record.get("qid"),
+                        metric,
+                        item,
+                        who,
+                        value["label"],
+                        value.get("judge_model"),
+                        value.get("judge"),
+                    ),
+                    None,
+                )
         except json.JSONDecodeError as exc:
             yield number, None, f"not JSON: {exc.msg}"
         except RecursionError:
