@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = [
+    "HEADLINE_MEASURES",
     "INPUTS",
     "KINDS",
     "MEASURES",
@@ -71,7 +72,7 @@ class Metric:
     judge_check: bool = False
     """Its kind can be measured on labelled pairs (`ragsql judge-check`)."""
     headline: bool = False
-    """Shown in the demo's summary."""
+    """Shown in the demo's summary and the report's headline table."""
     reviewed_statements: tuple[str, ...] = ()
     """The statement verdicts (by purpose) a review sheet shows for it, each labelled as feeding it."""
     tested_against: str = "hand-computed cases"
@@ -493,3 +494,6 @@ MEASURES: tuple[Measure, ...] = (
     Measure("NumRelRet", "relevant items retrieved", cutoff="none", count=True, aliases=("num_rel_ret",)),
 )  # fmt: skip
 """Every retrieval measure ragsql.evaluate computes (its formula: ragsql._evaluate, sql/functions/10_measure.sql)."""
+
+HEADLINE_MEASURES = ("Success@1", "Success@5", "R@10", "RR@10", "nDCG@10")
+"""The retrieval measures the demo's summary and the report's headline table show."""

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from ragsql import registry
 from ragsql.cli import main
-from tests.conftest import judged_demo
+from tests.conftest import judged_demo, run_cli
 from tests.loading import load_trec
 
 CHARTS = ["chart-overview", "chart-forest", "chart-heatmap", "chart-distributions"]
@@ -220,3 +224,127 @@ def test_the_overview_chart_never_passes_a_negative_error_bar():
         IntervalValue("r", "P@5", "retrieval", 0.4, 0.3, 0.39999999999999997, 40, 0, None),
     ]
     assert "P@3" in charts.overview({"r": rows})
+
+
+def _headline(html: str) -> dict[str, list[str]]:
+    """The headline table's rows: measure -> its cells' text."""
+    table = html[html.index('id="table-headline"') :]
+    table = table[: table.index("</table>")]
+    rows = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]:
+        cells = [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_the_first_screen_says_who_won_with_the_baseline_compare_uses(demo, tmp_path, capsys):
+    """The headline table comes before the overview; its diffs and significance marks are those of
+    `ragsql compare A B` (the same baseline, the same seed), and its tally counts them."""
+    page = tmp_path / "won.html"
+    args = ["--resamples", "500", "--seed", "0.25"]
+    code = main(["report", "--run", "demo-bm25", "--compare", "demo-hybrid", "--html", str(page), *args])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.index("headline: demo-hybrid against demo-bm25") < out.index("values with their")
+    html = page.read_text(encoding="utf-8")
+    assert html.index('id="headline"') < html.index('id="overview"') < html.index('id="comparison"')
+    code = main(["compare", "demo-bm25", "demo-hybrid", "--format", "json", *args])
+    compared, err = capsys.readouterr()
+    assert code == 0, err
+    rows = {r["measure"]: r for r in json.loads(compared)}
+    headline = _headline(html)
+    assert "nDCG@10" in headline and "faithfulness" in headline and len(headline) >= 8
+    better = worse = 0
+    for measure, (baseline, value, diff) in headline.items():
+        row = rows[measure]
+        assert (row["baseline"], row["run"]) == ("demo-bm25", "demo-hybrid")
+        assert baseline == f"{row['baseline_value']:.4f}" and value == f"{row['value']:.4f}"
+        mark = ""
+        if row["significant"]:
+            higher = measure not in {m.name for m in registry.METRICS if not m.higher_is_better}
+            mark = " ▲" if (row["diff"] > 0) == higher else " ▼"
+            better, worse = better + (mark == " ▲"), worse + (mark == " ▼")
+        assert diff == f"{row['diff']:+.4f}{mark}", measure
+    assert (
+        f"demo-hybrid: significantly better on {better}, worse on {worse}, no significant difference on "
+        f"{len(headline) - better - worse} of {len(headline)} headline measures" in html
+    )
+
+
+def _platform_fonts(page: Path, selector: str) -> list[dict]:
+    """The fonts headless Chromium draws `selector`'s text with (DevTools: CSS.getPlatformFontsForNode)."""
+    from websockets.sync.client import connect
+
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=page.parent)  # left to pytest: Chromium's helpers outlive it
+    browser = subprocess.Popen(
+        [chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--remote-debugging-port=0",
+         f"--user-data-dir={profile}", "--host-resolver-rules=MAP * ~NOTFOUND", "about:blank"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert browser.stderr is not None
+        line = ""
+        while "DevTools listening on " not in line:
+            line = browser.stderr.readline()
+            assert line, "chromium exited before opening DevTools"
+        with connect(line.split("DevTools listening on ")[1].strip(), max_size=None) as ws:
+            ids = iter(range(1, 1000))
+
+            def send(method: str, session: str | None = None, **params) -> dict:
+                number = next(ids)
+                message = {"id": number, "method": method, "params": params}
+                ws.send(json.dumps(message if session is None else {**message, "sessionId": session}))
+                while True:
+                    reply = json.loads(ws.recv(timeout=60))
+                    if reply.get("id") == number:
+                        assert "error" not in reply, reply
+                        return reply["result"]
+
+            target = send("Target.createTarget", url=page.as_uri())["targetId"]
+            session = send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            for _ in range(600):
+                state = send("Runtime.evaluate", session, expression="document.readyState")
+                if state["result"]["value"] == "complete":
+                    break
+                time.sleep(0.05)
+            send("DOM.enable", session)
+            send("CSS.enable", session)
+            root = send("DOM.getDocument", session)["root"]["nodeId"]
+            node = send("DOM.querySelector", session, nodeId=root, selector=selector)["nodeId"]
+            fonts = send("CSS.getPlatformFontsForNode", session, nodeId=node)["fonts"]
+            ws.send(json.dumps({"id": 0, "method": "Browser.close"}))
+            return fonts
+    finally:
+        try:
+            browser.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            browser.kill()
+            browser.wait()
+
+
+def test_a_chinese_run_is_drawn_with_a_font_the_page_names_and_a_metric_without_value_says_why(
+    fresh_db, endpoint, tmp_path, capsys
+):
+    """A run named in Chinese: its title's glyphs come from a CJK font the page's CSS lists (not the browser's own
+    fallback); faithfulness judged by a judge that only returns garbage shows "no value" and the failure."""
+    from tests.conftest import EXAMPLE
+
+    run = "检索实验"
+    assert run_cli(capsys, "import", "jsonl", str(EXAMPLE), "--dataset", "ex", "--run", run)[0] == 0
+    endpoint.malformed_next(10_000)
+    assert run_cli(capsys, "judge", "--run", run, "--metrics", "faithfulness")[0] == 3
+    page = tmp_path / "zh.html"
+    code, out, err = run_cli(capsys, "report", "--run", run, "--html", str(page), "--resamples", "200")
+    assert code == 0, err
+    assert f"no value: {run} faithfulness: judge failed" in out and "of 12 queries)" in out
+    html = page.read_text(encoding="utf-8")
+    named = re.search(r"body \{ font-family: ([^;]+);", html)
+    assert named is not None
+    families = {name.strip().strip('"') for name in named.group(1).split(",")}
+    fonts = _platform_fonts(page, "h1")
+    cjk = [f for f in fonts if f["familyName"] not in ("DejaVu Sans", "Liberation Sans")]
+    assert cjk, f"no CJK font drew the title: {fonts} (install one: apt-get install fonts-wqy-microhei)"
+    assert all(f["familyName"] in families for f in cjk), (fonts, families)
+    overview = html[html.index('id="overview"') :]
+    assert re.search(r"faithfulness</td>\s*<td><span class=\"novalue\">no value</span> <span class=\"sub\">"
+                     r"judge failed[^<]*\(12 of 12 queries\)</span>", overview)  # fmt: skip

@@ -21,7 +21,7 @@ from ragsql.llm.settings import EndpointSettings
 __all__ = ["demo_command"]
 
 MODES = ("bm25", "vector", "hybrid")
-RETRIEVAL = ["Success@1", "Success@5", "R@10", "RR@10", "nDCG@10"]
+RETRIEVAL: list[str] = list(registry.HEADLINE_MEASURES)
 GENERATION = [m.name for m in registry.METRICS if m.headline]
 
 

@@ -13,11 +13,41 @@ from ragsql.cli.compare import pair_table
 from ragsql.cli.options import judge_option, resampling_options
 from ragsql.cli.output import print_table, warn
 from ragsql.db import compare, names
-from ragsql.db.compare import Resampling
-from ragsql.db.report import ReportData, read_report
+from ragsql.db.compare import IntervalValue, Resampling
+from ragsql.db.report import ReportData, headline, read_report
 from ragsql.errors import InputError
 
 __all__ = ["report_command", "write_report"]
+
+
+MARKS = {"better": "▲ better", "worse": "▼ worse", "": ""}
+
+
+def _value(v: IntervalValue | None) -> str:
+    return "no value" if v is None or v.value is None else f"{v.value:.4f}"
+
+
+def headline_table(data: ReportData, higher: dict[str, bool]) -> Table:
+    """Who won: the headline measures of the run and each compared run, significant differences marked."""
+    table = Table(
+        title=f"headline: {', '.join(data.compared)} against {data.run}" if data.compared else f"headline: {data.run}",
+        title_justify="left",
+        show_edge=False,
+        header_style="bold",
+    )
+    table.add_column("measure")
+    table.add_column(data.run, justify="right")
+    for run in data.compared:
+        table.add_column(run, justify="right")
+        table.add_column("diff", justify="right")
+        table.add_column("", justify="left")
+    for row in headline(data):
+        cells = [row.measure, _value(row.baseline)]
+        for run, (v, c) in row.compared.items():
+            diff = "" if c is None or c.diff is None else f"{c.diff:+.4f}"
+            cells += [_value(v), diff, MARKS[row.verdict(run, higher.get(row.measure, True))]]
+        table.add_row(*cells)
+    return table
 
 
 def _overview_table(data: ReportData) -> Table:
@@ -40,7 +70,9 @@ def _overview_table(data: ReportData) -> Table:
         cells = []
         for run in data.overview:
             v = rows[run].get(measure)
-            cells.append("NULL" if v is None or v.value is None else f"{v.value:.4f} [{v.ci_low:.3f}, {v.ci_high:.3f}]")
+            cells.append(
+                _value(v) if v is None or v.value is None else f"{v.value:.4f} [{v.ci_low:.3f}, {v.ci_high:.3f}]"
+            )
         if data.ppi:
             p = data.ppi.get(measure)
             cells.append(
@@ -89,7 +121,11 @@ def write_report(
     if terminal:
         for note in data.missing:
             warn(f"{run}: {note}")
+        print_table(headline_table(data, higher))
         print_table(_overview_table(data))
+        for name, reasons in data.no_value.items():
+            for measure, reason in reasons.items():
+                click.echo(f"no value: {name} {measure}: {reason}")
         for rows in data.comparisons.values():
             if rows:
                 print_table(pair_table(rows, resampling.alpha, higher))

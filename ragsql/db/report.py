@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import psycopg
 from psycopg.rows import dict_row
 
+from ragsql import registry
 from ragsql.db import compare, review
 from ragsql.db.compare import Comparison, IntervalValue, Resampling
 from ragsql.db.review import AnswerTexts, answer_texts
@@ -17,7 +18,7 @@ from ragsql.db.rows import value
 if TYPE_CHECKING:
     from psycopg.abc import QueryNoTemplate  # psycopg 3.3: a query that is not a t-string
 
-__all__ = ["ReportData", "WorstQuery", "read_report"]
+__all__ = ["HeadlineRow", "ReportData", "WorstQuery", "headline", "read_report"]
 
 WORST = 5
 
@@ -51,6 +52,40 @@ class ReportData:
     resampling: Resampling
     missing: list[str] = field(default_factory=list)
     ppi: dict[str, dict] = field(default_factory=dict)
+    no_value: dict[str, dict[str, str]] = field(default_factory=dict)
+    """run -> measure -> why the run has no value for it (the most common reason among its queries)."""
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    """A headline measure: the baseline's value, then each compared run's value and its comparison."""
+
+    measure: str
+    baseline: IntervalValue | None
+    compared: dict[str, tuple[IntervalValue | None, Comparison | None]]
+
+    def verdict(self, run: str, higher: bool) -> str:
+        """'better' or 'worse' when `run` differs significantly from the baseline, else ''."""
+        comparison = self.compared[run][1]
+        if comparison is None or not comparison.significant or comparison.diff is None:
+            return ""
+        return "better" if (comparison.diff > 0) == higher else "worse"
+
+
+def headline(data: ReportData) -> list[HeadlineRow]:
+    """The few measures that say who won: the registry's headline metrics and measures the report has, in order."""
+    names = [*registry.HEADLINE_MEASURES, *(m.name for m in registry.METRICS if m.headline)]
+    index = {run: {v.measure: v for v in values} for run, values in data.overview.items()}
+    pairs = {run: {c.measure: c for c in rows} for run, rows in data.comparisons.items()}
+    return [
+        HeadlineRow(
+            name,
+            index[data.run].get(name),
+            {run: (index[run].get(name), pairs.get(run, {}).get(name)) for run in data.compared},
+        )
+        for name in names
+        if any(name in values for values in index.values())
+    ]
 
 
 def _rows(conn: psycopg.Connection, query: QueryNoTemplate, params: tuple) -> list[dict]:
@@ -114,6 +149,30 @@ def _worst(conn: psycopg.Connection, run: str, judge: str | None) -> list[WorstQ
     return worst
 
 
+def _no_value(conn: psycopg.Connection, run: str, values: list[IntervalValue], judge: str | None) -> dict[str, str]:
+    """Why each measure without a value has none: its queries' most common reason (ragsql.evaluate_generation)."""
+    empty = [v.measure for v in values if v.value is None]
+    reasons = {m: "no query has a value" for m in empty}
+    generation = [v.measure for v in values if v.value is None and v.kind == "generation"]
+    if generation:
+        for row in _rows(
+            conn,
+            """
+            select distinct on (metric) metric, reason, count(*) as queries,
+                sum(count(*)) over (partition by metric) as total
+            from ragsql.evaluate_generation(%s, %s, %s)
+            where value is null
+            group by metric, reason
+            order by metric, count(*) desc, reason collate "C"
+            """,
+            (run, generation, judge),
+        ):
+            reasons[row["metric"]] = (
+                f"{row['reason'] or 'no reason recorded'} ({row['queries']} of {row['total']} queries)"
+            )
+    return reasons
+
+
 def read_report(
     conn: psycopg.Connection, run: str, compared: list[str], resampling: Resampling, judge: str | None = None
 ) -> ReportData:
@@ -156,6 +215,7 @@ def read_report(
         config=conn.execute("select key, value from ragsql.run_config(%s)", (run,)).fetchall(),
         resampling=resampling,
         missing=missing,
+        no_value={name: _no_value(conn, name, values, judge) for name, values in overview.items()},
         ppi={
             m: p
             for m, p in review.ppi(

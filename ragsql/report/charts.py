@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 
 import matplotlib
@@ -16,8 +17,12 @@ import numpy as np  # noqa: E402
 from ragsql import registry  # noqa: E402
 from ragsql.db.compare import Comparison, IntervalValue  # noqa: E402
 
-__all__ = ["distributions", "forest", "heat_map", "overview"]
+__all__ = ["CJK_FONTS", "distributions", "forest", "heat_map", "overview"]
 
+# Chinese run names, qids and questions: the page and the charts name the same CJK fallbacks (the first a
+# machine has is used); a machine with none draws them with its own fallback, so the layout warning is noise.
+CJK_FONTS = ("PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "Noto Sans CJK SC", "Source Han Sans SC",
+             "WenQuanYi Micro Hei")  # fmt: skip
 COLORS = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04"]
 # Run names, qids and aspect names are user text: drawn literally, never as mathtext ("budget $5_a_b$") or TeX.
 plt.rcParams.update(
@@ -27,6 +32,7 @@ plt.rcParams.update(
         "axes.spines.top": False,
         "axes.spines.right": False,
         "font.family": "sans-serif",
+        "font.sans-serif": ["DejaVu Sans", *CJK_FONTS],
         "text.parse_math": False,
         "text.usetex": False,
     }
@@ -37,7 +43,9 @@ def _svg(figure, name: str) -> str:
     """The figure as an <svg> element whose ids are unique on the page (salted by the chart's name)."""
     buffer = io.StringIO()
     with plt.rc_context({"svg.hashsalt": name}):
-        figure.savefig(buffer, format="svg", bbox_inches="tight")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning)
+            figure.savefig(buffer, format="svg", bbox_inches="tight")
     plt.close(figure)
     text = buffer.getvalue()
     return text[text.index("<svg") :]

@@ -6,9 +6,11 @@ import datetime
 from pathlib import Path
 
 import jinja2
+import markupsafe
 
 from ragsql._version import __version__
-from ragsql.db.report import ReportData
+from ragsql.db.compare import IntervalValue
+from ragsql.db.report import HeadlineRow, ReportData, headline
 from ragsql.report import charts
 
 __all__ = ["render_html", "write_html"]
@@ -29,12 +31,27 @@ def _signed(value: float | None) -> str:
     return "NULL" if value is None else f"{value:+.4f}"
 
 
+def _value_cell(value: IntervalValue | None, reason: str | None) -> markupsafe.Markup:
+    """A value, or "no value" with why."""
+    if value is not None and value.value is not None:
+        return markupsafe.Markup(f"{value.value:.4f}")
+    return markupsafe.Markup('<span class="novalue">no value</span> <span class="sub">{}</span>').format(
+        reason or "not computed for this run"
+    )
+
+
+def _tally(rows: list[HeadlineRow], run: str, higher: dict[str, bool]) -> dict[str, int]:
+    verdicts = [row.verdict(run, higher.get(row.measure, True)) for row in rows]
+    return {"better": verdicts.count("better"), "worse": verdicts.count("worse"), "same": verdicts.count("")}
+
+
 def render_html(data: ReportData, diffs: dict[str, list[tuple]], higher: dict[str, bool]) -> str:
     """The page of a report."""
     measures = list(dict.fromkeys(v.measure for rows in data.overview.values() for v in rows))
     index = {run: {v.measure: v for v in rows} for run, rows in data.overview.items()}
     judge_of = {v.measure: v.judge_model for rows in data.overview.values() for v in rows if v.judge_model}
     judges = sorted({j for value in judge_of.values() for j in value.split(", ")})
+    rows = headline(data)
     rendered = {
         "overview": charts.overview(data.overview),
         "forest": charts.forest(data.comparisons, higher) if data.comparisons else "",
@@ -43,7 +60,11 @@ def render_html(data: ReportData, diffs: dict[str, list[tuple]], higher: dict[st
     }
     return _ENV.get_template("report.html.j2").render(
         data=data,
+        headline=rows,
+        verdicts={run: _tally(rows, run, higher) for run in data.compared},
+        value_cell=_value_cell,
         charts=rendered,
+        cjk_fonts=charts.CJK_FONTS,
         measures=measures,
         index=index,
         judge_of=judge_of,
