@@ -340,12 +340,17 @@ def _rows(records: object) -> list[dict[str, Any]]:
         records = frame.to_dict("records")
     elif callable(getattr(records, "to_list", None)) and isinstance(getattr(records, "samples", None), list):
         records = list(cast("Any", records).samples)  # a RAGAS EvaluationDataset
+    elif isinstance(getattr(records, "test_cases", None), list) and isinstance(getattr(records, "goldens", None), list):
+        dataset = cast("Any", records)  # a DeepEval EvaluationDataset: its test cases, else its goldens
+        records = list(dataset.test_cases or dataset.goldens)
+        if not records:
+            raise InputError("the DeepEval EvaluationDataset has no test cases and no goldens")
     elif _fields(records) is not None:  # one sample or test case (a pydantic model iterates over its fields)
         records = [records]
     if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
         raise InputError(
-            "records must be a list of dicts, a pandas DataFrame, a RAGAS EvaluationDataset or a list of RAGAS "
-            "SingleTurnSamples or DeepEval LLMTestCases"
+            "records must be a list of dicts, a pandas DataFrame, a RAGAS or DeepEval EvaluationDataset or a list of "
+            "RAGAS SingleTurnSamples or DeepEval LLMTestCases or Goldens"
         )
     rows = []
     for i, given in enumerate(records):

@@ -61,6 +61,29 @@ class LLMTestCase(BaseModel):
     tags: list[str] | None = None
 
 
+class Golden(LLMTestCase):
+    source_file: str | None = None
+
+
+class DeepEvalDataset:
+    """DeepEval's EvaluationDataset (deepeval/dataset/dataset.py): goldens, and test cases added to it."""
+
+    def __init__(self, goldens: list[Golden] | None = None) -> None:
+        self._goldens = list(goldens or [])
+        self._llm_test_cases: list[LLMTestCase] = []
+
+    @property
+    def goldens(self) -> list[Golden]:
+        return self._goldens
+
+    @property
+    def test_cases(self) -> list[LLMTestCase]:
+        return self._llm_test_cases
+
+    def add_test_case(self, case: LLMTestCase) -> None:
+        self._llm_test_cases.append(case)
+
+
 # Metric classes by their real names (ragas.metrics, deepeval.metrics); resolution reads only the class name and
 # the public `mode` / `name` attributes.
 @dataclasses.dataclass
@@ -131,7 +154,8 @@ def test_a_deepeval_jsonl_imports_and_judges_as_its_ragas_twin(fresh_db, endpoin
 
 
 def test_ragas_samples_and_datasets_and_deepeval_test_cases_drop_into_evaluate(offline):
-    """An EvaluationDataset, a list of SingleTurnSamples or LLMTestCases, and one sample give the dicts' values."""
+    """A RAGAS EvaluationDataset, a list of SingleTurnSamples or LLMTestCases, a DeepEval EvaluationDataset (its test
+    cases, else its goldens) and one sample give the dicts' values."""
     metrics = METRICS.split(",")
     want = ragsql.evaluate([_ragas(r) for r in RECORDS], metrics=metrics, dataset="dicts").scores
     samples = [SingleTurnSample(**_ragas(r), persona_name="newcomer") for r in RECORDS]
@@ -140,6 +164,14 @@ def test_ragas_samples_and_datasets_and_deepeval_test_cases_drop_into_evaluate(o
     assert ragsql.evaluate(EvaluationDataset(samples), metrics=metrics, dataset="ragas-ds").scores == want
     assert ragsql.evaluate(samples, metrics=metrics, dataset="ragas-list").scores == want
     assert ragsql.evaluate(cases, metrics=metrics, dataset="deepeval").scores == want
+    with_cases = DeepEvalDataset([Golden(input="not read: the dataset has test cases")])
+    for case in cases:
+        with_cases.add_test_case(case)
+    assert ragsql.evaluate(with_cases, metrics=metrics, dataset="deepeval-ds").scores == want
+    goldens = DeepEvalDataset([Golden(**_deepeval(r), source_file="docs/faq.md") for r in RECORDS])
+    assert ragsql.evaluate(goldens, metrics=metrics, dataset="deepeval-goldens").scores == want
+    with pytest.raises(ragsql.InputError, match="the DeepEval EvaluationDataset has no test cases and no goldens"):
+        ragsql.evaluate(DeepEvalDataset(), metrics=metrics, dataset="deepeval-empty")
     one = ragsql.evaluate(samples[0], metrics=metrics, dataset="one")
     assert one.scores == ragsql.evaluate([_ragas(RECORDS[0])], metrics=metrics, dataset="one-dict").scores
     with psycopg.connect(offline) as conn:  # fields no metric reads are kept, not dropped

@@ -41,7 +41,7 @@ _KEPT = (
     *("multi_responses", "rubrics", "persona_name", "query_style", "query_length"),
     # DeepEval LLMTestCase (deepeval/test_case/llm_test_case.py) fields ragsql reads no value from
     *("additional_metadata", "tools_called", "expected_tools", "comments", "token_cost", "completion_time"),
-    *("flaky", "multimodal", "name", "tags", "custom_column_key_values"),
+    *("flaky", "multimodal", "name", "tags", "custom_column_key_values", "source_file"),  # source_file: Golden
     *("mcp_servers", "mcp_tools_called", "mcp_resources_called", "mcp_prompts_called"),
 )
 """Fields of RAGAS samples and DeepEval test cases that no metric reads: kept in the record's metadata, so their
