@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib
+import logging
 import mmap
 import os
 import struct
@@ -257,7 +258,20 @@ def _converted(weights: Path, model: _ModelFile) -> Path:
         import onnx
 
         onnx.save(_graph(model), str(fp32))
-        quantize_dynamic(str(fp32), str(staging), weight_type=QuantType.QInt8, per_channel=True)
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # quantize_dynamic's advice to pre-process is for graphs it did not build
+        try:
+            quantize_dynamic(
+                str(fp32),
+                str(staging),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                # MultiHeadAttention (com.microsoft) has no ONNX shape inference: its output is float
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
+        finally:
+            root.setLevel(level)
         os.replace(staging, target)
     finally:
         fp32.unlink(missing_ok=True)
