@@ -23,9 +23,10 @@ def main() -> None:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
                     exec(compile(block["code"], block["name"], "exec"), namespace)
-                except BaseException:  # noqa: B036 - a block's SystemExit or KeyboardInterrupt is its failure too
+                except BaseException as exc:  # a block's SystemExit or KeyboardInterrupt is its failure too
                     ok = False
-                    traceback.print_exc(file=err)
+                    # from the block's own frame: this loop's frame says nothing about the page
+                    traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next, file=err)
             results.write(json.dumps({"ok": ok, "out": out.getvalue(), "err": err.getvalue()}) + "\n")
             results.flush()
 

@@ -3,18 +3,22 @@
 The convention (docs pages and README.md):
 
 - a fenced block whose info string is `bash`, `shell` or `sh` runs with `bash -euo pipefail`, `python` in one
-  namespace per page (one interpreter per page), `sql` through psql on the page's database; the variables a shell
-  block exports and the folder it ends in carry over to the page's next shell blocks;
+  namespace per page (one interpreter per page), `sql` through psql (the embedded server's) on the page's database;
+  the variables a shell block exports and the folder it ends in carry over to the page's next shell blocks;
 - a `text` block separated from a runnable block only by blank lines is that block's expected output: its stdout
   (for Python, what the block printed), lines compared without trailing spaces, a line `...` matching any number of
   lines;
 - a runnable block that must not run has, as the paragraph right before it, an italic line starting
   `*Not run by the tests:` with the reason; a block in a disguised runnable language (`zsh`, `py`, `psql`, ...)
-  fails the page: name it `bash`, `python` or `sql` and run it, or say why not;
+  fails the page (name it `bash`, `python` or `sql` and run it, or say why not), and so does an unmarked one that
+  installs packages or runs the test suite (`pip install`, `pytest`, `sudo`, ...), which is never run;
 - every other info string (`console`, `json`, `toml`, `yaml`, `text`, none, ...) never runs;
+- each page runs in a fresh working folder whose entries link to the repository's (`sql/`, `ragsql/data/demo/`,
+  `tests/data/` resolve; what the page writes stays in the folder), with a fresh RAGSQL_HOME and its own database
+  (RAGSQL_DATABASE_URL) on the suite's server, `ragsql` and `psql` on PATH, no other RAGSQL_* or endpoint setting;
 - the page runs with no judge endpoint until a block (run or not) sets `OPENAI_BASE_URL` or
-  `RAGSQL_JUDGE_BASE_URL`; from that block on, OPENAI_BASE_URL and OPENAI_API_KEY name the project's fake
-  endpoint (tests/fake_openai.py), whatever the page exports.
+  `RAGSQL_JUDGE_BASE_URL`; from that block on, those and their API keys name the project's fake endpoint
+  (tests/fake_openai.py), whatever the page exports.
 """
 
 from __future__ import annotations
@@ -175,7 +179,7 @@ class Page:
         if outcome.code != 0:
             return [
                 f"{where}: the ```{block.lang} block exited {outcome.code}\n{_indent(block.code)}\n"
-                f"stderr (tail):\n{_indent(_tail(outcome.err))}\nstdout (tail):\n{_indent(_tail(outcome.out))}"
+                f"stderr:\n{_indent(_tail(outcome.err))}\nstdout:\n{_indent(_tail(outcome.out))}"
             ]
         if block.expected is None:
             return []
@@ -230,7 +234,8 @@ class Page:
             )
             os.close(write)
             self._results = os.fdopen(read, encoding="utf-8")
-        request = {"code": block.code, "name": f"{self.name}:{block.line}", "env": self.forced}
+        # padded so that a traceback's line numbers are the page's
+        request = {"code": "\n" * block.line + block.code, "name": self.name, "env": self.forced}
         assert self._python.stdin is not None
         self._python.stdin.write(json.dumps(request) + "\n")
         self._python.stdin.flush()
@@ -274,8 +279,12 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.rstrip("\n").split("\n"))
 
 
-def _tail(text: str, lines: int = 25) -> str:
-    return "\n".join(text.rstrip("\n").split("\n")[-lines:]) or "(empty)"
+def _tail(text: str, head: int = 8, tail: int = 20) -> str:
+    """The first and last lines of a long output (psql's ERROR line comes first, a traceback's last)."""
+    lines = text.rstrip("\n").split("\n")
+    if len(lines) > head + tail:
+        lines = [*lines[:head], f"... ({len(lines) - head - tail} lines)", *lines[-tail:]]
+    return "\n".join(lines) or "(empty)"
 
 
 def _psql() -> str:

@@ -23,10 +23,13 @@ def _param(path):
 
 @pytest.fixture(scope="module")
 def fake_endpoint():
+    """What a page's endpoint settings become once it points at an endpoint: the fake one, whichever it named."""
     from tests.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as fake:
-        yield {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "docs-example-key"}
+        key = "docs-example-key"
+        yield {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": key,
+               "RAGSQL_JUDGE_BASE_URL": fake.base_url, "RAGSQL_JUDGE_API_KEY": key}  # fmt: skip
 
 
 @pytest.mark.parametrize("path", [_param(p) for p in pages()])
@@ -187,10 +190,7 @@ def test_a_failing_or_differing_block_is_named_with_its_line(tmp_path, fake_endp
         Page(page, page_env(tmp_path / "home", bin_, "dbname=none"), cwd, "dbname=none", fake_endpoint).run()
     message = str(failed.value)
     assert f"2 example(s) of {page} failed" in message
-    assert (
-        f"{page}:1: the ```bash block exited 3\n    echo out; echo boom >&2; exit 3\nstderr (tail):\n    boom"
-        in message
-    )
+    assert f"{page}:1: the ```bash block exited 3\n    echo out; echo boom >&2; exit 3\nstderr:\n    boom" in message
     assert f"{page}:5: the output of the ```python block differs from the one shown at line 9" in message
     assert f"--- {page}:9 (shown)\n+++ {page}:5 (printed)" in message
     assert "-shown\n-...\n+printed" in message
