@@ -151,6 +151,7 @@ class Page:
     database_url: str
     endpoint: dict[str, str]
     forced: dict[str, str] = field(default_factory=dict)
+    timeout: float = BLOCK_TIMEOUT
     _python: subprocess.Popen | None = None
     _results: object = None
 
@@ -218,7 +219,7 @@ class Page:
             f"pwd > {shlex.quote(str(state / 'cwd'))}"
         )
         script = "\n".join([*prelude, f"trap {shlex.quote(save)} EXIT", block.code])
-        return _outcome(["bash", "-euo", "pipefail", "-c", script], self.cwd, self.env)
+        return _outcome(["bash", "-euo", "pipefail", "-c", script], self.cwd, self.env, self.timeout)
 
     def _py(self, block: Block) -> Outcome:
         """The block in the page's interpreter (started at its first Python block)."""
@@ -241,7 +242,7 @@ class Page:
         self._python.stdin.flush()
         reply = self._results.readline()  # type: ignore[union-attr]
         if not reply:
-            return Outcome(self._python.wait(timeout=BLOCK_TIMEOUT) or 1, "", "the page's Python interpreter died")
+            return Outcome(self._python.wait(timeout=self.timeout) or 1, "", "the page's Python interpreter died")
         result = json.loads(reply)
         return Outcome(0 if result["ok"] else 1, result["out"], result["err"])
 
@@ -250,7 +251,7 @@ class Page:
         script = self.cwd.parent / f"block-{block.line}.sql"
         script.write_text(block.code, encoding="utf-8")
         command = [_psql(), "-X", "-v", "ON_ERROR_STOP=1", "-P", "pager=off", "-f", str(script), self.database_url]
-        return _outcome(command, self.cwd, self.env)
+        return _outcome(command, self.cwd, self.env, self.timeout)
 
     def close(self) -> None:
         if self._python is not None:
@@ -261,17 +262,17 @@ class Page:
             self._python = None
 
 
-def _outcome(command: list[str], cwd: Path, env: dict[str, str]) -> Outcome:
-    """What `command` printed and its exit code; past BLOCK_TIMEOUT its whole process group is killed."""
+def _outcome(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Outcome:
+    """What `command` printed and its exit code; past `timeout` seconds its whole process group is killed."""
     with subprocess.Popen(
         command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     ) as process:
         try:
-            out, err = process.communicate(timeout=BLOCK_TIMEOUT)
+            out, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             out, err = process.communicate()
-            return Outcome(-9, out, err + f"\n(killed after {BLOCK_TIMEOUT} s)")
+            return Outcome(-9, out, err + f"\n(killed after {timeout} s)")
     return Outcome(process.returncode, out, err)
 
 

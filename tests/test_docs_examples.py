@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
@@ -194,3 +197,21 @@ def test_a_failing_or_differing_block_is_named_with_its_line(tmp_path, fake_endp
     assert f"{page}:5: the output of the ```python block differs from the one shown at line 9" in message
     assert f"--- {page}:9 (shown)\n+++ {page}:5 (printed)" in message
     assert "-shown\n-...\n+printed" in message
+
+
+def test_a_block_past_its_time_is_killed_with_its_children(tmp_path, fake_endpoint):
+    """A block that outlives the timeout fails, and the processes it started are killed with it."""
+    page, pid = tmp_path / "slow.md", tmp_path / "pid"
+    page.write_text(f"```bash\nsleep 300 & echo $! > {pid}\nwait\n```\n", encoding="utf-8")
+    cwd, bin_ = workspace(tmp_path)
+    env = page_env(tmp_path / "home", bin_, "dbname=none")
+    with pytest.raises(AssertionError, match=r"slow.md:1: the ```bash block exited -9[\s\S]*killed after 2 s"):
+        Page(page, env, cwd, "dbname=none", fake_endpoint, timeout=2).run()
+    child = int(pid.read_text(encoding="utf-8"))
+    for _ in range(50):  # reaped by init a moment after the kill
+        stat = Path(f"/proc/{child}/stat")
+        if not stat.exists() or stat.read_text(encoding="utf-8").split()[2] == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the block's child {child} outlived it")
