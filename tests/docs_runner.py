@@ -4,7 +4,8 @@ The convention (docs pages and README.md):
 
 - a fenced block whose info string is `bash`, `shell` or `sh` runs with `bash -euo pipefail`, `python` in one
   namespace per page (one interpreter per page), `sql` through psql (the embedded server's) on the page's database;
-  the variables a shell block exports and the folder it ends in carry over to the page's next shell blocks;
+  the variables a shell block exports and the folder it ends in carry over to the page's next shell blocks (not to
+  its Python, which sees the page's environment, as a notebook started beside the shell would);
 - a `text` block separated from a runnable block only by blank lines is that block's expected output: its stdout
   (for Python, what the block printed), lines compared without trailing spaces, a line `...` matching any number of
   lines;
@@ -31,7 +32,6 @@ import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -337,6 +337,16 @@ def page_env(home: Path, bin_: Path, database_url: str) -> dict[str, str]:
     }
 
 
-def iter_examples(text: str) -> Iterator[Block]:
-    """The runnable blocks of a page, run or not (for counting)."""
-    return (b for b in blocks(text) if b.lang in RUNNABLE)
+def census() -> list[tuple[str, int, int, int]]:
+    """Per page: its examples (runnable blocks), how many the tests run, and how many of those show their output."""
+    rows = []
+    for path in pages():
+        examples = [b for b in blocks(path.read_text(encoding="utf-8")) if b.lang in RUNNABLE]
+        run = [b for b in examples if not b.skipped and not UNSAFE.search(b.code)]
+        rows.append((str(path.relative_to(ROOT)), len(examples), len(run), sum(b.expected is not None for b in run)))
+    return rows
+
+
+if __name__ == "__main__":  # python -m tests.docs_runner: the counts, for the docs' own statement of them
+    for name, examples, run, shown in census():
+        print(f"{name}: {examples} examples, {run} run by the tests, {shown} of them with their output shown")
