@@ -97,3 +97,14 @@ def test_a_taken_run_name_says_which_dataset_holds_it(fresh_db, capsys, tmp_path
         capsys, "import", "trec", "--dataset", "second", "--qrels", str(qrels), "--file", str(run), "--run", "taken"
     )
     assert code == 1 and 'run "taken" already exists, in dataset "first"' in err
+
+
+def test_list_counts_one_run_in_the_singular(fresh_db, capsys, tmp_path):
+    """`ragsql list runs` of one run is titled "1 run", of none "0 runs"."""
+    assert run_cli(capsys, "list", "runs")[1].split("\n")[0].strip() == "0 runs"
+    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
+    qrels.write_text("t1 0 d1 1\n", encoding="utf-8")
+    run.write_text("t1 Q0 d1 1 1.0 x\n", encoding="utf-8")
+    args = ("import", "trec", "--dataset", "d", "--qrels", str(qrels), "--file", str(run), "--run", "only")
+    assert run_cli(capsys, *args)[0] == 0
+    assert run_cli(capsys, "list", "runs")[1].split("\n")[0].strip() == "1 run"

@@ -75,6 +75,17 @@ def test_export_is_a_seeded_sample_with_the_judges_values_and_verdicts(demo, cap
     assert all(r["label"] == "" for r in rows) and any(r["item"] for r in rows)
 
 
+def test_export_to_a_file_counts_what_it_wrote(demo, capsys, tmp_path):
+    """The line on stderr counts the queries of the sheet, one in the singular."""
+    for n, said in ((1, "1 query"), (2, "2 queries")):
+        sheet = tmp_path / f"sheet{n}.jsonl"
+        code, _, err = run_cli(
+            capsys, "review", "export", "--run", "demo-bm25", "--sample", str(n), "--output", str(sheet)
+        )
+        assert code == 0 and err == f"wrote {said} to review to {sheet}\n"
+        assert len(sheet.read_text(encoding="utf-8").splitlines()) == n
+
+
 def test_import_then_agreement_equals_scikit_learn_and_scipy(demo, capsys, tmp_path):
     path = write(tmp_path, "alice.jsonl", fill(export(capsys, "--sample", "16"), seed=1))
     before = labels(demo)

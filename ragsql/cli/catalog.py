@@ -31,11 +31,11 @@ def _iso(rows: list[dict]) -> list[dict]:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def list_command(kind: str, fmt: str) -> None:
     """List the runs, datasets or corpora stored, with what each holds."""
-    _, read, columns = KINDS[kind]
+    one, read, columns = KINDS[kind]
     with db.connect() as conn:
         db.ensure_schema(conn)
         rows = _iso(read(conn))
-    render(rows, columns, fmt, title=f"{len(rows)} {kind}")
+    render(rows, columns, fmt, title=f"{len(rows)} {one if len(rows) == 1 else kind}")
 
 
 @click.group("show")

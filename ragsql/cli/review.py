@@ -67,7 +67,7 @@ def export_command(
         click.echo(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {len(sheet)} queries to review to {output}", err=True)
+        click.echo(f"wrote {len(sheet)} {'query' if len(sheet) == 1 else 'queries'} to review to {output}", err=True)
 
 
 @review_group.command("import")
