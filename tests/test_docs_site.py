@@ -3,6 +3,7 @@ renders in headless Chromium with no console message."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,11 @@ def test_every_page_renders_with_no_console_message(site):
         dom, console = render(page)
         assert "<article" in dom, page
         assert console == [], f"{page.relative_to(site)}: {console}"
+
+
+def test_readme_is_a_short_start_without_history():
+    """The README stays a first screen: at most ~250 lines, no issue numbers; the rest lives in docs/."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250
+    assert not re.search(r"\bissues? #?\d+", readme, flags=re.I)
+    assert "ragsql demo" in readme and "docs/benchmarks.md" in readme
