@@ -14,7 +14,7 @@ __all__ = [
     "UsageError",
 ]
 
-# The exit codes every command keeps (README "Exit codes", `ragsql --help`).
+# The exit codes every command keeps (docs/guides/ci.md "Scheduled jobs", `ragsql --help`).
 EXIT_CODES = {
     0: "ok",
     1: "error: bad data, an unknown run/dataset/corpus, a database or endpoint failure, nothing to do",

@@ -24,6 +24,7 @@ from tests.dropping_proxy import dropping_proxy
 from tests.loading import load_trec
 
 ROOT = Path(__file__).resolve().parents[1]
+SCHEDULED_JOBS = "docs/guides/ci.md"  # the exit codes and each batch step's JSON keys, section "Scheduled jobs"
 EXAMPLE = ROOT / "ragsql" / "data" / "example_evalset.jsonl"
 RUNS = [f"r{i:02d}" for i in range(12)]  # more runs than an "unknown run" message lists
 
@@ -63,14 +64,15 @@ def no_database(monkeypatch):
     return port
 
 
-def test_exit_code_table_is_in_help_and_readme(capsys):
-    """`ragsql --help` and the README list the same exit codes: 0-4, and 130/143 for a signal."""
+def test_exit_code_table_is_in_help_and_the_docs(capsys):
+    """`ragsql --help` and the CI guide (docs/guides/ci.md, "Scheduled jobs") list the same exit codes: 0-4, and
+    130/143 for a signal."""
     code, out, _ = run_cli(capsys, "--help")
     assert code == 0
     for number, meaning in EXIT_CODES.items():
         assert f"  {number}  {meaning}" in out
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = dict(re.findall(r"^\| (\d+) \| (\S[^|]*?) \|$", readme, flags=re.M))
+    guide = (ROOT / SCHEDULED_JOBS).read_text(encoding="utf-8")
+    table = dict(re.findall(r"^\| (\d+) \| (\S[^|]*?) \|$", guide, flags=re.M))
     assert sorted(table, key=int) == ["0", "1", "2", "3", "4", "130", "143"]
     for number, meaning in EXIT_CODES.items():
         assert re.split("[:;]", table[str(number)])[0] == re.split("[:;]", meaning)[0]
@@ -186,10 +188,10 @@ def _json(capsys, *args: str) -> dict:
 
 
 def _documented_keys() -> dict[str, list[str]]:
-    """README "Scheduled jobs": command -> the keys its --format json object lists."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The CI guide's "Scheduled jobs": command -> the keys its --format json object lists."""
+    guide = (ROOT / SCHEDULED_JOBS).read_text(encoding="utf-8")
     shapes = {}
-    for command, keys in re.findall(r"^- `ragsql ([a-z |-]+?) --format json`: (.*)$", readme, flags=re.M):
+    for command, keys in re.findall(r"^- `ragsql ([a-z |-]+?) --format json`: (.*)$", guide, flags=re.M):
         shapes[command] = re.findall(r"(?:^|, )`([a-z_]+)`", keys)
     return shapes
 
@@ -207,7 +209,7 @@ def _labelled_sheet(capsys, tmp_path, run: str) -> Path:
 def test_every_batch_step_prints_the_documented_json_object(contract, capsys, tmp_path):
     """ingest, import (jsonl, csv, trec), retrieve, generate, judge (and its dry run), check, review import, db
     status, fuse, aspect add / remove and rubric add / remove print one JSON
-    object on stdout whose keys are exactly those the README lists."""
+    object on stdout whose keys are exactly those the CI guide lists."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "x.txt").write_text("Embeddings are vectors.\n", encoding="utf-8")

@@ -40,7 +40,7 @@ def format_option(choices: Sequence[str] = REPORT_FORMATS):
         type=click.Choice(choices),
         default="table",
         show_default=True,
-        help="table for people; json: one object on stdout (README: JSON output).",
+        help="table for people; json: one object on stdout (docs/guides/ci.md: Scheduled jobs).",
     )
 
 

@@ -178,7 +178,7 @@ def ensure_schema(conn: psycopg.Connection) -> None:
     except psycopg.errors.InsufficientPrivilege as exc:
         raise SchemaError(
             f"{conn.info.user} may not read schema ragsql: a DBA grants ragsql_writer (or "
-            "ragsql_reader) to it, see the README's Roles"
+            "ragsql_reader) to it, see Roles in docs/guides/sql.md"
         ) from exc
     if row is not None and row[0] == fingerprint():
         return

@@ -49,7 +49,7 @@ RUN_TABLES = [
     "rubric_verdict",
     "yes_no_verdict",
 ]
-# generation metrics that run on the distributed layout today (README, "Scale out on Citus": what does not yet)
+# generation metrics that run on the distributed layout today (docs/guides/citus.md: what does not yet)
 GENERATION = [
     "faithfulness",
     "contradiction_rate",
