@@ -12,16 +12,8 @@ from psycopg.conninfo import conninfo_to_dict
 from tests.conftest import _clone, _with_dbname, drop_database
 from tests.docs_runner import ROOT, Page, blocks, matches, page_env, pages, problems, workspace
 
-README_PENDING = (
-    "README.md is being rewritten for issue 29: today's examples read files (qrels.txt, evalset.jsonl, docs/) and "
-    "runs (v1, hybrid, release) that nothing before them creates"
-)
-
-
 def _param(path):
-    name = str(path.relative_to(ROOT))
-    marks = [pytest.mark.xfail(reason=README_PENDING, strict=False)] if name == "README.md" else []
-    return pytest.param(path, id=name, marks=marks)
+    return pytest.param(path, id=str(path.relative_to(ROOT)))
 
 
 @pytest.fixture(scope="module")
