@@ -12,6 +12,7 @@ from psycopg.conninfo import conninfo_to_dict
 from tests.conftest import _clone, _with_dbname, drop_database
 from tests.docs_runner import ROOT, Page, blocks, matches, page_env, pages, problems, workspace
 
+
 def _param(path):
     return pytest.param(path, id=str(path.relative_to(ROOT)))
 
