@@ -40,7 +40,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from import_speed import write_files  # noqa: E402  (bench/ is scripts, not a package)
+from import_speed import import_trec, write_files  # noqa: E402  (bench/ is scripts, not a package)
 
 EXAMPLE = ROOT / "ragsql" / "data" / "example_evalset.jsonl"
 DEMO = ROOT / "ragsql" / "data" / "demo"
@@ -181,19 +181,7 @@ def main() -> None:
         jsonl = queue_run(folder, 500)
         for name, url in sides.items():
             r = result[name]
-            r["import trec (s)"] = ragsql(
-                url,
-                "import",
-                "trec",
-                "--dataset",
-                "bench",
-                "--qrels",
-                str(qrels),
-                "--run",
-                str(run),
-                "--run-name",
-                "bench",
-            )
+            r["import trec (s)"] = ragsql(url, *import_trec(qrels, run))
             r["metrics, 14 measures (s)"] = statistics.median(
                 ragsql(url, "metrics", "--run", "bench") for _ in range(args.runs)
             )

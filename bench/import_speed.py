@@ -118,23 +118,14 @@ def digest(url: str) -> tuple[int, str]:
         ).fetchone()
 
 
+def import_trec(qrels: Path, run: Path) -> list[str]:
+    """The `ragsql` arguments that import the files of `write_files` as dataset and run "bench"."""
+    return ["import", "trec", "--dataset", "bench", "--qrels", str(qrels), "--run", str(run), "--run-name", "bench"]
+
+
 def import_once(tree: Path, url: str, home: Path, qrels: Path, run: Path, rows: int) -> tuple[float, float]:
     """(seconds, peak MB) of one `ragsql import trec` of the run."""
-    seconds, out, peak = _ragsql(
-        tree,
-        url,
-        home,
-        "import",
-        "trec",
-        "--dataset",
-        "bench",
-        "--qrels",
-        str(qrels),
-        "--run",
-        str(run),
-        "--run-name",
-        "bench",
-    )
+    seconds, out, peak = _ragsql(tree, url, home, *import_trec(qrels, run))
     if f"{rows} results" not in out:
         sys.exit(f"unexpected summary from {tree}: {out.strip()}")
     return seconds, peak

@@ -41,6 +41,7 @@ import threading
 import time
 import warnings
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -686,6 +687,11 @@ def _analyse(url: str, logs: list[dict[str, Any]], killed: set[str], report: Rep
 # -- the report -----------------------------------------------------------------------------------------------
 
 
+def _slashed(counts: Mapping[str, int], *keys: str) -> str:
+    """The counts of `keys` (0 where absent) as "1,234 / 5 / 0"."""
+    return " / ".join(f"{counts.get(k, 0):,}" for k in keys)
+
+
 def rows(report: Report) -> list[tuple[str, str, str]]:
     """(measure, value, goal) rows of the soak table."""
     f, p1 = report.final, report.after_phase1
@@ -694,21 +700,21 @@ def rows(report: Report) -> list[tuple[str, str, str]]:
         ("tasks (samples x 10 kinds)", f"{report.tasks:,} ({report.samples:,} x {len(KINDS)})", ""),
         (
             "after the faulty phase: done / failed / pending / running",
-            f"{p1.get('done', 0):,} / {p1.get('failed', 0):,} / {p1.get('pending', 0):,} / {p1.get('running', 0):,}",
+            _slashed(p1, "done", "failed", "pending", "running"),
             "",
         ),
         ("  of which running under a process that exited (not the killed one)", f"{report.running_after_exit:,}", "0"),
         (
             "after the clean re-run: done / failed / pending",
-            f"{f.get('done', 0):,} / {f.get('failed', 0):,} / {f.get('pending', 0):,}",
+            _slashed(f, "done", "failed", "pending"),
             "all done",
         ),
         ("lost tasks (neither done, failed nor pending)", f"{report.lost:,}", "0"),
         ("tasks left running", f"{report.running:,}", "0"),
-        ("chat requests sent / unique requests", f"{c['requests sent']:,} / {c['unique requests']:,}", ""),
+        ("chat requests sent / unique requests", _slashed(c, "requests sent", "unique requests"), ""),
         (
             "  answered 429 / 5xx / no answer (timeout) / prose",
-            f"{c['answered 429']:,} / {c['answered 5xx']:,} / {c['timed out']:,} / {c['answered in prose']:,}",
+            _slashed(c, "answered 429", "answered 5xx", "timed out", "answered in prose"),
             "",
         ),
         ("  requests sent more than once (retries included)", f"{c['sent more than once']:,}", ""),
@@ -722,20 +728,19 @@ def rows(report: Report) -> list[tuple[str, str, str]]:
         ("  requests sent after their reply was stored", f"{c['sent after stored']:,}", "0"),
         (
             "  judge_call chat rows: ok / failed (ok twice)",
-            f"{report.calls_table['chat rows ok']:,} / {report.calls_table['chat rows failed']:,} "
-            f"({report.calls_table['ok rows stored twice']})",
+            _slashed(report.calls_table, "chat rows ok", "chat rows failed")
+            + f" ({report.calls_table['ok rows stored twice']})",
             "",
         ),
         ("  unique requests whose reply is stored", f"{c['unique requests stored ok']:,}", ""),
         (
             "embedding requests / texts sent / unique texts",
-            f"{e['requests sent']:,} / {e['texts sent']:,} / {e['unique texts']:,}",
+            _slashed(e, "requests sent", "texts sent", "unique texts"),
             "",
         ),
         (
             "  answered 429 / 5xx / no answer (timeout) / wrong shape",
-            f"{e['answered 429']:,} / {e['answered 5xx']:,} / {e['timed out']:,} / "
-            f"{e['answered with the wrong shape']:,}",
+            _slashed(e, "answered 429", "answered 5xx", "timed out", "answered with the wrong shape"),
             "",
         ),
         (

@@ -324,6 +324,17 @@ def endpoint(monkeypatch):
         yield fake
 
 
+# RAGAS's later metrics (two-pass ratings, entities, claims, per-context support, rubrics) by their judge names
+RAGAS_LATER = (
+    "response_groundedness",
+    "nv_context_relevance",
+    "context_entity_recall",
+    "factual_correctness",
+    "noise_sensitivity",
+    "rubrics_score",
+)
+
+
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     """`ragsql ARGS` in this process: exit code, stdout, stderr (of this command only)."""
     from ragsql.cli import main
@@ -332,6 +343,25 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def cli_json(capsys, *args: str):
+    """`ragsql ARGS --format json` as `run_cli`, asserted to exit 0 (stderr the message): its output parsed."""
+    code, out, err = run_cli(capsys, *args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def compare_rows(
+    capsys, measures: str, *options: str, runs: Sequence[str] = ("demo-bm25", "demo-vector")
+) -> dict[str, dict]:
+    """`ragsql compare RUNS --measures MEASURES OPTIONS` as `cli_json`: its rows by measure."""
+    return {r["measure"]: r for r in cli_json(capsys, "compare", *runs, "--measures", measures, *options)}
+
+
+def judge_cli(capsys, run: str, metrics: str, *options: str) -> tuple[int, str, str]:
+    """`ragsql judge --run RUN --metrics METRICS OPTIONS`: as `run_cli`."""
+    return run_cli(capsys, "judge", "--run", run, "--metrics", metrics, *options)
 
 
 def retrieve_cli(

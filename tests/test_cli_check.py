@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -26,6 +27,11 @@ def values(url: str, run: str) -> dict[str, float]:
             (run, run),
         ).fetchall()
     return dict(rows)
+
+
+def check_vector(capsys, report: Path, *options: str) -> tuple[int, str, str]:
+    """`ragsql check --run demo-vector OPTIONS --junit REPORT`: as `run_cli`."""
+    return run_cli(capsys, "check", "--run", "demo-vector", *options, "--junit", str(report))
 
 
 def test_gates_that_hold_exit_0_and_json_reports_each(demo, capsys):
@@ -60,11 +66,9 @@ def test_a_failed_gate_exits_4_with_one_line_each_and_a_junit_report(demo, capsy
     test case per gate and a failure element for each failed one."""
     v = values(demo, "demo-vector")
     report = tmp_path / "gates.xml"
-    code, out, err = run_cli(
+    code, out, err = check_vector(
         capsys,
-        "check",
-        "--run",
-        "demo-vector",
+        report,
         "--baseline",
         "demo-bm25",
         "--min",
@@ -73,8 +77,6 @@ def test_a_failed_gate_exits_4_with_one_line_each_and_a_junit_report(demo, capsy
         "MAP=0.0001",
         "--resamples",
         "1000",
-        "--junit",
-        str(report),
     )
     assert code == 4
     failed = [line for line in err.splitlines() if line.startswith("ragsql: gate failed:")]
@@ -173,19 +175,7 @@ def test_every_gate_given_is_checked_so_combined_gates_are_never_weaker(demo, ca
     twice: the impossible gate fails whichever comes last, exit 4, both in the JSON and the JUnit report (issue 26:
     only the last gate per measure was kept, and `--min nDCG@10=1.1 --min nDCG@10=0.1` exited 0)."""
     report = tmp_path / "gates.xml"
-    code, out, err = run_cli(
-        capsys,
-        "check",
-        "--run",
-        "demo-vector",
-        *gates,
-        "--resamples",
-        "200",
-        "--format",
-        "json",
-        "--junit",
-        str(report),
-    )
+    code, out, err = check_vector(capsys, report, *gates, "--resamples", "200", "--format", "json")
     assert code == 4, err
     got = json.loads(out)
     assert got["passed"] is False

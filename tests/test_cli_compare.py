@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from ragsql.cli.compare import COLUMNS, PPI_COLUMNS
-from tests.conftest import judged_demo, run_cli
+from tests.conftest import compare_rows, judged_demo, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -80,23 +80,7 @@ def test_several_runs_table_marks_significance_and_shows_what_changed(demo, caps
 
 def test_per_query_lists_the_queries_that_moved_most_by_direction(demo, capsys):
     """--per-query JSON adds top_improved / top_regressed; contradiction_rate improves when it falls."""
-    code, out, err = run_cli(
-        capsys,
-        "compare",
-        "demo-bm25",
-        "demo-vector",
-        "--measures",
-        "nDCG@10 contradiction_rate",
-        "--per-query",
-        "--top",
-        "3",
-        "--resamples",
-        "500",
-        "--format",
-        "json",
-    )
-    assert code == 0, err
-    rows = {r["measure"]: r for r in json.loads(out)}
+    rows = compare_rows(capsys, "nDCG@10 contradiction_rate", "--per-query", "--top", "3", "--resamples", "500")
     ndcg = rows["nDCG@10"]
     assert 0 < len(ndcg["top_regressed"]) <= 3 and all(q["diff"] < 0 for q in ndcg["top_regressed"])
     assert all(q["diff"] > 0 for q in ndcg["top_improved"]) and all(q["question"] for q in ndcg["top_regressed"])

@@ -57,6 +57,14 @@ def values(url: str, run: str) -> list[float]:
         return [conn.execute("select value from ragsql.measure(%s, %s)", (run, m)).fetchone()[0] for m in MEASURES]
 
 
+def partitions(conn: psycopg.Connection, run_id: int) -> list[tuple[str, int]]:
+    """The tables of ragsql.run_result that hold the run's rows, with their row counts."""
+    return conn.execute(
+        "select r.tableoid::regclass::text, count(*) from ragsql.run_result as r where r.run_id = %s group by 1",
+        (run_id,),
+    ).fetchall()
+
+
 def in_thread(work: Callable[[], object]) -> tuple[threading.Thread, dict]:
     """`work` started in a thread; the dict gets its "result" or "error" and the "seconds" it took."""
     outcome: dict = {}
@@ -118,10 +126,7 @@ def test_import_waiting_to_attach_never_queues_readers_of_other_runs(runs, long_
         assert "error" not in imported and "seconds" in imported, imported
     with psycopg.connect(url) as conn:
         run_id = conn.execute("select id from ragsql.run where name = 'B'").fetchone()[0]
-        partition = conn.execute(
-            "select r.tableoid::regclass::text, count(*) from ragsql.run_result as r where r.run_id = %s group by 1",
-            (run_id,),
-        ).fetchall()
+        partition = partitions(conn, run_id)
     assert partition == [(f"ragsql.run_result_r{run_id}", 1200)]
     assert values(url, "B") == values(url, "B0") and None not in values(url, "B0")
 
@@ -242,10 +247,7 @@ def test_replacing_a_run_never_locks_run_result_while_it_loads(runs, long_reader
         assert conn.execute("select to_regclass(%s)", (f"ragsql.run_result_r{old_id}",)).fetchone()[0] is None
         assert conn.execute("select count(*) from ragsql.run_result where run_id = %s", (old_id,)).fetchone()[0] == 0
         assert conn.execute("select count(*) from ragsql.run where name not in ('A', 'B0', 'C')").fetchone()[0] == 0
-        partition = conn.execute(
-            "select r.tableoid::regclass::text, count(*) from ragsql.run_result as r where r.run_id = %s group by 1",
-            (new_id,),
-        ).fetchall()
+        partition = partitions(conn, new_id)
     assert partition == [(f"ragsql.run_result_r{new_id}", 1200)]
     assert values(url, "B0") == values(url, "C") and None not in values(url, "C")
     assert values(url, "C") != old_values

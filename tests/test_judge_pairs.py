@@ -120,18 +120,20 @@ def test_duplicate_ids_and_empty_files_are_refused(offline_db, capsys, tmp_path)
     assert code == 1 and "no pair in the file" in err
 
 
+def english_faithfulness() -> str:
+    """The lines of the bundled dev pairs that are faithfulness pairs in English."""
+    return "".join(
+        line + "\n"
+        for line in DEV.read_text("utf-8").splitlines()
+        if '"metric": "faithfulness"' in line and '"language": "en"' in line
+    )
+
+
 def test_an_llm_judge_is_checked_through_the_client_and_a_second_check_is_free(
     offline_db, capsys, tmp_path, monkeypatch
 ):
     small = tmp_path / "pairs.jsonl"
-    small.write_text(
-        "".join(
-            line + "\n"
-            for line in DEV.read_text("utf-8").splitlines()
-            if '"metric": "faithfulness"' in line and '"language": "en"' in line
-        ),
-        "utf-8",
-    )
+    small.write_text(english_faithfulness(), "utf-8")
     with FakeOpenAI() as fake:
         use_judge(monkeypatch, fake)
         code, out, err = run_cli(capsys, "judge-check", str(small), "--format", "json", "--embedder", "offline")
@@ -180,15 +182,7 @@ def test_a_metric_with_no_value_has_no_accuracy_and_fails_the_gate(offline_db, c
     from ragsql.llm import send
 
     small = tmp_path / "pairs.jsonl"
-    small.write_text(
-        "".join(
-            line + "\n"
-            for line in DEV.read_text("utf-8").splitlines()
-            if '"metric": "faithfulness"' in line and '"language": "en"' in line
-        )[:4000].rsplit("\n", 1)[0]
-        + "\n",
-        "utf-8",
-    )
+    small.write_text(english_faithfulness()[:4000].rsplit("\n", 1)[0] + "\n", "utf-8")
     pairs = len(small.read_text("utf-8").splitlines())
     monkeypatch.setattr(send, "DEFAULT_BACKOFF", (0.01, 0.05))
     with FakeOpenAI() as fake:

@@ -9,17 +9,9 @@ import json
 import psycopg
 import pytest
 
-from tests.conftest import run_cli, use_judge
+from tests.conftest import RAGAS_LATER, cli_json, judge_cli, run_cli, use_judge
 from tests.fake_openai import FakeOpenAI, default_responder
 
-RAGAS = [
-    "response_groundedness",
-    "nv_context_relevance",
-    "context_entity_recall",
-    "factual_correctness",
-    "noise_sensitivity",
-    "rubrics_score",
-]
 METRICS = [
     "response_groundedness",
     "nv_context_relevance",
@@ -57,7 +49,7 @@ def _values(url: str, metric: str, run: str = "ex") -> dict[str, tuple]:
 def test_endpoint_judges_every_ragas_metric_and_stores_every_verdict(example_run, endpoint, capsys):
     """Through the real openai client: every new metric has a value for each of the 12 queries, in [0, 1], and
     equals the formula recomputed here from the stored verdicts."""
-    code, out, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", " ".join(RAGAS), "--format", "json")
+    code, out, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", " ".join(RAGAS_LATER), "--format", "json")
     assert code == 0, err
     for metric in METRICS:
         values = _values(example_run, metric)
@@ -129,7 +121,7 @@ def _prose_for(task: str):
     return respond
 
 
-@pytest.mark.parametrize("kind", RAGAS)
+@pytest.mark.parametrize("kind", RAGAS_LATER)
 def test_prose_reply_gives_null_with_a_reason_not_a_crash(example_run, kind, capsys, monkeypatch):
     """A judge that answers a new task kind's prompt in prose: the task fails, each metric of the kind is NULL for
     every query with the reason naming the invalid reply, and the command exits 3 (some tasks failed)."""
@@ -171,7 +163,7 @@ def test_one_failed_pass_leaves_the_other_as_ragas_does(example_run, capsys, mon
 
 def test_offline_judge_gives_every_new_metric_labelled_offline(example_run, capsys):
     """No endpoint: the offline judge's verdicts fill every new metric, and scores labels them OFFLINE."""
-    code, _, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", " ".join(RAGAS))
+    code, _, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", " ".join(RAGAS_LATER))
     assert code == 0, err
     code, out, err = run_cli(capsys, "scores", "--run", "ex", "--format", "json")
     assert code == 0, err
@@ -184,45 +176,20 @@ def test_offline_judge_gives_every_new_metric_labelled_offline(example_run, caps
 def test_metrics_and_scores_reach_the_new_metrics_and_bad_names_are_one_line(example_run, capsys):
     """`ragsql judge --metrics` takes the metrics' own names too; `ragsql metrics --measures` and `ragsql scores
     --per-query` show the new metrics' values (equal to SQL); mixing them with retrieval measures is one line."""
-    code, out, err = run_cli(
-        capsys,
-        "judge",
-        "--run",
-        "ex",
-        "--metrics",
-        "factual_correctness(mode=f1) noise_sensitivity(mode=irrelevant)",
-        "--format",
-        "json",
+    judged = cli_json(
+        capsys, "judge", "--run", "ex", "--metrics", "factual_correctness(mode=f1) noise_sensitivity(mode=irrelevant)"
     )
-    assert code == 0 and json.loads(out)["metrics"] == ["factual_correctness", "noise_sensitivity"], err
-    code, out, err = run_cli(
-        capsys,
-        "metrics",
-        "--run",
-        "ex",
-        "--measures",
-        "factual_correctness(mode=f1), noise_sensitivity(mode=irrelevant)",
-        "--format",
-        "json",
-    )
-    assert code == 0, err
-    got = {r["measure"]: r for r in json.loads(out)}
+    assert judged["metrics"] == ["factual_correctness", "noise_sensitivity"]
+    measures = "factual_correctness(mode=f1), noise_sensitivity(mode=irrelevant)"
+    got = {r["measure"]: r for r in cli_json(capsys, "metrics", "--run", "ex", "--measures", measures)}
     for metric in ("factual_correctness(mode=f1)", "noise_sensitivity(mode=irrelevant)"):
         values = [v for v, _ in _values(example_run, metric).values() if v is not None]
         assert got[metric]["value"] == pytest.approx(sum(values) / len(values))
         assert got[metric]["covered"] == len(values) and got[metric]["queries"] == 12
-    code, out, _ = run_cli(
-        capsys,
-        "metrics",
-        "--run",
-        "ex",
-        "--measures",
-        "noise_sensitivity(mode=relevant)",
-        "--per-query",
-        "--format",
-        "json",
+    assert (
+        len(cli_json(capsys, "metrics", "--run", "ex", "--measures", "noise_sensitivity(mode=relevant)", "--per-query"))
+        == 12
     )
-    assert code == 0 and len(json.loads(out)) == 12
     code, out, _ = run_cli(capsys, "scores", "--run", "ex", "--per-query", "--format", "json")
     assert {r["measure"] for r in json.loads(out)} >= {
         "factual_correctness(mode=precision)",
@@ -237,20 +204,7 @@ def test_atomicity_and_coverage_are_stored_with_the_claims(example_run, capsys):
     the SQL function reads either."""
     assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "factual_correctness")[0] == 0
     assert (
-        run_cli(
-            capsys,
-            "judge",
-            "--run",
-            "ex",
-            "--metrics",
-            "factual_correctness",
-            "--again",
-            "--atomicity",
-            "high",
-            "--coverage",
-            "high",
-        )[0]
-        == 0
+        judge_cli(capsys, "ex", "factual_correctness", "--again", "--atomicity", "high", "--coverage", "high")[0] == 0
     )
     versions = {
         v

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.conftest import run_cli, use_judge
+from tests.conftest import cli_json, run_cli, use_judge
 from tests.fake_openai import FakeOpenAI, default_responder
 
 EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
@@ -43,22 +43,9 @@ def _values(url: str, run: str, metric: str) -> dict[str, float | None]:
 
 def test_three_repeats_store_three_verdict_sets_and_the_spread_is_what_they_say(example, capsys):
     url, fake = example
-    code, out, err = run_cli(
-        capsys,
-        "judge",
-        "--run",
-        "ex",
-        "--metrics",
-        "faithfulness",
-        "--repeat",
-        "3",
-        "--embedder",
-        "offline",
-        "--format",
-        "json",
+    got = cli_json(
+        capsys, "judge", "--run", "ex", "--metrics", "faithfulness", "--repeat", "3", "--embedder", "offline"
     )
-    assert code == 0, err
-    got = json.loads(out)
     assert [r["run"] for r in got["repeats"]] == ["ex", "ex#2", "ex#3"] and got["done"] == 12
     calls = fake.stats()["chat_calls"]
     assert all(r["calls"] == calls // 3 for r in got["repeats"]) and calls % 3 == 0  # N× the calls: seed is hashed
@@ -97,24 +84,8 @@ def test_three_repeats_store_three_verdict_sets_and_the_spread_is_what_they_say(
 
 def test_the_dry_run_counts_every_repeat_and_calls_nothing(example, capsys):
     _, fake = example
-    one = json.loads(
-        run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness", "--dry-run", "--format", "json")[1]
-    )
-    three = json.loads(
-        run_cli(
-            capsys,
-            "judge",
-            "--run",
-            "ex",
-            "--metrics",
-            "faithfulness",
-            "--dry-run",
-            "--repeat",
-            "3",
-            "--format",
-            "json",
-        )[1]
-    )
+    one = cli_json(capsys, "judge", "--run", "ex", "--metrics", "faithfulness", "--dry-run")
+    three = cli_json(capsys, "judge", "--run", "ex", "--metrics", "faithfulness", "--dry-run", "--repeat", "3")
     assert three["tasks"] == 3 * one["tasks"] and three["calls"] == 3 * one["calls"] > 0 and three["repeats"] == 3
     assert fake.stats()["chat_calls"] == 0
 

@@ -112,15 +112,19 @@ def _ragas(r: dict) -> dict:
     }
 
 
+# DeepEval's LLMTestCase name of each of RAGAS's fields
+DEEPEVAL_OF = {
+    "user_input": "input",
+    "response": "actual_output",
+    "retrieved_contexts": "retrieval_context",
+    "reference": "expected_output",
+    "reference_contexts": "context",
+}
+
+
 def _deepeval(r: dict) -> dict:
     """The same record as DeepEval's LLMTestCase spells it."""
-    return {
-        "input": r["query"],
-        "actual_output": r["response"],
-        "retrieval_context": r["retrieved_contexts"],
-        "expected_output": r["reference"],
-        "context": r["retrieved_contexts"][:1],
-    }
+    return {DEEPEVAL_OF[field]: value for field, value in _ragas(r).items()}
 
 
 METRICS = "faithfulness,answer_relevancy,context_precision,context_recall,answer_correctness,non_llm_context_recall"

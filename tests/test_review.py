@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from tests.conftest import judged_demo, run_cli
+from tests.conftest import compare_rows, judged_demo, run_cli
 
 LEVELS = ["contradicted", "unsupported", "partial", "supported"]
 
@@ -52,6 +52,11 @@ def write(tmp_path, name: str, sheet: list[dict]):
 def labels(url: str) -> int:
     with psycopg.connect(url) as conn:
         return conn.execute("select count(*) from ragsql.review_label").fetchone()[0]
+
+
+def _by_two_columns(conn: psycopg.Connection, sql: str) -> dict:
+    """The rows of a three-column query as {(first, second): third}."""
+    return {(x, y): v for x, y, v in conn.execute(sql).fetchall()}
 
 
 def test_export_is_a_seeded_sample_with_the_judges_values_and_verdicts(demo, capsys):
@@ -168,12 +173,10 @@ def test_two_reviewers_agreement_and_too_few_pairs(demo, capsys, tmp_path):
             "select l.query_id, l.item, l.verdict from ragsql.review_label as l where l.reviewer = "
             "'alice' and l.metric = 'faithfulness' and l.item <> ''"
         ).fetchall()
-        b = dict(
-            ((q, i), v)
-            for q, i, v in conn.execute(
-                "select l.query_id, l.item, l.verdict from ragsql.review_label as l where l.reviewer = 'bob' and "
-                "l.metric = 'faithfulness' and l.item <> ''"
-            ).fetchall()
+        b = _by_two_columns(
+            conn,
+            "select l.query_id, l.item, l.verdict from ragsql.review_label as l where l.reviewer = 'bob' and "
+            "l.metric = 'faithfulness' and l.item <> ''",
         )
         thin = conn.execute(
             "select pairs, accuracy, kappa, spearman, note from ragsql.judge_agreement('demo-hybrid') "
@@ -315,20 +318,7 @@ def test_compare_adds_the_prediction_powered_difference_where_both_runs_are_labe
     assert got[5] == "paired" and got[6] is None
     assert unlabelled[0] is None and "no human label" in unlabelled[1]
 
-    code, out, err = run_cli(
-        capsys,
-        "compare",
-        "demo-bm25",
-        "demo-vector",
-        "--measures",
-        "faithfulness nDCG@10",
-        "--alpha",
-        "0.1",
-        "--format",
-        "json",
-    )
-    assert code == 0, err
-    rows = {r["measure"]: r for r in json.loads(out)}
+    rows = compare_rows(capsys, "faithfulness nDCG@10", "--alpha", "0.1")
     assert (
         rows["faithfulness"]["ppi_diff"],
         rows["faithfulness"]["ppi_low"],
@@ -377,12 +367,10 @@ def test_agreement_reads_the_judges_stored_verdicts_not_the_sheets(demo, capsys,
     with psycopg.connect(demo) as conn:
         conn.execute("delete from ragsql.review_label where reviewer <> 'frank'")  # rolled back
         mine = {(r[1], r[2]): r for r in conn.execute("select * from ragsql.judge_agreement('demo-hybrid')").fetchall()}
-        confusion = dict(
-            ((a, b), n)
-            for a, b, n in conn.execute(
-                "select judge_label, human_label, pairs from ragsql.judge_confusion where run = 'demo-hybrid' "
-                "and metric = 'faithfulness' and kind = 'verdict'"
-            ).fetchall()
+        confusion = _by_two_columns(
+            conn,
+            "select judge_label, human_label, pairs from ragsql.judge_confusion where run = 'demo-hybrid' "
+            "and metric = 'faithfulness' and kind = 'verdict'",
         )
         conn.rollback()
     judge = [s["judge"] for r in sheet for s in r["statements"] if s["metric"] == "faithfulness"]

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 import ragsql
-from tests.conftest import DEMO, cli_database, offline_database, retrieve_cli, run_cli, use_judge
+from tests.conftest import DEMO, cli_database, cli_json, offline_database, retrieve_cli, run_cli, use_judge
 from tests.fake_openai import FakeOpenAI, default_responder
 
 
@@ -74,44 +74,13 @@ def test_questions_near_duplicate_are_dropped_and_the_dry_run_sends_nothing(corp
     from ragsql.judge.lexical import similarity
     from ragsql.synthesis.synthesizer import DUPLICATE
 
-    code, out, err = run_cli(
-        capsys,
-        "synth",
-        "--corpus",
-        "demo",
-        "--dataset",
-        "dup",
-        "--n",
-        "40",
-        "--offline",
-        "--seed",
-        "1",
-        "--format",
-        "json",
-    )
-    assert code == 0, err
-    got = json.loads(out)
+    synth = ("synth", "--corpus", "demo", "--dataset", "dup", "--n", "40", "--offline", "--seed", "1")
+    got = cli_json(capsys, *synth)
     questions = [r[1] for r in _stored(corpus, "dup")]
     assert len(set(questions)) == got["questions"] == 40
     assert all(similarity(a, b) < DUPLICATE for i, a in enumerate(questions) for b in questions[i + 1 :])
-    code, out, _ = run_cli(
-        capsys,
-        "synth",
-        "--corpus",
-        "demo",
-        "--dataset",
-        "dup",
-        "--n",
-        "40",
-        "--offline",
-        "--seed",
-        "1",
-        "--dry-run",
-        "--format",
-        "json",
-    )
-    plan = json.loads(out)
-    assert code == 0 and plan["dry_run"] and plan["cached"] == 40 and plan["max_requests"] == 120
+    plan = cli_json(capsys, *synth, "--dry-run")
+    assert plan["dry_run"] and plan["cached"] == 40 and plan["max_requests"] == 120
 
 
 def test_an_llm_writes_through_the_client_with_a_style_and_every_kind(corpus, capsys, monkeypatch):

@@ -589,6 +589,53 @@ $$;
 comment on function ragsql._paired_values(text, text, text[], integer, text) is
     'Per-query values of two runs of one dataset side by side, measure by measure (null where a run has none).';
 
+-- The resampling of ragsql.compare and ragsql.measure_ci, one piece so that both read the same sample the same way:
+-- the per-query values (ord, qid, x; x null where a query has none) packed into one array, measure by measure
+-- (ord) and query by query (qid, collation "C"), which fixes the bits of every interval and p-value.
+create or replace function ragsql._resampled(
+    ords integer[], qids text[], xs float8[], resamples integer, seed float8, alpha float8, test boolean)
+returns table (ord integer, ci_low float8, ci_high float8, p_value float8, p_adjusted float8)
+language sql stable parallel safe
+as $$
+    with sample as materialized (
+        select s.ord, s.qid, s.x from unnest(_resampled.ords, _resampled.qids, _resampled.xs) as s(ord, qid, x)
+    ),
+    packed as materialized (
+        select coalesce((select array_agg(s.x order by s.ord, s.qid collate "C") from sample as s
+                         where s.x is not null), '{}') as vals,
+               array_agg(m.n order by m.ord) as lengths,
+               array_agg(m.ord order by m.ord) as ords
+        from (select s.ord, count(s.x)::integer as n from sample as s group by s.ord) as m
+    ),
+    interval_of as (
+        select pk.ords[c.ord] as ord, c.ci_low, c.ci_high
+        from packed as pk
+        cross join ragsql.bootstrap_mean_ci(pk.vals, pk.lengths, _resampled.resamples, _resampled.seed,
+                                            _resampled.alpha) as c
+    ),
+    p_of as materialized (
+        select pk.ords[s.ord] as ord, s.p_value
+        from packed as pk
+        cross join ragsql.sign_flip_p(pk.vals, pk.lengths, _resampled.resamples, _resampled.seed) as s
+        where _resampled.test
+    ),
+    adjusted as (
+        select h.ord, h.p_adjusted
+        from (select array_agg(p.p_value order by p.ord) as ps, array_agg(p.ord order by p.ord) as ords from p_of as p) as a
+        cross join unnest(a.ords, ragsql.holm(a.ps)) as h(ord, p_adjusted)
+        where _resampled.test
+    )
+    select o.ord, i.ci_low, i.ci_high, p.p_value, ad.p_adjusted
+    from packed as pk
+    cross join unnest(pk.ords) as o(ord)
+    left join interval_of as i on i.ord = o.ord
+    left join p_of as p on p.ord = o.ord
+    left join adjusted as ad on ad.ord = o.ord
+$$;
+comment on function ragsql._resampled(integer[], text[], float8[], integer, float8, float8, boolean) is
+    'Per measure (ord) of per-query values: the percentile bootstrap interval of the mean (ragsql.bootstrap_mean_ci) '
+    'and, with test, the sign-flip p (ragsql.sign_flip_p) and its Holm adjustment over the measures tested.';
+
 create or replace function ragsql.compare(
     run_a text, run_b text, measures text[] default null, resamples integer default 10000,
     seed float8 default 0.42, alpha float8 default 0.05, rel_level integer default 1, judge text default null)
@@ -618,37 +665,19 @@ as $$
                count(p.b) as with_b,
                nullif(concat_ws(' / ', string_agg(distinct p.judge_a, ', '),
                                 nullif(string_agg(distinct p.judge_b, ', '), string_agg(distinct p.judge_a, ', '))),
-                      '') as judge_model,
-               coalesce(array_agg(p.d order by p.qid collate "C") filter (where p.d is not null), '{}') as ds
+                      '') as judge_model
         from paired as p
         group by p.ord, p.measure, p.kind
     ),
-    packed as (
-        select array(select u.x from per_measure as pm cross join unnest(pm.ds) with ordinality as u(x, k)
-                     order by pm.ord, u.k) as vals,
-               array_agg(pm.queries::integer order by pm.ord) as lengths,
-               array_agg(pm.ord order by pm.ord) as ords
-        from per_measure as pm
-    ),
-    interval_of as (
-        select pk.ords[c.ord] as ord, c.ci_low, c.ci_high
-        from packed as pk
-        cross join ragsql.bootstrap_mean_ci(pk.vals, pk.lengths, compare.resamples, compare.seed, compare.alpha) as c
-    ),
-    p_of as (
-        select pk.ords[s.ord] as ord, s.p_value
-        from packed as pk
-        cross join ragsql.sign_flip_p(pk.vals, pk.lengths, compare.resamples, compare.seed) as s
-    ),
-    adjusted as (
-        select h.ord, h.p_adjusted
-        from (select array_agg(p.p_value order by p.ord) as ps, array_agg(p.ord order by p.ord) as ords from p_of as p) as a
-        cross join unnest(a.ords, ragsql.holm(a.ps)) as h(ord, p_adjusted)
+    resampled as (
+        select r.*
+        from (select array_agg(p.ord) as ords, array_agg(p.qid) as qids, array_agg(p.d) as ds from paired as p) as a
+        cross join ragsql._resampled(a.ords, a.qids, a.ds, compare.resamples, compare.seed, compare.alpha, true) as r
     )
-    select pm.measure, pm.kind, pm.baseline_value, pm.value, pm.diff, least(i.ci_low, pm.diff),
-           greatest(i.ci_high, pm.diff),
-           p.p_value, ad.p_adjusted, ragsql.paired_t_p(pm.diff, pm.sd, pm.queries),
-           ad.p_adjusted < compare.alpha,
+    select pm.measure, pm.kind, pm.baseline_value, pm.value, pm.diff, least(r.ci_low, pm.diff),
+           greatest(r.ci_high, pm.diff),
+           r.p_value, r.p_adjusted, ragsql.paired_t_p(pm.diff, pm.sd, pm.queries),
+           r.p_adjusted < compare.alpha,
            pm.queries, pm.improved, pm.regressed, pm.tied, pm.left_out, pm.judge_model,
            case
                when pm.with_a = 0 and pm.with_b = 0 then 'no value in either run'
@@ -659,9 +688,7 @@ as $$
                                                 pm.left_out, pm.queries + pm.left_out)
            end
     from per_measure as pm
-    left join interval_of as i on i.ord = pm.ord
-    left join p_of as p on p.ord = pm.ord
-    left join adjusted as ad on ad.ord = pm.ord
+    left join resampled as r on r.ord = pm.ord
     order by pm.ord
 $$;
 comment on function ragsql.compare(text, text, text[], integer, float8, float8, integer, text) is
@@ -710,23 +737,16 @@ as $$
     ),
     per_measure as materialized (
         select v.ord, v.measure, v.kind, avg(v.value order by v.qid collate "C") as value, count(v.value) as queries,
-               count(*) - count(v.value) as left_out, string_agg(distinct v.judge_model, ', ') as judge_model,
-               coalesce(array_agg(v.value order by v.qid collate "C") filter (where v.value is not null), '{}') as xs
+               count(*) - count(v.value) as left_out, string_agg(distinct v.judge_model, ', ') as judge_model
         from per_query as v
         group by v.ord, v.measure, v.kind
     ),
-    packed as (
-        select array(select u.x from per_measure as pm cross join unnest(pm.xs) with ordinality as u(x, k)
-                     order by pm.ord, u.k) as vals,
-               array_agg(pm.queries::integer order by pm.ord) as lengths,
-               array_agg(pm.ord order by pm.ord) as ords
-        from per_measure as pm
-    ),
     interval_of as (
-        select pk.ords[c.ord] as ord, c.ci_low, c.ci_high
-        from packed as pk
-        cross join ragsql.bootstrap_mean_ci(pk.vals, pk.lengths, measure_ci.resamples, measure_ci.seed,
-                                            measure_ci.alpha) as c
+        select r.ord, r.ci_low, r.ci_high
+        from (select array_agg(v.ord) as ords, array_agg(v.qid) as qids, array_agg(v.value) as xs
+              from per_query as v) as a
+        cross join ragsql._resampled(a.ords, a.qids, a.xs, measure_ci.resamples, measure_ci.seed, measure_ci.alpha,
+                                     false) as r
     )
     -- least / greatest: an interval never excludes its own value (bootstrap_mean_ci's mean is this value's bits)
     select pm.measure, pm.kind, pm.value, least(i.ci_low, pm.value), greatest(i.ci_high, pm.value), pm.queries,

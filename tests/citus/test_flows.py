@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from tests.citus.conftest import Side
+from tests.conftest import RAGAS_LATER
 
 ROOT = Path(__file__).resolve().parents[2]
 TREC = ROOT / "tests" / "data" / "trec"
@@ -418,16 +419,6 @@ def test_a_user_aspect_is_judged_scored_and_removed_with_its_verdicts(citus, sin
         out[side.name] = (scores, side.cli("aspect", "remove", "cites", "--yes").stdout)
     assert out["citus"][0] and out["citus"] == out["single"]
     assert out["citus"][1].strip() == "removed aspect cites (12 verdicts)"
-
-
-RAGAS_LATER = (
-    "response_groundedness",
-    "nv_context_relevance",
-    "context_entity_recall",
-    "factual_correctness",
-    "noise_sensitivity",
-    "rubrics_score",
-)
 
 
 def test_ragas_later_metrics_are_judged_and_scored_the_same_on_both_layouts(citus, single):
