@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 5bb1f4f192cb9febf91ee857c6bcceab05d8566581fc22ce3993fdfcce4a40aa
+\set ragsql_fingerprint 9d2b8d582009282e98c5c9fd3f24ab2960742fbdde0b4909a839bb2b5bb152f7
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -311,19 +311,28 @@ comment on function ragsql._measure_spec(text[]) is
     'Parses measure names (ir_measures spelling with its rel and p parameters, any case) into family, cutoff, '
     'relevance level (null: the caller''s) and RBP persistence.';
 
+create or replace function ragsql._known(looked_up anyelement, what text, name text, hint text,
+                                         code text default 'no_data_found')
+returns anyelement
+language plpgsql immutable parallel safe
+as $$
+begin
+    if looked_up is null then
+        raise exception 'unknown % "%"', what, name using errcode = _known.code, hint = _known.hint;
+    end if;
+    return looked_up;
+end
+$$;
+comment on function ragsql._known(anyelement, text, text, text, text) is
+    'looked_up, found by a name: raises unknown <what> "<name>" (errcode code, default no_data_found) when it is null.';
+
 create or replace function ragsql._run_id(run text)
 returns bigint
 language plpgsql stable parallel safe
 as $$
-declare
-    found_id bigint;
 begin
-    select r.id into found_id from ragsql.run as r where r.name = _run_id.run;
-    if found_id is null then
-        raise exception 'unknown run "%"', run
-            using errcode = 'no_data_found', hint = 'see: select name from ragsql.run';
-    end if;
-    return found_id;
+    return ragsql._known((select r.id from ragsql.run as r where r.name = _run_id.run), 'run', run,
+                         'see: select name from ragsql.run');
 end
 $$;
 comment on function ragsql._run_id(text) is 'Id of the named run; raises no_data_found for an unknown run.';

@@ -19,11 +19,8 @@ begin
         cleaned := lower(btrim(coalesce(name, '')));
         if cleaned like 'aspect:%' then
             aspect := substr(cleaned, length('aspect:') + 1);
-            if not exists (select from ragsql.aspect as a where a.name = aspect) then
-                raise exception 'unknown aspect "%"', aspect
-                    using errcode = 'invalid_parameter_value',
-                          hint = 'see: select name, definition from ragsql.aspect';
-            end if;
+            perform ragsql._known((select a.name from ragsql.aspect as a where a.name = aspect), 'aspect', aspect,
+                                  'see: select name, definition from ragsql.aspect', 'invalid_parameter_value');
             metric := 'aspect:' || aspect;
             family := 'aspect';
             task_kind := 'aspect_critique';

@@ -428,19 +428,13 @@ create or replace function ragsql._rubric_hash(rubric text)
 returns text
 language plpgsql stable parallel safe
 as $$
-declare
-    found text;
 begin
-    select ragsql.text_hash(array_to_string(r.descriptions, E'\n')
-                            || case when r.with_reference then E'\nwith reference' else '' end)
-      into found
-    from ragsql.rubric as r
-    where r.name = _rubric_hash.rubric;
-    if found is null then
-        raise exception 'unknown rubric "%"', rubric
-            using errcode = 'invalid_parameter_value', hint = 'see: select name, descriptions from ragsql.rubric';
-    end if;
-    return found;
+    return ragsql._known(
+        (select ragsql.text_hash(array_to_string(r.descriptions, E'\n')
+                                 || case when r.with_reference then E'\nwith reference' else '' end)
+         from ragsql.rubric as r
+         where r.name = _rubric_hash.rubric),
+        'rubric', rubric, 'see: select name, descriptions from ragsql.rubric', 'invalid_parameter_value');
 end
 $$;
 comment on function ragsql._rubric_hash(text) is
