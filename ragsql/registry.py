@@ -332,20 +332,20 @@ METRICS: tuple[Metric, ...] = (
             ("<name>", ("answer",), "the judge's 1-5 score by a rubric of `ragsql rubric add` (not scaled)"),
         )
     ),  # fmt: skip
-    Metric(
-        "non_llm_context_precision_with_reference",
-        "ContextPrecision over the answer's contexts with rel_i = 1 when the context's best Levenshtein similarity "
-        "to a gold text (relevance >= 1) is >= 0.5 (RAGAS NonLLMContextPrecisionWithReference)",
-        "ragsql.string_context_metric(run, metric)", needs=("contexts", "gold"),
-        tested_against="RAGAS's non-LLM metrics on the same rows", aliases=("NonLLMContextPrecisionWithReference",),
-    ),
-    Metric(
-        "non_llm_context_recall",
-        "share of the gold texts (relevance >= 1) whose best Levenshtein similarity to a context of the answer is "
-        "> 0.5 (RAGAS NonLLMContextRecall)",
-        "ragsql.string_context_metric(run, metric)", needs=("contexts", "gold"),
-        tested_against="RAGAS's non-LLM metrics on the same rows", aliases=("NonLLMContextRecall",),
-    ),
+    *(
+        Metric(
+            name, description, "ragsql.string_context_metric(run, metric)", needs=("contexts", "gold"),
+            tested_against="RAGAS's non-LLM metrics on the same rows", aliases=(alias,),
+        )
+        for name, alias, description in (
+            ("non_llm_context_precision_with_reference", "NonLLMContextPrecisionWithReference",
+             "ContextPrecision over the answer's contexts with rel_i = 1 when the context's best Levenshtein "
+             "similarity to a gold text (relevance >= 1) is >= 0.5 (RAGAS NonLLMContextPrecisionWithReference)"),
+            ("non_llm_context_recall", "NonLLMContextRecall",
+             "share of the gold texts (relevance >= 1) whose best Levenshtein similarity to a context of the answer "
+             "is > 0.5 (RAGAS NonLLMContextRecall)"),
+        )
+    ),  # fmt: skip
 )  # fmt: skip
 
 
