@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 53a9a055bab773036fce04a77babd5749a7dc322876ca7bf4926fb69e64caa29
+\set ragsql_fingerprint 3289f1647f77d35b82971bad1ce9d6d804615c3b2e2844309bbb36725713071d
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
