@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 3289f1647f77d35b82971bad1ce9d6d804615c3b2e2844309bbb36725713071d
+\set ragsql_fingerprint 8585342a3bf725fcb02fe638ef56801d82b70d8d89b37cb83f1925e6640318fe
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

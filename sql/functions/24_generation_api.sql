@@ -41,6 +41,33 @@ end
 $$;
 comment on function ragsql._generation_metric_spec(text[]) is 'Parses generation metric names (ragsql.generation_metric or aspect:<name>).';
 
+create or replace function ragsql._metric_rows(
+    metric text, run text, rid bigint, model text, prompt_version text, embedder text, partial_weight float8,
+    factual_weight float8, similarity_weight float8)
+returns table (
+    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
+    detail jsonb)
+language plpgsql stable parallel safe
+as $$
+declare
+    call constant text := (select c.call from ragsql._metric_calls() as c
+                           where _metric_rows.metric = any (c.names) or starts_with(_metric_rows.metric, c.prefix));
+begin
+    if call is null then
+        raise exception 'no function computes generation metric "%"', metric using errcode = 'invalid_parameter_value';
+    end if;
+    -- the registry's call names this function's arguments: they are the columns of a
+    return query execute format(
+        'select f.* from (select $1 as metric, $2 as run, $3 as rid, $4 as model, $5 as prompt_version, '
+        '$6 as embedder, $7 as partial_weight, $8 as factual_weight, $9 as similarity_weight) as a '
+        'cross join lateral %s as f', call)
+    using metric, run, rid, model, prompt_version, embedder, partial_weight, factual_weight, similarity_weight;
+end
+$$;
+comment on function ragsql._metric_rows(text, text, bigint, text, text, text, float8, float8, float8) is
+    'Per-query rows of one generation metric of a run from its own function, by the call ragsql/registry.py '
+    'declares (ragsql._metric_calls; the body of ragsql._evaluate_generation''s loop).';
+
 create or replace function ragsql._evaluate_generation(
     run text, metrics text[], model text, prompt_version text, embedder text,
     partial_weight float8, factual_weight float8, similarity_weight float8)
