@@ -2,7 +2,7 @@
 
 A generation metric (`METRICS`): what it reads, its judge task kind, its direction and range, whether it is computed
 by default, and the SQL that computes it. Derived from it: the judge's task plan and skip rules (`KINDS`), `ragsql
-judge --metrics`, judge-check's pair kinds, the rows of `ragsql.generation_metric` and `ragsql._metric_rows`, the
+judge --metrics`, judge-check's pair kinds, the rows of `ragsql.generation_metric` and `ragsql._metric_calls`, the
 dispatch of `ragsql.evaluate_generation` (sql/functions/29_metric_registry.sql), and the metric reference
 (docs/metrics.md).
 
@@ -55,7 +55,7 @@ class Metric:
     name: str
     description: str
     sql: str
-    """The SQL call returning its per-query rows inside `ragsql._metric_rows`, where `metric` (the name asked
+    """The SQL call returning its per-query rows inside `ragsql._evaluate_generation`, where `metric` (the name asked
     for), `run`, `rid` (its id), `model`, `prompt_version`, `embedder` and the weights are in scope."""
     task: str | None = None
     """The judge task kind whose verdicts it reads; None: computed from the stored data alone."""

@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 8585342a3bf725fcb02fe638ef56801d82b70d8d89b37cb83f1925e6640318fe
+\set ragsql_fingerprint 626b7b0602967c964266a0522f29e23f09199a1a64ac1d142f0a19c06c9e76c3
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

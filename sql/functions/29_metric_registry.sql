@@ -115,7 +115,7 @@ set position = excluded.position, task_kind = excluded.task_kind, needs_referenc
     description = excluded.description;
 delete from ragsql.generation_metric where position < 0;
 
--- Each metric's own function, as the registry declares the call (ragsql._metric_rows runs it).
+-- Each metric's own function, as the registry declares the call (ragsql._evaluate_generation runs it).
 create or replace function ragsql._metric_calls()
 returns table (names text[], prefix text, call text)
 language sql immutable parallel safe
