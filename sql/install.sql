@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 626b7b0602967c964266a0522f29e23f09199a1a64ac1d142f0a19c06c9e76c3
+\set ragsql_fingerprint b0189f1f8f710fcc415ebb638ce338de2152bf88470158034cf69c5990207c36
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

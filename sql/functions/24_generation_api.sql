@@ -9,13 +9,9 @@ declare
     name text;
     cleaned text;
 begin
-    if metrics is null or cardinality(metrics) = 0 then
-        raise exception 'no generation metric named'
-            using errcode = 'invalid_parameter_value', hint = 'e.g. array[''faithfulness'', ''answer_relevancy'']';
-    end if;
-    ord := 0;
-    foreach name in array metrics loop
-        ord := ord + 1;
+    for ord, name in select n.ord, n.name
+                     from ragsql._names(metrics, 'generation metric', 'array[''faithfulness'', ''answer_relevancy'']') as n
+    loop
         cleaned := lower(btrim(coalesce(name, '')));
         if cleaned like 'aspect:%' then
             aspect := substr(cleaned, length('aspect:') + 1);

@@ -360,12 +360,12 @@ def test_rubrics_score_reads_scores_by_the_current_descriptions(db):
      'unknown rubric "nope"', "see: select name, descriptions from ragsql.rubric"),
     ("select ragsql._aspect_definition_hash('nope')", psycopg.errors.NoDataFound,
      'unknown aspect "nope"', "see: select name, definition from ragsql.aspect"),
-    ("select ragsql._run_id('nope')", psycopg.errors.NoDataFound,
-     'unknown run "nope"', "see: select name from ragsql.run"),
-    ("select ragsql._dataset_id('nope')", psycopg.errors.NoDataFound,
-     'unknown dataset "nope"', "see: select name from ragsql.dataset"),
-    ("select ragsql._corpus_id('nope')", psycopg.errors.NoDataFound,
-     'unknown corpus "nope"', "see: select name from ragsql.corpus"),
+    *((f"select ragsql._{kind}_id('nope')", psycopg.errors.NoDataFound, f'unknown {kind} "nope"',
+       f"see: select name from ragsql.{kind}") for kind in ("run", "dataset", "corpus")),
+    ("select * from ragsql._measure_spec('{}')", psycopg.errors.InvalidParameterValue,
+     "no measure named", "e.g. array['P@5', 'nDCG@10']"),
+    ("select * from ragsql._generation_metric_spec(null)", psycopg.errors.InvalidParameterValue,
+     "no generation metric named", "e.g. array['faithfulness', 'answer_relevancy']"),
 ])  # fmt: skip
 def test_a_bad_argument_raises_its_one_message_and_hint(db, statement, error, message, hint):
     """The checks shared by several functions (a name looked up, a mode, a metric of a function) keep each one's
