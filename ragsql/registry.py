@@ -2,7 +2,7 @@
 
 A generation metric (`METRICS`): what it reads, its judge task kind, its direction and range, whether it is computed
 by default, and the SQL that computes it. Derived from it: the judge's task plan and skip rules (`KINDS`), `ragsql
-judge --metrics`, judge-check's pair kinds, the rows of `ragsql.generation_metric` and `ragsql._metric_rows`, the
+judge --metrics`, judge-check's pair kinds, the rows of `ragsql.generation_metric` and `ragsql._metric_calls`, the
 dispatch of `ragsql.evaluate_generation` (sql/functions/29_metric_registry.sql), and the metric reference
 (docs/metrics.md).
 
@@ -56,7 +56,7 @@ class Metric:
     name: str
     description: str
     sql: str
-    """The SQL call returning its per-query rows inside `ragsql._metric_rows`, where `metric` (the name asked
+    """The SQL call returning its per-query rows inside `ragsql._evaluate_generation`, where `metric` (the name asked
     for), `run`, `rid` (its id), `model`, `prompt_version`, `embedder` and the weights are in scope."""
     task: str | None = None
     """The judge task kind whose verdicts it reads; None: computed from the stored data alone."""
@@ -333,20 +333,20 @@ METRICS: tuple[Metric, ...] = (
             ("<name>", ("answer",), "the judge's 1-5 score by a rubric of `ragsql rubric add` (not scaled)"),
         )
     ),  # fmt: skip
-    Metric(
-        "non_llm_context_precision_with_reference",
-        "ContextPrecision over the answer's contexts with rel_i = 1 when the context's best Levenshtein similarity "
-        "to a gold text (relevance >= 1) is >= 0.5 (RAGAS NonLLMContextPrecisionWithReference)",
-        "ragsql.string_context_metric(run, metric)", needs=("contexts", "gold"),
-        tested_against="RAGAS's non-LLM metrics on the same rows", aliases=("NonLLMContextPrecisionWithReference",),
-    ),
-    Metric(
-        "non_llm_context_recall",
-        "share of the gold texts (relevance >= 1) whose best Levenshtein similarity to a context of the answer is "
-        "> 0.5 (RAGAS NonLLMContextRecall)",
-        "ragsql.string_context_metric(run, metric)", needs=("contexts", "gold"),
-        tested_against="RAGAS's non-LLM metrics on the same rows", aliases=("NonLLMContextRecall",),
-    ),
+    *(
+        Metric(
+            name, description, "ragsql.string_context_metric(run, metric)", needs=("contexts", "gold"),
+            tested_against="RAGAS's non-LLM metrics on the same rows", aliases=(alias,),
+        )
+        for name, alias, description in (
+            ("non_llm_context_precision_with_reference", "NonLLMContextPrecisionWithReference",
+             "ContextPrecision over the answer's contexts with rel_i = 1 when the context's best Levenshtein "
+             "similarity to a gold text (relevance >= 1) is >= 0.5 (RAGAS NonLLMContextPrecisionWithReference)"),
+            ("non_llm_context_recall", "NonLLMContextRecall",
+             "share of the gold texts (relevance >= 1) whose best Levenshtein similarity to a context of the answer "
+             "is > 0.5 (RAGAS NonLLMContextRecall)"),
+        )
+    ),  # fmt: skip
 )  # fmt: skip
 
 

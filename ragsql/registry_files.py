@@ -1,6 +1,6 @@
 """The files derived from the metric registry (ragsql/registry.py), written by `python -m ragsql.registry_files`:
-sql/functions/29_metric_registry.sql (the rows of ragsql.generation_metric and ragsql._metric_rows, the dispatch to
-each metric's function) and docs/metrics.md (the metric reference); it then refreshes sql/install.sql's
+sql/functions/29_metric_registry.sql (the rows of ragsql.generation_metric and ragsql._metric_calls, each metric's
+call) and docs/metrics.md (the metric reference); it then refreshes sql/install.sql's
 fingerprint. A test fails when a file is stale."""
 
 from __future__ import annotations
@@ -31,25 +31,18 @@ def _rows() -> str:
     return ",\n".join(rows)
 
 
-def _condition(group: list[Metric]) -> str:
-    templates = [m for m in group if m.template]
-    if templates:
-        prefix = templates[0].name.split("<", 1)[0].replace("_", "\\_")
-        return f"metric like {_quote(prefix + '%')}"
-    return f"metric = any (array[{', '.join(_quote(m.name) for m in group)}])"
-
-
-def _dispatch() -> str:
+def _calls() -> str:
     groups: dict[str, list[Metric]] = {}
     for m in METRICS:
         groups.setdefault(m.sql, []).append(m)
-    branches = [f"    select * from {call}\n    where {_condition(group)}" for call, group in groups.items()]
-    return "\n    union all\n".join(branches)
-
-
-def _functions() -> str:
-    names = dict.fromkeys(m.sql.split("(", 1)[0].removeprefix("ragsql.") for m in METRICS)
-    return ", ".join(_quote(n) for n in names)
+    rows = []
+    for call, group in groups.items():
+        templates = [m for m in group if m.template]
+        # a family with user-added members is matched by its prefix, the others by their names
+        names = "null" if templates else f"array[{', '.join(_quote(m.name) for m in group)}]"
+        prefix = _quote(templates[0].name.split("<", 1)[0]) if templates else "null"
+        rows.append(f"        ({names}, {prefix}, {_quote(call)})")
+    return ",\n".join(rows)
 
 
 def registry_sql() -> str:
@@ -69,25 +62,28 @@ set position = excluded.position, task_kind = excluded.task_kind, needs_referenc
     description = excluded.description;
 delete from ragsql.generation_metric where position < 0;
 
-create or replace function ragsql._metric_rows(
-    metric text, run text, rid bigint, model text, prompt_version text, embedder text, partial_weight float8,
-    factual_weight float8, similarity_weight float8)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
+-- Each metric's own function, as the registry declares the call (ragsql._evaluate_generation runs it).
+create or replace function ragsql._metric_calls()
+returns table (names text[], prefix text, call text)
+language sql immutable parallel safe
 as $$
-{_dispatch()}
+    select * from (values
+{_calls()}
+    ) as c(names, prefix, call)
 $$;
-comment on function ragsql._metric_rows(text, text, bigint, text, text, text, float8, float8, float8) is
-    'Per-query rows of one generation metric of a run from its own function, as ragsql/registry.py declares it '
-    '(the body of ragsql._evaluate_generation''s loop).';
+comment on function ragsql._metric_calls() is
+    'The SQL call computing each generation metric, as ragsql/registry.py declares it: for the metrics named, or '
+    'for every metric starting with prefix (a family whose members users add).';
 
 create or replace function ragsql._metric_functions()
 returns text[]
 language sql immutable parallel safe
 as $$
-    select array[{_functions()}]
+    select array(select f.name
+                 from ragsql._metric_calls() with ordinality as c(names, prefix, call, n)
+                 cross join substring(c.call from '^ragsql\\.(\\w+)\\(') as f(name)
+                 group by f.name
+                 order by min(c.n))
 $$;
 comment on function ragsql._metric_functions() is
     'The functions that compute the generation metrics (ragsql_report wraps each for ragsql_reader).';

@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint b1ff414cfd10aab83f72106cbcc9af59dd0d1ddd37898f1f2b3bd55ba003a890
+\set ragsql_fingerprint 8e6a593d8ddea4231ca4ab907fefb9e2d171e8d7cab15ee1fa514bcee5df2b16
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

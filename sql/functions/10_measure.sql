@@ -216,6 +216,20 @@ comment on function ragsql.measure_alias(text) is
     'num_rel, num_rel_ret) or ranx (precision@5, hit_rate@5, mrr@10, map@10, ndcg@10, r-precision) users type it, '
     'or MRR / MAP; other names unchanged.';
 
+create or replace function ragsql._names(names text[], what text, example text)
+returns table (ord integer, name text)
+language plpgsql immutable parallel safe
+as $$
+begin
+    if names is null or cardinality(names) = 0 then
+        raise exception 'no % named', what using errcode = 'invalid_parameter_value', hint = 'e.g. ' || example;
+    end if;
+    return query select n.ord::integer, n.name from unnest(names) with ordinality as n(name, ord);
+end
+$$;
+comment on function ragsql._names(text[], text, text) is
+    'The names a caller asked for, numbered from 1 in their order; invalid_parameter_value when there is none.';
+
 drop function if exists ragsql._measure_spec(text[]);  -- its columns grew (rel, p)
 create function ragsql._measure_spec(measures text[])
 returns table (ord integer, measure text, family text, k integer, rel integer, p float8)
@@ -241,13 +255,8 @@ begin
            'MRR, hit_rate@5, mrr@10, map@10, f1@5) are accepted'
       into families, measures_hint
     from ragsql._measure_family() as f;
-    if measures is null or cardinality(measures) = 0 then
-        raise exception 'no measure named'
-            using errcode = 'invalid_parameter_value', hint = 'e.g. array[''P@5'', ''nDCG@10'']';
-    end if;
-    ord := 0;
-    foreach name in array measures loop
-        ord := ord + 1;
+    for ord, name in select n.ord, n.name from ragsql._names(measures, 'measure', 'array[''P@5'', ''nDCG@10'']') as n
+    loop
         m := regexp_match(ragsql.measure_alias(name),
             '^\s*(' || families || ')(?:\(([^()]*)\))?(?:@([0-9]{1,9}))?\s*$', 'i');
         if m is null then
@@ -311,19 +320,28 @@ comment on function ragsql._measure_spec(text[]) is
     'Parses measure names (ir_measures spelling with its rel and p parameters, any case) into family, cutoff, '
     'relevance level (null: the caller''s) and RBP persistence.';
 
+create or replace function ragsql._known(looked_up anyelement, what text, name text, hint text,
+                                         code text default 'no_data_found')
+returns anyelement
+language plpgsql immutable parallel safe
+as $$
+begin
+    if looked_up is null then
+        raise exception 'unknown % "%"', what, name using errcode = _known.code, hint = _known.hint;
+    end if;
+    return looked_up;
+end
+$$;
+comment on function ragsql._known(anyelement, text, text, text, text) is
+    'looked_up, found by a name: raises unknown <what> "<name>" (errcode code, default no_data_found) when it is null.';
+
 create or replace function ragsql._run_id(run text)
 returns bigint
 language plpgsql stable parallel safe
 as $$
-declare
-    found_id bigint;
 begin
-    select r.id into found_id from ragsql.run as r where r.name = _run_id.run;
-    if found_id is null then
-        raise exception 'unknown run "%"', run
-            using errcode = 'no_data_found', hint = 'see: select name from ragsql.run';
-    end if;
-    return found_id;
+    return ragsql._known((select r.id from ragsql.run as r where r.name = _run_id.run), 'run', run,
+                         'see: select name from ragsql.run');
 end
 $$;
 comment on function ragsql._run_id(text) is 'Id of the named run; raises no_data_found for an unknown run.';

@@ -116,15 +116,9 @@ create or replace function ragsql._dataset_id(dataset text)
 returns bigint
 language plpgsql stable parallel safe
 as $$
-declare
-    found_id bigint;
 begin
-    select d.id into found_id from ragsql.dataset as d where d.name = _dataset_id.dataset;
-    if found_id is null then
-        raise exception 'unknown dataset "%"', dataset
-            using errcode = 'no_data_found', hint = 'see: select name from ragsql.dataset';
-    end if;
-    return found_id;
+    return ragsql._known((select d.id from ragsql.dataset as d where d.name = _dataset_id.dataset), 'dataset',
+                         dataset, 'see: select name from ragsql.dataset');
 end
 $$;
 comment on function ragsql._dataset_id(text) is 'Id of the named dataset; raises no_data_found for an unknown one.';
@@ -133,18 +127,12 @@ create or replace function ragsql._corpus_id(corpus text)
 returns bigint
 language plpgsql stable parallel safe
 as $$
-declare
-    found_id bigint;
 begin
     if corpus is null then
         return null;
     end if;
-    select c.id into found_id from ragsql.corpus as c where c.name = _corpus_id.corpus;
-    if found_id is null then
-        raise exception 'unknown corpus "%"', corpus
-            using errcode = 'no_data_found', hint = 'see: select name from ragsql.corpus';
-    end if;
-    return found_id;
+    return ragsql._known((select c.id from ragsql.corpus as c where c.name = _corpus_id.corpus), 'corpus',
+                         corpus, 'see: select name from ragsql.corpus');
 end
 $$;
 comment on function ragsql._corpus_id(text) is

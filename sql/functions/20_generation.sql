@@ -210,84 +210,51 @@ returns table (judge_model text, judge_prompt_version text)
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
+declare
+    -- how each verdict table is filtered: by the run or not, by which column the keys match (none: the run
+    -- alone), by the definition hash or not
+    by_run boolean;
+    key_column text;
+    by_definition boolean;
 begin
     -- PL/pgSQL, not SQL: Citus cannot plan a SQL function's parameterized body over distributed tables. Every
     -- metric calls this in a statement of its own before its main query, so that query reads no function's tables.
-    -- One branch per verdict table; the others are cut by their constant filter on verdicts, so a misspelt
-    -- table would silently choose nothing.
-    if _newest_verdicts.verdicts not in ('graded_verdict', 'statement_verdict', 'aspect_verdict', 'rubric_verdict',
-                                         'rating', 'context_verdict', 'context_sentence_verdict', 'citation_verdict',
-                                         'generated_question', 'entity_extraction', 'yes_no_verdict') then
+    select t.by_run, t.key_column, t.by_definition
+      into by_run, key_column, by_definition
+    from (values
+        ('graded_verdict', true, 'metric', false), ('statement_verdict', true, 'purpose', false),
+        ('aspect_verdict', true, 'aspect', true), ('rubric_verdict', true, 'rubric', true),
+        ('rating', true, 'criterion', false), ('yes_no_verdict', true, 'metric', false),
+        ('context_verdict', true, null, false), ('context_sentence_verdict', true, null, false),
+        ('citation_verdict', true, null, false), ('generated_question', true, null, false),
+        -- entity sets are kept per text, not per run: keys are the hashes of the run's texts
+        ('entity_extraction', false, 'text_hash', false)
+    ) as t(verdicts, by_run, key_column, by_definition)
+    where t.verdicts = _newest_verdicts.verdicts;
+    if not found then
         raise exception 'unknown verdict table %', _newest_verdicts.verdicts
             using errcode = 'invalid_parameter_value';
     end if;
-    return query
-    select coalesce(p.model, _newest_verdicts.model),
-           coalesce(p.prompt_version, _newest_verdicts.prompt_version)
-    from (select) as one
-    left join lateral (
-        select v.model, v.prompt_version
-        from (
-            select g.model, g.prompt_version, g.created_at
-            from ragsql.graded_verdict as g
-            where _newest_verdicts.verdicts = 'graded_verdict'
-              and g.run_id = _newest_verdicts.run_id and g.metric = any (_newest_verdicts.keys)
-            union all
-            select s.model, s.prompt_version, s.created_at
-            from ragsql.statement_verdict as s
-            where _newest_verdicts.verdicts = 'statement_verdict'
-              and s.run_id = _newest_verdicts.run_id and s.purpose = any (_newest_verdicts.keys)
-            union all
-            select a.model, a.prompt_version, a.created_at
-            from ragsql.aspect_verdict as a
-            where _newest_verdicts.verdicts = 'aspect_verdict'
-              and a.run_id = _newest_verdicts.run_id and a.aspect = any (_newest_verdicts.keys)
-              and a.definition_hash = _newest_verdicts.definition_hash
-            union all
-            select r.model, r.prompt_version, r.created_at
-            from ragsql.rubric_verdict as r
-            where _newest_verdicts.verdicts = 'rubric_verdict'
-              and r.run_id = _newest_verdicts.run_id and r.rubric = any (_newest_verdicts.keys)
-              and r.definition_hash = _newest_verdicts.definition_hash
-            union all
-            select r.model, r.prompt_version, r.created_at
-            from ragsql.rating as r
-            where _newest_verdicts.verdicts = 'rating'
-              and r.run_id = _newest_verdicts.run_id and r.criterion = any (_newest_verdicts.keys)
-            union all
-            select c.model, c.prompt_version, c.created_at
-            from ragsql.context_verdict as c
-            where _newest_verdicts.verdicts = 'context_verdict' and c.run_id = _newest_verdicts.run_id
-            union all
-            select c.model, c.prompt_version, c.created_at
-            from ragsql.context_sentence_verdict as c
-            where _newest_verdicts.verdicts = 'context_sentence_verdict' and c.run_id = _newest_verdicts.run_id
-            union all
-            select c.model, c.prompt_version, c.created_at
-            from ragsql.citation_verdict as c
-            where _newest_verdicts.verdicts = 'citation_verdict' and c.run_id = _newest_verdicts.run_id
-            union all
-            select g.model, g.prompt_version, g.created_at
-            from ragsql.generated_question as g
-            where _newest_verdicts.verdicts = 'generated_question' and g.run_id = _newest_verdicts.run_id
-            union all
-            select y.model, y.prompt_version, y.created_at
-            from ragsql.yes_no_verdict as y
-            where _newest_verdicts.verdicts = 'yes_no_verdict'
-              and y.run_id = _newest_verdicts.run_id and y.metric = any (_newest_verdicts.keys)
-            union all
-            -- entity sets are kept per text, not per run: keys are the hashes of the run's texts
-            select e.model, e.prompt_version, e.created_at
-            from ragsql.entity_extraction as e
-            where _newest_verdicts.verdicts = 'entity_extraction' and e.text_hash = any (_newest_verdicts.keys)
-        ) as v
-        where ragsql._judge_matches(_newest_verdicts.model, v.model)
-          and (_newest_verdicts.prompt_version is null or v.prompt_version = _newest_verdicts.prompt_version)
-          and v.prompt_version like _newest_verdicts.version_like
-        order by ragsql._judge_preference(v.model), v.created_at desc, v.model collate "C",
-                 v.prompt_version collate "C"
-        limit 1
-    ) as p on true;
+    return query execute format(
+        'select coalesce(p.model, $4), coalesce(p.prompt_version, $5)
+         from (select) as one
+         left join lateral (
+             select v.model, v.prompt_version
+             from ragsql.%I as v
+             where %s and %s and %s
+               and ragsql._judge_matches($4, v.model)
+               and ($5 is null or v.prompt_version = $5)
+               and v.prompt_version like $6
+             order by ragsql._judge_preference(v.model), v.created_at desc, v.model collate "C",
+                      v.prompt_version collate "C"
+             limit 1
+         ) as p on true',
+        _newest_verdicts.verdicts,
+        case when by_run then 'v.run_id = $1' else 'true' end,
+        case when key_column is not null then format('v.%I = any ($2)', key_column) else 'true' end,
+        case when by_definition then 'v.definition_hash = $3' else 'true' end)
+    using _newest_verdicts.run_id, _newest_verdicts.keys, _newest_verdicts.definition_hash, _newest_verdicts.model,
+          _newest_verdicts.prompt_version, _newest_verdicts.version_like;
 end
 $$;
 comment on function ragsql._newest_verdicts(bigint, text, text[], text, text, text, text) is

@@ -172,15 +172,10 @@ create or replace function ragsql._aspect_definition_hash(aspect text)
 returns text
 language plpgsql stable parallel safe
 as $$
-declare
-    found text;
 begin
-    select ragsql.text_hash(a.definition) into found from ragsql.aspect as a where a.name = _aspect_definition_hash.aspect;
-    if found is null then
-        raise exception 'unknown aspect "%"', aspect
-            using errcode = 'no_data_found', hint = 'see: select name, definition from ragsql.aspect';
-    end if;
-    return found;
+    return ragsql._known(
+        (select ragsql.text_hash(a.definition) from ragsql.aspect as a where a.name = _aspect_definition_hash.aspect),
+        'aspect', aspect, 'see: select name, definition from ragsql.aspect');
 end
 $$;
 comment on function ragsql._aspect_definition_hash(text) is 'ragsql.text_hash of an aspect''s definition; no_data_found for an unknown aspect.';

@@ -9,21 +9,14 @@ declare
     name text;
     cleaned text;
 begin
-    if metrics is null or cardinality(metrics) = 0 then
-        raise exception 'no generation metric named'
-            using errcode = 'invalid_parameter_value', hint = 'e.g. array[''faithfulness'', ''answer_relevancy'']';
-    end if;
-    ord := 0;
-    foreach name in array metrics loop
-        ord := ord + 1;
+    for ord, name in select n.ord, n.name
+                     from ragsql._names(metrics, 'generation metric', 'array[''faithfulness'', ''answer_relevancy'']') as n
+    loop
         cleaned := lower(btrim(coalesce(name, '')));
         if cleaned like 'aspect:%' then
             aspect := substr(cleaned, length('aspect:') + 1);
-            if not exists (select from ragsql.aspect as a where a.name = aspect) then
-                raise exception 'unknown aspect "%"', aspect
-                    using errcode = 'invalid_parameter_value',
-                          hint = 'see: select name, definition from ragsql.aspect';
-            end if;
+            perform ragsql._known((select a.name from ragsql.aspect as a where a.name = aspect), 'aspect', aspect,
+                                  'see: select name, definition from ragsql.aspect', 'invalid_parameter_value');
             metric := 'aspect:' || aspect;
             family := 'aspect';
             task_kind := 'aspect_critique';
@@ -44,6 +37,9 @@ end
 $$;
 comment on function ragsql._generation_metric_spec(text[]) is 'Parses generation metric names (ragsql.generation_metric or aspect:<name>).';
 
+-- the dispatch is ragsql._evaluate_generation's loop, over ragsql._metric_calls
+drop function if exists ragsql._metric_rows(text, text, bigint, text, text, text, float8, float8, float8);
+
 create or replace function ragsql._evaluate_generation(
     run text, metrics text[], model text, prompt_version text, embedder text,
     partial_weight float8, factual_weight float8, similarity_weight float8)
@@ -56,6 +52,7 @@ declare
     spec record;
     rid bigint := ragsql._run_id(run);
     has_task boolean;
+    call text;
 begin
     perform ragsql._unit_weight(partial_weight, 'partial_weight');
     perform ragsql._correctness_weights(factual_weight, similarity_weight);
@@ -63,16 +60,27 @@ begin
         -- looked up first: on Citus a query naming a run-scoped table runs on its shard, where the metric
         -- functions below could not run their own distributed queries
         has_task := exists (select from ragsql.judge_task as t where t.run_id = rid and t.kind = spec.task_kind);
-        return query
-        select spec.ord, f.qid, spec.metric, f.value, f.reason, f.judge_model, f.judge_prompt_version,
-               f.judge_embedder, f.detail, has_task
-        from ragsql._metric_rows(spec.metric, run, rid, model, prompt_version, embedder, partial_weight,
-                                 factual_weight, similarity_weight) as f;
+        call := (select c.call from ragsql._metric_calls() as c
+                 where spec.metric = any (c.names) or starts_with(spec.metric, c.prefix));
+        if call is null then
+            raise exception 'no function computes generation metric "%"', spec.metric
+                using errcode = 'invalid_parameter_value';
+        end if;
+        -- the metric's own function, by the call the registry declares: the names it reads are the columns of a
+        return query execute format(
+            'select $10, f.qid, $1, f.value, f.reason, f.judge_model, f.judge_prompt_version, f.judge_embedder, '
+            'f.detail, $11 '
+            'from (select $1 as metric, $2 as run, $3 as rid, $4 as model, $5 as prompt_version, $6 as embedder, '
+            '$7 as partial_weight, $8 as factual_weight, $9 as similarity_weight) as a '
+            'cross join lateral %s as f', call)
+        using spec.metric, run, rid, model, prompt_version, embedder, partial_weight, factual_weight,
+              similarity_weight, spec.ord, has_task;
     end loop;
 end
 $$;
 comment on function ragsql._evaluate_generation(text, text[], text, text, text, float8, float8, float8) is
-    'Per-query rows of the named generation metrics of a run, each from its own function (ragsql._metric_rows); has_task = the run has judge tasks of its kind.';
+    'Per-query rows of the named generation metrics of a run, each from its own function by the call '
+    'ragsql._metric_calls declares; has_task = the run has judge tasks of its kind.';
 
 create or replace function ragsql._default_generation_metrics(run text)
 returns text[]

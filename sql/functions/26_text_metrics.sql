@@ -450,6 +450,23 @@ comment on function ragsql.chrf(text, text) is
     'whitespace, precision and recall averaged over the orders both texts have, F-beta with beta 2), in [0, 1].';
 
 drop function if exists ragsql.text_score(text, text, text, text);  -- one reference at a time, before BLEU
+create or replace function ragsql._check_computed_by(metric text, computed_by text, what text)
+returns void
+language plpgsql stable parallel safe
+as $$
+begin
+    -- the metrics a function computes are the registry's rows that name it (ragsql.generation_metric)
+    if not exists (select from ragsql.generation_metric as m
+                   where m.metric = _check_computed_by.metric and m.computed_by = _check_computed_by.computed_by) then
+        raise exception 'no % metric "%"', what, metric
+            using errcode = 'invalid_parameter_value',
+                  hint = format('see: select metric from ragsql.generation_metric where computed_by = %L', computed_by);
+    end if;
+end
+$$;
+comment on function ragsql._check_computed_by(text, text, text) is
+    'Raises invalid_parameter_value unless metric is a row of ragsql.generation_metric computed_by that function.';
+
 create or replace function ragsql.text_score(metric text, answer text, references_ text[], language text)
 returns float8
 language plpgsql immutable parallel safe
@@ -571,11 +588,7 @@ declare
     gold_query bigint[];
     gold_docno text[];
 begin
-    if metric not in ('id_based_context_precision', 'id_based_context_recall') then
-        raise exception 'no context id metric "%"', metric
-            using errcode = 'invalid_parameter_value',
-                  hint = 'see: select metric from ragsql.generation_metric where computed_by = ''context_id_metric''';
-    end if;
+    perform ragsql._check_computed_by(metric, 'context_id_metric', 'context id');
     -- the gold ids first (ragsql.run_judgments reads other tables): the query below then reads only the run's
     -- contexts, one shard on Citus
     select coalesce(array_agg(g.query_id), '{}'), coalesce(array_agg(g.docno), '{}') into gold_query, gold_docno
@@ -636,11 +649,8 @@ as $$
 declare
     rid constant bigint := ragsql._run_id(run);
 begin
-    if metric not in ('non_llm_context_precision_with_reference', 'non_llm_context_recall') then
-        raise exception 'no string context metric "%"', metric
-            using errcode = 'invalid_parameter_value',
-                  hint = 'see: select metric from ragsql.generation_metric where computed_by = ''string_context_metric''';
-    elsif threshold is null or threshold < 0 or threshold > 1 or threshold = 'NaN'::float8 then
+    perform ragsql._check_computed_by(metric, 'string_context_metric', 'string context');
+    if threshold is null or threshold < 0 or threshold > 1 or threshold = 'NaN'::float8 then
         raise exception 'threshold must be between 0 and 1, got %', threshold
             using errcode = 'invalid_parameter_value', hint = 'RAGAS''s default: 0.5';
     end if;

@@ -222,15 +222,29 @@ comment on function ragsql._fbeta(bigint, bigint, bigint, float8) is
     'RAGAS''s fbeta_score: (1 + b^2) P R / (b^2 P + R), P = TP / (TP + FP) (0 when no TP + FP), R = TP / (TP + FN) '
     '(0 when no TP + FN), 0 when both are 0.';
 
+create or replace function ragsql._metric_mode(metric text, mode text, modes text[], default_mode text)
+returns text
+language plpgsql immutable parallel safe
+as $$
+begin
+    if mode is null or not mode = any (modes) then
+        raise exception '% mode must be % or %, got %', metric, array_to_string(modes[:cardinality(modes) - 1], ', '),
+                        modes[cardinality(modes)], coalesce(mode, 'null')
+            using errcode = 'invalid_parameter_value', hint = format('RAGAS''s default: mode => %L', default_mode);
+    end if;
+    return mode;
+end
+$$;
+comment on function ragsql._metric_mode(text, text, text[], text) is
+    'A metric''s mode, checked: one of modes; invalid_parameter_value, naming RAGAS''s default, otherwise.';
+
 create or replace function ragsql._factual_mode(mode text, beta float8)
 returns text
 language plpgsql immutable parallel safe
 as $$
 begin
-    if mode is null or mode not in ('precision', 'recall', 'f1') then
-        raise exception 'factual_correctness mode must be precision, recall or f1, got %', coalesce(mode, 'null')
-            using errcode = 'invalid_parameter_value', hint = 'RAGAS''s default: mode => ''f1''';
-    elsif beta is null or beta <= 0 or beta = 'NaN'::float8 or beta = 'Infinity'::float8 then
+    perform ragsql._metric_mode('factual_correctness', mode, array['precision', 'recall', 'f1'], 'f1');
+    if beta is null or beta <= 0 or beta = 'NaN'::float8 or beta = 'Infinity'::float8 then
         raise exception 'beta must be a positive number, got %', beta
             using errcode = 'invalid_parameter_value', hint = 'beta > 1 favours recall, < 1 precision; default 1';
     end if;
@@ -302,15 +316,9 @@ comment on function ragsql.factual_correctness(text, text, float8, text, text, t
 
 create or replace function ragsql._noise_mode(mode text)
 returns text
-language plpgsql immutable parallel safe
+language sql immutable parallel safe
 as $$
-begin
-    if mode is null or mode not in ('relevant', 'irrelevant') then
-        raise exception 'noise_sensitivity mode must be relevant or irrelevant, got %', coalesce(mode, 'null')
-            using errcode = 'invalid_parameter_value', hint = 'RAGAS''s default: mode => ''relevant''';
-    end if;
-    return mode;
-end
+    select ragsql._metric_mode('noise_sensitivity', _noise_mode.mode, array['relevant', 'irrelevant'], 'relevant')
 $$;
 comment on function ragsql._noise_mode(text) is 'noise_sensitivity''s mode, checked: relevant or irrelevant.';
 
@@ -428,19 +436,13 @@ create or replace function ragsql._rubric_hash(rubric text)
 returns text
 language plpgsql stable parallel safe
 as $$
-declare
-    found text;
 begin
-    select ragsql.text_hash(array_to_string(r.descriptions, E'\n')
-                            || case when r.with_reference then E'\nwith reference' else '' end)
-      into found
-    from ragsql.rubric as r
-    where r.name = _rubric_hash.rubric;
-    if found is null then
-        raise exception 'unknown rubric "%"', rubric
-            using errcode = 'invalid_parameter_value', hint = 'see: select name, descriptions from ragsql.rubric';
-    end if;
-    return found;
+    return ragsql._known(
+        (select ragsql.text_hash(array_to_string(r.descriptions, E'\n')
+                                 || case when r.with_reference then E'\nwith reference' else '' end)
+         from ragsql.rubric as r
+         where r.name = _rubric_hash.rubric),
+        'rubric', rubric, 'see: select name, descriptions from ragsql.rubric', 'invalid_parameter_value');
 end
 $$;
 comment on function ragsql._rubric_hash(text) is

@@ -115,92 +115,50 @@ set position = excluded.position, task_kind = excluded.task_kind, needs_referenc
     description = excluded.description;
 delete from ragsql.generation_metric where position < 0;
 
-create or replace function ragsql._metric_rows(
-    metric text, run text, rid bigint, model text, prompt_version text, embedder text, partial_weight float8,
-    factual_weight float8, similarity_weight float8)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
+-- Each metric's own function, as the registry declares the call (ragsql._evaluate_generation runs it).
+create or replace function ragsql._metric_calls()
+returns table (names text[], prefix text, call text)
+language sql immutable parallel safe
 as $$
-    select * from ragsql.faithfulness(run, model, prompt_version, partial_weight)
-    where metric = any (array['faithfulness'])
-    union all
-    select * from ragsql.contradiction_rate(run, model, prompt_version)
-    where metric = any (array['contradiction_rate'])
-    union all
-    select * from ragsql.answer_relevancy(run, model, prompt_version, embedder)
-    where metric = any (array['answer_relevancy'])
-    union all
-    select * from ragsql.answer_relevancy_rating(run, model, prompt_version)
-    where metric = any (array['answer_relevancy_rating'])
-    union all
-    select * from ragsql.answer_relevancy_cosine(run, coalesce(embedder, ragsql._run_embedder(rid, null, model)))
-    where metric = any (array['answer_relevancy_cosine'])
-    union all
-    select * from ragsql.context_precision(run, model, prompt_version)
-    where metric = any (array['context_precision'])
-    union all
-    select * from ragsql.context_relevance(run, model, prompt_version)
-    where metric = any (array['context_relevance'])
-    union all
-    select * from ragsql.context_recall(run, model, prompt_version, partial_weight)
-    where metric = any (array['context_recall'])
-    union all
-    select * from ragsql.answer_similarity(run, coalesce(embedder, ragsql._run_embedder(rid, null, model)))
-    where metric = any (array['answer_similarity'])
-    union all
-    select * from ragsql.answer_correctness_f1(run, model, prompt_version)
-    where metric = any (array['answer_correctness_f1'])
-    union all
-    select * from ragsql.answer_correctness(run, model, prompt_version, embedder, factual_weight, similarity_weight)
-    where metric = any (array['answer_correctness'])
-    union all
-    select * from ragsql.aspect_critique(run, substr(metric, length('aspect:') + 1), model, prompt_version)
-    where metric like 'aspect:%'
-    union all
-    select * from ragsql.citation_coverage(run, model, prompt_version)
-    where metric = any (array['citation_coverage'])
-    union all
-    select * from ragsql.citation_validity(run, model, prompt_version)
-    where metric = any (array['citation_validity'])
-    union all
-    select * from ragsql.text_metric(run, metric)
-    where metric = any (array['exact_match', 'token_f1', 'rouge_l', 'bleu', 'chrf', 'string_presence', 'levenshtein_similarity'])
-    union all
-    select * from ragsql.context_id_metric(run, metric)
-    where metric = any (array['id_based_context_precision', 'id_based_context_recall'])
-    union all
-    select * from ragsql.response_groundedness(run, model, prompt_version)
-    where metric = any (array['response_groundedness'])
-    union all
-    select * from ragsql.nv_context_relevance(run, model, prompt_version)
-    where metric = any (array['nv_context_relevance'])
-    union all
-    select * from ragsql.context_entity_recall(run, model, prompt_version)
-    where metric = any (array['context_entity_recall'])
-    union all
-    select * from ragsql.factual_correctness(run, substring(metric from '\(mode=(\w+)\)'), 1.0, null, null, model, prompt_version)
-    where metric = any (array['factual_correctness(mode=f1)', 'factual_correctness(mode=precision)', 'factual_correctness(mode=recall)'])
-    union all
-    select * from ragsql.noise_sensitivity(run, substring(metric from '\(mode=(\w+)\)'), model, prompt_version)
-    where metric = any (array['noise_sensitivity(mode=relevant)', 'noise_sensitivity(mode=irrelevant)'])
-    union all
-    select * from ragsql.rubrics_score(run, substr(metric, length('rubrics_score:') + 1), model, prompt_version)
-    where metric like 'rubrics\_score:%'
-    union all
-    select * from ragsql.string_context_metric(run, metric)
-    where metric = any (array['non_llm_context_precision_with_reference', 'non_llm_context_recall'])
+    select * from (values
+        (array['faithfulness'], null, 'ragsql.faithfulness(run, model, prompt_version, partial_weight)'),
+        (array['contradiction_rate'], null, 'ragsql.contradiction_rate(run, model, prompt_version)'),
+        (array['answer_relevancy'], null, 'ragsql.answer_relevancy(run, model, prompt_version, embedder)'),
+        (array['answer_relevancy_rating'], null, 'ragsql.answer_relevancy_rating(run, model, prompt_version)'),
+        (array['answer_relevancy_cosine'], null, 'ragsql.answer_relevancy_cosine(run, coalesce(embedder, ragsql._run_embedder(rid, null, model)))'),
+        (array['context_precision'], null, 'ragsql.context_precision(run, model, prompt_version)'),
+        (array['context_relevance'], null, 'ragsql.context_relevance(run, model, prompt_version)'),
+        (array['context_recall'], null, 'ragsql.context_recall(run, model, prompt_version, partial_weight)'),
+        (array['answer_similarity'], null, 'ragsql.answer_similarity(run, coalesce(embedder, ragsql._run_embedder(rid, null, model)))'),
+        (array['answer_correctness_f1'], null, 'ragsql.answer_correctness_f1(run, model, prompt_version)'),
+        (array['answer_correctness'], null, 'ragsql.answer_correctness(run, model, prompt_version, embedder, factual_weight, similarity_weight)'),
+        (null, 'aspect:', 'ragsql.aspect_critique(run, substr(metric, length(''aspect:'') + 1), model, prompt_version)'),
+        (array['citation_coverage'], null, 'ragsql.citation_coverage(run, model, prompt_version)'),
+        (array['citation_validity'], null, 'ragsql.citation_validity(run, model, prompt_version)'),
+        (array['exact_match', 'token_f1', 'rouge_l', 'bleu', 'chrf', 'string_presence', 'levenshtein_similarity'], null, 'ragsql.text_metric(run, metric)'),
+        (array['id_based_context_precision', 'id_based_context_recall'], null, 'ragsql.context_id_metric(run, metric)'),
+        (array['response_groundedness'], null, 'ragsql.response_groundedness(run, model, prompt_version)'),
+        (array['nv_context_relevance'], null, 'ragsql.nv_context_relevance(run, model, prompt_version)'),
+        (array['context_entity_recall'], null, 'ragsql.context_entity_recall(run, model, prompt_version)'),
+        (array['factual_correctness(mode=f1)', 'factual_correctness(mode=precision)', 'factual_correctness(mode=recall)'], null, 'ragsql.factual_correctness(run, substring(metric from ''\(mode=(\w+)\)''), 1.0, null, null, model, prompt_version)'),
+        (array['noise_sensitivity(mode=relevant)', 'noise_sensitivity(mode=irrelevant)'], null, 'ragsql.noise_sensitivity(run, substring(metric from ''\(mode=(\w+)\)''), model, prompt_version)'),
+        (null, 'rubrics_score:', 'ragsql.rubrics_score(run, substr(metric, length(''rubrics_score:'') + 1), model, prompt_version)'),
+        (array['non_llm_context_precision_with_reference', 'non_llm_context_recall'], null, 'ragsql.string_context_metric(run, metric)')
+    ) as c(names, prefix, call)
 $$;
-comment on function ragsql._metric_rows(text, text, bigint, text, text, text, float8, float8, float8) is
-    'Per-query rows of one generation metric of a run from its own function, as ragsql/registry.py declares it '
-    '(the body of ragsql._evaluate_generation''s loop).';
+comment on function ragsql._metric_calls() is
+    'The SQL call computing each generation metric, as ragsql/registry.py declares it: for the metrics named, or '
+    'for every metric starting with prefix (a family whose members users add).';
 
 create or replace function ragsql._metric_functions()
 returns text[]
 language sql immutable parallel safe
 as $$
-    select array['faithfulness', 'contradiction_rate', 'answer_relevancy', 'answer_relevancy_rating', 'answer_relevancy_cosine', 'context_precision', 'context_relevance', 'context_recall', 'answer_similarity', 'answer_correctness_f1', 'answer_correctness', 'aspect_critique', 'citation_coverage', 'citation_validity', 'text_metric', 'context_id_metric', 'response_groundedness', 'nv_context_relevance', 'context_entity_recall', 'factual_correctness', 'noise_sensitivity', 'rubrics_score', 'string_context_metric']
+    select array(select f.name
+                 from ragsql._metric_calls() with ordinality as c(names, prefix, call, n)
+                 cross join substring(c.call from '^ragsql\.(\w+)\(') as f(name)
+                 group by f.name
+                 order by min(c.n))
 $$;
 comment on function ragsql._metric_functions() is
     'The functions that compute the generation metrics (ragsql_report wraps each for ragsql_reader).';

@@ -343,3 +343,34 @@ def test_rubrics_score_reads_scores_by_the_current_descriptions(db):
                    "q2": (None, "no reference answer")}
     with pytest.raises(psycopg.errors.InvalidParameterValue, match='unknown generation metric'):
         measure(db, "r", "rubrics_score:nope")
+
+
+@pytest.mark.parametrize(("statement", "error", "message", "hint"), [
+    ("select ragsql._factual_mode('accuracy', 1)", psycopg.errors.InvalidParameterValue,
+     "factual_correctness mode must be precision, recall or f1, got accuracy", "RAGAS's default: mode => 'f1'"),
+    ("select ragsql._noise_mode(null)", psycopg.errors.InvalidParameterValue,
+     "noise_sensitivity mode must be relevant or irrelevant, got null", "RAGAS's default: mode => 'relevant'"),
+    ("select * from ragsql.context_id_metric('r', 'bleu')", psycopg.errors.InvalidParameterValue,
+     'no context id metric "bleu"',
+     "see: select metric from ragsql.generation_metric where computed_by = 'context_id_metric'"),
+    ("select * from ragsql.string_context_metric('r', 'id_based_context_recall')", psycopg.errors.InvalidParameterValue,
+     'no string context metric "id_based_context_recall"',
+     "see: select metric from ragsql.generation_metric where computed_by = 'string_context_metric'"),
+    ("select ragsql._rubric_hash('nope')", psycopg.errors.InvalidParameterValue,
+     'unknown rubric "nope"', "see: select name, descriptions from ragsql.rubric"),
+    ("select ragsql._aspect_definition_hash('nope')", psycopg.errors.NoDataFound,
+     'unknown aspect "nope"', "see: select name, definition from ragsql.aspect"),
+    *((f"select ragsql._{kind}_id('nope')", psycopg.errors.NoDataFound, f'unknown {kind} "nope"',
+       f"see: select name from ragsql.{kind}") for kind in ("run", "dataset", "corpus")),
+    ("select * from ragsql._measure_spec('{}')", psycopg.errors.InvalidParameterValue,
+     "no measure named", "e.g. array['P@5', 'nDCG@10']"),
+    ("select * from ragsql._generation_metric_spec(null)", psycopg.errors.InvalidParameterValue,
+     "no generation metric named", "e.g. array['faithfulness', 'answer_relevancy']"),
+])  # fmt: skip
+def test_a_bad_argument_raises_its_one_message_and_hint(db, statement, error, message, hint):
+    """The checks shared by several functions (a name looked up, a mode, a metric of a function) keep each one's
+    message, hint and error code."""
+    sample(db, qid="q1", question="?", answer="a")
+    with pytest.raises(error) as raised:
+        db.execute(statement)
+    assert (raised.value.diag.message_primary, raised.value.diag.message_hint) == (message, hint)
