@@ -61,12 +61,11 @@ def _clean(proc: subprocess.CompletedProcess) -> dict:
 
 
 def test_offline_judge_beside_cpu_hogs_finishes_with_no_traceback(answered):
-    """The heaviest offline tasks (jieba-tagged context relevance, faithfulness's statements) of 56 samples."""
-    metrics = "context_relevance,faithfulness,context_recall"
+    """Every default metric of 56 samples: about 500 tasks, 256 of them in flight over 8 workers."""
     with cpu_hogs(HOGS):
-        proc = _ragsql(answered, "judge", "--run", "r", "--offline", "--metrics", metrics, "--format", "json")
+        proc = _ragsql(answered, "judge", "--run", "r", "--offline", "--format", "json")
     got = _clean(proc)
-    assert got["failed"] == 0 and got["done"] == 56 * 3
+    assert got["failed"] == 0 and got["done"] >= 56 * 5
 
 
 def test_offline_synth_beside_cpu_hogs_finishes_with_no_traceback(answered):
