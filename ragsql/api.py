@@ -604,14 +604,18 @@ def _judge(
     url: str, run: str, kinds: list[str] | None, settings: EndpointSettings, offline: bool, workers: int
 ) -> tuple[int, str]:
     """Judge the run (the configured endpoint, offline, or the model named); failed tasks and the judge model."""
+    from ragsql.llm.progress import progress
     from ragsql.orchestrator.runner import judge_run
     from ragsql.orchestrator.setup import make_judging
 
     judging = make_judging(settings, offline=offline)
 
     async def judged():
-        try:
-            return await judge_run(url, run, judging, metrics=kinds, workers=workers)
+        from rich.console import Console
+
+        try:  # a bar in a notebook or on a terminal (off in a script whose stderr is a pipe or file)
+            with progress(Console(stderr=True), f"judging {run}", "tasks") as on_progress:
+                return await judge_run(url, run, judging, metrics=kinds, workers=workers, on_progress=on_progress)
         finally:
             await judging.judge.aclose()
             await judging.embedder.aclose()

@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from ragsql.calls.owner import alive, process_owner, retire
 from ragsql.db import calls as db
 from ragsql.errors import DatabaseError
+from ragsql.llm.aio import best_effort
 from ragsql.llm.calls import CallFailed, CallRecord
 from ragsql.llm.retry import describe
 
@@ -81,6 +82,7 @@ class CallService:
             reconnect_timeout=db_patience,
         )
         self._renewer: asyncio.Task | None = None
+        self._answered = float("-inf")  # the loop's time when a statement last completed on the pool
 
     async def __aenter__(self) -> CallService:
         try:
@@ -111,13 +113,22 @@ class CallService:
         """`fn(conn, *args)` on a pooled connection; retried while the database is unreachable, for at most
         `patience` seconds (default `db_patience`), then DatabaseError with one line."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self.db_patience if patience is None else patience)
+        patience = self.db_patience if patience is None else patience
+        deadline = loop.time() + patience
         delay = 0.1
         while True:
+            asked = loop.time()
             try:
-                async with self._pool.connection(timeout=max(0.1, deadline - loop.time())) as conn:
-                    return await fn(conn, *args)
+                async with self._pool.connection(timeout=max(0.1, deadline - asked)) as conn:
+                    value = await fn(conn, *args)
+                self._answered = loop.time()
+                return value
             except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
+                if isinstance(exc, PoolTimeout) and self._answered > asked and not self._pool.closed:
+                    # every connection was busy and their statements kept completing: a queue (many tasks on a
+                    # loaded machine), not a lost database; wait in it again
+                    deadline = loop.time() + patience
+                    continue
                 if loop.time() + delay > deadline:
                     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                     raise DatabaseError(f"lost the database connection: {first}") from None
@@ -179,7 +190,7 @@ class CallService:
         except (Exception, asyncio.CancelledError) as exc:
             # the call was abandoned (cancelled, or a caller's bug): let others send it
             with contextlib.suppress(Exception):
-                await asyncio.shield(self.run(db.release_claim, key, self.owner, patience=2.0))
+                await best_effort(self.run(db.release_claim, key, self.owner, patience=2.0))
             if isinstance(exc, asyncio.CancelledError):
                 raise
             raise CallFailed(f"the call failed: {describe(exc)}") from None

@@ -11,7 +11,7 @@ import click
 
 from ragsql import db, registry
 from ragsql.cli.options import DEPTH, GENERATE_WORKERS, JUDGE_WORKERS, RRF_K, TOP_N
-from ragsql.cli.output import render, stderr_console
+from ragsql.cli.output import progress, render, stderr_console
 from ragsql.cli.report import write_report
 from ragsql.cli.specs import int4
 from ragsql.db import diagnostics, generation as generation_db, metrics as metrics_db
@@ -78,8 +78,16 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
     runs = [f"{name}-{mode}" for mode in MODES]
     with db.connect() as conn:
         db.ensure_schema(conn)
-        with console.status("ingesting the demo corpus"):
-            s = ingest(conn, _data() / "corpus.jsonl", name, embedder="offline", settings=offline, strict=True)
+        with progress(console, "ingesting the demo corpus", "documents") as on_progress:
+            s = ingest(
+                conn,
+                _data() / "corpus.jsonl",
+                name,
+                embedder="offline",
+                settings=offline,
+                strict=True,
+                on_progress=on_progress,
+            )
         console.print(
             f"ingested corpus {name}: {s.added + s.changed + s.unchanged} documents, "
             f"{s.chunks} new chunks ({s.seconds:.1f} s)"
@@ -100,10 +108,9 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
             console.print(f"retrieved run {run}: {r.results} results for {r.queries} queries ({r.seconds:.1f} s)")
     url = db.database_url()
     for run in runs:
-        with console.status(f"generating and judging {run}"):
-            _generate_and_judge(
-                url, run, top_n, offline, prepare_run, make_generator, generate_answers, make_judging, judge_run
-            )
+        _generate_and_judge(
+            url, run, top_n, offline, console, prepare_run, make_generator, generate_answers, make_judging, judge_run
+        )
         console.print(f"generated and judged run {run} offline")
     with db.connect() as conn:
         _print_comparison(conn, runs)
@@ -143,18 +150,20 @@ def _evalset(queries: int | None) -> Path:
 
 
 def _generate_and_judge(
-    url, run, top_n, settings, prepare_run, make_generator, generate_answers, make_judging, judge_run
+    url, run, top_n, settings, console, prepare_run, make_generator, generate_answers, make_judging, judge_run
 ) -> None:
     async def go():
         client = make_generator(settings, offline=True)
         try:
             plan = await prepare_run(url, run, top_n=top_n, replace=True)
-            await generate_answers(plan, client, workers=GENERATE_WORKERS)
+            with progress(console, f"generating {run}", "answers") as on_progress:
+                await generate_answers(plan, client, workers=GENERATE_WORKERS, on_progress=on_progress)
         finally:
             await client.aclose()
         judging = make_judging(settings, offline=True)
         try:
-            await judge_run(url, run, judging, workers=JUDGE_WORKERS)
+            with progress(console, f"judging {run}", "tasks") as on_progress:
+                await judge_run(url, run, judging, workers=JUDGE_WORKERS, on_progress=on_progress)
         finally:
             await judging.judge.aclose()
             await judging.embedder.aclose()

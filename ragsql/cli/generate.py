@@ -67,7 +67,7 @@ def generate_command(
         try:
             await client.check()
             plan = await prepare_run(url, run, top_n=top_n, replace=replace)
-            with progress(console, f"generating {run}") as on_progress:
+            with progress(console, f"generating {run}", "answers") as on_progress:
                 return await generate_answers(plan, client, workers=workers, on_progress=on_progress)
         finally:
             await client.aclose()

@@ -78,7 +78,7 @@ def ingest_command(
     console = stderr_console()
     with db.connect() as conn:
         db.ensure_schema(conn)
-        with conn.transaction(), progress(console, f"ingesting {corpus}") as on_progress:
+        with conn.transaction(), progress(console, f"ingesting {corpus}", "documents") as on_progress:
             summary = ingest(
                 conn,
                 paths,

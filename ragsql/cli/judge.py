@@ -228,7 +228,7 @@ async def _judge(url, run, judging, metrics, workers, again, console, label) -> 
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     await judging.judge.check()
     try:
-        with progress(console, f"judging {run}") as on_progress:
+        with progress(console, f"judging {run}", "tasks") as on_progress:
             return await judge_run(
                 url, run, judging, metrics=metrics, workers=workers, again=again, on_progress=on_progress
             )

@@ -120,7 +120,7 @@ async def _check(url, pairs, judging, workers, keep, console):
 
     await judging.judge.check()
     try:
-        with progress(console, "judging pairs") as on_progress:
+        with progress(console, "judging pairs", "tasks") as on_progress:
             return await check_pairs(
                 url,
                 pairs,

@@ -1,15 +1,16 @@
-"""Rendering rows as a table, JSON or CSV; a command's JSON report; progress bars only on a terminal."""
+"""Rendering rows as a table, JSON or CSV; a command's JSON report; progress bars (`ragsql.llm.progress`)."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import click
+
+from ragsql.llm.progress import progress
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,26 +61,6 @@ def stderr_console() -> Console:
 def warn(message: str) -> None:
     """One `warning: …` line on stderr."""
     click.echo("warning: " + " ".join(message.split()), err=True)
-
-
-@contextlib.contextmanager
-def progress(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
-    """A transient progress bar on a terminal, nothing at all off one; yields on_progress(done, total)."""
-    if not console.is_terminal:
-        yield lambda done, total: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn(label, markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("items", total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def report(data: dict, warnings: Sequence[str] = ()) -> None:

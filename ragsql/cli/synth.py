@@ -131,7 +131,7 @@ def synth_command(
 
     async def written():
         try:
-            with progress(console, f"writing questions from {corpus}") as on_progress:
+            with progress(console, f"writing questions from {corpus}", "questions") as on_progress:
                 return await synthesize(
                     url,
                     corpus,

@@ -3,7 +3,6 @@ concurrent workers (each with its own connection), and store the answers in batc
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from ragsql.db import answers as store, judging as cache
 from ragsql.db.answers import NewAnswer, QueryContexts
 from ragsql.errors import InputError
 from ragsql.generate.generator import Calls, GenerationFailed, answer_query
+from ragsql.llm.aio import finish_together
 
 __all__ = ["BATCH", "GenerateResult", "Plan", "generate_answers", "generate_run", "prepare_run"]
 
@@ -88,8 +88,9 @@ async def generate_answers(
         on_progress(0, len(plan.todo))
     pending = iter(plan.todo)  # shared: each worker takes the next query when it is free
     async with CallService(plan.url, purpose="generate", run_id=plan.rid) as service:
-        await asyncio.gather(
-            *(_worker(plan, pending, client, service, progress) for _ in range(min(workers, len(plan.todo))))
+        # a worker that fails stops the others before the service's pool closes under them
+        await finish_together(
+            _worker(plan, pending, client, service, progress) for _ in range(min(workers, len(plan.todo)))
         )
     plan.result.seconds = time.perf_counter() - started
     return plan.result

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -30,9 +32,13 @@ from ragsql.embed import Embedder, make_embedder
 from ragsql.errors import InputError
 from ragsql.formats.values import UnstorableValue, check_storable, id_problem, text_problem
 from ragsql.judge.language import detect_language
+from ragsql.llm.aio import off_loop
 from ragsql.llm.settings import EndpointSettings
 
 __all__ = ["IngestSummary", "ingest"]
+
+T = TypeVar("T")
+Progress = Callable[[float, int, str], None]
 
 BATCH_DOCUMENTS = 128
 """Most documents upserted, or fetched and chunked, per round."""
@@ -40,6 +46,8 @@ BATCH_BYTES = 8_000_000
 """Most document text (UTF-8 bytes) upserted, or fetched and chunked, per round (a longer document goes alone)."""
 BATCH_CHUNKS = 1024
 """Chunks embedded and loaded per round (one embed call, one COPY per table)."""
+EMBED_STEP = 64
+"""Chunks a local model embeds between two progress updates."""
 DETECT_SAMPLE = 1_000_000
 """Characters a document's language is detected from: all of a shorter one, 64 evenly spread slices of a longer."""
 
@@ -75,13 +83,15 @@ def ingest(
     settings: EndpointSettings | None = None,
     strict: bool = False,
     on_report: Callable[[str], None] | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Progress | None = None,
 ) -> IngestSummary:
     """Ingest `paths` (files or folders) into `corpus` and chunk it into the version (splitter, chunk_size,
     overlap, embedder spec as for `ragsql judge`; none given: settings.embedder (RAGSQL_EMBEDDER), else auto, which is
     openai when an endpoint is configured, else e5).
 
-    on_report gets each bad or skipped file's line as it is found; on_progress (done, total) documents chunked.
+    on_report gets each bad or skipped file's line as it is found; on_progress (done, total, note) documents chunked,
+    from the start (0 of all the documents to chunk) and after every embedded step of chunks (a document part done
+    counts as its share of its text), the note counting the chunks embedded.
     """
     started = time.perf_counter()
     if not corpus or not corpus.strip():
@@ -110,7 +120,7 @@ async def _run(
     strict: bool,
     summary: IngestSummary,
     report: Callable[[str], None],
-    on_progress: Callable[[int, int], None] | None,
+    on_progress: Progress | None,
 ) -> None:
     """The ingest proper, in one transaction (committed when the caller had none open); closes the embedder."""
     idle = conn.info.transaction_status == TransactionStatus.IDLE
@@ -234,20 +244,24 @@ async def _chunk(
     chunker: Chunker,
     model: Embedder,
     summary: IngestSummary,
-    on_progress: Callable[[int, int], None] | None,
+    on_progress: Progress | None,
 ) -> None:
     """Chunk, tokenise and embed every document without chunks in the version, in batches. The first ingest of a
     version loads its postings into a table of their own, attached as the version's partition at the end."""
     pending = store.unchunked_documents(conn, summary.version_id)
     loader = _Loader(conn, model, summary, store.postings_table(conn, summary.version_id))
+    if on_progress is not None:
+        on_progress(0, len(pending), "")
     try:
         for ids in _batches(pending):
             documents = store.fetch_documents(conn, ids)
+            if on_progress is not None:
+                loader.on_step = _Share(documents, summary.chunked, len(pending), on_progress)
             await _chunk_batch(documents, chunker, loader)
             del documents
             summary.chunked += len(ids)
             if on_progress is not None:
-                on_progress(summary.chunked, len(pending))
+                on_progress(summary.chunked, len(pending), f"{loader.embedded} chunks")
     except BaseException:
         with contextlib.suppress(Exception):  # the first error is the one to tell
             await loader.wait()
@@ -273,23 +287,44 @@ def _batches(documents: Sequence[tuple[int, int]]) -> Iterator[list[int]]:
 
 
 async def _chunk_batch(documents: Sequence[tuple[int, str, str]], chunker: Chunker, loader: _Loader) -> None:
-    """Split the documents and load their chunks BATCH_CHUNKS at a time."""
-    chunks: list[tuple] = []
-    postings: list[tuple] = []
+    """Split the documents and load their chunks BATCH_CHUNKS at a time. Splitting and segmenting (jieba for
+    Chinese) run in the compute pool, a batch at a time: off the event loop, where the loader's store waits."""
+    pieces = _split(documents, chunker)
+    while batch := await off_loop(_take, pieces, BATCH_CHUNKS):
+        await loader.load([chunk for chunk, _ in batch], [p for _, postings in batch for p in postings])
+
+
+def _split(documents: Sequence[tuple[int, str, str]], chunker: Chunker) -> Iterator[tuple[tuple, list[tuple]]]:
+    """Each chunk's row and, for a segmented language, its BM25 postings."""
     for doc_id, text, language in documents:
         segment = SEGMENTERS.get(language)
         for chunk in chunker.chunks(text):
             length = None  # tokenised in SQL, by ragsql.text_terms, as the chunk is inserted
+            postings: list[tuple] = []
             if segment is not None:
                 terms = segment(chunk.text)
                 length = sum(terms.values())
-                postings += [(doc_id, chunk.position, term, tf) for term, tf in terms.items()]
-            chunks.append((doc_id, chunk.position, chunk.start, chunk.end, chunk.text, length))
-            if len(chunks) >= BATCH_CHUNKS:
-                await loader.load(chunks, postings)
-                chunks, postings = [], []
-    if chunks:
-        await loader.load(chunks, postings)
+                postings = [(doc_id, chunk.position, term, tf) for term, tf in terms.items()]
+            yield (doc_id, chunk.position, chunk.start, chunk.end, chunk.text, length), postings
+
+
+def _take(pieces: Iterator[T], n: int) -> list[T]:
+    return list(itertools.islice(pieces, n))
+
+
+class _Share:
+    """Progress within a batch of documents: each counts as the share of its text its embedded chunks reach."""
+
+    def __init__(self, documents: Sequence[tuple[int, str, str]], before: int, total: int, on_progress: Progress):
+        self.lengths = {doc_id: max(1, len(text)) for doc_id, text, _ in documents}
+        self.reached: dict[int, int] = {}
+        self.before, self.total, self.on_progress = before, total, on_progress
+
+    def __call__(self, chunks: list[tuple], embedded: int) -> None:
+        for doc_id, _, _, end, *_ in chunks:
+            self.reached[doc_id] = max(end, self.reached.get(doc_id, 0))
+        done = sum(min(1.0, end / self.lengths[doc_id]) for doc_id, end in self.reached.items())
+        self.on_progress(self.before + done, self.total, f"{embedded} chunks")
 
 
 class _Loader:
@@ -299,11 +334,13 @@ class _Loader:
     def __init__(self, conn: psycopg.Connection, model: Embedder, summary: IngestSummary, postings) -> None:
         self.conn, self.model, self.summary, self.postings = conn, model, summary, postings
         self.running: asyncio.Future | None = None
+        self.embedded = 0  # chunks embedded so far
+        self.on_step: Callable[[list[tuple], int], None] | None = None  # the chunks of each step embedded
 
     async def load(self, chunks: list[tuple], postings: list[tuple]) -> None:
         """Embed the chunks, then store them (and, for segmented languages, their postings) once the batch before
         is stored."""
-        vectors, _ = await self.model.embed([row[4] for row in chunks])
+        vectors = await self._embed(chunks)
         dimensions = {len(v) for v in vectors}
         if self.summary.dimensions is not None:
             dimensions.add(self.summary.dimensions)
@@ -315,6 +352,19 @@ class _Loader:
         self.summary.dimensions = dimensions.pop()
         await self.wait()
         self.running = asyncio.ensure_future(asyncio.to_thread(self._store, chunks, vectors, postings))
+
+    async def _embed(self, chunks: list[tuple]) -> list:
+        """The chunks' vectors. A local model embeds EMBED_STEP chunks at a time, so that progress moves every few
+        seconds; an endpoint gets the whole batch, which its embedder sends as concurrent requests."""
+        step = EMBED_STEP if self.model.offline and self.on_step is not None else len(chunks)
+        vectors: list = []
+        for start in range(0, len(chunks), step):
+            part = chunks[start : start + step]
+            vectors += (await self.model.embed([row[4] for row in part]))[0]
+            self.embedded += len(part)
+            if self.on_step is not None:
+                self.on_step(part, self.embedded)
+        return vectors
 
     async def wait(self) -> None:
         """Until the batch being stored is stored (its error raised here)."""

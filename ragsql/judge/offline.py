@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from ragsql.judge import heuristics, ragas_heuristics
 from ragsql.judge.lexical import coverage
 from ragsql.judge.prompts import JudgeRequest
+from ragsql.llm.aio import off_loop
 from ragsql.llm.calls import CallRecord, request_hash
 
 __all__ = ["OfflineJudge"]
@@ -39,6 +40,13 @@ class _QueryEmbedder(_Embedder, Protocol):
     async def embed_queries(self, texts: Sequence[str]) -> tuple[list[list[float]], list[Any]]: ...
 
     async def aclose(self) -> None: ...
+
+
+def _worth_weighing(request: JudgeRequest[Any]) -> tuple[list[str], list[str]]:
+    """The context sentences of a sentence-relevance request, and those of them worth weighing by the model."""
+    text = request.inputs["question"]
+    sentences = [sentence for _, sentence in heuristics.relevance_items(request)]
+    return sentences, [s for s in sentences if text.strip() and heuristics.worth_weighing(s, text)]
 
 
 class OfflineJudge:
@@ -86,29 +94,33 @@ class OfflineJudge:
         verdict: T | None = None
         error: str | None = None
         try:
-            if request.kind == "rating":
-                reply = heuristics.rating(await self._similarity(request.inputs["question"], request.inputs["answer"]))
-            elif request.kind == "sentence_relevance" and self._relevance is not None:
-                try:
-                    cosines = await self._cosines(request)
-                except Exception as exc:  # the local model's engine (a C library): the task fails with its reason
-                    raise ValueError(f"relevance model {self._relevance.name} failed: {exc}") from None
-                reply = heuristics.sentence_relevance(request, cosines)
-            elif request.kind in heuristics.TASKS:
-                reply = heuristics.TASKS[request.kind](request)
-            elif request.kind in ragas_heuristics.TASKS:
-                reply = ragas_heuristics.TASKS[request.kind](request)
-            else:
-                raise ValueError(f"the offline judge has no task {request.kind!r}")
-            verdict = request.schema.model_validate(reply, context=request.context)
+            reply = await self._reply(request)
+            # off the loop, as the heuristics: a verdict of many statements takes a while to validate
+            verdict = await off_loop(request.schema.model_validate, reply, context=request.context)
         except (ValidationError, ValueError, KeyError) as exc:
             error = "offline: " + " ".join(str(exc).split())[:300]
         return verdict, request.record(self.request_hash(request), self.model, verdict, error, started=start)
 
+    async def _reply(self, request: JudgeRequest[Any]) -> Any:
+        """The heuristic reply to `request`. The heuristics (jieba's tagger, for one) run in the compute pool, never
+        on the event loop: a judge run's database connections wait on the loop (`ragsql.llm.aio`)."""
+        if request.kind == "rating":
+            return heuristics.rating(await self._similarity(request.inputs["question"], request.inputs["answer"]))
+        if request.kind == "sentence_relevance" and self._relevance is not None:
+            try:
+                cosines = await self._cosines(request)
+            except Exception as exc:  # the local model's engine (a C library): the task fails with its reason
+                raise ValueError(f"relevance model {self._relevance.name} failed: {exc}") from None
+            return await off_loop(heuristics.sentence_relevance, request, cosines)
+        task = heuristics.TASKS.get(request.kind) or ragas_heuristics.TASKS.get(request.kind)
+        if task is None:
+            raise ValueError(f"the offline judge has no task {request.kind!r}")
+        return await off_loop(task, request)
+
     async def _similarity(self, question: str, answer: str) -> float:
         """Embedding cosine (clipped at 0) when there is an embedder, else lexical coverage of the question."""
         if self._embedder is None or not question.strip() or not answer.strip():
-            return coverage(question, answer)
+            return await off_loop(coverage, question, answer)
         (q, a), _ = await self._embedder.embed([question, answer])
         norm = math.sqrt(sum(x * x for x in q) * sum(x * x for x in a))
         return max(0.0, sum(x * y for x, y in zip(q, a)) / norm) if norm else 0.0
@@ -117,8 +129,7 @@ class OfflineJudge:
         """The relevance model's cosine between the question and each context sentence of `request` that is worth
         weighing (`heuristics.worth_weighing`), None for the others."""
         text = request.inputs["question"]
-        sentences = [sentence for _, sentence in heuristics.relevance_items(request)]
-        weighed = [s for s in sentences if text.strip() and heuristics.worth_weighing(s, text)]
+        sentences, weighed = await off_loop(_worth_weighing, request)
         if not weighed:
             return [None] * len(sentences)
         (question,) = await self._vectors([text], query=True)

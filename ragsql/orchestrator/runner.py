@@ -13,9 +13,8 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import psycopg
 
@@ -24,6 +23,7 @@ from ragsql.calls import CallService, alive
 from ragsql.db import judging as db
 from ragsql.errors import DatabaseError, InputError
 from ragsql.judge.verdicts import citation_id
+from ragsql.llm.aio import best_effort, finish_together
 from ragsql.orchestrator import tasks as t
 from ragsql.orchestrator.service import CallFailed, Judging, Tally, WorkerDb
 
@@ -156,7 +156,7 @@ async def judge_run(
     async with CallService(url, purpose="judge", run_id=rid) as calls:
         judging.bind(calls)
         try:
-            await _all(
+            await finish_together(
                 [
                     _worker(url, rid, kinds, batch, judging, result, worker_name(i), total, on_progress)
                     for i in range(max(1, workers))
@@ -169,7 +169,7 @@ async def judge_run(
         finally:
             # whatever ended the run: the tasks this process still holds go back to pending
             with contextlib.suppress(Exception):
-                await asyncio.shield(calls.run(db.release_tasks, _process_workers(), rid, patience=5.0))
+                await best_effort(calls.run(db.release_tasks, _process_workers(), rid, patience=5.0))
     result.seconds = time.perf_counter() - started
     return result
 
@@ -177,20 +177,6 @@ async def judge_run(
 def _process_workers() -> str:
     """LIKE pattern of this process's worker names."""
     return worker_name(0).rsplit(":", 1)[0].replace("%", r"\%").replace("_", r"\_") + ":%"
-
-
-async def _all(coros: list[Coroutine[Any, Any, None]]) -> None:
-    """Run the workers; the first that fails stops the others (cancelled and awaited) and its error is raised."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    for task in tasks:
-        if task.done() and not task.cancelled() and (exc := task.exception()) is not None:
-            raise exc
 
 
 _LOST = (psycopg.OperationalError, psycopg.InterfaceError)
@@ -221,6 +207,11 @@ def _broken(conn: psycopg.AsyncConnection) -> bool:
 
 async def _worker(url, rid, kinds, batch, judging, result, name, total, on_progress) -> None:
     conn: psycopg.AsyncConnection | None = None
+
+    def tick() -> None:  # after every task, not every claim: a claim of 32 tasks can take minutes
+        if on_progress:
+            on_progress(result.done + result.failed + result.lost, total)
+
     try:
         while True:
             if conn is None or _broken(conn):
@@ -247,15 +238,15 @@ async def _worker(url, rid, kinds, batch, judging, result, name, total, on_progr
                 continue
             renew = asyncio.create_task(_renew(wdb, claimed, name))
             try:
-                await asyncio.gather(
-                    *(_judge_task(t.Job(task, samples[task.query_id], judging), wdb, name, result) for task in claimed)
+                # not asyncio.gather: a task that fails (the database lost) must not leave its siblings running
+                await finish_together(
+                    _judge_task(t.Job(task, samples[task.query_id], judging), wdb, name, result, tick)
+                    for task in claimed
                 )
             finally:
                 renew.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await renew
-            if on_progress:
-                on_progress(result.done + result.failed + result.lost, total)
     finally:
         if conn is not None:
             with contextlib.suppress(Exception):
@@ -273,7 +264,7 @@ async def _renew(wdb: WorkerDb, claimed, name: str) -> None:
                 )
 
 
-async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult) -> None:
+async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult, tick: Callable[[], None]) -> None:
     try:
         stores, error = await t.run_task(job), None
     except (t.TaskFailed, CallFailed, ValueError) as exc:  # ValueError: nothing to judge, an invalid cached reply
@@ -296,6 +287,7 @@ async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult)
         result.failed += 1
         if len(result.errors) < 20:
             result.errors.append((job.sample.qid, job.task.kind, error))
+    tick()
 
 
 async def plan_run(

@@ -25,6 +25,7 @@ from ragsql.errors import InputError
 from ragsql.judge import prompts as p
 from ragsql.judge.language import LANGUAGES, detect_language
 from ragsql.judge.lexical import content_tokens, similarity
+from ragsql.llm.aio import off_loop
 from ragsql.llm.calls import CallFailed
 
 __all__ = ["ATTEMPTS", "DUPLICATE", "Question", "SynthResult", "cached_requests", "plan", "synthesize"]
@@ -194,7 +195,8 @@ async def _write(
             result.dropped["a quote is not in its document"] += 1
             return
         spans.append((evidence.id, where[0], where[1], texts[evidence.id][where[0] : where[1]]))
-    if any(similarity(got.question, q.question) >= DUPLICATE for q in result.questions):
+    # every question so far, lexically: off the event loop, where the call cache's connections wait
+    if await off_loop(_near_duplicate, got.question, [q.question for q in result.questions]):
         result.dropped["near-duplicate question"] += 1
         return
     result.questions.append(
@@ -209,6 +211,10 @@ async def _write(
             call_id,
         )
     )
+
+
+def _near_duplicate(question: str, others: Sequence[str]) -> bool:
+    return any(similarity(question, other) >= DUPLICATE for other in others)
 
 
 def _documents(url: str, corpus: str, language: str) -> list[Doc]:

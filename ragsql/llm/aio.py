@@ -1,0 +1,83 @@
+"""Event-loop plumbing every long step shares: CPU-bound local work (heuristics, tokenising, segmenting) runs off
+the loop in one thread pool per process sized to the cores, and sibling tasks end together.
+
+A step that holds the loop for a second starves every coroutine waiting on the database or an endpoint: a pooled
+connection's holder cannot finish its statement, and the waiters' pool and HTTP timeouts fire though nothing is
+wrong (issue 28: "couldn't get a connection after 20.00 sec" on a loaded machine). In a worker thread the same
+work gives the loop a turn every few milliseconds (the interpreter's switch interval), and the pool's size bounds
+how much of it runs at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+import threading
+from collections.abc import Callable, Coroutine, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+__all__ = ["best_effort", "cores", "finish_together", "off_loop"]
+
+T = TypeVar("T")
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The process's compute pool, made on first use and kept across event loops (a CLI command may run several)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=cores(), thread_name_prefix="ragsql-compute")
+        return _pool
+
+
+async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` in the compute pool, awaited; its context variables go with it, as asyncio.to_thread."""
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_executor(), call)
+
+
+async def finish_together(coros: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run the coroutines as tasks; the first that fails stops the others (cancelled and awaited) and its error is
+    raised. Unlike asyncio.gather, no sibling outlives the call: none is left running against a connection pool that
+    its caller closes next, to fail at asyncio.run()'s shutdown with a traceback."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            raise exc
+    return [task.result() for task in tasks]
+
+
+async def best_effort(coro: Coroutine[Any, Any, T]) -> T:
+    """Await a clean-up step (put tasks back, drop a claim) that a cancellation of the caller must not stop: it runs
+    on as a task of its own, and an error it ends with after the caller is gone is dropped (the caller had already
+    given up on it), never logged at exit as "Task exception was never retrieved"."""
+    task = asyncio.ensure_future(coro)
+    task.add_done_callback(_retrieve)
+    return await asyncio.shield(task)
+
+
+def _retrieve(task: asyncio.Future) -> None:
+    if not task.cancelled():
+        task.exception()
