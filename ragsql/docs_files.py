@@ -24,11 +24,18 @@ WIDTH = 100  # the help's wrapping width, fixed so that the page does not depend
 
 def _help(command: click.Command, path: list[str]) -> str:
     """The command's `--help` text as `ragsql PATH --help` prints it, at a fixed width."""
+    from ragsql.cli import cli
+
+    # the group's settings (-h as well as --help): click keeps a command's help option once made, so a page
+    # written without them would differ from the one written after a command ran in the same process
+    settings = {"help_option_names": cli.context_settings["help_option_names"]}
     info_name = path[-1]
     parent = None
     for name in path[:-1]:
-        parent = click.Context(click.Command(name), info_name=name, parent=parent)
-    ctx = click.Context(command, info_name=info_name, parent=parent, terminal_width=WIDTH, max_content_width=WIDTH)
+        parent = click.Context(click.Command(name), info_name=name, parent=parent, **settings)
+    ctx = click.Context(
+        command, info_name=info_name, parent=parent, terminal_width=WIDTH, max_content_width=WIDTH, **settings
+    )
     return command.get_help(ctx)
 
 

@@ -7,12 +7,24 @@ import re
 
 from ragsql.cli import COMMANDS
 from ragsql.docs_files import CLI_PAGE, ROOT, SQL_PAGE, cli_reference, sql_reference
+from tests.conftest import run_cli
 
 STALE = "is stale: run `python -m ragsql.docs_files`"
 
 
 def test_cli_reference_is_current():
     assert (ROOT / CLI_PAGE).read_text(encoding="utf-8") == cli_reference(), f"{CLI_PAGE} {STALE}"
+
+
+def test_cli_reference_is_what_help_prints_whatever_ran_before(capsys):
+    """The page shows `-h, --help` as `ragsql CMD --help` prints it, also after commands ran in this process (click
+    keeps a command's help option once made: the page differed by test order)."""
+    page = cli_reference()
+    for args in (["report", "--help"], ["db", "url", "--help"], ["judge", "-h"]):
+        code, out, _ = run_cli(capsys, *args)
+        assert code == 0 and "-h, --help" in out
+        assert out.strip().splitlines()[-1].strip() in page
+    assert cli_reference() == page and page.count("-h, --help") >= len(COMMANDS)
 
 
 def test_cli_reference_has_every_command_and_subcommand_with_its_options():
