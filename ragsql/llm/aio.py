@@ -15,7 +15,7 @@ import contextvars
 import functools
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -50,6 +50,10 @@ async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(_executor(), call)
 
 
+RECANCEL_SECONDS = 1.0
+"""How long a cancelled task may run on before it is cancelled again (a library lost the first cancellation)."""
+
+
 async def finish_together(coros: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
     """Run the coroutines as tasks; the first that fails stops the others (cancelled and awaited) and its error is
     raised. Unlike asyncio.gather, no sibling outlives the call: none is left running against a connection pool that
@@ -60,13 +64,26 @@ async def finish_together(coros: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _cancel_until_done(tasks)
     for task in tasks:
         if not task.cancelled() and (exc := task.exception()) is not None:
             raise exc
     return [task.result() for task in tasks]
+
+
+async def _cancel_until_done(tasks: Sequence[asyncio.Future]) -> None:
+    """Cancel the tasks and wait for them, cancelling again every RECANCEL_SECONDS those still running.
+
+    One cancellation is not always enough: the HTTP stack under the openai client (anyio) can lose one that
+    arrives as a read starts, and the task then waits on for the endpoint's reply; Ctrl-C hung for as long as a
+    slow endpoint took to answer."""
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=RECANCEL_SECONDS)
+    for task in tasks:  # read every error, so none is logged at exit as "Task exception was never retrieved"
+        _retrieve(task)
 
 
 async def best_effort(coro: Coroutine[Any, Any, T]) -> T:
