@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 8e6a593d8ddea4231ca4ab907fefb9e2d171e8d7cab15ee1fa514bcee5df2b16
+\set ragsql_fingerprint 41dc513a9f15b1988e07cab35600725879c4172f23509ea82d64edd80b3b17f9
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
