@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 41dc513a9f15b1988e07cab35600725879c4172f23509ea82d64edd80b3b17f9
+\set ragsql_fingerprint e46e9d7e4ce5ec37d2203e1a04d4a6182c802fd87a1bb36c79371de150c8f74c
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
