@@ -113,6 +113,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 8e6a593d8ddea4231ca4ab907fefb9e2d171e8d7cab15ee1fa514bcee5df2b16
+\set ragsql_fingerprint e46e9d7e4ce5ec37d2203e1a04d4a6182c802fd87a1bb36c79371de150c8f74c
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

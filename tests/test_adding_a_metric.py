@@ -117,3 +117,28 @@ def test_the_copy_is_clean_but_for_the_page(tree):
     assert done.returncode == 0
     assert TOY in (tree / "docs" / "metrics.md").read_text(encoding="utf-8")
     assert f"'{TOY}'" in (tree / "sql" / "functions" / "29_metric_registry.sql").read_text(encoding="utf-8")
+
+
+def test_the_page_counts_the_files_the_copy_changes(tree):
+    """The page's "Files touched" for a yes/no metric is the number of files the copy adds or changes."""
+    touched = sorted(
+        str(path.relative_to(tree))
+        for part in ("ragsql", "sql", "docs")
+        for path in (tree / part).rglob("*")
+        if path.is_file()
+        and "__pycache__" not in path.parts
+        and (
+            not (ROOT / path.relative_to(tree)).is_file()
+            or (ROOT / path.relative_to(tree)).read_bytes() != path.read_bytes()
+        )
+    )
+    assert touched == [
+        "docs/metrics.md",
+        f"ragsql/judge/prompts/{TOY}.en.txt",
+        f"ragsql/judge/prompts/{TOY}.zh.txt",
+        "ragsql/registry.py",
+        "sql/functions/29_metric_registry.sql",
+        "sql/install.sql",
+    ]
+    stated = re.search(r"## A new yes/no judge metric.*?Files touched: 3 .*?: (\d+) in all", PAGE, re.S)
+    assert stated and int(stated.group(1)) == len(touched)

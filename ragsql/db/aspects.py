@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import psycopg
-from psycopg.rows import dict_row
 
 from ragsql.db import _named
+from ragsql.db.rows import dict_rows
 from ragsql.errors import InputError
 
 __all__ = ["add", "list_aspects", "remove"]
@@ -13,15 +13,16 @@ __all__ = ["add", "list_aspects", "remove"]
 
 def list_aspects(conn: psycopg.Connection) -> list[dict]:
     """Every aspect: built-ins first, then the user's, with how many verdicts each has."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        # the counts grouped and joined, not a correlated subquery: Citus plans none beside the reference table
-        cur.execute("""
-            select a.name, a.definition, a.builtin, a.higher_is_better, coalesce(v.verdicts, 0) as verdicts
-            from ragsql.aspect as a
-            left join (select aspect, count(*) as verdicts from ragsql.aspect_verdict group by aspect) as v
-                   on v.aspect = a.name
-            order by not a.builtin, a.name collate "C" """)
-        return cur.fetchall()
+    # the counts grouped and joined, not a correlated subquery: Citus plans none beside the reference table
+    return dict_rows(
+        conn,
+        """
+        select a.name, a.definition, a.builtin, a.higher_is_better, coalesce(v.verdicts, 0) as verdicts
+        from ragsql.aspect as a
+        left join (select aspect, count(*) as verdicts from ragsql.aspect_verdict group by aspect) as v
+               on v.aspect = a.name
+        order by not a.builtin, a.name collate "C" """,
+    )
 
 
 def add(conn: psycopg.Connection, name: str, definition: str, higher_is_better: bool, replace: bool) -> str:

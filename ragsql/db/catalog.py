@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import psycopg
-from psycopg.rows import dict_row
 
 from ragsql.db import names
-
-if TYPE_CHECKING:
-    from psycopg.abc import QueryNoTemplate  # psycopg 3.3: a query that is not a t-string
+from ragsql.db.rows import dict_rows
 
 __all__ = ["delete", "list_corpora", "list_datasets", "list_runs", "run_details"]
-
-
-def _rows(conn: psycopg.Connection, query: QueryNoTemplate, params: tuple | dict = ()) -> list[dict]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchall()
 
 
 def list_runs(conn: psycopg.Connection) -> list[dict]:
     """Every run: its dataset, when it was made, its ranked results, answers, judge tasks and judges."""
     # counts as subqueries grouped by run id, not correlated ones: Citus runs these on every shard at once
-    return _rows(
+    return dict_rows(
         conn,
         """
         select r.name as run, d.name as dataset, r.created_at,
@@ -42,7 +31,7 @@ def list_runs(conn: psycopg.Connection) -> list[dict]:
 
 def list_datasets(conn: psycopg.Connection) -> list[dict]:
     """Every dataset: its queries, judgments, reference answers and runs."""
-    return _rows(
+    return dict_rows(
         conn,
         """
         select d.name as dataset, d.created_at,
@@ -59,7 +48,7 @@ def list_datasets(conn: psycopg.Connection) -> list[dict]:
 
 def list_corpora(conn: psycopg.Connection) -> list[dict]:
     """Every corpus: its documents, chunkings (versions) with their chunks, and the runs retrieved from it."""
-    return _rows(
+    return dict_rows(
         conn,
         """
         select c.name as corpus, c.created_at,
@@ -100,7 +89,7 @@ def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
         ]
         if users:
             return {"refused": users}
-        counts = _rows(
+        counts = dict_rows(
             conn,
             "select count(*) as documents from ragsql.document as d join ragsql.corpus as c "
             "on c.id = d.corpus_id where c.name = %s",
@@ -108,7 +97,7 @@ def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
         )[0]
         conn.execute("delete from ragsql.corpus where name = %s", (name,))
     elif kind == "dataset":
-        found = _rows(
+        found = dict_rows(
             conn,
             "select (select count(*) from ragsql.query as q where q.dataset_id = d.id) as queries, "
             "(select count(*) from ragsql.run as r where r.dataset_id = d.id) as runs "
@@ -122,7 +111,7 @@ def delete(conn: psycopg.Connection, kind: str, name: str) -> dict:
     else:
         # counted by the run's id, not from list_runs: on Citus a read of every shard would keep the delete of a
         # reference row that cascades to the shards from running in this transaction
-        counts = _rows(
+        counts = dict_rows(
             conn,
             """
             select (select count(*) from ragsql.run_result as x where x.run_id = %(id)s) as results,

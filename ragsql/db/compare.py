@@ -7,7 +7,8 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 
 import psycopg
-from psycopg.rows import class_row
+
+from ragsql.db.rows import typed_rows
 
 __all__ = [
     "Comparison",
@@ -86,6 +87,11 @@ class IntervalValue:
     judge_model: str | None
 
 
+def _resampled(measures: list[str] | None, resampling: Resampling, rel_level: int, judge: str | None) -> dict:
+    """The parameters every resampling statistic takes: measures, resamples, seed, alpha, level and judge."""
+    return {"measures": measures, **asdict(resampling), "level": rel_level, "judge": judge}
+
+
 def compare(
     conn: psycopg.Connection,
     baseline: str,
@@ -96,23 +102,16 @@ def compare(
     judge: str | None = None,
 ) -> list[Comparison]:
     """Run against baseline, one row per measure in the order asked (ragsql.compare)."""
-    with conn.cursor(row_factory=class_row(Comparison)) as cur:
-        cur.execute(
-            """
-            select %(baseline)s as baseline, %(run)s as run, c.*
-            from ragsql.compare(%(baseline)s, %(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s,
-                                %(judge)s) as c
-            """,
-            {
-                "baseline": baseline,
-                "run": run,
-                "measures": measures,
-                **asdict(resampling),  # resamples, seed, alpha
-                "level": rel_level,
-                "judge": judge,
-            },
-        )
-        return cur.fetchall()
+    return typed_rows(
+        conn,
+        Comparison,
+        """
+        select %(baseline)s as baseline, %(run)s as run, c.*
+        from ragsql.compare(%(baseline)s, %(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s,
+                            %(judge)s) as c
+        """,
+        {"baseline": baseline, "run": run, **_resampled(measures, resampling, rel_level, judge)},
+    )
 
 
 def compare_queries(
@@ -124,12 +123,12 @@ def compare_queries(
     judge: str | None = None,
 ) -> list[QueryPair]:
     """Every query both runs have a value for, per measure (ragsql.compare_queries)."""
-    with conn.cursor(row_factory=class_row(QueryPair)) as cur:
-        cur.execute(
-            "select * from ragsql.compare_queries(%(baseline)s, %(run)s, %(measures)s, %(level)s, %(judge)s)",
-            {"baseline": baseline, "run": run, "measures": measures, "level": rel_level, "judge": judge},
-        )
-        return cur.fetchall()
+    return typed_rows(
+        conn,
+        QueryPair,
+        "select * from ragsql.compare_queries(%(baseline)s, %(run)s, %(measures)s, %(level)s, %(judge)s)",
+        {"baseline": baseline, "run": run, "measures": measures, "level": rel_level, "judge": judge},
+    )
 
 
 def measure_ci(
@@ -141,22 +140,16 @@ def measure_ci(
     judge: str | None = None,
 ) -> list[IntervalValue]:
     """Run values with their percentile bootstrap intervals (ragsql.measure_ci)."""
-    with conn.cursor(row_factory=class_row(IntervalValue)) as cur:
-        cur.execute(
-            """
-            select %(run)s as run, c.*
-            from ragsql.measure_ci(%(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s,
-                                   %(judge)s) as c
-            """,
-            {
-                "run": run,
-                "measures": measures,
-                **asdict(resampling),  # resamples, seed, alpha
-                "level": rel_level,
-                "judge": judge,
-            },
-        )
-        return cur.fetchall()
+    return typed_rows(
+        conn,
+        IntervalValue,
+        """
+        select %(run)s as run, c.*
+        from ragsql.measure_ci(%(run)s, %(measures)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s,
+                               %(judge)s) as c
+        """,
+        {"run": run, **_resampled(measures, resampling, rel_level, judge)},
+    )
 
 
 def config_diff(conn: psycopg.Connection, baseline: str, run: str) -> list[tuple[str, str | None, str | None]]:
@@ -196,20 +189,14 @@ def history(
     judge: str | None = None,
 ) -> list[HistoryValue]:
     """Every run value of a dataset, per measure in the order the runs were made (ragsql.history)."""
-    with conn.cursor(row_factory=class_row(HistoryValue)) as cur:
-        cur.execute(
-            """
-            select h.run, h.created_at, h.measure, h.kind, h.value, h.ci_low, h.ci_high, h.queries, h.best, h.latest
-            from ragsql.history(
-                %(dataset)s, %(measures)s, %(ci)s, %(resamples)s, %(seed)s, %(alpha)s, 1, %(judge)s
-            ) as h
-            """,
-            {
-                "dataset": dataset,
-                "measures": measures,
-                "ci": ci,
-                **asdict(resampling),  # resamples, seed, alpha
-                "judge": judge,
-            },
-        )
-        return cur.fetchall()
+    return typed_rows(
+        conn,
+        HistoryValue,
+        """
+        select h.run, h.created_at, h.measure, h.kind, h.value, h.ci_low, h.ci_high, h.queries, h.best, h.latest
+        from ragsql.history(
+            %(dataset)s, %(measures)s, %(ci)s, %(resamples)s, %(seed)s, %(alpha)s, %(level)s, %(judge)s
+        ) as h
+        """,
+        {"dataset": dataset, "ci": ci, **_resampled(measures, resampling, 1, judge)},
+    )

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import psycopg
-from psycopg.rows import dict_row
 
-from ragsql.db.rows import value
+from ragsql.db.rows import dict_rows, value
 
 __all__ = ["consistency", "flips", "repeat_run"]
 
@@ -23,13 +22,9 @@ def consistency(
 ) -> list[dict]:
     """Per generation metric: repeats, mean, sd, min, max of the run value, queries, flipping, flip_share,
     mean_query_range, judge_model, note (ragsql.judge_consistency)."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select * from ragsql.judge_consistency(%s, %s, %s)", (run, metrics, judge))
-        return cur.fetchall()
+    return dict_rows(conn, "select * from ragsql.judge_consistency(%s, %s, %s)", (run, metrics, judge))
 
 
 def flips(conn: psycopg.Connection, run: str, metric: str, judge: str | None = None) -> list[dict]:
     """The queries whose value of `metric` differs between repeats: qid, values (per repeat), range, repeats."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select * from ragsql.judge_flips(%s, %s, %s)", (run, metric, judge))
-        return cur.fetchall()
+    return dict_rows(conn, "select * from ragsql.judge_flips(%s, %s, %s)", (run, metric, judge))

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import psycopg
-from psycopg.rows import class_row
 
 from ragsql.db.compare import Resampling
+from ragsql.db.rows import typed_rows
 
 __all__ = ["GateResult", "check"]
 
@@ -55,21 +55,21 @@ def check(
     judge: str | None = None,
 ) -> list[GateResult]:
     """Every gate's row of ragsql.check, min and max gates first, then max-drop gates."""
-    with conn.cursor(row_factory=class_row(GateResult)) as cur:
-        cur.execute(
-            "select * from ragsql.check(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                run,
-                baseline,
-                _pairs(minimums),
-                _pairs(maximums),
-                _pairs(max_drops),
-                significant,
-                resampling.resamples,
-                resampling.seed,
-                resampling.alpha,
-                rel_level,
-                judge,
-            ),
-        )
-        return cur.fetchall()
+    return typed_rows(
+        conn,
+        GateResult,
+        "select * from ragsql.check(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            run,
+            baseline,
+            _pairs(minimums),
+            _pairs(maximums),
+            _pairs(max_drops),
+            significant,
+            resampling.resamples,
+            resampling.seed,
+            resampling.alpha,
+            rel_level,
+            judge,
+        ),
+    )

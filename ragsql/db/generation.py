@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import psycopg
-from psycopg.rows import dict_row
 
 from ragsql import registry
+from ragsql.db.rows import dict_rows
 
 __all__ = ["generation_names", "metric_kinds", "no_judge_metrics", "query_generation", "run_generation"]
 
@@ -17,22 +17,18 @@ def run_generation(
 ) -> list[dict]:
     """Run value of each generation metric with coverage and the judge it comes from (summarize_generation);
     judge: a model name or 'offline' (default: the newest LLM judge's verdicts, else the offline judge's)."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(
-            "select %s as run, s.* from ragsql.summarize_generation(%s, %s, %s) as s", (run, run, metrics, judge)
-        )
-        return cur.fetchall()
+    return dict_rows(
+        conn, "select %s as run, s.* from ragsql.summarize_generation(%s, %s, %s) as s", (run, run, metrics, judge)
+    )
 
 
 def query_generation(
     conn: psycopg.Connection, run: str, metrics: list[str] | None = None, judge: str | None = None
 ) -> list[dict]:
     """Per-query value (or reason it is null) of each generation metric (evaluate_generation)."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(
-            "select %s as run, e.* from ragsql.evaluate_generation(%s, %s, %s) as e", (run, run, metrics, judge)
-        )
-        return cur.fetchall()
+    return dict_rows(
+        conn, "select %s as run, e.* from ragsql.evaluate_generation(%s, %s, %s) as e", (run, run, metrics, judge)
+    )
 
 
 def metric_kinds(conn: psycopg.Connection) -> dict[str, str | None]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import psycopg
-from psycopg.rows import class_row
+
+from ragsql.db.rows import typed_rows
 
 __all__ = ["question_texts", "RunValue", "QueryValue", "default_measures", "run_values", "query_values"]
 
@@ -43,29 +44,29 @@ def default_measures(conn: psycopg.Connection) -> list[str]:
 
 def run_values(conn: psycopg.Connection, run: str, measures: list[str] | None, rel_level: int) -> list[RunValue]:
     """Run value of each measure (ragsql.summarize), in the order asked."""
-    with conn.cursor(row_factory=class_row(RunValue)) as cur:
-        cur.execute(
-            """
-            select %(run)s as run, s.measure, s.value, s.queries, s.answerable, s.no_relevant, s.missing,
-                   s.value_answerable
-            from ragsql.summarize(%(run)s, %(measures)s, %(level)s) as s
-            """,
-            {"run": run, "measures": measures, "level": rel_level},
-        )
-        return cur.fetchall()
+    return typed_rows(
+        conn,
+        RunValue,
+        """
+        select %(run)s as run, s.measure, s.value, s.queries, s.answerable, s.no_relevant, s.missing,
+               s.value_answerable
+        from ragsql.summarize(%(run)s, %(measures)s, %(level)s) as s
+        """,
+        {"run": run, "measures": measures, "level": rel_level},
+    )
 
 
 def query_values(conn: psycopg.Connection, run: str, measures: list[str] | None, rel_level: int) -> list[QueryValue]:
     """Per-query values of each measure (ragsql.evaluate), by qid then the order asked."""
-    with conn.cursor(row_factory=class_row(QueryValue)) as cur:
-        cur.execute(
-            """
-            select %(run)s as run, e.qid, e.measure, e.value, e.relevant, e.retrieved
-            from ragsql.evaluate(%(run)s, %(measures)s, %(level)s) as e
-            """,
-            {"run": run, "measures": measures, "level": rel_level},
-        )
-        return cur.fetchall()
+    return typed_rows(
+        conn,
+        QueryValue,
+        """
+        select %(run)s as run, e.qid, e.measure, e.value, e.relevant, e.retrieved
+        from ragsql.evaluate(%(run)s, %(measures)s, %(level)s) as e
+        """,
+        {"run": run, "measures": measures, "level": rel_level},
+    )
 
 
 def question_texts(conn: psycopg.Connection, run: str) -> dict[str, str | None]:

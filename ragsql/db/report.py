@@ -4,19 +4,14 @@ the diagnosis, the worst queries with their answers and verdicts, and the judge'
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import psycopg
-from psycopg.rows import dict_row
 
 from ragsql import registry
 from ragsql.db import compare, review
 from ragsql.db.compare import Comparison, IntervalValue, Resampling
 from ragsql.db.review import AnswerTexts, answer_texts
-from ragsql.db.rows import value
-
-if TYPE_CHECKING:
-    from psycopg.abc import QueryNoTemplate  # psycopg 3.3: a query that is not a t-string
+from ragsql.db.rows import dict_rows, value
 
 __all__ = ["HeadlineRow", "ReportData", "WorstQuery", "headline", "read_report"]
 
@@ -88,16 +83,10 @@ def headline(data: ReportData) -> list[HeadlineRow]:
     ]
 
 
-def _rows(conn: psycopg.Connection, query: QueryNoTemplate, params: tuple) -> list[dict]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchall()
-
-
 def _worst(conn: psycopg.Connection, run: str, judge: str | None) -> list[WorstQuery]:
     """The queries with the lowest answer correctness (or faithfulness when there is none), with the answer,
     its contexts and references and the judge's statement verdicts."""
-    flagged = _rows(
+    flagged = dict_rows(
         conn,
         """
         select d.qid, q.text as question, d.cause, d.answer_correctness
@@ -110,7 +99,7 @@ def _worst(conn: psycopg.Connection, run: str, judge: str | None) -> list[WorstQ
         (run, judge, run, WORST),
     )
     if not flagged:
-        flagged = _rows(
+        flagged = dict_rows(
             conn,
             """
             select f.qid, q.text as question, 'low faithfulness' as cause, null::float8 as answer_correctness
@@ -125,7 +114,7 @@ def _worst(conn: psycopg.Connection, run: str, judge: str | None) -> list[WorstQ
     texts = answer_texts(conn, run, [row["qid"] for row in flagged])
     worst = []
     for row in flagged:
-        statements = _rows(
+        statements = dict_rows(
             conn,
             """
             select purpose, statement_no, statement, verdict, reason, model
@@ -155,7 +144,7 @@ def _no_value(conn: psycopg.Connection, run: str, values: list[IntervalValue], j
     reasons = {m: "no query has a value" for m in empty}
     generation = [v.measure for v in values if v.value is None and v.kind == "generation"]
     if generation:
-        for row in _rows(
+        for row in dict_rows(
             conn,
             """
             select distinct on (metric) metric, reason, count(*) as queries,
@@ -185,12 +174,12 @@ def read_report(
     )
     overview = {name: compare.measure_ci(conn, name, None, resampling, judge=judge) for name in [run, *compared]}
     comparisons = {name: compare.compare(conn, run, name, None, resampling, judge=judge) for name in compared}
-    per_query = _rows(
+    per_query = dict_rows(
         conn, "select measure, kind, qid, value, judge_model from ragsql.query_values(%s, null, 1, %s)", (run, judge)
     )
     has_generation = any(v.kind == "generation" for v in overview[run])
     diagnosis = (
-        _rows(conn, "select * from ragsql.diagnose_run(%s, model => %s)", (run, judge)) if has_generation else []
+        dict_rows(conn, "select * from ragsql.diagnose_run(%s, model => %s)", (run, judge)) if has_generation else []
     )
     missing = []
     if not has_generation:
@@ -206,7 +195,7 @@ def read_report(
         per_query=per_query,
         diagnosis=diagnosis,
         worst=_worst(conn, run, judge) if has_generation else [],
-        judge_usage=_rows(
+        judge_usage=dict_rows(
             conn,
             "select * from ragsql.run_usage where run = any(%s) "
             'order by run collate "C", purpose, kind, model, prompt_name',

@@ -10,6 +10,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ragsql import registry
+from ragsql.db.rows import dict_rows
 
 __all__ = [
     "LABEL_COLUMNS",
@@ -218,22 +219,22 @@ def ppi_compare(
 ) -> dict[str, dict]:
     """Each metric's prediction-powered difference run - baseline with its interval (ragsql.ppi_compare), for
     the metrics both runs have human labels of: {metric: row}."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(
-            "select p.* from unnest(%s::text[]) as m(metric), "
-            "lateral ragsql.ppi_compare(%s, %s, m.metric, %s, %s) as p where p.method is not null",
-            (list(metrics), baseline, run, alpha, judge),
-        )
-        return {r["metric"]: r for r in cur.fetchall()}
+    rows = dict_rows(
+        conn,
+        "select p.* from unnest(%s::text[]) as m(metric), "
+        "lateral ragsql.ppi_compare(%s, %s, m.metric, %s, %s) as p where p.method is not null",
+        (list(metrics), baseline, run, alpha, judge),
+    )
+    return {r["metric"]: r for r in rows}
 
 
 def ppi(
     conn: psycopg.Connection, run: str, metrics: Sequence[str], alpha: float, judge: str | None = None
 ) -> dict[str, dict]:
     """Each metric's prediction-powered mean and interval (ragsql.ppi_mean): {metric: row}."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(
-            "select p.* from unnest(%s::text[]) as m(metric), lateral ragsql.ppi_mean(%s, m.metric, %s, %s) as p",
-            (list(metrics), run, alpha, judge),
-        )
-        return {r["metric"]: r for r in cur.fetchall()}
+    rows = dict_rows(
+        conn,
+        "select p.* from unnest(%s::text[]) as m(metric), lateral ragsql.ppi_mean(%s, m.metric, %s, %s) as p",
+        (list(metrics), run, alpha, judge),
+    )
+    return {r["metric"]: r for r in rows}

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import psycopg
-from psycopg.rows import dict_row
 
 from ragsql.db import _named
+from ragsql.db.rows import dict_rows
 from ragsql.errors import InputError
 
 __all__ = ["add", "list_rubrics", "remove"]
@@ -16,15 +16,16 @@ __all__ = ["add", "list_rubrics", "remove"]
 
 def list_rubrics(conn: psycopg.Connection) -> list[dict]:
     """Every rubric: built-ins first, then the user's, with its descriptions and how many scores it has."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("""
-            select r.name, 'rubrics_score:' || r.name as metric, r.builtin, r.with_reference,
-                   array_to_string(r.descriptions, ' | ') as descriptions, coalesce(v.verdicts, 0) as verdicts
-            from ragsql.rubric as r
-            left join (select rubric, count(*) as verdicts from ragsql.rubric_verdict group by rubric) as v
-                   on v.rubric = r.name  -- a join: Citus plans no correlated subquery beside a reference table
-            order by not r.builtin, r.name collate "C" """)
-        return cur.fetchall()
+    return dict_rows(
+        conn,
+        """
+        select r.name, 'rubrics_score:' || r.name as metric, r.builtin, r.with_reference,
+               array_to_string(r.descriptions, ' | ') as descriptions, coalesce(v.verdicts, 0) as verdicts
+        from ragsql.rubric as r
+        left join (select rubric, count(*) as verdicts from ragsql.rubric_verdict group by rubric) as v
+               on v.rubric = r.name  -- a join: Citus plans no correlated subquery beside a reference table
+        order by not r.builtin, r.name collate "C" """,
+    )
 
 
 def add(conn: psycopg.Connection, name: str, descriptions: Sequence[str], with_reference: bool, replace: bool) -> str:

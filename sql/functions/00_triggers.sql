@@ -169,6 +169,28 @@ $$;
 comment on function ragsql._run_result_truncated() is
     'Statement trigger: ragsql.run or ragsql.query is truncated only together with ragsql.run_result.';
 
+-- The run a run's own table of results belongs to, checked and locked as ragsql._run_result_check does for rows
+-- inserted into run_result: both ragsql._run_result_bare and ragsql._run_result_index need it.
+create or replace function ragsql._run_result_run(run_id bigint)
+returns bigint
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    ds bigint;
+begin
+    select r.dataset_id into ds from ragsql.run as r where r.id = _run_result_run.run_id for key share;
+    if not found then
+        perform ragsql._fk_violation('run_result', 'run_result_run_id_dataset_id_fkey',
+                                     format('Key (run_id)=(%s) is not present in table "run".', run_id));
+    end if;
+    return ds;
+end
+$$;
+comment on function ragsql._run_result_run(bigint) is
+    'The dataset of a run, locked for key share until commit; SQLSTATE 23503 as a foreign key when there is no such '
+    'run.';
+
 -- A run imported whole (`ragsql import trec`, issue 15) is copied into a table of its own with no index, which is
 -- then indexed and attached as the run's partition of ragsql.run_result (partitioned by list of run_id, migration
 -- 0160): building the two btree indexes once costs a fraction of keeping them up to date row by row. The table
@@ -191,11 +213,7 @@ begin
         raise exception 'ragsql.run_result is not partitioned on this database (a Citus coordinator)'
             using errcode = 'feature_not_supported', hint = 'insert into ragsql.run_result instead';
     end if;
-    select r.dataset_id into ds from ragsql.run as r where r.id = _run_result_bare.run_id for key share;
-    if not found then
-        perform ragsql._fk_violation('run_result', 'run_result_run_id_dataset_id_fkey',
-                                     format('Key (run_id)=(%s) is not present in table "run".', run_id));
-    end if;
+    ds := ragsql._run_result_run(run_id);
     -- run_result itself is not read here: an import locks it first when it attaches, so that two imports at once
     -- queue there and cannot deadlock (results of the run in the default partition make the attach fail)
     if to_regclass(format('ragsql.%I', part)) is not null then
@@ -287,11 +305,7 @@ begin
     end if;
     -- the keys the rows name, checked and locked as ragsql._run_result_check does: the run (its id and dataset
     -- are the table's checks) and, in one pass over the rows, their queries
-    select r.dataset_id into ds from ragsql.run as r where r.id = _run_result_index.run_id for key share;
-    if not found then
-        perform ragsql._fk_violation('run_result', 'run_result_run_id_dataset_id_fkey',
-                                     format('Key (run_id)=(%s) is not present in table "run".', run_id));
-    end if;
+    ds := ragsql._run_result_run(run_id);
     execute format('select array(select distinct x.query_id from ragsql.%I as x)', part) into queries;
     perform from ragsql.query as q where q.dataset_id = ds and q.id = any (queries) for key share of q;
     select k.id into missing from unnest(queries) as k(id)

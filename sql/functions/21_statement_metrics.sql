@@ -85,6 +85,20 @@ $$;
 comment on function ragsql._statement_tally(bigint, text, text, text) is
     'Per answered query: the texts a purpose judges, how many lack verdicts, their statements and the verdict counts.';
 
+create or replace function ragsql._judged_tally(scope jsonb, purpose text)
+returns table (
+    query_id bigint, texts bigint, texts_unjudged bigint, statements bigint, judged bigint,
+    supported bigint, partial bigint, unsupported bigint, contradicted bigint)
+language sql stable parallel safe
+as $$
+    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._statement_tally)
+    select t.*
+    from ragsql._scope_judge(_judged_tally.scope) as j
+    cross join ragsql._statement_tally(j.run_id, _judged_tally.purpose, j.judge_model, j.judge_prompt_version) as t
+$$;
+comment on function ragsql._judged_tally(jsonb, text) is
+    'ragsql._statement_tally of a purpose, on the run and verdict set of a ragsql._judged_scope value.';
+
 create or replace function ragsql._statement_gap(
     texts bigint, texts_unjudged bigint, statements bigint, judged bigint, what text)
 returns text
@@ -122,10 +136,7 @@ declare
 begin
     return query
     with tally as materialized (
-        select t.*
-        from ragsql._scope_judge(judged) as j
-        cross join ragsql._statement_tally(j.run_id, _supported_share.purpose, j.judge_model,
-                                           j.judge_prompt_version) as t
+        select t.* from ragsql._judged_tally(judged, _supported_share.purpose) as t
     )
     select s.qid,
            case when t.texts_unjudged = 0 and t.judged = t.statements and t.statements > 0
@@ -221,16 +232,10 @@ returns table (
 language sql stable parallel safe
 as $$
     with answer_side as materialized (
-        select t.*
-        from ragsql._scope_judge(_claim_counts.judged) as j
-        cross join ragsql._statement_tally(j.run_id, _claim_counts.answer_purpose, j.judge_model,
-                                           j.judge_prompt_version) as t
+        select t.* from ragsql._judged_tally(_claim_counts.judged, _claim_counts.answer_purpose) as t
     ),
     reference_side as materialized (
-        select t.*
-        from ragsql._scope_judge(_claim_counts.judged) as j
-        cross join ragsql._statement_tally(j.run_id, _claim_counts.reference_purpose, j.judge_model,
-                                           j.judge_prompt_version) as t
+        select t.* from ragsql._judged_tally(_claim_counts.judged, _claim_counts.reference_purpose) as t
     )
     select coalesce(a.query_id, r.query_id),
            a.supported,

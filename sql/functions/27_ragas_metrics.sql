@@ -342,9 +342,7 @@ begin
         from ragsql._scope_judge(judged) as j
     ),
     tally as materialized (
-        select t.*
-        from judge as j
-        cross join ragsql._statement_tally(j.run_id, 'noise_sensitivity', j.judge_model, j.judge_prompt_version) as t
+        select t.* from ragsql._judged_tally(judged, 'noise_sensitivity') as t
     ),
     relevance as materialized (
         -- a context is relevant when it supports a statement of a reference answer (RAGAS retrieved2ground_truth)
