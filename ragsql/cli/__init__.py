@@ -41,6 +41,7 @@ COMMANDS = {  # name: (module, attribute, summary), in the order of the workflow
     "check": ("check", "check_command", "Quality gates for nightly jobs and CI: exit 4 when one fails."),
     "history": ("history", "history_command", "Every run value of a dataset over time: drift across nightly runs."),
     "report": ("report", "report_command", "A run's report in the terminal, or one HTML page with charts."),
+    "watch": ("watch", "watch_group", "Judge a production log table as rows arrive, in hourly or daily windows."),
     "review": ("review", "review_group", "Human review of the judge: export a sheet, import labels."),
     "judge-check": ("judge_check", "judge_check_command", "Measure a judge's pairwise accuracy on labelled pairs."),
     "aspect": ("aspect", "aspect_group", "Add, list or remove the yes/no aspects aspect critique asks."),

@@ -1,0 +1,192 @@
+"""`ragsql watch`: a production log table judged where it is, each sampled row captured exactly once (late commits
+included), in windowed runs, through the judge queue."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import psycopg
+import pytest
+
+from tests.conftest import offline_database, run_cli
+from tests.sql.test_roles import _member
+
+LOG = """
+create schema app;
+create table app.log (
+    id bigint generated always as identity primary key,
+    logged_at timestamptz not null default now(),
+    question text,
+    answer text,
+    contexts jsonb,
+    reference text
+);
+"""
+ADD = (
+    "watch", "add", "w", "--source", "app.log", "--key", "id", "--time", "logged_at", "--question", "question",
+    "--answer", "answer", "--contexts", "contexts", "--judge", "offline", "--metrics", "faithfulness",
+)  # fmt: skip
+ROW = "insert into app.log (question, answer, contexts) values (%s, %s, %s)"
+
+
+def _log(conn: psycopg.Connection, n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        conn.execute(ROW, (f"What is {i}?", f"{i} is a number.", json.dumps([f"{i} is a number.", "Numbers count."])))
+
+
+@pytest.fixture
+def source(fresh_db, monkeypatch):
+    """The fresh database with table app.log, no judge endpoint; yields an autocommit connection to it."""
+    offline_database(monkeypatch, fresh_db)
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute(LOG)
+        yield conn
+
+
+def _run(capsys, *names: str) -> dict:
+    code, out, err = run_cli(capsys, "watch", "run", *names, "--once", "--format", "json")
+    assert code == 0, err
+    return {r["watch"]: r for r in json.loads(out)["watches"]}
+
+
+def _captured(conn: psycopg.Connection, watch: str = "w") -> list[str]:
+    return [
+        r[0]
+        for r in conn.execute(
+            "select q.qid from ragsql.query as q join ragsql.dataset as d on d.id = q.dataset_id "
+            "where d.name = %s order by q.qid::bigint",
+            (watch,),
+        )
+    ]
+
+
+def test_rows_logged_while_watching_are_judged_once_across_runs(source, capsys):
+    """Rows logged after the watch was added are captured into their window's run and judged; a second run captures
+    only the newer rows, and no row has two answers, two tasks of a kind, or a reply bought twice."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    _log(source, 3)
+    first = _run(capsys)["w"]
+    assert (first["captured"], first["tasks_done"], first["tasks_failed"]) == (3, 3, 0)
+    _log(source, 2, start=3)
+    second = _run(capsys)["w"]
+    assert (second["captured"], second["tasks_done"]) == (2, 2)
+    assert _run(capsys)["w"]["captured"] == 0
+    assert _captured(source) == ["1", "2", "3", "4", "5"]
+    runs = source.execute(
+        "select r.name, count(a.*) from ragsql.run as r join ragsql.answer as a on a.run_id = r.id group by r.name"
+    ).fetchall()
+    assert sum(n for _, n in runs) == 5 and all(name.startswith("w@") for name, _ in runs)
+    tasks = source.execute("select status, count(*) from ragsql.judge_task group by status").fetchall()
+    assert tasks == [("done", 5)]
+    assert source.execute("select count(*) = count(distinct request_hash) from ragsql.judge_call").fetchone()[0]
+    metrics = source.execute(
+        "select metric, sum(n)::int, sum(judged)::int from ragsql.watch_metrics "
+        "where watch = 'w' and metric = 'faithfulness' group by metric"
+    ).fetchall()
+    assert metrics == [("faithfulness", 5, 5)]
+    lag = source.execute("select uncaptured, unjudged, reason from ragsql.watch_lag").fetchall()
+    assert lag == [(0, 0, None)]
+
+
+def test_a_late_committing_transaction_is_captured_exactly_once(source, fresh_db, capsys):
+    """A transaction that logs a row (one in a savepoint) before another transaction's row is captured, and commits
+    after that capture, has its rows captured by the next run; later runs capture nothing again."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    with psycopg.connect(fresh_db) as late:
+        _log(late, 1, start=100)
+        late.execute("savepoint s")
+        _log(late, 1, start=101)
+        late.execute("release savepoint s")
+        _log(source, 1)  # committed now, while `late` is open
+        assert _run(capsys)["w"]["captured"] == 1
+        assert source.execute("select uncaptured from ragsql.watch_lag").fetchone()[0] == 0
+        late.commit()
+    assert source.execute("select uncaptured from ragsql.watch_lag").fetchone()[0] == 2
+    assert _run(capsys)["w"]["captured"] == 2
+    assert _run(capsys)["w"]["captured"] == 0
+    assert _captured(source) == ["1", "2", "3"]
+
+
+def test_a_dropped_source_column_is_one_error_line_and_stores_nothing(source, capsys):
+    """A column the watch maps, dropped from the source, makes `watch run` fail with one line naming it; the rows
+    stay uncaptured (the watermark does not move), and are captured once the mapping can be read again."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    _log(source, 2)
+    source.execute("alter table app.log rename column contexts to ctx")
+    code, out, err = run_cli(capsys, "watch", "run", "w", "--once")
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and 'app.log has no column "contexts" (--contexts)' in err
+    assert _captured(source) == []
+    source.execute("alter table app.log rename column ctx to contexts")
+    assert _run(capsys)["w"]["captured"] == 2
+
+
+def test_add_checks_columns_against_the_catalog_and_stores_nothing_on_error(source, capsys):
+    """A missing column, a time column that is not a timestamp and a source that does not exist are one line each;
+    no watch and no dataset is stored."""
+    wrong = {
+        "--answer": ("nope", 'app.log has no column "nope" (--answer)'),
+        "--time": ("question", '--time column "question" of app.log is text: use a timestamptz'),
+        "--source": ("app.missing", "no table or view app.missing"),
+    }
+    for option, (column, message) in wrong.items():
+        args = list(ADD)
+        args[args.index(option) + 1] = column
+        code, _, err = run_cli(capsys, *args)
+        assert code == 1 and err.count("\n") == 1 and message in err, err
+    assert (
+        source.execute("select (select count(*) from ragsql.watch) + (select count(*) from ragsql.dataset)").fetchone()[
+            0
+        ]
+        == 0
+    )
+
+
+def test_sampling_is_chosen_by_the_key_and_stable_across_replays(source, capsys):
+    """With --sample 0.3 the rows kept are exactly those whose key's sha256 (first 52 bits / 2^52) is below 0.3: a
+    second watch of the same log (a replay) keeps the same rows."""
+    _log(source, 200)
+    for name in ("a", "b"):
+        args = ["watch", "add", name, *ADD[3:], "--sample", "0.3", "--backfill"]
+        assert run_cli(capsys, *args)[0] == 0
+    _run(capsys, "a", "b")
+    expected = [
+        str(i) for i in range(1, 201) if int(hashlib.sha256(str(i).encode()).hexdigest()[:13], 16) / 2**52 < 0.3
+    ]
+    assert 40 < len(expected) < 80
+    assert _captured(source, "a") == expected == _captured(source, "b")
+
+
+def test_a_view_in_another_schema_is_read_by_time_with_a_settle_delay(source, capsys):
+    """A view has no xmin: rows are read by time from the last capture minus --settle; a row committed later than
+    that after its logged time is not captured (the documented limit of a view source)."""
+    source.execute("create schema feed; create view feed.recent as select * from app.log")
+    args = ["watch", "add", "v", *ADD[3:], "--settle", "10m", "--backfill"]
+    args[args.index("--source") + 1] = "feed.recent"
+    assert run_cli(capsys, *args)[0] == 0
+    _log(source, 1)
+    assert _run(capsys, "v")["v"]["captured"] == 1
+    for ago, question in (("5 minutes", "late but within the settle delay"), ("1 hour", "later than it")):
+        source.execute(
+            "insert into app.log (logged_at, question, answer, contexts) "
+            "values (now() - %s::interval, %s, 'yes', '[\"yes\"]')",
+            (ago, question),
+        )
+    assert _run(capsys, "v")["v"]["captured"] == 1
+    assert _captured(source, "v") == ["1", "2"]
+
+
+def test_a_watcher_needs_only_select_on_the_source(source, fresh_db, capsys, monkeypatch):
+    """A ragsql_writer login with SELECT on the source (in another schema) and nothing else on it captures and
+    judges; without SELECT, adding the watch says which grant is missing and stores nothing."""
+    with _member(fresh_db, "ragsql_writer") as url:
+        login = psycopg.conninfo.conninfo_to_dict(url)["user"]
+        monkeypatch.setenv("RAGSQL_DATABASE_URL", url)
+        code, _, err = run_cli(capsys, *ADD)
+        assert code == 1 and err.count("\n") == 1 and "may not read app.log" in err
+        source.execute(f'grant usage on schema app to "{login}"; grant select on app.log to "{login}"')
+        assert run_cli(capsys, *ADD)[0] == 0
+        _log(source, 2)
+        assert _run(capsys)["w"]["tasks_done"] == 2
+        source.execute(f'revoke all on app.log from "{login}"; revoke all on schema app from "{login}"')
