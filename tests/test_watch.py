@@ -190,3 +190,77 @@ def test_a_watcher_needs_only_select_on_the_source(source, fresh_db, capsys, mon
         _log(source, 2)
         assert _run(capsys)["w"]["tasks_done"] == 2
         source.execute(f'revoke all on app.log from "{login}"; revoke all on schema app from "{login}"')
+
+
+def test_pause_resume_show_and_drop(source, capsys):
+    """A paused watch captures nothing until resumed; show lists its windows' runs; drop needs --yes and keeps the
+    runs unless --with-runs."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    assert run_cli(capsys, "watch", "pause", "w")[0] == 0
+    _log(source, 2)
+    assert _run(capsys)["w"]["captured"] == 0
+    assert run_cli(capsys, "watch", "resume", "w")[0] == 0
+    assert _run(capsys)["w"]["captured"] == 2
+    code, out, _ = run_cli(capsys, "watch", "show", "w", "--format", "json")
+    shown = json.loads(out)
+    assert code == 0 and shown["state"] == "active" and shown["columns"]["contexts"] == "contexts"
+    assert [w["run"].split("@")[0] for w in shown["windows"]] == ["w"] * len(shown["windows"])
+    assert sum(w["captured"] for w in shown["windows"]) == 2
+    assert run_cli(capsys, "watch", "drop", "w")[0] == 2
+    assert run_cli(capsys, "watch", "drop", "w", "--yes")[0] == 0
+    assert source.execute("select count(*) from ragsql.run where name like 'w@%'").fetchone()[0] >= 1
+    assert run_cli(capsys, "watch", "add", "w2", *ADD[3:])[0] == 0
+    _log(source, 1, start=2)
+    assert _run(capsys)["w2"]["captured"] == 1
+    assert run_cli(capsys, "watch", "drop", "w2", "--with-runs", "--yes")[0] == 0
+    left = (
+        "select (select count(*) from ragsql.run where name like 'w2@%') "
+        "+ (select count(*) from ragsql.dataset where name = 'w2')"
+    )
+    assert source.execute(left).fetchone()[0] == 0
+    code, _, err = run_cli(capsys, "watch", "show", "w2")
+    assert code == 1 and 'unknown watch "w2"' in err
+
+
+def test_one_broken_watch_leaves_the_others_to_run(source, capsys):
+    """`watch run --once` over every watch: a watch whose source lost a column is one error line naming it (exit 1),
+    and the other watches capture and judge."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    source.execute("create table app.other as select * from app.log")
+    args = ["watch", "add", "broken", *ADD[3:]]
+    args[args.index("--source") + 1] = "app.other"
+    assert run_cli(capsys, *args)[0] == 0
+    source.execute("alter table app.other drop column answer")
+    _log(source, 2)
+    code, out, err = run_cli(capsys, "watch", "run", "--once", "--format", "json")
+    assert code == 1
+    assert [r["captured"] for r in json.loads(out)["watches"]] == [2]
+    assert err.splitlines() == ['ragsql: error: watch broken: app.other has no column "answer" (--answer)']
+
+
+def test_captures_running_at_once_store_each_row_once(source, fresh_db):
+    """Captures of one watch in several threads, while rows keep arriving, store every row once: the capture lock
+    and the key leave no row out and none twice."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragsql.cli import main
+    from ragsql.orchestrator.watch import capture
+
+    assert main(list(ADD)) == 0
+
+    def log() -> None:
+        with psycopg.connect(fresh_db, autocommit=True) as conn:
+            for i in range(60):
+                _log(conn, 1, start=i)
+
+    def captures() -> int:
+        return sum(capture(fresh_db, "w").rows for _ in range(8))
+
+    with ThreadPoolExecutor(4) as pool:
+        writer = pool.submit(log)
+        counts = [pool.submit(captures) for _ in range(3)]
+        writer.result()
+        stored = sum(c.result() for c in counts) + capture(fresh_db, "w").rows
+    assert stored == 60
+    assert _captured(source) == [str(i) for i in range(1, 61)]
+    assert source.execute("select count(*) from ragsql.answer").fetchone()[0] == 60

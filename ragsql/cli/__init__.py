@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import psycopg
     from typing_extensions import TypeIs
 
-__all__ = ["COMMANDS", "cli", "main"]
+__all__ = ["COMMANDS", "cli", "error_line", "main"]
 
 EPILOG = "\b\nExit status:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())
 
@@ -159,15 +159,24 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"ragsql: error: {_line(exc)}", err=True)
         return exc.exit_code
     except Exception as exc:
-        if not _is_database_error(exc):
+        line = error_line(exc)
+        if line is None:
             raise
-        message = (
-            (exc.diag.message_primary or str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        )
-        hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
-        click.echo(f"ragsql: error: {_line(message + hint)}", err=True)
+        click.echo(f"ragsql: error: {line}", err=True)
         return 1
     return status if isinstance(status, int) else 0
+
+
+def error_line(exc: BaseException) -> str | None:
+    """What `ragsql: error:` says of a ragsql or database error: one line (a database error's hint in brackets);
+    None for any other exception (a bug, whose traceback is shown)."""
+    if isinstance(exc, RagsqlError):
+        return _line(exc)
+    if not _is_database_error(exc):
+        return None
+    message = (exc.diag.message_primary or str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
+    return _line(message + hint)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,6 +11,7 @@ from datetime import timedelta
 import click
 
 from ragsql import db
+from ragsql.cli import error_line
 from ragsql.cli.options import JUDGE_WORKERS, workers_option
 from ragsql.cli.output import format_option, render, report
 from ragsql.cli.specs import Float8, check_metrics
@@ -219,21 +220,21 @@ def run_command(names: tuple[str, ...], once: bool, workers: int, fmt: str) -> i
     url = db.database_url()
     with db.connect() as conn:
         db.ensure_schema(conn)
-    reports = []
-    for name in orchestrator.names_to_run(url, names):
-        done = orchestrator.WatchRun(name)
-        with db.connect() as conn:
-            watch = watches.get(conn, name)
-        if watch.paused:
-            done.paused = True
-            reports.append(done)
-            continue
-        done.captured = orchestrator.capture(url, name)
+    reports, failures = [], []
+    chosen = orchestrator.names_to_run(url, names)
+    for name in chosen:
         try:
-            asyncio.run(_judge(url, watch, done, workers))
+            done = _run_one(url, name, workers)
         except asyncio.CancelledError:  # SIGTERM: the tasks in progress were put back before this point
             click.echo("ragsql: stopped by SIGTERM; unfinished tasks were put back to pending", err=True)
             return 143
+        except Exception as exc:
+            # one broken watch (a dropped column, a lost grant) leaves the others to run; alone, it is the error
+            line = error_line(exc)
+            if len(chosen) == 1 or line is None:
+                raise
+            failures.append(f"ragsql: error: {line if line.startswith(f'watch {name}: ') else f'watch {name}: {line}'}")
+            continue
         reports.append(done)
     rows = [
         {
@@ -255,7 +256,24 @@ def run_command(names: tuple[str, ...], once: bool, workers: int, fmt: str) -> i
     for r in reports:
         for qid, kind, error in r.errors[:10]:
             click.echo(f"failed: watch {r.watch}, row {qid}, {kind}: {error}", err=True)
-    return 3 if any(r.failed for r in reports) else 0
+    for line in failures:
+        click.echo(line, err=True)
+    return 1 if failures else 3 if any(r.failed for r in reports) else 0
+
+
+def _run_one(url: str, name: str, workers: int):
+    """Capture one watch's new rows and judge its windows (nothing for a paused watch)."""
+    from ragsql.orchestrator import watch as orchestrator
+
+    done = orchestrator.WatchRun(name)
+    with db.connect() as conn:
+        watch = watches.get(conn, name)
+    if watch.paused:
+        done.paused = True
+        return done
+    done.captured = orchestrator.capture(url, name)
+    asyncio.run(_judge(url, watch, done, workers))
+    return done
 
 
 async def _judge(url: str, watch: watches.Watch, done, workers: int) -> None:
