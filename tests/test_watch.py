@@ -264,3 +264,17 @@ def test_captures_running_at_once_store_each_row_once(source, fresh_db):
     assert stored == 60
     assert _captured(source) == [str(i) for i in range(1, 61)]
     assert source.execute("select count(*) from ragsql.answer").fetchone()[0] == 60
+
+
+def test_a_metric_the_log_cannot_feed_is_skipped_with_the_reason_once(source, capsys):
+    """A watch without contexts asked for faithfulness: the run says why the metric is skipped, the window counts as
+    done, and the next run does not try it again."""
+    args = list(ADD)
+    del args[args.index("--contexts") : args.index("--contexts") + 2]
+    assert run_cli(capsys, *args)[0] == 0
+    _log(source, 1)
+    code, out, err = run_cli(capsys, "watch", "run", "--once", "--format", "json")
+    assert code == 0 and json.loads(out)["watches"][0]["judged_runs"] == 1
+    assert err == "skipped faithfulness in watch w: no contexts\n"
+    code, out, err = run_cli(capsys, "watch", "run", "--once", "--format", "json")
+    assert (code, json.loads(out)["watches"][0]["judged_runs"], err) == (0, 0, "")

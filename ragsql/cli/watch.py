@@ -256,6 +256,9 @@ def run_command(names: tuple[str, ...], once: bool, workers: int, fmt: str) -> i
     for r in reports:
         for qid, kind, error in r.errors[:10]:
             click.echo(f"failed: watch {r.watch}, row {qid}, {kind}: {error}", err=True)
+    for r in reports:
+        for metric, why in r.skipped.items():
+            click.echo(f"skipped {metric} in watch {r.watch}: {why}", err=True)
     for line in failures:
         click.echo(line, err=True)
     return 1 if failures else 3 if any(r.failed for r in reports) else 0

@@ -42,6 +42,7 @@ class WatchRun:
     failed: int = 0
     calls: int = 0
     errors: list[tuple[str, str, str]] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # metric: why no window could be judged on it
 
 
 def capture(url: str, name: str) -> Captured:
@@ -113,7 +114,7 @@ def make_watch_judging(judge: str | None) -> Judging:
 
 async def judge_windows(url: str, watch: watches.Watch, judging: Judging, report: WatchRun, workers: int) -> None:
     """Judge every window of the watch whose captured rows are not all judged, oldest first; a window whose every
-    answer has all its tasks done is recorded as judged."""
+    answer has all its tasks done, or that no metric asked can judge, is recorded as judged."""
     with connect(url) as conn:
         todo = watches.to_judge(conn, watch.id)
     for run, run_id, rows in todo:
@@ -122,8 +123,10 @@ async def judge_windows(url: str, watch: watches.Watch, judging: Judging, report
         report.done += result.done
         report.failed += result.failed
         report.errors += result.errors[: max(0, 20 - len(report.errors))]
+        report.skipped.update(result.skipped)
         with connect(url) as conn:
-            if watches.unfinished(conn, run_id) == 0:
+            # a window none of the metrics can judge (e.g. no contexts for faithfulness) is done as well
+            if not result.kinds or watches.unfinished(conn, run_id) == 0:
                 watches.judged(conn, run_id, rows)
                 conn.commit()
     report.calls = judging.tally.calls
