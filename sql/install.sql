@@ -119,6 +119,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 0e42f9a6ff79665b499475ebbd9cc155fcb79c327deb90e7aaba74dcb0b9c1fc
+\set ragsql_fingerprint fe9efccfaa033682114027f348521a5eabd2740b64ebcd76f29392711069882b
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -54,8 +54,9 @@ def _captured(conn: psycopg.Connection, watch: str = "w") -> list[str]:
     return [
         r[0]
         for r in conn.execute(
-            "select q.qid from ragsql.query as q join ragsql.dataset as d on d.id = q.dataset_id "
-            "where d.name = %s order by q.qid::bigint",
+            "select q.qid from ragsql.watch as w join ragsql.watch_window as ww on ww.watch_id = w.id "
+            "join ragsql.run as r on r.id = ww.run_id join ragsql.query as q on q.dataset_id = r.dataset_id "
+            "where w.name = %s order by q.qid::bigint",
             (watch,),
         )
     ]
@@ -215,7 +216,7 @@ def test_pause_resume_show_and_drop(source, capsys):
     assert run_cli(capsys, "watch", "drop", "w2", "--with-runs", "--yes")[0] == 0
     left = (
         "select (select count(*) from ragsql.run where name like 'w2@%') "
-        "+ (select count(*) from ragsql.dataset where name = 'w2')"
+        "+ (select count(*) from ragsql.dataset where name like 'w2@%')"
     )
     assert source.execute(left).fetchone()[0] == 0
     code, _, err = run_cli(capsys, "watch", "show", "w2")
@@ -278,3 +279,21 @@ def test_a_metric_the_log_cannot_feed_is_skipped_with_the_reason_once(source, ca
     assert err == "skipped faithfulness in watch w: no contexts\n"
     code, out, err = run_cli(capsys, "watch", "run", "--once", "--format", "json")
     assert (code, json.loads(out)["watches"][0]["judged_runs"], err) == (0, 0, "")
+
+
+def test_a_row_without_an_answer_is_kept_as_skipped_with_the_reason(source, capsys):
+    """A logged row with no answer is captured once as skipped, its reason on its query, and counted as skipped in
+    ragsql.watch_metrics beside the judged rows of its window."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    _log(source, 1)
+    source.execute(ROW, ("Unanswered?", None, None))
+    done = _run(capsys)["w"]
+    assert (done["captured"], done["skipped"], done["tasks_done"]) == (1, 1, 1)
+    reasons = source.execute("select qid, metadata ->> 'skipped' from ragsql.query order by qid").fetchall()
+    assert reasons == [("1", None), ("2", "no answer")]
+    counts = source.execute(
+        "select sum(n)::int, sum(judged)::int, sum(skipped)::int from ragsql.watch_metrics "
+        "where metric = 'faithfulness'"
+    ).fetchone()
+    assert counts == (2, 1, 1)
+    assert _run(capsys)["w"]["skipped"] == 0

@@ -117,7 +117,7 @@ def add_command(
                 backfill=backfill,
             )
     if fmt == "json":
-        report({"watch": watch.name, "source": watch.source, "dataset": watch.name, "added": True})
+        report({"watch": watch.name, "source": watch.source, "added": True})
         return
     click.echo(
         f"added watch {watch.name} of {watch.source}: run `ragsql watch run {watch.name} --once` (e.g. from cron)"
@@ -187,10 +187,10 @@ watch_group.add_command(_state_command("resume", False))
 
 @watch_group.command("drop")
 @click.argument("name")
-@click.option("--with-runs", is_flag=True, help="Also delete its dataset and its windows' runs with their verdicts.")
+@click.option("--with-runs", is_flag=True, help="Also delete its windows' datasets and runs, with their verdicts.")
 @click.option("--yes", is_flag=True, help="Really drop it (nothing is dropped without it).")
 def drop_command(name: str, with_runs: bool, yes: bool) -> None:
-    """Drop watch NAME; its dataset and windows' runs stay (compare, history) unless --with-runs."""
+    """Drop watch NAME; its windows' datasets and runs stay (scores, compare) unless --with-runs."""
     if not yes:
         raise UsageError(f"watch drop {name}: add --yes to drop it" + (" and its runs" if with_runs else ""))
     with db.connect() as conn:

@@ -60,7 +60,6 @@ class Watch:
 
     id: int
     name: str
-    dataset_id: int
     source_schema: str
     source_table: str
     key_column: str
@@ -178,29 +177,25 @@ def add(
     judge: str | None,
     backfill: bool,
 ) -> Watch:
-    """Store a watch and its dataset (named after it); nothing is stored when a check fails."""
+    """Store a watch; nothing is stored when a check fails."""
     schema, table = split_source(source)
     check_source(conn, schema, table, columns, name)
     if conn.execute("select from ragsql.watch where name = %s", (name,)).fetchone():
         raise InputError(f'watch "{name}" already exists (ragsql watch drop {name} --yes, or pick another name)')
-    if conn.execute("select from ragsql.dataset where name = %s", (name,)).fetchone():
-        raise InputError(f'a dataset "{name}" exists already: a watch keeps its rows in a dataset of its own name')
-    dataset_id = load.ensure_dataset(conn, name, f"rows of {schema}.{table} captured by watch {name}")
     with conn.cursor(row_factory=class_row(Watch)) as cur:
         cur.execute(
             sql.SQL("""
             insert into ragsql.watch as w (
-                name, dataset_id, source_schema, source_table, key_column, time_column, question_column,
+                name, source_schema, source_table, key_column, time_column, question_column,
                 answer_column, contexts_column, reference_column, sample, window_size, settle, metrics, judge,
                 starts_at, captured_xmin)
-            values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+            values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                     case when %s then null else now() end,
                     case when %s then null else pg_snapshot_xmin(pg_current_snapshot()) end)
             returning {}
             """).format(_FIELDS),
             (
                 name,
-                dataset_id,
                 schema,
                 table,
                 columns.key,
@@ -282,15 +277,15 @@ def set_paused(conn: psycopg.Connection, name: str, paused: bool) -> None:
 
 
 def drop(conn: psycopg.Connection, name: str, runs: bool) -> int:
-    """Delete a watch; with `runs` its dataset and windows' runs too. How many windows it had."""
+    """Delete a watch; with `runs` its windows' datasets and runs too. How many windows it had."""
     watch = get(conn, name)
     count = value(conn.execute("select count(*) from ragsql.watch_window where watch_id = %s", (watch.id,)))
     if runs:
         conn.execute(
-            "delete from ragsql.run where id in (select run_id from ragsql.watch_window where watch_id = %s)",
+            "delete from ragsql.dataset where id in (select r.dataset_id from ragsql.watch_window as ww "
+            "join ragsql.run as r on r.id = ww.run_id where ww.watch_id = %s)",
             (watch.id,),
         )
-        conn.execute("delete from ragsql.dataset where id = %s", (watch.dataset_id,))
     conn.execute("delete from ragsql.watch where id = %s", (watch.id,))
     return count
 
@@ -322,25 +317,32 @@ def run_name(watch: str, start: datetime) -> str:
     return f"{watch}@{start.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%MZ')}"
 
 
-def window_run(conn: psycopg.Connection, watch: Watch, start: datetime) -> int:
-    """The run of the watch's window starting at `start`, created (with its window row) when new."""
+def window_run(conn: psycopg.Connection, watch: Watch, start: datetime) -> tuple[int, int]:
+    """(run id, dataset id) of the watch's window starting at `start`: both named NAME@<start>, created (with the
+    window's row) when new; a dataset of that name that is not the window's is an InputError."""
     found = conn.execute(
-        "select run_id from ragsql.watch_window where watch_id = %s and window_start = %s", (watch.id, start)
+        "select r.id, r.dataset_id from ragsql.watch_window as ww join ragsql.run as r on r.id = ww.run_id "
+        "where ww.watch_id = %s and ww.window_start = %s",
+        (watch.id, start),
     ).fetchone()
     if found is not None:
-        return found[0]
+        return found[0], found[1]
+    name = run_name(watch.name, start)
+    if conn.execute("select from ragsql.dataset where name = %s", (name,)).fetchone():
+        raise InputError(f'a dataset "{name}" exists already: watch {watch.name} needs that name for a window')
+    dataset_id = load.ensure_dataset(conn, name, f"rows of {watch.source} captured by watch {watch.name}")
     config = {
         "source": "watch",
         "watch": watch.name,
         "table": watch.source,
         "window_start": start.astimezone(timezone.utc).isoformat(),
     }
-    run_id = load.create_run(conn, run_name(watch.name, start), watch.dataset_id, config)
+    run_id = load.create_run(conn, name, dataset_id, config)
     conn.execute(
         "insert into ragsql.watch_window (watch_id, window_start, run_id) values (%s, %s, %s)",
         (watch.id, start, run_id),
     )
-    return run_id
+    return run_id, dataset_id
 
 
 def count(conn: psycopg.Connection, watch_id: int, start: datetime, captured: int, skipped: int) -> None:

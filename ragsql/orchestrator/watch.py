@@ -56,13 +56,16 @@ def capture(url: str, name: str) -> Captured:
             conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             with conn.transaction():
                 watch = watches.get(conn, name)
+                if watch.paused:  # paused since the caller looked
+                    return result
                 watches.check_source(conn, watch.source_schema, watch.source_table, watch.columns, watch.name)
                 seen: set[str] = set()
                 for rows in watches.new_rows(conn, watch.id):
                     # a key the source holds twice is captured once: its first row
                     fresh = [r for r in rows if r[0] not in seen]
                     seen.update(r[0] for r in fresh)
-                    _store(conn, watch, fresh, result)
+                    if fresh:
+                        _store(conn, watch, fresh, result)
                 watches.advance(conn, watch.id)
         finally:
             conn.isolation_level = None
@@ -72,22 +75,24 @@ def capture(url: str, name: str) -> Captured:
 
 
 def _store(conn: psycopg.Connection, watch: watches.Watch, rows: list[tuple], result: Captured) -> None:
-    """One chunk of captured rows: a query per row (qid = key), its reference, and the answers of each window."""
-    queries, references, by_window = [], [], {}
-    for key, time, start, question, answer, contexts, reference in rows:
-        reason = "no time" if time is None else ("no answer" if answer is None or not answer.strip() else None)
-        meta = {"time": time.isoformat() if time is not None else None, **({"skipped": reason} if reason else {})}
-        queries.append((key, question, None, meta))
-        if reference is not None and reference.strip():
-            references.append((key, reference))
-        if start is not None:
-            by_window.setdefault(start, []).append((key, None if reason else answer, contexts or []))
-    load.add_queries(conn, watch.dataset_id, queries)
-    if references:
-        load.add_reference_answers(conn, watch.dataset_id, references)
+    """One chunk of captured rows, window by window: a query per row (qid = key) in the window's dataset with its
+    reference, and its answer and contexts in the window's run."""
+    by_window: dict = {}
+    for row in rows:
+        by_window.setdefault(row[2], []).append(row)
     for start, items in sorted(by_window.items()):
-        run_id = watches.window_run(conn, watch, start)
-        answered = [item for item in items if item[1] is not None]
+        run_id, dataset_id = watches.window_run(conn, watch, start)
+        queries, references, answered = [], [], []
+        for key, time, _, question, answer, contexts, reference in items:
+            skipped = {"skipped": "no answer"} if answer is None or not answer.strip() else {}
+            queries.append((key, question, None, {"time": time.isoformat(), **skipped}))
+            if reference is not None and reference.strip():
+                references.append((key, reference))
+            if not skipped:
+                answered.append((key, answer, contexts or []))
+        load.add_queries(conn, dataset_id, queries)
+        if references:
+            load.add_reference_answers(conn, dataset_id, references)
         if answered:
             load.add_answers(
                 conn,
@@ -98,10 +103,8 @@ def _store(conn: psycopg.Connection, watch: watches.Watch, rows: list[tuple], re
         watches.count(conn, watch.id, start, len(answered), len(items) - len(answered))
         result.rows += len(answered)
         result.skipped += len(items) - len(answered)
-        name = watches.run_name(watch.name, start)
-        if name not in result.windows:
+        if (name := watches.run_name(watch.name, start)) not in result.windows:
             result.windows.append(name)
-    result.skipped += sum(1 for r in rows if r[2] is None)
 
 
 def make_watch_judging(judge: str | None) -> Judging:

@@ -114,17 +114,23 @@ begin
           and ragsql.watch_sample_point(s.%1$I::text) < $2
           and ($3::timestamptz is null or %2$s >= $3)
           and %8$s
-          and not exists (select from ragsql.query as q where q.dataset_id = $7 and q.qid = s.%1$I::text)
+          and %2$s is not null
+          and not exists (select from ragsql.watch_window as ww
+                          join ragsql.run as r on r.id = ww.run_id
+                          join ragsql.query as q on q.dataset_id = r.dataset_id
+                          where ww.watch_id = $7 and ww.window_start = ragsql.watch_window_start(%2$s, $1)
+                            and q.qid = s.%1$I::text)
         $q$,
         w.key_column, at, w.question_column, w.answer_column, ctx,
         case when w.reference_column is null then 'null::text' else format('s.%I::text', w.reference_column) end,
         source, fresh)
-    using w.window_size, w.sample, w.starts_at, w.captured_xmin, w.captured_until, w.settle, w.dataset_id;
+    using w.window_size, w.sample, w.starts_at, w.captured_xmin, w.captured_until, w.settle, w.id;
 end
 $$;
 comment on function ragsql._watch_new_rows(bigint) is
-    'The sampled rows of a watch''s source that its next capture stores: key, time, window start, question, '
-    'answer, contexts and reference, read with the caller''s rights.';
+    'The sampled rows of a watch''s source that its next capture stores (rows with a key and a time that its '
+    'window does not hold yet): key, time, window start, question, answer, contexts and reference, read with the '
+    'caller''s rights.';
 
 create or replace function ragsql.watch_uncaptured(watch text)
 returns table (uncaptured bigint, oldest timestamptz, reason text)

@@ -1,13 +1,14 @@
 -- Watches (issue 30): ragsql judges the rows a RAG application logs to a table of its own, where they are. A watch
--- maps the source's columns; each captured row becomes a query of the watch's dataset (qid = the row's key, so a
--- key is captured once) and an answer of the run of its window (`NAME@<window start>`), judged by the judge queue.
+-- maps the source's columns; each window (`NAME@<window start>`) is a dataset and a run of that name, and each
+-- captured row a query of its window's dataset (qid = the row's key, so a key is captured once) and an answer of
+-- its run, judged by the judge queue. A dataset per window: a window's values and counts (queries, missing) are its
+-- own rows', and no row captured in another window moves them (DESIGN.md, principle 7).
 -- Polling reads the source with SELECT only: a table by its rows' xmin against the snapshot of the last capture
 -- (late-committing transactions included), a view (no xmin) by its time column with a settle delay.
 
 create table if not exists ragsql.watch (
     id bigint generated always as identity primary key,
     name text not null unique check (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$'),
-    dataset_id bigint not null unique references ragsql.dataset (id) on delete cascade,
     source_schema text not null,
     source_table text not null,
     key_column text not null,
@@ -46,7 +47,7 @@ create table if not exists ragsql.watch_window (
     primary key (watch_id, window_start)
 );
 comment on table ragsql.watch_window is
-    'A window of a watch and its run (NAME@<window start>): captured = answers stored, skipped = sampled rows '
+    'A window of a watch and its run (NAME@<window start>, of the dataset of the same name): captured = answers stored, skipped = sampled rows '
     'stored without an answer (the reason in ragsql.query.metadata->>''skipped''), judged = answers whose judge '
     'tasks were all done at the last `ragsql watch run`.';
 

@@ -13,7 +13,7 @@ select w.name as watch,
        c.ci_high,
        ww.captured + ww.skipped as n,
        c.queries as judged,
-       ww.skipped + c.left_out as skipped
+       c.left_out as skipped
 from ragsql.watch as w
 join ragsql.watch_window as ww on ww.watch_id = w.id
 join ragsql.run as ru on ru.id = ww.run_id
@@ -21,8 +21,9 @@ cross join lateral ragsql.measure_ci(ru.name, resamples => 2000, judge => w.judg
 where c.kind = 'generation';
 comment on view ragsql.watch_metrics is
     'Each window of each watch, per judged metric: value = mean over the window''s rows with a value, with a 95% '
-    'percentile bootstrap interval (2,000 resamples, seed 0.42); n = sampled rows captured in the window, judged = '
-    'rows with a value, skipped = rows without one (no answer logged, or no verdict: see ragsql.query_generation). '
+    'percentile bootstrap interval (2,000 resamples, seed 0.42); n = sampled rows captured in the window (the '
+    'queries of its dataset), judged = rows with a value, skipped = rows without one (no answer logged, or no '
+    'verdict: the reason in ragsql.query_generation). '
     'closed: the window ended more than the watch''s settle delay ago.';
 
 create or replace view ragsql.watch_lag as
