@@ -297,3 +297,36 @@ def test_a_row_without_an_answer_is_kept_as_skipped_with_the_reason(source, caps
     ).fetchone()
     assert counts == (2, 1, 1)
     assert _run(capsys)["w"]["skipped"] == 0
+
+
+def test_windows_are_utc_hours_or_days_and_a_closed_window_keeps_its_values(source, capsys, monkeypatch):
+    """Rows fall in the run of their UTC hour (or day), whatever the sessions' time zone; rows arriving in a later
+    window leave an earlier window's values, interval and counts as they were."""
+    monkeypatch.setenv("PGTZ", "Asia/Shanghai")  # the watch's sessions: UTC+8, where 10:05 UTC is 18:05
+    source.execute("set time zone 'Asia/Shanghai'")
+    for at in ("2026-01-01 10:05+00", "2026-01-01 10:50+00"):
+        source.execute(
+            "insert into app.log (logged_at, question, answer, contexts) values (%s, 'q?', 'It is a.', '[\"a\"]')",
+            (at,),
+        )
+    assert run_cli(capsys, *ADD, "--backfill")[0] == 0
+    assert run_cli(capsys, "watch", "add", "daily", *ADD[3:], "--window", "1d", "--backfill")[0] == 0
+    _run(capsys)
+    shown = (
+        "select watch, run, n, value, ci_low, ci_high, closed from ragsql.watch_metrics where metric = 'faithfulness'"
+    )
+    before = source.execute(shown + " order by watch, run").fetchall()
+    assert [(r[0], r[1], r[2], r[6]) for r in before] == [
+        ("daily", "daily@2026-01-01T00:00Z", 2, True),
+        ("w", "w@2026-01-01T10:00Z", 2, True),
+    ]
+    source.execute(
+        "insert into app.log (logged_at, question, answer, contexts) "
+        "values ('2026-01-01 11:30+00', 'q?', 'It is b.', '[\"a\"]')"
+    )
+    _run(capsys)
+    assert source.execute(shown + " and run = 'w@2026-01-01T10:00Z'").fetchall() == [before[1]]
+    assert [r[1] for r in source.execute(shown + " and watch = 'w' order by run")] == [
+        "w@2026-01-01T10:00Z",
+        "w@2026-01-01T11:00Z",
+    ]
