@@ -119,6 +119,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint fe9efccfaa033682114027f348521a5eabd2740b64ebcd76f29392711069882b
+\set ragsql_fingerprint c1e2128cba6b1c1d2ab7d709ed1723506022da4b39d834b72d7437e6698dc93c
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -330,3 +330,18 @@ def test_windows_are_utc_hours_or_days_and_a_closed_window_keeps_its_values(sour
         "w@2026-01-01T10:00Z",
         "w@2026-01-01T11:00Z",
     ]
+
+
+def test_a_reader_reads_the_windows_values_through_ragsql_report(source, fresh_db, capsys):
+    """ragsql_reader, who may not read answers, reads each window's values from ragsql_report.watch_metrics, the
+    same rows as ragsql.watch_metrics."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    _log(source, 2)
+    _run(capsys)
+    shown = "select watch, run, metric, value, n, judged, skipped from {}.watch_metrics order by run, metric"
+    rows = source.execute(shown.format("ragsql")).fetchall()
+    assert "faithfulness" in {r[2] for r in rows}
+    with _member(fresh_db, "ragsql_reader") as url, psycopg.connect(url) as reader:
+        assert reader.execute(shown.format("ragsql_report")).fetchall() == rows
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            reader.execute("select text from ragsql.answer")
