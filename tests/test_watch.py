@@ -196,7 +196,10 @@ def test_a_watcher_needs_only_select_on_the_source(source, fresh_db, capsys, mon
 def test_pause_resume_show_and_drop(source, capsys):
     """A paused watch captures nothing until resumed; show lists its windows' runs; drop needs --yes and keeps the
     runs unless --with-runs."""
+    assert run_cli(capsys, *ADD, "--settle", "soon")[0] == 2
     assert run_cli(capsys, *ADD)[0] == 0
+    code, _, err = run_cli(capsys, "watch", "run", "w")
+    assert code == 2 and "pass --once" in err
     assert run_cli(capsys, "watch", "pause", "w")[0] == 0
     _log(source, 2)
     assert _run(capsys)["w"]["captured"] == 0
