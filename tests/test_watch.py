@@ -348,3 +348,43 @@ def test_a_reader_reads_the_windows_values_through_ragsql_report(source, fresh_d
         assert reader.execute(shown.format("ragsql_report")).fetchall() == rows
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             reader.execute("select text from ragsql.answer")
+
+
+def test_a_watcher_killed_mid_window_loses_no_row_and_buys_no_reply_twice(source, fresh_db, endpoint, capsys):
+    """SIGKILL while a window's judge calls are in flight; the next `watch run --once` captures no row again, judges
+    every row, and no request is answered twice."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.fake_openai import default_responder
+    from tests.test_judge_run import _AS_IN_A_TERMINAL, _hold_replies_after
+
+    args = list(ADD)
+    del args[args.index("--judge") : args.index("--judge") + 2]  # the configured (fake) endpoint
+    assert run_cli(capsys, *args)[0] == 0
+    _log(source, 12)
+    endpoint.latency = 0.3
+    held = _hold_replies_after(endpoint, 6)
+    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--once", "--workers", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert held.wait(60), "the watcher never sent a 7th request"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        held.release.set()
+        endpoint.responder = default_responder
+    assert proc.returncode == -signal.SIGKILL
+    first = endpoint.chat_calls
+    stored_before = source.execute("select count(*) from ragsql.judge_call where status = 'ok'").fetchone()[0]
+    endpoint.latency = 0
+    again = _run(capsys)["w"]
+    assert again["captured"] == 0
+    assert source.execute("select count(*) from ragsql.answer").fetchone()[0] == 12
+    assert source.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall() == [("done", 12)]
+    duplicates = "select count(*) - count(distinct request_hash) from ragsql.judge_call where status = 'ok'"
+    assert source.execute(duplicates).fetchone()[0] == 0
+    stored = source.execute("select count(*) from ragsql.judge_call where status = 'ok'").fetchone()[0]
+    assert endpoint.chat_calls - first == stored - stored_before  # the rerun sent only what was not stored
+    assert source.execute("select unjudged from ragsql.watch_lag").fetchone()[0] == 0
