@@ -388,3 +388,29 @@ def test_a_watcher_killed_mid_window_loses_no_row_and_buys_no_reply_twice(source
     stored = source.execute("select count(*) from ragsql.judge_call where status = 'ok'").fetchone()[0]
     assert endpoint.chat_calls - first == stored - stored_before  # the rerun sent only what was not stored
     assert source.execute("select unjudged from ragsql.watch_lag").fetchone()[0] == 0
+
+
+def test_two_watchers_share_the_rows_without_judging_one_twice(source, endpoint, capsys):
+    """Two `watch run --once` processes at once: one captures, both judge the window through the queue; every row
+    is judged once, by workers of both processes, and no request is answered twice."""
+    import subprocess
+    import sys
+
+    from tests.test_judge_run import _AS_IN_A_TERMINAL
+
+    args = list(ADD)
+    del args[args.index("--judge") : args.index("--judge") + 2]
+    assert run_cli(capsys, *args)[0] == 0
+    _log(source, 16)
+    endpoint.latency = 0.5
+    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--once", "--workers", "2"]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert source.execute("select count(*) from ragsql.answer").fetchone()[0] == 16
+    assert source.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall() == [("done", 16)]
+    duplicates = "select count(*) - count(distinct request_hash) from ragsql.judge_call where status = 'ok'"
+    assert source.execute(duplicates).fetchone()[0] == 0
+    pids = "select count(distinct split_part(worker, ':', 2)) from ragsql.judge_task"
+    assert source.execute(pids).fetchone()[0] == 2
