@@ -573,13 +573,7 @@ def _judge_settings(judge: str | None) -> EndpointSettings:
     """The endpoint settings the judge uses; a model named with no endpoint configured is a UsageError."""
     from ragsql.llm.settings import EndpointSettings
 
-    settings = EndpointSettings.from_env(model=None if judge in (None, "offline") else judge)
-    if judge not in (None, "offline") and not settings.configured:
-        raise UsageError(
-            f"judge {judge!r} needs an endpoint: set RAGSQL_JUDGE_BASE_URL and RAGSQL_JUDGE_API_KEY "
-            "(or OPENAI_*), or pass judge='offline'"
-        )
-    return settings
+    return EndpointSettings.for_judge(judge, "pass judge='offline'")
 
 
 def _check_endpoint(settings: EndpointSettings, offline: bool) -> None:

@@ -83,6 +83,10 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \if :migrate
 \ir migrations/0180_yes_no_verdict.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0191_watch') as migrate \gset
+\if :migrate
+\ir migrations/0191_watch.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/09_measure_registry.sql
 \ir functions/10_measure.sql
@@ -106,13 +110,15 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir functions/55_check.sql
 \ir functions/60_review.sql
 \ir functions/65_consistency.sql
+\ir functions/70_watch.sql
 \ir views/10_retrieval.sql
 \ir views/20_generation.sql
 \ir views/30_decisions.sql
+\ir views/70_watch.sql
 \ir views/90_report.sql
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint e46e9d7e4ce5ec37d2203e1a04d4a6182c802fd87a1bb36c79371de150c8f74c
+\set ragsql_fingerprint 1f3032669cd060562fadc6aaa5732e5b18c8a657c736ccf6a62e861f8f166503
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -105,16 +105,18 @@ def test_k_is_a_depth_and_the_rrf_constant_is_rrf_k():
 
 
 def test_metrics_are_judged_and_measures_are_read():
-    """--metrics only where the judge is asked (the commands with --embedder and --offline); --measures never
-    there; no command has both."""
+    """--metrics only where the judge is asked (the commands with --embedder and --offline, and `watch add`, which
+    stores the metrics its runs ask for); --measures never there; no command has both."""
     judging = {path for path in COMMAND if {"--embedder", "--offline", "--model"} <= set(_options(path))}
-    assert set(_with("--metrics")) == judging == {"judge", "judge-check"}
+    assert judging == {"judge", "judge-check"}
+    assert set(_with("--metrics")) == judging | {"watch add"}
     assert set(_with("--measures")) == {"metrics", "compare", "history"}
 
 
 def test_judge_wherever_generation_values_are_read():
-    """Every command reading generation values has --judge MODEL|offline: the same option everywhere."""
-    reads = {"metrics", "scores", "diagnose", "compare", "check", "history", "report", "review export"}
+    """Every command reading generation values has --judge MODEL|offline: the same option everywhere (`watch add`
+    names the judge whose verdicts ragsql.watch_metrics reads)."""
+    reads = {"metrics", "scores", "diagnose", "compare", "check", "history", "report", "review export", "watch add"}
     assert set(_with("--judge")) == reads
     for path in reads:
         assert _options(path)["--judge"].metavar == "MODEL|offline", path

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import psycopg
     from typing_extensions import TypeIs
 
-__all__ = ["COMMANDS", "cli", "main"]
+__all__ = ["COMMANDS", "cli", "error_line", "main"]
 
 EPILOG = "\b\nExit status:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())
 
@@ -41,6 +41,7 @@ COMMANDS = {  # name: (module, attribute, summary), in the order of the workflow
     "check": ("check", "check_command", "Quality gates for nightly jobs and CI: exit 4 when one fails."),
     "history": ("history", "history_command", "Every run value of a dataset over time: drift across nightly runs."),
     "report": ("report", "report_command", "A run's report in the terminal, or one HTML page with charts."),
+    "watch": ("watch", "watch_group", "Judge a production log table as rows arrive, in hourly or daily windows."),
     "review": ("review", "review_group", "Human review of the judge: export a sheet, import labels."),
     "judge-check": ("judge_check", "judge_check_command", "Measure a judge's pairwise accuracy on labelled pairs."),
     "aspect": ("aspect", "aspect_group", "Add, list or remove the yes/no aspects aspect critique asks."),
@@ -158,15 +159,24 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"ragsql: error: {_line(exc)}", err=True)
         return exc.exit_code
     except Exception as exc:
-        if not _is_database_error(exc):
+        line = error_line(exc)
+        if line is None:
             raise
-        message = (
-            (exc.diag.message_primary or str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        )
-        hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
-        click.echo(f"ragsql: error: {_line(message + hint)}", err=True)
+        click.echo(f"ragsql: error: {line}", err=True)
         return 1
     return status if isinstance(status, int) else 0
+
+
+def error_line(exc: BaseException) -> str | None:
+    """What `ragsql: error:` says of a ragsql or database error: one line (a database error's hint in brackets);
+    None for any other exception (a bug, whose traceback is shown)."""
+    if isinstance(exc, RagsqlError):
+        return _line(exc)
+    if not _is_database_error(exc):
+        return None
+    message = (exc.diag.message_primary or str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    hint = f" ({exc.diag.message_hint})" if exc.diag.message_hint else ""
+    return _line(message + hint)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
-from ragsql.errors import InputError
+from ragsql.errors import InputError, UsageError
 
 __all__ = ["DEFAULT_EMBED_MODEL", "DEFAULT_JUDGE_MODEL", "EndpointSettings"]
 
@@ -88,3 +88,15 @@ class EndpointSettings:
         if unknown:
             raise TypeError(f"unknown settings: {sorted(unknown)}")
         return replace(cls(), **{k: v for k, v in values.items() if v is not None})
+
+    @classmethod
+    def for_judge(cls, judge: str | None, otherwise: str) -> EndpointSettings:
+        """The settings a judge named as `judge` (None: the configured endpoint, else offline; "offline"; or a model)
+        uses; a model with no endpoint configured is a UsageError ending with `otherwise` (how to judge offline)."""
+        settings = cls.from_env(model=None if judge in (None, "offline") else judge)
+        if judge not in (None, "offline") and not settings.configured:
+            raise UsageError(
+                f"judge {judge!r} needs an endpoint: set RAGSQL_JUDGE_BASE_URL and RAGSQL_JUDGE_API_KEY "
+                f"(or OPENAI_*), or {otherwise}"
+            )
+        return settings

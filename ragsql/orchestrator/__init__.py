@@ -2,4 +2,4 @@
 
 # __all__ names submodules, imported on first use (a star import loads them): pyright takes them for missing names
 # pyright: reportUnsupportedDunderAll=false
-__all__ = ["runner", "service", "setup", "tasks"]
+__all__ = ["runner", "service", "setup", "tasks", "watch"]

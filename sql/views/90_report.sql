@@ -34,7 +34,7 @@ declare
     -- 50_compare.sql), so pgvector's schema is not needed here.
     path constant text := 'pg_catalog, pg_temp';
     mirrored text[] := array['query_measure', 'run_measure', 'query_generation', 'run_generation', 'run_measure_ci',
-                              'run_history', 'judge_confusion', 'reviewer_agreement'];
+                              'run_history', 'judge_confusion', 'reviewer_agreement', 'watch_metrics'];
     f record;
     v text;
     def text;
@@ -53,7 +53,8 @@ begin
     if cardinality(stale) > 0 then
         drop view if exists ragsql_report.query_measure, ragsql_report.run_measure,
             ragsql_report.query_generation, ragsql_report.run_generation, ragsql_report.run_measure_ci,
-            ragsql_report.run_history, ragsql_report.judge_confusion, ragsql_report.reviewer_agreement;
+            ragsql_report.run_history, ragsql_report.judge_confusion, ragsql_report.reviewer_agreement,
+            ragsql_report.watch_metrics;
         foreach proc in array stale loop
             execute format('drop function %s', proc);
         end loop;

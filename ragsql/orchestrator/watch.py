@@ -1,0 +1,143 @@
+"""`ragsql watch run`: capture a production log's new rows into its windows' runs, exactly once, then judge those
+runs through the judge queue (ragsql.orchestrator.runner), which several processes share without buying a reply
+twice.
+
+A capture is one REPEATABLE READ transaction taken under the watch's advisory lock: the rows it reads
+(ragsql._watch_new_rows), what it stores through the importer's loads (ragsql.db.load) and the watermark it
+leaves are all of one snapshot, so a capture that fails stores nothing and the next one reads the same rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+
+from ragsql.db import connect, load, watches
+from ragsql.llm.settings import EndpointSettings
+from ragsql.orchestrator.runner import judge_run
+from ragsql.orchestrator.service import Judging
+
+__all__ = ["Captured", "WatchRun", "capture", "judge_windows", "make_watch_judging", "names_to_run"]
+
+
+@dataclass
+class Captured:
+    """What one capture stored: rows with an answer, sampled rows stored without one, and the windows touched."""
+
+    rows: int = 0
+    skipped: int = 0
+    windows: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WatchRun:
+    """What `watch run --once` did for one watch."""
+
+    watch: str
+    paused: bool = False
+    captured: Captured = field(default_factory=Captured)
+    judged_runs: list[str] = field(default_factory=list)
+    done: int = 0
+    failed: int = 0
+    calls: int = 0
+    errors: list[tuple[str, str, str]] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # metric: why no window could be judged on it
+
+
+def capture(url: str, name: str) -> Captured:
+    """Store the watch's new sampled rows in their windows' runs and advance its watermark, in one transaction."""
+    result = Captured()
+    with connect(url, autocommit=True) as conn:
+        watch = watches.get(conn, name)
+        watches.lock(conn, watch.id)
+        try:
+            # the snapshot is taken by the first statement, after the lock: it sees the last capture's watermark
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            with conn.transaction():
+                watch = watches.get(conn, name)
+                if watch.paused:  # paused since the caller looked
+                    return result
+                watches.check_source(conn, watch.source_schema, watch.source_table, watch.columns, watch.name)
+                seen: set[str] = set()
+                for rows in watches.new_rows(conn, watch.id):
+                    # a key the source holds twice is captured once: its first row
+                    fresh = [r for r in rows if r[0] not in seen]
+                    seen.update(r[0] for r in fresh)
+                    if fresh:
+                        _store(conn, watch, fresh, result)
+                watches.advance(conn, watch.id)
+        finally:
+            conn.isolation_level = None
+            if not conn.broken:
+                watches.unlock(conn, watch.id)
+    return result
+
+
+def _store(conn: psycopg.Connection, watch: watches.Watch, rows: list[tuple], result: Captured) -> None:
+    """One chunk of captured rows, window by window: a query per row (qid = key) in the window's dataset with its
+    reference, and its answer and contexts in the window's run."""
+    by_window: dict = {}
+    for row in rows:
+        by_window.setdefault(row[2], []).append(row)
+    for start, items in sorted(by_window.items()):
+        run_id, dataset_id = watches.window_run(conn, watch, start)
+        queries, references, answered = [], [], []
+        for key, time, _, question, answer, contexts, reference in items:
+            skipped = {"skipped": "no answer"} if answer is None or not answer.strip() else {}
+            queries.append((key, question, None, {"time": time.isoformat(), **skipped}))
+            if reference is not None and reference.strip():
+                references.append((key, reference))
+            if not skipped:
+                answered.append((key, answer, contexts or []))
+        load.add_queries(conn, dataset_id, queries)
+        if references:
+            load.add_reference_answers(conn, dataset_id, references)
+        if answered:
+            load.add_answers(
+                conn,
+                run_id,
+                ((key, answer, None) for key, answer, _ in answered),
+                ((key, position, None, text) for key, _, texts in answered for position, text in enumerate(texts, 1)),
+            )
+        watches.count(conn, watch.id, start, len(answered), len(items) - len(answered))
+        result.rows += len(answered)
+        result.skipped += len(items) - len(answered)
+        if (name := watches.run_name(watch.name, start)) not in result.windows:
+            result.windows.append(name)
+
+
+def make_watch_judging(judge: str | None) -> Judging:
+    """The judge a watch names: offline, a model at the configured endpoint, or (None) the endpoint else offline."""
+    from ragsql.orchestrator.setup import make_judging  # imports openai: only when judging
+
+    settings = EndpointSettings.for_judge(judge, "change the watch's judge to offline")
+    return make_judging(settings, offline=judge == "offline")
+
+
+async def judge_windows(url: str, watch: watches.Watch, judging: Judging, report: WatchRun, workers: int) -> None:
+    """Judge every window of the watch whose captured rows are not all judged, oldest first; a window whose every
+    answer has all its tasks done, or that no metric asked can judge, is recorded as judged."""
+    with connect(url) as conn:
+        todo = watches.to_judge(conn, watch.id)
+    for run, run_id, rows in todo:
+        result = await judge_run(url, run, judging, metrics=watch.metrics, workers=workers)
+        report.judged_runs.append(run)
+        report.done += result.done
+        report.failed += result.failed
+        report.errors += result.errors[: max(0, 20 - len(report.errors))]
+        report.skipped.update(result.skipped)
+        with connect(url) as conn:
+            # a window none of the metrics can judge (e.g. no contexts for faithfulness) is done as well
+            if not result.kinds or watches.unfinished(conn, run_id) == 0:
+                watches.judged(conn, run_id, rows)
+                conn.commit()
+    report.calls = judging.tally.calls
+
+
+def names_to_run(url: str, names: Sequence[str]) -> list[str]:
+    """The watches `watch run` works on: those named, else every one."""
+    with connect(url) as conn:
+        if names:
+            return [watches.get(conn, n).name for n in names]
+        return [r["name"] for r in watches.list_watches(conn)]

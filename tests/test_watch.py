@@ -1,0 +1,416 @@
+"""`ragsql watch`: a production log table judged where it is, each sampled row captured exactly once (late commits
+included), in windowed runs, through the judge queue."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import psycopg
+import pytest
+
+from tests.conftest import offline_database, run_cli
+from tests.sql.test_roles import _member
+
+LOG = """
+create schema app;
+create table app.log (
+    id bigint generated always as identity primary key,
+    logged_at timestamptz not null default now(),
+    question text,
+    answer text,
+    contexts jsonb,
+    reference text
+);
+"""
+ADD = (
+    "watch", "add", "w", "--source", "app.log", "--key", "id", "--time", "logged_at", "--question", "question",
+    "--answer", "answer", "--contexts", "contexts", "--judge", "offline", "--metrics", "faithfulness",
+)  # fmt: skip
+ROW = "insert into app.log (question, answer, contexts) values (%s, %s, %s)"
+
+
+def _log(conn: psycopg.Connection, n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        conn.execute(ROW, (f"What is {i}?", f"{i} is a number.", json.dumps([f"{i} is a number.", "Numbers count."])))
+
+
+@pytest.fixture
+def source(fresh_db, monkeypatch):
+    """The fresh database with table app.log, no judge endpoint; yields an autocommit connection to it."""
+    offline_database(monkeypatch, fresh_db)
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute(LOG)
+        yield conn
+
+
+def _run(capsys, *names: str) -> dict:
+    code, out, err = run_cli(capsys, "watch", "run", *names, "--once", "--format", "json")
+    assert code == 0, err
+    return {r["watch"]: r for r in json.loads(out)["watches"]}
+
+
+def _captured(conn: psycopg.Connection, watch: str = "w") -> list[str]:
+    return [
+        r[0]
+        for r in conn.execute(
+            "select q.qid from ragsql.watch as w join ragsql.watch_window as ww on ww.watch_id = w.id "
+            "join ragsql.run as r on r.id = ww.run_id join ragsql.query as q on q.dataset_id = r.dataset_id "
+            "where w.name = %s order by q.qid::bigint",
+            (watch,),
+        )
+    ]
+
+
+def test_rows_logged_while_watching_are_judged_once_across_runs(source, capsys):
+    """Rows logged after the watch was added are captured into their window's run and judged; a second run captures
+    only the newer rows, and no row has two answers, two tasks of a kind, or a reply bought twice."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    _log(source, 3)
+    first = _run(capsys)["w"]
+    assert (first["captured"], first["tasks_done"], first["tasks_failed"]) == (3, 3, 0)
+    _log(source, 2, start=3)
+    second = _run(capsys)["w"]
+    assert (second["captured"], second["tasks_done"]) == (2, 2)
+    assert _run(capsys)["w"]["captured"] == 0
+    assert _captured(source) == ["1", "2", "3", "4", "5"]
+    runs = source.execute(
+        "select r.name, count(a.*) from ragsql.run as r join ragsql.answer as a on a.run_id = r.id group by r.name"
+    ).fetchall()
+    assert sum(n for _, n in runs) == 5 and all(name.startswith("w@") for name, _ in runs)
+    tasks = source.execute("select status, count(*) from ragsql.judge_task group by status").fetchall()
+    assert tasks == [("done", 5)]
+    assert source.execute("select count(*) = count(distinct request_hash) from ragsql.judge_call").fetchone()[0]
+    metrics = source.execute(
+        "select metric, sum(n)::int, sum(judged)::int from ragsql.watch_metrics "
+        "where watch = 'w' and metric = 'faithfulness' group by metric"
+    ).fetchall()
+    assert metrics == [("faithfulness", 5, 5)]
+    lag = source.execute("select uncaptured, unjudged, reason from ragsql.watch_lag").fetchall()
+    assert lag == [(0, 0, None)]
+
+
+def test_a_late_committing_transaction_is_captured_exactly_once(source, fresh_db, capsys):
+    """A transaction that logs a row (one in a savepoint) before another transaction's row is captured, and commits
+    after that capture, has its rows captured by the next run; later runs capture nothing again."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    with psycopg.connect(fresh_db) as late:
+        _log(late, 1, start=100)
+        late.execute("savepoint s")
+        _log(late, 1, start=101)
+        late.execute("release savepoint s")
+        _log(source, 1)  # committed now, while `late` is open
+        assert _run(capsys)["w"]["captured"] == 1
+        assert source.execute("select uncaptured from ragsql.watch_lag").fetchone()[0] == 0
+        late.commit()
+    assert source.execute("select uncaptured from ragsql.watch_lag").fetchone()[0] == 2
+    assert _run(capsys)["w"]["captured"] == 2
+    assert _run(capsys)["w"]["captured"] == 0
+    assert _captured(source) == ["1", "2", "3"]
+
+
+def test_a_dropped_source_column_is_one_error_line_and_stores_nothing(source, capsys):
+    """A column the watch maps, dropped from the source, makes `watch run` fail with one line naming it; the rows
+    stay uncaptured (the watermark does not move), and are captured once the mapping can be read again."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    _log(source, 2)
+    source.execute("alter table app.log rename column contexts to ctx")
+    code, out, err = run_cli(capsys, "watch", "run", "w", "--once")
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and 'app.log has no column "contexts" (--contexts)' in err
+    assert _captured(source) == []
+    source.execute("alter table app.log rename column ctx to contexts")
+    assert _run(capsys)["w"]["captured"] == 2
+
+
+def test_add_checks_columns_against_the_catalog_and_stores_nothing_on_error(source, capsys):
+    """A missing column, a time column that is not a timestamp and a source that does not exist are one line each;
+    no watch and no dataset is stored."""
+    wrong = {
+        "--answer": ("nope", 'app.log has no column "nope" (--answer)'),
+        "--time": ("question", '--time column "question" of app.log is text: use a timestamptz'),
+        "--source": ("app.missing", "no table or view app.missing"),
+    }
+    for option, (column, message) in wrong.items():
+        args = list(ADD)
+        args[args.index(option) + 1] = column
+        code, _, err = run_cli(capsys, *args)
+        assert code == 1 and err.count("\n") == 1 and message in err, err
+    assert (
+        source.execute("select (select count(*) from ragsql.watch) + (select count(*) from ragsql.dataset)").fetchone()[
+            0
+        ]
+        == 0
+    )
+
+
+def test_sampling_is_chosen_by_the_key_and_stable_across_replays(source, capsys):
+    """With --sample 0.3 the rows kept are exactly those whose key's sha256 (first 52 bits / 2^52) is below 0.3: a
+    second watch of the same log (a replay) keeps the same rows."""
+    _log(source, 200)
+    for name in ("a", "b"):
+        args = ["watch", "add", name, *ADD[3:], "--sample", "0.3", "--backfill"]
+        assert run_cli(capsys, *args)[0] == 0
+    _run(capsys, "a", "b")
+    expected = [
+        str(i) for i in range(1, 201) if int(hashlib.sha256(str(i).encode()).hexdigest()[:13], 16) / 2**52 < 0.3
+    ]
+    assert 40 < len(expected) < 80
+    assert _captured(source, "a") == expected == _captured(source, "b")
+
+
+def test_a_view_in_another_schema_is_read_by_time_with_a_settle_delay(source, capsys):
+    """A view has no xmin: rows are read by time from the last capture minus --settle; a row committed later than
+    that after its logged time is not captured (the documented limit of a view source)."""
+    source.execute("create schema feed; create view feed.recent as select * from app.log")
+    args = ["watch", "add", "v", *ADD[3:], "--settle", "10m", "--backfill"]
+    args[args.index("--source") + 1] = "feed.recent"
+    assert run_cli(capsys, *args)[0] == 0
+    _log(source, 1)
+    assert _run(capsys, "v")["v"]["captured"] == 1
+    for ago, question in (("5 minutes", "late but within the settle delay"), ("1 hour", "later than it")):
+        source.execute(
+            "insert into app.log (logged_at, question, answer, contexts) "
+            "values (now() - %s::interval, %s, 'yes', '[\"yes\"]')",
+            (ago, question),
+        )
+    assert _run(capsys, "v")["v"]["captured"] == 1
+    assert _captured(source, "v") == ["1", "2"]
+
+
+def test_a_watcher_needs_only_select_on_the_source(source, fresh_db, capsys, monkeypatch):
+    """A ragsql_writer login with SELECT on the source (in another schema) and nothing else on it captures and
+    judges; without SELECT, adding the watch says which grant is missing and stores nothing."""
+    with _member(fresh_db, "ragsql_writer") as url:
+        login = psycopg.conninfo.conninfo_to_dict(url)["user"]
+        monkeypatch.setenv("RAGSQL_DATABASE_URL", url)
+        code, _, err = run_cli(capsys, *ADD)
+        assert code == 1 and err.count("\n") == 1 and "may not read app.log" in err
+        source.execute(f'grant usage on schema app to "{login}"; grant select on app.log to "{login}"')
+        assert run_cli(capsys, *ADD)[0] == 0
+        _log(source, 2)
+        assert _run(capsys)["w"]["tasks_done"] == 2
+        source.execute(f'revoke all on app.log from "{login}"; revoke all on schema app from "{login}"')
+
+
+def test_pause_resume_show_and_drop(source, capsys):
+    """A paused watch captures nothing until resumed; show lists its windows' runs; drop needs --yes and keeps the
+    runs unless --with-runs."""
+    assert run_cli(capsys, *ADD, "--settle", "soon")[0] == 2
+    assert run_cli(capsys, *ADD)[0] == 0
+    code, _, err = run_cli(capsys, "watch", "run", "w")
+    assert code == 2 and "pass --once" in err
+    assert run_cli(capsys, "watch", "pause", "w")[0] == 0
+    _log(source, 2)
+    assert _run(capsys)["w"]["captured"] == 0
+    assert run_cli(capsys, "watch", "resume", "w")[0] == 0
+    assert _run(capsys)["w"]["captured"] == 2
+    code, out, _ = run_cli(capsys, "watch", "show", "w", "--format", "json")
+    shown = json.loads(out)
+    assert code == 0 and shown["state"] == "active" and shown["columns"]["contexts"] == "contexts"
+    assert [w["run"].split("@")[0] for w in shown["windows"]] == ["w"] * len(shown["windows"])
+    assert sum(w["captured"] for w in shown["windows"]) == 2
+    assert run_cli(capsys, "watch", "drop", "w")[0] == 2
+    assert run_cli(capsys, "watch", "drop", "w", "--yes")[0] == 0
+    assert source.execute("select count(*) from ragsql.run where name like 'w@%'").fetchone()[0] >= 1
+    assert run_cli(capsys, "watch", "add", "w2", *ADD[3:])[0] == 0
+    _log(source, 1, start=2)
+    assert _run(capsys)["w2"]["captured"] == 1
+    assert run_cli(capsys, "watch", "drop", "w2", "--with-runs", "--yes")[0] == 0
+    left = (
+        "select (select count(*) from ragsql.run where name like 'w2@%') "
+        "+ (select count(*) from ragsql.dataset where name like 'w2@%')"
+    )
+    assert source.execute(left).fetchone()[0] == 0
+    code, _, err = run_cli(capsys, "watch", "show", "w2")
+    assert code == 1 and 'unknown watch "w2"' in err
+
+
+def test_one_broken_watch_leaves_the_others_to_run(source, capsys):
+    """`watch run --once` over every watch: a watch whose source lost a column is one error line naming it (exit 1),
+    and the other watches capture and judge."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    source.execute("create table app.other as select * from app.log")
+    args = ["watch", "add", "broken", *ADD[3:]]
+    args[args.index("--source") + 1] = "app.other"
+    assert run_cli(capsys, *args)[0] == 0
+    source.execute("alter table app.other drop column answer")
+    _log(source, 2)
+    code, out, err = run_cli(capsys, "watch", "run", "--once", "--format", "json")
+    assert code == 1
+    assert [r["captured"] for r in json.loads(out)["watches"]] == [2]
+    assert err.splitlines() == ['ragsql: error: watch broken: app.other has no column "answer" (--answer)']
+
+
+def test_captures_running_at_once_store_each_row_once(source, fresh_db):
+    """Captures of one watch in several threads, while rows keep arriving, store every row once: the capture lock
+    and the key leave no row out and none twice."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragsql.cli import main
+    from ragsql.orchestrator.watch import capture
+
+    assert main(list(ADD)) == 0
+
+    def log() -> None:
+        with psycopg.connect(fresh_db, autocommit=True) as conn:
+            for i in range(60):
+                _log(conn, 1, start=i)
+
+    def captures() -> int:
+        return sum(capture(fresh_db, "w").rows for _ in range(8))
+
+    with ThreadPoolExecutor(4) as pool:
+        writer = pool.submit(log)
+        counts = [pool.submit(captures) for _ in range(3)]
+        writer.result()
+        stored = sum(c.result() for c in counts) + capture(fresh_db, "w").rows
+    assert stored == 60
+    assert _captured(source) == [str(i) for i in range(1, 61)]
+    assert source.execute("select count(*) from ragsql.answer").fetchone()[0] == 60
+
+
+def test_a_metric_the_log_cannot_feed_is_skipped_with_the_reason_once(source, capsys):
+    """A watch without contexts asked for faithfulness: the run says why the metric is skipped, the window counts as
+    done, and the next run does not try it again."""
+    args = list(ADD)
+    del args[args.index("--contexts") : args.index("--contexts") + 2]
+    assert run_cli(capsys, *args)[0] == 0
+    _log(source, 1)
+    code, out, err = run_cli(capsys, "watch", "run", "--once", "--format", "json")
+    assert code == 0 and json.loads(out)["watches"][0]["judged_runs"] == 1
+    assert err == "skipped faithfulness in watch w: no contexts\n"
+    code, out, err = run_cli(capsys, "watch", "run", "--once", "--format", "json")
+    assert (code, json.loads(out)["watches"][0]["judged_runs"], err) == (0, 0, "")
+
+
+def test_a_row_without_an_answer_is_kept_as_skipped_with_the_reason(source, capsys):
+    """A logged row with no answer is captured once as skipped, its reason on its query, and counted as skipped in
+    ragsql.watch_metrics beside the judged rows of its window."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    _log(source, 1)
+    source.execute(ROW, ("Unanswered?", None, None))
+    done = _run(capsys)["w"]
+    assert (done["captured"], done["skipped"], done["tasks_done"]) == (1, 1, 1)
+    reasons = source.execute("select qid, metadata ->> 'skipped' from ragsql.query order by qid").fetchall()
+    assert reasons == [("1", None), ("2", "no answer")]
+    counts = source.execute(
+        "select sum(n)::int, sum(judged)::int, sum(skipped)::int from ragsql.watch_metrics "
+        "where metric = 'faithfulness'"
+    ).fetchone()
+    assert counts == (2, 1, 1)
+    assert _run(capsys)["w"]["skipped"] == 0
+
+
+def test_windows_are_utc_hours_or_days_and_a_closed_window_keeps_its_values(source, capsys, monkeypatch):
+    """Rows fall in the run of their UTC hour (or day), whatever the sessions' time zone; rows arriving in a later
+    window leave an earlier window's values, interval and counts as they were."""
+    monkeypatch.setenv("PGTZ", "Asia/Shanghai")  # the watch's sessions: UTC+8, where 10:05 UTC is 18:05
+    source.execute("set time zone 'Asia/Shanghai'")
+    for at in ("2026-01-01 10:05+00", "2026-01-01 10:50+00"):
+        source.execute(
+            "insert into app.log (logged_at, question, answer, contexts) values (%s, 'q?', 'It is a.', '[\"a\"]')",
+            (at,),
+        )
+    assert run_cli(capsys, *ADD, "--backfill")[0] == 0
+    assert run_cli(capsys, "watch", "add", "daily", *ADD[3:], "--window", "1d", "--backfill")[0] == 0
+    _run(capsys)
+    shown = (
+        "select watch, run, n, value, ci_low, ci_high, closed from ragsql.watch_metrics where metric = 'faithfulness'"
+    )
+    before = source.execute(shown + " order by watch, run").fetchall()
+    assert [(r[0], r[1], r[2], r[6]) for r in before] == [
+        ("daily", "daily@2026-01-01T00:00Z", 2, True),
+        ("w", "w@2026-01-01T10:00Z", 2, True),
+    ]
+    source.execute(
+        "insert into app.log (logged_at, question, answer, contexts) "
+        "values ('2026-01-01 11:30+00', 'q?', 'It is b.', '[\"a\"]')"
+    )
+    _run(capsys)
+    assert source.execute(shown + " and run = 'w@2026-01-01T10:00Z'").fetchall() == [before[1]]
+    assert [r[1] for r in source.execute(shown + " and watch = 'w' order by run")] == [
+        "w@2026-01-01T10:00Z",
+        "w@2026-01-01T11:00Z",
+    ]
+
+
+def test_a_reader_reads_the_windows_values_through_ragsql_report(source, fresh_db, capsys):
+    """ragsql_reader, who may not read answers, reads each window's values from ragsql_report.watch_metrics, the
+    same rows as ragsql.watch_metrics."""
+    assert run_cli(capsys, *ADD)[0] == 0
+    _log(source, 2)
+    _run(capsys)
+    shown = "select watch, run, metric, value, n, judged, skipped from {}.watch_metrics order by run, metric"
+    rows = source.execute(shown.format("ragsql")).fetchall()
+    assert "faithfulness" in {r[2] for r in rows}
+    with _member(fresh_db, "ragsql_reader") as url, psycopg.connect(url) as reader:
+        assert reader.execute(shown.format("ragsql_report")).fetchall() == rows
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            reader.execute("select text from ragsql.answer")
+
+
+def test_a_watcher_killed_mid_window_loses_no_row_and_buys_no_reply_twice(source, fresh_db, endpoint, capsys):
+    """SIGKILL while a window's judge calls are in flight; the next `watch run --once` captures no row again, judges
+    every row, and no request is answered twice."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.fake_openai import default_responder
+    from tests.test_judge_run import _AS_IN_A_TERMINAL, _hold_replies_after
+
+    args = list(ADD)
+    del args[args.index("--judge") : args.index("--judge") + 2]  # the configured (fake) endpoint
+    assert run_cli(capsys, *args)[0] == 0
+    _log(source, 12)
+    endpoint.latency = 0.3
+    held = _hold_replies_after(endpoint, 6)
+    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--once", "--workers", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert held.wait(60), "the watcher never sent a 7th request"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        held.release.set()
+        endpoint.responder = default_responder
+    assert proc.returncode == -signal.SIGKILL
+    first = endpoint.chat_calls
+    stored_before = source.execute("select count(*) from ragsql.judge_call where status = 'ok'").fetchone()[0]
+    endpoint.latency = 0
+    again = _run(capsys)["w"]
+    assert again["captured"] == 0
+    assert source.execute("select count(*) from ragsql.answer").fetchone()[0] == 12
+    assert source.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall() == [("done", 12)]
+    duplicates = "select count(*) - count(distinct request_hash) from ragsql.judge_call where status = 'ok'"
+    assert source.execute(duplicates).fetchone()[0] == 0
+    stored = source.execute("select count(*) from ragsql.judge_call where status = 'ok'").fetchone()[0]
+    assert endpoint.chat_calls - first == stored - stored_before  # the rerun sent only what was not stored
+    assert source.execute("select unjudged from ragsql.watch_lag").fetchone()[0] == 0
+
+
+def test_two_watchers_share_the_rows_without_judging_one_twice(source, endpoint, capsys):
+    """Two `watch run --once` processes at once: one captures, both judge the window through the queue; every row
+    is judged once, by workers of both processes, and no request is answered twice."""
+    import subprocess
+    import sys
+
+    from tests.test_judge_run import _AS_IN_A_TERMINAL
+
+    args = list(ADD)
+    del args[args.index("--judge") : args.index("--judge") + 2]
+    assert run_cli(capsys, *args)[0] == 0
+    _log(source, 16)
+    endpoint.latency = 0.5
+    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--once", "--workers", "2"]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert source.execute("select count(*) from ragsql.answer").fetchone()[0] == 16
+    assert source.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall() == [("done", 16)]
+    duplicates = "select count(*) - count(distinct request_hash) from ragsql.judge_call where status = 'ok'"
+    assert source.execute(duplicates).fetchone()[0] == 0
+    pids = "select count(distinct split_part(worker, ':', 2)) from ragsql.judge_task"
+    assert source.execute(pids).fetchone()[0] == 2
