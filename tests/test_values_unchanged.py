@@ -103,6 +103,8 @@ def _copy_into_base(source: str, target: str) -> None:
         newer = {r[0] for r in conn.execute(tables)} - {r[0] for r in into.execute(tables)}
         # a table the base has not (a verdict shape added since) must be empty: the base could not read it
         assert all(conn.execute(f"select not exists (select from ragsql.{t})").fetchone()[0] for t in newer), newer
+        sequences = "select relname from pg_class where relnamespace = 'ragsql'::regnamespace and relkind = 'S'"
+        newer |= {r[0] for r in conn.execute(sequences)} - {r[0] for r in into.execute(sequences)}  # their setval
     _copy_data(source, target, tuple(sorted(newer)))
     with psycopg.connect(source) as conn, psycopg.connect(target) as into:
         rubrics = conn.execute(
