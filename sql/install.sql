@@ -83,6 +83,10 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \if :migrate
 \ir migrations/0180_yes_no_verdict.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0190_context_ids_only') as migrate \gset
+\if :migrate
+\ir migrations/0190_context_ids_only.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/09_measure_registry.sql
 \ir functions/10_measure.sql
@@ -113,6 +117,6 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 8e6a593d8ddea4231ca4ab907fefb9e2d171e8d7cab15ee1fa514bcee5df2b16
+\set ragsql_fingerprint 995ff26e23ec3547531c32829c86d23a739dbeea18abab99fcab947e64aea525
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
