@@ -117,6 +117,6 @@ select not exists (select from ragsql.schema_migration where name = '0190_contex
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 995ff26e23ec3547531c32829c86d23a739dbeea18abab99fcab947e64aea525
+\set ragsql_fingerprint c32ed0a8ff86f52e4f35808eceacbdfd93b51323781489e5032f619228933080
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

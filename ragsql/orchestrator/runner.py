@@ -87,7 +87,7 @@ async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[l
         missing |= set() if await _any_citation(conn, rid) else {"cites"}
     why_missing = dict(_MISSING)
     if shape["with_context_ids"]:  # contexts, but given by id alone: nothing to judge them on
-        why_missing["contexts"] = db.NO_CONTEXT_TEXTS.replace("the record gives", "the records give")
+        why_missing["contexts"] = "no context texts: the records give only ids"
     reasons = {m: [why_missing[n] for n in why_missing if n in missing and n in registry.kind(m).needs] for m in wanted}
     skipped = {m: why[0] for m, why in reasons.items() if why}
     return [m for m in wanted if m not in skipped], skipped

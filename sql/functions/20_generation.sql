@@ -276,6 +276,7 @@ as $$
 declare
     chosen_model text;
     chosen_version text;
+    context_ids jsonb;
 begin
     -- PL/pgSQL, not SQL, and called before the metric's query (Citus: see ragsql._newest_verdicts): that query
     -- then reads the choice and the scope from this value (ragsql._scope_judge, ragsql._scope_rows) and calls no
@@ -287,18 +288,21 @@ begin
                                      _judged_scope.model, _judged_scope.prompt_version, _judged_scope.version_like,
                                      _judged_scope.definition_hash) as j;
     end if;
+    -- per query, the contexts given by id alone (RAGAS retrieved_context_ids without texts); a statement of its own:
+    -- joined with ragsql._generation_scope's call, Citus would push that call to a shard
+    context_ids := (select coalesce(jsonb_object_agg(c.query_id, c.n), '{}')
+                    from (select c.query_id, count(*) as n
+                          from ragsql.answer_context as c
+                          where c.run_id = _judged_scope.run_id and c.text is null
+                          group by c.query_id) as c);
     return jsonb_build_object(
         'run_id', _judged_scope.run_id,
         'judge_model', chosen_model,
         'judge_prompt_version', chosen_version,
-        'scope', (select coalesce(jsonb_agg(to_jsonb(g) || jsonb_build_object('n_context_ids', coalesce(i.n, 0))),
+        'scope', (select coalesce(jsonb_agg(to_jsonb(g) || jsonb_build_object(
+                                      'n_context_ids', coalesce((context_ids ->> g.query_id::text)::bigint, 0))),
                                   '[]')
-                  from ragsql._generation_scope(_judged_scope.run_id, _judged_scope.task_kind) as g
-                  -- the contexts given by id alone (RAGAS retrieved_context_ids without texts)
-                  left join (select c.query_id, count(*) as n
-                             from ragsql.answer_context as c
-                             where c.run_id = _judged_scope.run_id and c.text is null
-                             group by c.query_id) as i on i.query_id = g.query_id));
+                  from ragsql._generation_scope(_judged_scope.run_id, _judged_scope.task_kind) as g));
 end
 $$;
 comment on function ragsql._judged_scope(bigint, text, text, text[], text, text, text, text) is
