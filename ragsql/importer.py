@@ -240,11 +240,7 @@ def import_records(
                 summary.results = load.add_run_results(
                     conn,
                     run_id,
-                    (
-                        (r.qid, rank, docno, score, text)
-                        for r in records()
-                        for rank, (docno, score, text) in enumerate(r.retrieved, start=1)
-                    ),
+                    ((r.qid, *result) for r in records() for result in _ranked(r)),
                 )
             if scan.answers:
                 summary.answers = load.add_answers(
@@ -281,11 +277,23 @@ class _Scan:
             yield r.qid, r.query, r.language, r.metadata
 
 
+def _ranked(record: Record) -> Iterator[tuple]:
+    """(rank, docno, score, text) of a record's retrieved items; an id repeated in a list of ids alone counts at
+    its first rank (a ranking holds an item once)."""
+    first: dict[str, tuple] = {}
+    for item in record.retrieved:
+        first.setdefault(item.docno, item)
+    yield from ((rank, *item) for rank, item in enumerate(first.values(), start=1))
+
+
 def _answer_contexts(records: Iterable[Record]) -> Iterator[tuple]:
-    """(qid, position, docno, text) of the retrieved items with text, for records that have an answer."""
+    """(qid, position, docno, text) of the retrieved items with text, for records that have an answer; a record
+    whose items all come without text (RAGAS retrieved_context_ids alone) gives its ids with a null text."""
     for r in records:
         if r.answer is not None:
             texts = [(docno, text) for docno, _, text in r.retrieved if text is not None]
+            if not texts:  # ids alone: the id-based context metrics read them
+                texts = [(docno, None) for docno, _, _ in r.retrieved]
             yield from ((r.qid, position, docno, text) for position, (docno, text) in enumerate(texts, start=1))
 
 

@@ -83,6 +83,10 @@ select not exists (select from ragsql.schema_migration where name = '0180_yes_no
 \if :migrate
 \ir migrations/0180_yes_no_verdict.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0190_context_ids_only') as migrate \gset
+\if :migrate
+\ir migrations/0190_context_ids_only.sql
+\endif
 select not exists (select from ragsql.schema_migration where name = '0191_watch') as migrate \gset
 \if :migrate
 \ir migrations/0191_watch.sql
@@ -119,6 +123,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 1f3032669cd060562fadc6aaa5732e5b18c8a657c736ccf6a62e861f8f166503
+\set ragsql_fingerprint b34ca239ec0224983bf6de207aa2168d1532ea5096cd88001f3ffc2b6bf73b2f
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -270,3 +270,131 @@ def test_an_unknown_field_or_two_spellings_stop_evaluate_and_import(offline, tmp
     assert code != 0 and f"bad.jsonl:2: {message}" in err and len(err.strip().splitlines()) == 1
     with psycopg.connect(offline) as conn:
         assert conn.execute("select count(*) from ragsql.dataset").fetchone()[0] == 0
+
+
+# RAGAS's IDBasedContextPrecision / IDBasedContextRecall (src/ragas/metrics/_context_precision.py and
+# _context_recall.py, explodinggradients/ragas@3e28e9d) on ids alone: the ids as strings in sets, precision = |set(R)
+# ∩ set(G)| / |set(R)|, recall = |set(R) ∩ set(G)| / |set(G)|. Hand-computed per sample below.
+ID_ONLY = [
+    SingleTurnSample(
+        user_input="q1", response="a", retrieved_context_ids=["d3", "d1", "d2"], reference_context_ids=["d2"]
+    ),  # 1/3, 1/1
+    SingleTurnSample(
+        user_input="q2", response="b", retrieved_context_ids=[7], reference_context_ids=[7, "8"]
+    ),  # 1, 1/2
+    SingleTurnSample(user_input="q3", response="c", retrieved_context_ids=["x"], reference_context_ids=["y"]),  # 0, 0
+]
+NO_TEXTS = "no context texts: the record gives only ids"
+
+
+def _rows(url: str, query: str, params: tuple = ()) -> list[tuple]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+def test_ragas_id_only_samples_store_their_ids_and_score_as_ragas(offline):
+    """Samples with retrieved_context_ids and no texts store the ids in order (text null) and give RAGAS's
+    IDBasedContextPrecision / Recall; the metrics that read context texts are NULL with the reason, not a crash."""
+    asked = ["IDBasedContextPrecision", "IDBasedContextRecall", "P@3", "faithfulness", "non_llm_context_recall"]
+    result = ragsql.evaluate(EvaluationDataset(ID_ONLY), metrics=asked, run="ids")
+    per_query = {(r["qid"], r["metric"]): (r["value"], r["reason"]) for r in result.per_query}
+    assert [per_query[q, "id_based_context_precision"][0] for q in ("q1", "q2", "q3")] == pytest.approx([1 / 3, 1, 0])
+    assert [per_query[q, "id_based_context_recall"][0] for q in ("q1", "q2", "q3")] == pytest.approx([1, 1 / 2, 0])
+    assert result.scores["P@3"] == pytest.approx((1 / 3 + 1 / 3 + 0) / 3)
+    for q in ("q1", "q2", "q3"):
+        assert per_query[q, "faithfulness"] == (None, NO_TEXTS)
+        assert per_query[q, "non_llm_context_recall"] == (None, NO_TEXTS)
+    stored = _rows(
+        offline,
+        "select q.qid, c.position, c.docno, c.text from ragsql.answer_context c "
+        "join ragsql.query q on q.id = c.query_id order by q.qid, c.position",
+    )
+    assert stored == [
+        ("q1", 1, "d3", None),
+        ("q1", 2, "d1", None),
+        ("q1", 3, "d2", None),
+        ("q2", 1, "7", None),
+        ("q3", 1, "x", None),
+    ]
+
+
+def test_ragas_id_only_repeated_and_empty_lists_score_as_ragas_or_null_with_a_reason(offline):
+    """An id repeated in retrieved_context_ids counts once, as in RAGAS's sets (stored at every position, ranked at
+    its first); an empty list stores no context: NULL with a reason (RAGAS: precision NaN; its recall 0 cannot be
+    told here from a record that gives no contexts at all)."""
+    samples = [
+        # set(R) = {d1, d2, d3}, G = {d1, d4}: precision 1/3, recall 1/2
+        SingleTurnSample(
+            user_input="q1",
+            response="a",
+            retrieved_context_ids=["d1", "d2", "d1", "d3"],
+            reference_context_ids=["d1", "d4"],
+        ),
+        SingleTurnSample(user_input="q2", response="b", retrieved_context_ids=[], reference_context_ids=["d1"]),
+    ]
+    asked = ["IDBasedContextPrecision", "IDBasedContextRecall", "P@3"]
+    result = ragsql.evaluate(samples, metrics=asked, run="ids-edges")
+    per_query = {(r["qid"], r["metric"]): (r["value"], r["reason"]) for r in result.per_query}
+    assert per_query["q1", "id_based_context_precision"][0] == pytest.approx(1 / 3)
+    assert per_query["q1", "id_based_context_recall"][0] == pytest.approx(1 / 2)
+    assert per_query["q1", "P@3"][0] == pytest.approx(1 / 3)  # the ranking d1, d2, d3
+    assert per_query["q2", "id_based_context_precision"] == (None, "no retrieved contexts")
+    assert per_query["q2", "id_based_context_recall"] == (None, "no retrieved contexts")
+    assert _rows(offline, "select docno from ragsql.answer_context order by position") == [
+        ("d1",),
+        ("d2",),
+        ("d1",),
+        ("d3",),
+    ]
+    assert _rows(offline, "select docno from ragsql.run_result order by rank") == [("d1",), ("d2",), ("d3",)]
+    with_texts = SingleTurnSample(
+        user_input="q3", response="c", retrieved_contexts=["one", "two"], retrieved_context_ids=["d1", "d1"]
+    )
+    with pytest.raises(ragsql.InputError, match=r"retrieved item 'd1' appears twice \(positions 1 and 2\)"):
+        ragsql.evaluate([with_texts], metrics=["IDBasedContextPrecision"], run="ids-texts-repeated")
+
+
+def test_judging_id_only_records_asks_nothing_of_texts_that_do_not_exist(fresh_db, endpoint, tmp_path, capsys):
+    """`import jsonl` of id-only RAGAS records then `ragsql judge`: the kinds that read context texts are skipped
+    with the reason (no call); in a run mixing them with text records, their tasks end with it, no call either; the
+    text records keep their values; an unknown field is still an error naming it."""
+    ids_only = [s.model_dump(exclude_none=True) for s in ID_ONLY]
+    mixed = [*ids_only, _ragas(RECORDS[0]) | {"user_input": "with texts"}]
+    for name, records in (("ids", ids_only), ("mixed", mixed)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+        code, _, err = run_cli(capsys, "import", "jsonl", str(path), "--dataset", name, "--run", name)
+        assert code == 0, err
+    calls = endpoint.chat_calls
+    code, out, err = run_cli(capsys, "judge", "--run", "ids", "--metrics", "faithfulness,context_precision")
+    assert "skipped faithfulness: no context texts: the records give only ids" in err
+    assert endpoint.chat_calls == calls
+    code, out, err = run_cli(capsys, "judge", "--run", "mixed", "--metrics", "faithfulness,context_precision")
+    assert code == 0, err  # nothing to judge is not a failure: judging again would not change it
+    tasks = _rows(
+        fresh_db,
+        "select q.qid, t.kind, t.status, t.last_error from ragsql.judge_task t "
+        "join ragsql.run r on r.id = t.run_id join ragsql.query q on q.id = t.query_id "
+        "where r.name = 'mixed' order by 1, 2",
+    )
+    values = {
+        (run, metric, qid): (value, reason)
+        for run in ("ids", "mixed")
+        for metric in ("faithfulness", "context_precision", "non_llm_context_recall", "id_based_context_precision")
+        for qid, value, reason in _rows(
+            fresh_db, "select qid, value, reason from ragsql.generation_measure(%s, %s)", (run, metric)
+        )
+    }
+    assert tasks == [
+        (q, kind, "done", None) for q in ("q1", "q2", "q3", "q4") for kind in ("context_precision", "faithfulness")
+    ]
+    for run in ("ids", "mixed"):
+        for q in ("q1", "q2", "q3"):
+            for metric in ("faithfulness", "context_precision", "non_llm_context_recall"):
+                assert values[run, metric, q] == (None, NO_TEXTS)
+        assert values[run, "id_based_context_precision", "q1"][0] == pytest.approx(1 / 3)
+    assert None not in [values["mixed", m, "q4"][0] for m in ("faithfulness", "context_precision")]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(ids_only[0] | {"retrieved_context_idz": ["d1"]}) + "\n", "utf-8")
+    code, _, err = run_cli(capsys, "import", "jsonl", str(bad), "--dataset", "bad", "--run", "bad")
+    assert code != 0 and "unknown field 'retrieved_context_idz'" in err

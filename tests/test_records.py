@@ -118,6 +118,17 @@ def test_ragas_id_based_records_need_no_texts():
         one({"user_input": "q", "reference_context_ids": ["d1", "d1"]})
 
 
+def test_ragas_ids_alone_may_repeat_ids_with_texts_may_not():
+    """An id repeated in RAGAS's retrieved_context_ids alone is kept at each position (RAGAS reads the ids as a set);
+    with the contexts' texts beside them, or in another spelling of a ranking, it is still an error naming both."""
+    record = one({"user_input": "q", "retrieved_context_ids": ["d1", "d2", "d1"]})
+    assert [r.docno for r in record.retrieved] == ["d1", "d2", "d1"]
+    with pytest.raises(InputError, match=r"^t.jsonl:1: retrieved item 'd1' appears twice \(positions 1 and 3\)"):
+        one({"user_input": "q", "retrieved_context_ids": ["d1", "d2", "d1"], "retrieved_contexts": ["a", "b", "c"]})
+    with pytest.raises(InputError, match=r"^t.jsonl:1: retrieved item 'd1' appears twice"):
+        one({"user_input": "q", "retrieved_ids": ["d1", "d2", "d1"]})
+
+
 def test_retrieved_ids_scores_and_objects_combine_by_position():
     """retrieved_ids and retrieved_scores run parallel to the contexts; objects may give id, score and text."""
     record = one(

@@ -21,6 +21,7 @@ from ragsql.db.rows import one_async, value_async
 from ragsql.errors import DatabaseError
 
 __all__ = [
+    "NO_CONTEXT_TEXTS",
     "Context",
     "aspects",
     "judged_aspects",
@@ -67,6 +68,11 @@ class Task:
     attempts: int
 
 
+NO_CONTEXT_TEXTS = "no context texts: the record gives only ids"
+"""Why an answer whose contexts are known by id alone has no value on a metric that reads context texts (the SQL
+metrics say the same: ragsql._scope_rows)."""
+
+
 @dataclass(frozen=True)
 class Context:
     """One context an answer was generated from."""
@@ -85,8 +91,9 @@ class Sample:
     question: str
     language: str | None
     answer: str
-    contexts: list[Context] = field(default_factory=list)
+    contexts: list[Context] = field(default_factory=list)  # those with a text
     references: list[str] = field(default_factory=list)
+    context_ids: int = 0  # contexts given by id alone (RAGAS retrieved_context_ids without texts): nothing to judge
 
 
 async def run_id(conn: psycopg.AsyncConnection, run: str) -> int:
@@ -101,12 +108,17 @@ async def run_exists(conn: psycopg.AsyncConnection, rid: int) -> bool:
 
 
 async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
-    """How many answers, answers with contexts, with references and with question text the run has."""
+    """How many answers, answers with contexts (with a text), with contexts given by id alone, with references and
+    with question text the run has."""
     cur = await conn.execute(
         """
         select count(*) as answers,
                count(*) filter (where exists (select from ragsql.answer_context as c
-                                              where c.run_id = a.run_id and c.query_id = a.query_id)) as with_contexts,
+                                              where c.run_id = a.run_id and c.query_id = a.query_id
+                                                and c.text is not null)) as with_contexts,
+               count(*) filter (where exists (select from ragsql.answer_context as c
+                                              where c.run_id = a.run_id and c.query_id = a.query_id
+                                                and c.text is null)) as with_context_ids,
                count(*) filter (where exists (select from ragsql.reference_answer as r
                                               where r.query_id = a.query_id)) as with_references,
                count(*) filter (where btrim(coalesce(q.text, '')) <> '') as with_question
@@ -116,7 +128,8 @@ async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
         """,
         (rid,),
     )
-    return dict(zip(("answers", "with_contexts", "with_references", "with_question"), await one_async(cur)))
+    names = ("answers", "with_contexts", "with_context_ids", "with_references", "with_question")
+    return dict(zip(names, await one_async(cur)))
 
 
 async def enqueue_tasks(
@@ -228,7 +241,10 @@ async def load_samples(conn: psycopg.AsyncConnection, rid: int, query_ids: Itera
             select a.query_id, q.qid, coalesce(q.text, '') as question, q.language, a.text as answer,
                    coalesce((select jsonb_agg(jsonb_build_array(c.position, c.docno, c.text) order by c.position)
                              from ragsql.answer_context as c
-                             where c.run_id = a.run_id and c.query_id = a.query_id), '[]') as contexts,
+                             where c.run_id = a.run_id and c.query_id = a.query_id and c.text is not null), '[]')
+                       as contexts,
+                   (select count(*) from ragsql.answer_context as c
+                    where c.run_id = a.run_id and c.query_id = a.query_id and c.text is null) as context_ids,
                    coalesce((select jsonb_agg(r.text order by r.first)
                              from (select r.text, min(r.position) as first from ragsql.reference_answer as r
                                    where r.query_id = a.query_id group by r.text) as r), '[]') as refs
@@ -248,6 +264,7 @@ async def load_samples(conn: psycopg.AsyncConnection, rid: int, query_ids: Itera
             r["answer"],
             [Context(*c) for c in r["contexts"]],
             list(r["refs"]),
+            r["context_ids"],
         )
         for r in rows
     }

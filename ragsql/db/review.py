@@ -75,7 +75,8 @@ def answer_texts(conn: psycopg.Connection, run: str, qids: list[str]) -> dict[st
             """
         select q.qid, a.text as answer,
                array(select c.text from ragsql.answer_context as c
-                     where c.run_id = a.run_id and c.query_id = a.query_id order by c.position) as contexts,
+                     where c.run_id = a.run_id and c.query_id = a.query_id and c.text is not null
+                     order by c.position) as contexts,
                array(select r.text from ragsql.reference_answer as r
                      where r.query_id = a.query_id order by r.position) as refs
         from ragsql.answer as a

@@ -389,6 +389,7 @@ def _retrieved(obj: dict) -> tuple[Retrieved, ...]:
             raise _Invalid(f"{key} has {len(values)} items but {given[0][1]} has {len(given[0][2])}")
     items: list[Retrieved] = []
     rank_of: dict[str, int] = {}
+    repeated: str | None = None
     for i in range(len(given[0][2]) if given else 0):
         slot: list = [None, None, None]  # id, score, text
         for role, key, values in given:
@@ -411,9 +412,13 @@ def _retrieved(obj: dict) -> tuple[Retrieved, ...]:
             raise _Invalid(f"retrieved item {i + 1} has neither an id nor a text")
         docno = docno or context_docno(text)
         if docno in rank_of:
-            raise _Invalid(f"retrieved item {docno!r} appears twice (positions {rank_of[docno]} and {i + 1})")
-        rank_of[docno] = i + 1
+            repeated = repeated or f"retrieved item {docno!r} appears twice (positions {rank_of[docno]} and {i + 1})"
+        rank_of.setdefault(docno, i + 1)
         items.append(Retrieved(docno, score, text))
+    # RAGAS's ids alone may repeat (two chunks of one document): its id-based context metrics read them as a set
+    as_set = any(key == "retrieved_context_ids" for _, key, _ in given) and all(item.text is None for item in items)
+    if repeated and not as_set:
+        raise _Invalid(repeated)
     return tuple(items)
 
 

@@ -14,7 +14,7 @@ from ragsql.judge import prompts as p
 from ragsql.judge.language import LANGUAGES
 from ragsql.orchestrator.service import Judging
 
-__all__ = ["QUESTIONS_PER_ANSWER", "Job", "Store", "TaskFailed", "together"]
+__all__ = ["QUESTIONS_PER_ANSWER", "Job", "NothingToJudge", "Store", "TaskFailed", "together"]
 
 QUESTIONS_PER_ANSWER = 3
 Store = vr.Row  # what a task stores, inside the transaction that closes it
@@ -24,6 +24,11 @@ V = TypeVar("V", bound=vr.Verdict)
 
 class TaskFailed(Exception):
     """The task cannot be judged; its metrics are null with this reason."""
+
+
+class NothingToJudge(TaskFailed):
+    """The answer holds nothing the task could judge (its contexts are known by id alone): the task closes done
+    with no verdict and no call, and its metrics say why (ragsql._scope_rows); judging again would not change it."""
 
 
 async def together(*aws: Awaitable[Any]) -> list[Any]:
@@ -68,6 +73,8 @@ class Job:
 
     def contexts(self) -> list[str]:
         if not self.sample.contexts:
+            if self.sample.context_ids:
+                raise NothingToJudge(db.NO_CONTEXT_TEXTS)
             raise TaskFailed("the answer has no contexts")
         return [c.text for c in self.sample.contexts]
 

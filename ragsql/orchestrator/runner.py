@@ -85,7 +85,10 @@ async def choose_kinds(conn, rid: int, metrics: Sequence[str] | None) -> tuple[l
     if metrics is None and any("cites" in registry.kind(m).needs for m in wanted):
         # an answer may cite nothing: a named kind is judged (and says so), a default one is skipped
         missing |= set() if await _any_citation(conn, rid) else {"cites"}
-    reasons = {m: [_MISSING[n] for n in _MISSING if n in missing and n in registry.kind(m).needs] for m in wanted}
+    why_missing = dict(_MISSING)
+    if shape["with_context_ids"]:  # contexts, but given by id alone: nothing to judge them on
+        why_missing["contexts"] = "no context texts: the records give only ids"
+    reasons = {m: [why_missing[n] for n in why_missing if n in missing and n in registry.kind(m).needs] for m in wanted}
     skipped = {m: why[0] for m, why in reasons.items() if why}
     return [m for m in wanted if m not in skipped], skipped
 
@@ -267,6 +270,8 @@ async def _renew(wdb: WorkerDb, claimed, name: str) -> None:
 async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult, tick: Callable[[], None]) -> None:
     try:
         stores, error = await t.run_task(job), None
+    except t.NothingToJudge:
+        stores, error = [], None
     except (t.TaskFailed, CallFailed, ValueError) as exc:  # ValueError: nothing to judge, an invalid cached reply
         stores, error = [], " ".join(str(exc).split())[:500]
     async with wdb.lock:

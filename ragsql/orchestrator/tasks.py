@@ -12,9 +12,9 @@ from ragsql.judge import prompts as p
 from ragsql.judge.language import detect_language, split_sentences
 from ragsql.judge.verdicts import CITATION, citation_id, context_citations
 from ragsql.orchestrator import ragas_tasks
-from ragsql.orchestrator.job import Job, Store, TaskFailed, together
+from ragsql.orchestrator.job import Job, NothingToJudge, Store, TaskFailed, together
 
-__all__ = ["KINDS", "Job", "TaskFailed", "run_task", "together"]
+__all__ = ["KINDS", "Job", "NothingToJudge", "TaskFailed", "run_task", "together"]
 
 NONCOMMITTAL_PLACEHOLDER = "(none: the answer is non-committal)"
 

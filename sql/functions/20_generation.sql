@@ -163,7 +163,8 @@ begin
                join ragsql.run as rr on rr.dataset_id = rq.dataset_id
                where rr.id = _generation_scope.run_id
                group by r.query_id) as rc on rc.query_id = q.id
-    left join (select c.query_id, count(*) as n
+    -- contexts with a text: one given by id alone (ragsql.answer_context.text null) has nothing to judge
+    left join (select c.query_id, count(c.text) as n
                from ragsql.answer_context as c
                where c.run_id = _generation_scope.run_id
                group by c.query_id) as cc on cc.query_id = q.id
@@ -173,7 +174,8 @@ begin
 end
 $$;
 comment on function ragsql._generation_scope(bigint, text) is
-    'Every query of the run''s dataset with its question, answer, reference and context counts and judge task state.';
+    'Every query of the run''s dataset with its question, answer, reference and context counts (contexts with a '
+    'text) and judge task state.';
 
 create or replace function ragsql._run_embedder(run_id bigint, embedder text, model text default null)
 returns text
@@ -274,6 +276,7 @@ as $$
 declare
     chosen_model text;
     chosen_version text;
+    context_ids jsonb;
 begin
     -- PL/pgSQL, not SQL, and called before the metric's query (Citus: see ragsql._newest_verdicts): that query
     -- then reads the choice and the scope from this value (ragsql._scope_judge, ragsql._scope_rows) and calls no
@@ -285,11 +288,20 @@ begin
                                      _judged_scope.model, _judged_scope.prompt_version, _judged_scope.version_like,
                                      _judged_scope.definition_hash) as j;
     end if;
+    -- per query, the contexts given by id alone (RAGAS retrieved_context_ids without texts); a statement of its own:
+    -- joined with ragsql._generation_scope's call, Citus would push that call to a shard
+    context_ids := (select coalesce(jsonb_object_agg(c.query_id, c.n), '{}')
+                    from (select c.query_id, count(*) as n
+                          from ragsql.answer_context as c
+                          where c.run_id = _judged_scope.run_id and c.text is null
+                          group by c.query_id) as c);
     return jsonb_build_object(
         'run_id', _judged_scope.run_id,
         'judge_model', chosen_model,
         'judge_prompt_version', chosen_version,
-        'scope', (select coalesce(jsonb_agg(g), '[]')
+        'scope', (select coalesce(jsonb_agg(to_jsonb(g) || jsonb_build_object(
+                                      'n_context_ids', coalesce((context_ids ->> g.query_id::text)::bigint, 0))),
+                                  '[]')
                   from ragsql._generation_scope(_judged_scope.run_id, _judged_scope.task_kind) as g));
 end
 $$;
@@ -312,21 +324,25 @@ comment on function ragsql._scope_judge(jsonb) is
 create or replace function ragsql._scope_rows(judged jsonb)
 returns table (
     query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-    task_status text, task_error text, judge_model text, judge_prompt_version text, judge_reason text)
+    task_status text, task_error text, judge_model text, judge_prompt_version text, judge_reason text,
+    no_context_texts text)
 language sql immutable parallel safe
 as $$
-    select s.*,
+    select s.query_id, s.qid, s.question, s.answer, s.n_references, s.n_contexts, s.task_status, s.task_error,
            _scope_rows.judged ->> 'judge_model',
            _scope_rows.judged ->> 'judge_prompt_version',
            ragsql._judge_reason(s.task_status, s.task_error, _scope_rows.judged ->> 'judge_model',
-                                _scope_rows.judged ->> 'judge_prompt_version')
+                                _scope_rows.judged ->> 'judge_prompt_version'),
+           case when s.n_contexts = 0 and s.n_context_ids > 0
+                then 'no context texts: the record gives only ids' end
     from jsonb_to_recordset(_scope_rows.judged -> 'scope') as s(
         query_id bigint, qid text, question text, answer text, n_references bigint, n_contexts bigint,
-        task_status text, task_error text)
+        task_status text, task_error text, n_context_ids bigint)
 $$;
 comment on function ragsql._scope_rows(jsonb) is
-    'Every query of a ragsql._judged_scope value with its scope (ragsql._generation_scope), the verdict set and '
-    'ragsql._judge_reason: why it has no verdicts when the metric finds none.';
+    'Every query of a ragsql._judged_scope value with its scope (ragsql._generation_scope), the verdict set, '
+    'ragsql._judge_reason (why it has no verdicts when the metric finds none) and no_context_texts: the reason of a '
+    'metric that reads context texts when the answer''s contexts are given by id alone, else null.';
 
 create or replace function ragsql._definition_scores(
     run_id bigint, verdicts text, name text, definition_hash text, model text, prompt_version text)

@@ -144,6 +144,7 @@ begin
            end,
            case
                when s.answer is null then 'no answer in the run'
+               when s.no_context_texts is not null then s.no_context_texts
                when side = 'reference' and s.n_references = 0 then 'no reference answer'
                when t.texts_unjudged = 0 and t.statements = 0
                    then case side when 'answer' then 'the answer has no statements'

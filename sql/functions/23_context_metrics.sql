@@ -29,6 +29,7 @@ begin
            end,
            case
                when s.answer is null then 'no answer in the run'
+               when s.no_context_texts is not null then s.no_context_texts
                when s.n_contexts = 0 then 'no contexts'
                when v.verdicts = s.n_contexts then null
                when v.verdicts > 0
@@ -86,6 +87,7 @@ begin
            case when c.unjudged = 0 then c.relevant::float8 / c.sentences end,
            case
                when s.answer is null then 'no answer in the run'
+               when s.no_context_texts is not null then s.no_context_texts
                when c.query_id is null then 'no contexts'
                when c.unjudged = 0 then null
                when c.unjudged < c.contexts

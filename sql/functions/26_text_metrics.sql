@@ -655,8 +655,12 @@ begin
             using errcode = 'invalid_parameter_value', hint = 'RAGAS''s default: 0.5';
     end if;
     return query
-    with retrieved as materialized (
+    with contexts as materialized (
         select c.query_id, c.position, c.text from ragsql.answer_context as c where c.run_id = rid
+    ),
+    retrieved as materialized (
+        -- a context given by id alone (null text) has no text to compare
+        select c.query_id, c.position, c.text from contexts as c where c.text is not null
     ),
     gold as materialized (
         select j.query_id, j.docno, j.text
@@ -698,6 +702,7 @@ begin
     counts as (
         select q.id, q.qid,
                (select count(*) from retrieved as r where r.query_id = q.id) as retrieved,
+               (select count(*) from contexts as r where r.query_id = q.id and r.text is null) as ids_only,
                (select count(*) from gold as g where g.query_id = q.id) as reference
         from ragsql.run as ru
         join ragsql.query as q on q.dataset_id = ru.dataset_id
@@ -708,7 +713,8 @@ begin
                 when metric = 'non_llm_context_precision_with_reference'
                     then case when pa.relevant > 0 then pa.numerator / pa.relevant else 0 end
                 else rc.found::float8 / rc.gold end,
-           case when c.retrieved = 0 then 'no retrieved contexts'
+           case when c.retrieved = 0 and c.ids_only > 0 then 'no context texts: the record gives only ids'
+                when c.retrieved = 0 then 'no retrieved contexts'
                 when c.reference = 0 then 'no reference context texts' end,
            null::text, null::text, null::text,
            case when c.retrieved > 0 and c.reference > 0 then

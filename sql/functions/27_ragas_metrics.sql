@@ -41,6 +41,7 @@ begin
                when s.answer is null then 'no answer in the run'
                when r.rated > 0 then null
                when r.passes > 0 then 'no judge pass gave a rating: ' || r.errors
+               when s.no_context_texts is not null then s.no_context_texts
                when s.n_contexts = 0 then 'no contexts'
                else s.judge_reason
            end,
@@ -117,7 +118,7 @@ begin
               union
               select c.query_id, 'contexts', ragsql.text_hash(string_agg(c.text, E'\n' order by c.position))
               from ragsql.answer_context as c
-              where c.run_id = rid
+              where c.run_id = rid and c.text is not null
               group by c.query_id) as t);
     judged := ragsql._judged_scope(rid, 'context_entity_recall', 'entity_extraction',
                                    array(select t ->> 'text_hash' from jsonb_array_elements(compared) as t),
@@ -159,6 +160,7 @@ begin
            case
                when s.answer is null then 'no answer in the run'
                when s.n_references = 0 then 'no reference answer'
+               when s.no_context_texts is not null then s.no_context_texts
                when s.n_contexts = 0 then 'no contexts'
                when c.refs_unextracted = 0 and not c.contexts_unextracted and c.reference_entities = 0
                    then 'the reference answers name no entity'
@@ -394,6 +396,7 @@ begin
            case
                when s.answer is null then 'no answer in the run'
                when s.n_references = 0 then 'no reference answer'
+               when s.no_context_texts is not null then s.no_context_texts
                when s.n_contexts = 0 then 'no contexts'
                when t.texts_unjudged = 0 and t.statements = 0 then 'the answer has no statements'
                when t.texts_unjudged = 0 and t.judged = t.statements and c.min_contexts_judged = s.n_contexts

@@ -11,8 +11,8 @@ as $$
 begin
     return (
     select md5(coalesce(string_agg(a.query_id::text || E'\x1f' || a.text || E'\x1f' || coalesce((
-        select string_agg(c.position::text || E'\x1e' || coalesce(c.docno, '') || E'\x1e' || c.text, E'\x1d'
-                          order by c.position)
+        select string_agg(c.position::text || E'\x1e' || coalesce(c.docno, '') || E'\x1e' || coalesce(c.text, ''),
+                          E'\x1d' order by c.position)
         from ragsql.answer_context as c where c.run_id = a.run_id and c.query_id = a.query_id), ''),
         E'\x1c' order by a.query_id), ''))
     from ragsql.answer as a

@@ -212,6 +212,37 @@ def test_import_eval_set_and_offline_judge_store_the_same_verdicts_and_scores(ci
     assert not differences, differences[:5]
 
 
+def test_ragas_id_only_records_score_the_same_on_both_layouts(citus, single, tmp_path):
+    """RAGAS records giving retrieved_context_ids without texts, beside one with texts, judged offline: RAGAS's id
+    metrics, and the NULL (with its reason) of the metrics that read texts, the same on both layouts."""
+    by_ids = [
+        {"qid": "i1", "user_input": "q1", "response": "a", "retrieved_context_ids": ["d3", "d1", "d2"],
+         "reference_context_ids": ["d2"]},
+        {"qid": "i2", "user_input": "q2", "response": "b", "retrieved_context_ids": ["d7", "d7"],
+         "reference_context_ids": ["d7", "d8"]},
+    ]  # fmt: skip
+    path = tmp_path / "ids.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in by_ids) + EXAMPLE.read_text("utf-8").splitlines()[0])
+    metrics = ["faithfulness", "context_precision", "id_based_context_precision", "id_based_context_recall",
+               "non_llm_context_recall"]  # fmt: skip
+    values = {}
+    for side in (citus, single):
+        side.cli("import", "jsonl", str(path), "--dataset", "ids", "--run", "ids")
+        side.cli("judge", "--run", "ids", "--offline", "--metrics", "faithfulness,context_precision")
+        values[side.name] = {
+            (metric, qid): (value, reason)
+            for metric in metrics
+            for qid, value, reason in side.rows(
+                "select qid, value, reason from ragsql.generation_measure(%s, %s)", ("ids", metric)
+            )
+        }
+    assert values["citus"] == values["single"]
+    got = values["citus"]
+    assert [got[m, "i1"][0] for m in metrics[2:4]] + [got[m, "i2"][0] for m in metrics[2:4]] == [1 / 3, 1, 1, 1 / 2]
+    for metric in ("faithfulness", "context_precision", "non_llm_context_recall"):
+        assert got[metric, "i1"] == got[metric, "i2"] == (None, "no context texts: the record gives only ids")
+
+
 def test_judge_queue_two_workers_share_a_run_without_overlap(citus):
     """Two workers claiming from one run's queue on the cluster never get the same task, and every task is done."""
     citus.cli("import", "jsonl", str(EXAMPLE), "--dataset", "exq", "--run", "q1")
