@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -144,6 +145,9 @@ def pytest_report_header(config) -> list[str]:
 
 
 TEMPLATE = f"ragsql_tmpl_{os.getpid()}"
+_DEMO_TEMPLATES: dict[str, dict[int, str]] = {}
+"""Per server URL, per `--queries`: the database `ragsql demo` filled once in this session (dropped with the
+template), which `judged_demo` clones."""
 DEMO = Path(__file__).resolve().parents[1] / "ragsql" / "data" / "demo"
 EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"  # 12 records, bilingual
 
@@ -219,12 +223,14 @@ def template_url(server_url):
         install(conn, distribute=CITUS_SUITE)
         conn.commit()
     yield url
+    for name in _DEMO_TEMPLATES.pop(server_url, {}).values():
+        drop_database(server_url, name)
     drop_database(server_url, TEMPLATE)
 
 
-def _clone(server_url: str) -> str:
+def _clone(server_url: str, template: str = TEMPLATE) -> str:
     name = f"ragsql_t_{uuid.uuid4().hex[:12]}"
-    create_database(server_url, name, TEMPLATE)
+    create_database(server_url, name, template)
     return name
 
 
@@ -257,12 +263,10 @@ def fresh_db(server_url, template_url, monkeypatch):
     drop_database(server_url, name)
 
 
-@contextlib.contextmanager
-def cli_database(server_url: str, *commands: list[str]) -> Iterator[str]:
-    """URL of a template clone, set as RAGSQL_DATABASE_URL with no judge endpoint, after the `ragsql` commands."""
+def _run_commands(url: str, commands: Sequence[list[str]]) -> None:
+    """The `ragsql` commands in this process with RAGSQL_DATABASE_URL `url` and no judge endpoint, each exit 0."""
     from ragsql.cli import main
 
-    url = _with_dbname(server_url, _clone(server_url))
     mp = pytest.MonkeyPatch()
     mp.setenv("RAGSQL_DATABASE_URL", url)
     for var in ENDPOINT_VARS:
@@ -270,6 +274,21 @@ def cli_database(server_url: str, *commands: list[str]) -> Iterator[str]:
     try:
         for command in commands:
             assert main(command) == 0, command
+    finally:
+        mp.undo()
+
+
+@contextlib.contextmanager
+def cli_database(server_url: str, *commands: list[str], template: str = TEMPLATE) -> Iterator[str]:
+    """URL of a clone of `template` (the installed schema unless named), set as RAGSQL_DATABASE_URL with no judge
+    endpoint, after the `ragsql` commands."""
+    url = _with_dbname(server_url, _clone(server_url, template))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAGSQL_DATABASE_URL", url)
+    for var in ENDPOINT_VARS:
+        mp.delenv(var, raising=False)
+    try:
+        _run_commands(url, commands)
         yield url
     finally:
         mp.undo()
@@ -307,9 +326,36 @@ def offline_database(monkeypatch, url: str) -> str:
     return url
 
 
+def _end_sessions(server_url: str, name: str) -> None:
+    """Ends every session on database NAME and waits until they are gone (so that it can be cloned)."""
+    with _admin(server_url) as admin:
+        for _ in range(100):
+            ended = admin.execute(
+                "select count(pg_terminate_backend(pid)) from pg_stat_activity where datname = %s", (name,)
+            ).fetchone()
+            if not ended or not ended[0]:
+                return
+            time.sleep(0.1)
+    raise AssertionError(f"sessions on {name} outlived 10 s of pg_terminate_backend")
+
+
 def judged_demo(server_url: str, queries: int = 16) -> contextlib.AbstractContextManager[str]:
-    """`cli_database` after `ragsql demo --queries N`: the demo's three runs (bm25, vector, hybrid), judged offline."""
-    return cli_database(server_url, ["demo", "--queries", str(queries)])
+    """`cli_database` after `ragsql demo --queries N`: the demo's three runs (bm25, vector, hybrid), judged offline.
+    The demo runs once per N in a session; each caller gets a clone of that database (the same bytes: stored values
+    are a function of their inputs, principle 7), its own to change."""
+    built = _DEMO_TEMPLATES.setdefault(server_url, {})
+    if queries not in built:
+        name = f"ragsql_demo{queries}_{os.getpid()}"
+        url = create_database(server_url, name, TEMPLATE)
+        try:
+            _run_commands(url, [["demo", "--queries", str(queries)]])
+        except BaseException:
+            drop_database(server_url, name)
+            raise
+        if not CITUS_SUITE:  # a template must have no session (cluster.create_database ends them on every node)
+            _end_sessions(server_url, name)
+        built[queries] = name
+    return cli_database(server_url, template=built[queries])
 
 
 def use_judge(monkeypatch, fake, key: str = "k", model: str | None = "fake-judge") -> None:

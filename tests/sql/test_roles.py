@@ -12,7 +12,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragsql.cli import main
-from tests.conftest import CITUS_SUITE, DEMO, cli_database
+from tests.conftest import CITUS_SUITE, DEMO, judged_demo
 
 RUN = "demo-bm25"
 
@@ -37,7 +37,7 @@ def _drop_login(owner_url: str, url: str) -> None:
 @pytest.fixture(scope="module")
 def demo_url(server_url, template_url):
     """A database with the demo pipeline run by the owner (corpus, eval set, three runs, answers, verdicts)."""
-    with cli_database(server_url, ["demo", "--queries", "6"]) as url:
+    with judged_demo(server_url, 6) as url:
         yield url
 
 
