@@ -43,10 +43,11 @@ left join lateral (
     from ragsql.watch_window as ww
     join ragsql.answer as a on a.run_id = ww.run_id
     join ragsql.query as q on q.id = a.query_id
-    left join (select t.run_id, t.query_id, bool_and(t.status = 'done') as done
-               from ragsql.judge_task as t
-               group by t.run_id, t.query_id) as t on t.run_id = a.run_id and t.query_id = a.query_id
-    where ww.watch_id = w.id and ww.judged < ww.captured and t.done is not true
+    where ww.watch_id = w.id and ww.judged < ww.captured
+      -- the answer's own tasks only (by run and query), not every run's tasks grouped first
+      and not (exists (select from ragsql.judge_task as t where t.run_id = a.run_id and t.query_id = a.query_id)
+               and not exists (select from ragsql.judge_task as t
+                               where t.run_id = a.run_id and t.query_id = a.query_id and t.status <> 'done'))
 ) as j on true;
 comment on view ragsql.watch_lag is
     'How far each watch is behind, for a dashboard: uncaptured = sampled rows of the source the next capture would '
