@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -191,6 +192,20 @@ def _hold_replies_after(endpoint: FakeOpenAI, n: int) -> _Held:
     return held
 
 
+def kill_while_held(endpoint: FakeOpenAI, after: int, start: Callable[[], subprocess.Popen]) -> None:
+    """Start a process and SIGKILL it while the endpoint holds its request after the first `after`; then release."""
+    held = _hold_replies_after(endpoint, after)
+    proc = start()
+    try:
+        assert held.wait(60), f"the process never sent request {after + 1}"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        held.release.set()
+        endpoint.responder = default_responder
+    assert proc.returncode == -signal.SIGKILL
+
+
 def _judge_process(url: str, base_url: str, *args: str) -> subprocess.Popen:
     env = {
         **os.environ,
@@ -244,16 +259,10 @@ def test_two_processes_share_a_run_without_doing_a_task_twice(example_run, endpo
 def test_sigkill_mid_run_then_resume_repeats_no_call(example_run, endpoint):
     """SIGKILL while calls are in flight, then a rerun: all tasks done, no duplicate call, no gap."""
     endpoint.latency = 0.3
-    held = _hold_replies_after(endpoint, 8)  # calls are in flight when the process dies
-    proc = _judge_process(example_run, endpoint.base_url, "--metrics", FIVE, "--workers", "2")
-    try:
-        assert held.wait(60), "the judge never sent a 9th request"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        held.release.set()
-        endpoint.responder = default_responder
-    assert proc.returncode == -signal.SIGKILL
+    # calls are in flight when the process dies
+    kill_while_held(
+        endpoint, 8, lambda: _judge_process(example_run, endpoint.base_url, "--metrics", FIVE, "--workers", "2")
+    )
     first = endpoint.chat_calls
     assert first >= 8
     endpoint.latency = 0

@@ -353,29 +353,20 @@ def test_a_reader_reads_the_windows_values_through_ragsql_report(source, fresh_d
 def test_a_watcher_killed_mid_window_loses_no_row_and_buys_no_reply_twice(source, fresh_db, endpoint, capsys):
     """SIGKILL while a window's judge calls are in flight; the next `watch run --once` captures no row again, judges
     every row, and no request is answered twice."""
-    import signal
     import subprocess
     import sys
 
-    from tests.fake_openai import default_responder
-    from tests.test_judge_run import _AS_IN_A_TERMINAL, _hold_replies_after
+    from tests.test_judge_run import _AS_IN_A_TERMINAL, kill_while_held
 
     args = list(ADD)
     del args[args.index("--judge") : args.index("--judge") + 2]  # the configured (fake) endpoint
     assert run_cli(capsys, *args)[0] == 0
     _log(source, 12)
     endpoint.latency = 0.3
-    held = _hold_replies_after(endpoint, 6)
     command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--once", "--workers", "2"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert held.wait(60), "the watcher never sent a 7th request"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        held.release.set()
-        endpoint.responder = default_responder
-    assert proc.returncode == -signal.SIGKILL
+    kill_while_held(
+        endpoint, 6, lambda: subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    )
     first = endpoint.chat_calls
     stored_before = source.execute("select count(*) from ragsql.judge_call where status = 'ok'").fetchone()[0]
     endpoint.latency = 0
