@@ -125,7 +125,7 @@ def add_command(
 
 
 @watch_group.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@format_option(["table", "json", "csv"])
 def list_command(fmt: str) -> None:
     """Every watch: its source, sample, window, state and how many rows it captured and judged."""
     with db.connect() as conn:
@@ -137,7 +137,7 @@ def list_command(fmt: str) -> None:
 
 @watch_group.command("show")
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option(["table", "json"])
 def show_command(name: str, fmt: str) -> None:
     """One watch: its column mapping and settings, then each window with its run and counts."""
     with db.connect() as conn:
