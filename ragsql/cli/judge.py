@@ -11,9 +11,8 @@ import click
 from rich.console import Console
 
 from ragsql import db
-from ragsql.cli.options import JUDGE_WORKERS, judging_options, workers_option
+from ragsql.cli.options import JUDGE_WORKERS, judging_options, metrics_option, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
-from ragsql.cli.specs import check_metrics
 from ragsql.db import consistency, names
 from ragsql.errors import UsageError
 from ragsql.llm.settings import EndpointSettings
@@ -26,12 +25,8 @@ __all__ = ["judge_command"]
 
 @click.command("judge")
 @click.option("--run", "run", required=True, help="Name of the run whose answers are judged.")
-@click.option(
-    "--metrics",
-    default=None,
-    metavar='"faithfulness answer_relevancy ..."',
-    callback=check_metrics,
-    help=f"Space- or comma-separated metrics: {', '.join(METRICS)}. Default: "
+@metrics_option(
+    f"Space- or comma-separated metrics: {', '.join(METRICS)}. Default: "
     f"{', '.join(DEFAULT_METRICS)} — those the run's data allows (no reference answer: no "
     "context_recall, answer_similarity, answer_correctness).",
 )

@@ -7,9 +7,9 @@ import asyncio
 import click
 
 from ragsql import db
-from ragsql.cli.options import JUDGE_WORKERS, judging_options, workers_option
+from ragsql.cli.options import JUDGE_WORKERS, judging_options, metrics_option, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console
-from ragsql.cli.specs import Float8, check_metrics
+from ragsql.cli.specs import Float8
 from ragsql.errors import GateFailed
 from ragsql.formats.files import text_lines
 from ragsql.formats.pairs import parse_pairs
@@ -22,13 +22,7 @@ _GROUPS = {"metric": ("metric", "language"), "kind": ("metric", "kind", "languag
 
 @click.command("judge-check")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--metrics",
-    default=None,
-    metavar='"faithfulness answer_relevancy ..."',
-    callback=check_metrics,
-    help="Check only the pairs of these metrics (default: every pair in the file).",
-)
+@metrics_option("Check only the pairs of these metrics (default: every pair in the file).")
 @judging_options
 @click.option(
     "--by",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import click
 
-from ragsql.cli.specs import Float8, check_spec, int4
+from ragsql.cli.specs import Float8, check_metrics, check_spec, int4
 
 __all__ = [
     "DEPTH",
@@ -18,9 +18,11 @@ __all__ = [
     "judge_option",
     "judging_options",
     "measures_option",
+    "metrics_option",
     "model_option",
     "rel_level_option",
     "resampling_options",
+    "spec_option",
     "workers_option",
 ]
 
@@ -72,6 +74,18 @@ def measures_option(what: str = "measures to compare") -> Decorator:
         "nDCG@10, ndcg_cut_10, MRR, MAP, hit_rate@5) and generation metrics (faithfulness, aspect:<name>). "
         "Default: the default measures and every metric the runs were judged on.",
     )
+
+
+def metrics_option(help: str) -> Decorator:
+    """--metrics of the commands that judge: generation metrics, each name checked against the registry."""
+    return click.option(
+        "--metrics", default=None, metavar='"faithfulness answer_relevancy ..."', callback=check_metrics, help=help
+    )
+
+
+def spec_option(what: str, help: str, metavar: str = "SPEC") -> Decorator:
+    """--embedder or --rerank: a model spec whose kind is checked before any data is touched."""
+    return click.option(f"--{what}", default=None, metavar=metavar, callback=check_spec(what), help=help)
 
 
 resampling_options = _stacked(
@@ -136,12 +150,9 @@ def workers_option(default: int, help: str) -> Decorator:
 
 judging_options = _stacked(
     model_option("judge"),
-    click.option(
-        "--embedder",
-        default=None,
-        metavar="SPEC",
-        callback=check_spec("embedder"),
-        help="e5 | e5-onnx | offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
+    spec_option(
+        "embedder",
+        "e5 | e5-onnx | offline | openai[:MODEL] | sentence-transformers:MODEL | minilm (default: openai when an "
         "endpoint is configured, else offline).",
     ),
     click.option("--offline", is_flag=True, help="Use the offline heuristic judge even if an endpoint is configured."),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from ragsql import db
-from ragsql.cli.options import DEPTH, RRF_K
+from ragsql.cli.options import DEPTH, RRF_K, spec_option
 from ragsql.cli.output import format_option, render, report, warn
-from ragsql.cli.specs import check_spec, finite, int4
+from ragsql.cli.specs import finite, int4
 
 __all__ = ["retrieve_command"]
 
@@ -81,14 +81,12 @@ def _weights(ctx: click.Context, param: click.Parameter, value: str | None) -> d
     type=click.IntRange(0, 20),
     help="Add this many neighbouring chunks on each side to a result's text (context expansion).",
 )
-@click.option(
-    "--rerank",
-    default=None,
-    metavar="endpoint[:MODEL] | cross-encoder:MODEL",
-    callback=check_spec("rerank"),
-    help="Rerank each query's top --rerank-depth results and keep the top k: with a Cohere/Jina-style "
+@spec_option(
+    "rerank",
+    "Rerank each query's top --rerank-depth results and keep the top k: with a Cohere/Jina-style "
     "/rerank endpoint (RAGSQL_RERANK_BASE_URL / RAGSQL_RERANK_API_KEY, else the judge's endpoint), "
     'or a local cross-encoder given as a hub name or a directory (pip install -e ".[local]" in a ragsql checkout).',
+    metavar="endpoint[:MODEL] | cross-encoder:MODEL",
 )
 @click.option(
     "--rerank-depth",

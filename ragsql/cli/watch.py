@@ -12,9 +12,9 @@ import click
 
 from ragsql import db
 from ragsql.cli import error_line
-from ragsql.cli.options import JUDGE_WORKERS, workers_option
+from ragsql.cli.options import JUDGE_WORKERS, metrics_option, workers_option
 from ragsql.cli.output import format_option, render, report
-from ragsql.cli.specs import Float8, check_metrics
+from ragsql.cli.specs import Float8
 from ragsql.db import watches
 from ragsql.errors import UsageError
 
@@ -67,13 +67,7 @@ def watch_group() -> None:
     callback=_duration,
     help="A window counts as closed this long after its end; a view source re-reads rows this far back.",
 )
-@click.option(
-    "--metrics",
-    default=None,
-    metavar='"faithfulness answer_relevancy ..."',
-    callback=check_metrics,
-    help="Space- or comma-separated metrics to judge (default: those `ragsql judge` judges).",
-)
+@metrics_option("Space- or comma-separated metrics to judge (default: those `ragsql judge` judges).")
 @click.option(
     "--judge",
     default=None,
