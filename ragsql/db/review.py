@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import psycopg
-from psycopg.rows import dict_row
 
 from ragsql import registry
 from ragsql.db.rows import dict_rows
@@ -70,9 +69,9 @@ class AnswerTexts:
 
 def answer_texts(conn: psycopg.Connection, run: str, qids: list[str]) -> dict[str, AnswerTexts]:
     """The answer, contexts and references of each of `qids` that has an answer in the run."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(
-            """
+    rows = dict_rows(
+        conn,
+        """
         select q.qid, a.text as answer,
                array(select c.text from ragsql.answer_context as c
                      where c.run_id = a.run_id and c.query_id = a.query_id and c.text is not null
@@ -83,9 +82,8 @@ def answer_texts(conn: psycopg.Connection, run: str, qids: list[str]) -> dict[st
         join ragsql.run as ru on ru.id = a.run_id
         join ragsql.query as q on q.id = a.query_id
         where ru.name = %s and q.qid = any (%s)""",
-            (run, qids),
-        )
-        rows = cur.fetchall()
+        (run, qids),
+    )
     return {r["qid"]: AnswerTexts(r["answer"], list(r["contexts"]), list(r["refs"])) for r in rows}
 
 
@@ -99,24 +97,24 @@ def review_sheet(
             "select qid from ragsql.review_sample(%s, %s, %s, %s, %s)", (run, sample, stratify, seed, judge)
         )
     ]
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(
-            "select e.qid, e.metric, e.value, e.judge_model, e.reason from ragsql.evaluate_generation(%s, "
-            "model => %s) as e where e.qid = any (%s)",
-            (run, judge, qids),
-        )
-        values = cur.fetchall()
-        cur.execute(
-            "select v.* from ragsql.statement_verdicts(%s, %s, %s) as v where v.qid = any (%s)",
-            (run, list(STATEMENT_PURPOSES), judge, qids),
-        )
-        verdicts = cur.fetchall()
-        cur.execute(
+    values = dict_rows(
+        conn,
+        "select e.qid, e.metric, e.value, e.judge_model, e.reason from ragsql.evaluate_generation(%s, "
+        "model => %s) as e where e.qid = any (%s)",
+        (run, judge, qids),
+    )
+    verdicts = dict_rows(
+        conn,
+        "select v.* from ragsql.statement_verdicts(%s, %s, %s) as v where v.qid = any (%s)",
+        (run, list(STATEMENT_PURPOSES), judge, qids),
+    )
+    questions = dict(
+        conn.execute(
             "select q.qid, q.text from ragsql.query as q join ragsql.run as r on r.dataset_id = q.dataset_id "
             "where r.name = %s and q.qid = any (%s)",
             (run, qids),
-        )
-        questions = {r["qid"]: r["text"] for r in cur.fetchall()}
+        ).fetchall()
+    )
     texts = answer_texts(conn, run, qids)
     sheet = []
     for qid in qids:

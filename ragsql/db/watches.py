@@ -8,10 +8,10 @@ from datetime import datetime, timedelta, timezone
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import class_row, dict_row
+from psycopg.rows import class_row
 
 from ragsql.db import load
-from ragsql.db.rows import value
+from ragsql.db.rows import dict_rows, one, typed_rows, value
 from ragsql.errors import InputError
 
 __all__ = [
@@ -213,61 +213,53 @@ def add(
                 backfill,
             ),
         )
-        return _one(cur)
-
-
-def _one(cur: psycopg.Cursor[Watch]) -> Watch:
-    row = cur.fetchone()
-    if row is None:  # pragma: no cover - insert ... returning always returns its row
-        raise InputError("the watch was not stored")
-    return row
+        return one(cur)
 
 
 def get(conn: psycopg.Connection, name: str) -> Watch:
     """The watch of that name; an InputError listing the watches when there is none."""
-    with conn.cursor(row_factory=class_row(Watch)) as cur:
-        found = cur.execute(
-            sql.SQL("select {} from ragsql.watch as w where w.name = %s").format(_FIELDS), (name,)
-        ).fetchone()
-    if found is not None:
-        return found
+    found = typed_rows(
+        conn, Watch, sql.SQL("select {} from ragsql.watch as w where w.name = %s").format(_FIELDS), (name,)
+    )
+    if found:
+        return found[0]
     known = [r[0] for r in conn.execute('select name from ragsql.watch order by name collate "C"')]
     raise InputError(f'unknown watch "{name}" (watches: {", ".join(known) or "none yet: see ragsql watch add"})')
 
 
 def list_watches(conn: psycopg.Connection) -> list[dict]:
     """Every watch with its source, sample, window, state and how many rows its windows hold."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(
-            """
-            select w.name, w.source_schema || '.' || w.source_table as source, w.sample,
-                   case when w.window_size = interval '1 day' then '1d' else '1h' end as window,
-                   case when w.paused then 'paused' else 'active' end as state,
-                   count(ww.run_id) as windows, coalesce(sum(ww.captured), 0)::bigint as captured,
-                   coalesce(sum(ww.judged), 0)::bigint as judged, w.captured_until as last_capture
-            from ragsql.watch as w
-            left join ragsql.watch_window as ww on ww.watch_id = w.id
-            group by w.id
-            order by w.name collate "C"
-            """
-        ).fetchall()
+    return dict_rows(
+        conn,
+        """
+        select w.name, w.source_schema || '.' || w.source_table as source, w.sample,
+               case when w.window_size = interval '1 day' then '1d' else '1h' end as window,
+               case when w.paused then 'paused' else 'active' end as state,
+               count(ww.run_id) as windows, coalesce(sum(ww.captured), 0)::bigint as captured,
+               coalesce(sum(ww.judged), 0)::bigint as judged, w.captured_until as last_capture
+        from ragsql.watch as w
+        left join ragsql.watch_window as ww on ww.watch_id = w.id
+        group by w.id
+        order by w.name collate "C"
+        """,
+    )
 
 
 def windows(conn: psycopg.Connection, watch_id: int) -> list[dict]:
     """The watch's windows, oldest first: start, run, rows captured, skipped and judged, and whether closed."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(
-            """
-            select ww.window_start, r.name as run, ww.captured, ww.skipped, ww.judged,
-                   ww.window_start + w.window_size + w.settle <= now() as closed
-            from ragsql.watch_window as ww
-            join ragsql.watch as w on w.id = ww.watch_id
-            join ragsql.run as r on r.id = ww.run_id
-            where ww.watch_id = %s
-            order by ww.window_start
-            """,
-            (watch_id,),
-        ).fetchall()
+    return dict_rows(
+        conn,
+        """
+        select ww.window_start, r.name as run, ww.captured, ww.skipped, ww.judged,
+               ww.window_start + w.window_size + w.settle <= now() as closed
+        from ragsql.watch_window as ww
+        join ragsql.watch as w on w.id = ww.watch_id
+        join ragsql.run as r on r.id = ww.run_id
+        where ww.watch_id = %s
+        order by ww.window_start
+        """,
+        (watch_id,),
+    )
 
 
 def set_paused(conn: psycopg.Connection, name: str, paused: bool) -> None:
