@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ragsql import db, registry
-from ragsql.cli.options import DEPTH, GENERATE_WORKERS, JUDGE_WORKERS, RRF_K, TOP_N
+from ragsql.cli.options import GENERATE_WORKERS, JUDGE_WORKERS, RRF_K, depth_option, top_n_option
 from ragsql.cli.output import progress, render, stderr_console
 from ragsql.cli.report import write_report
 from ragsql.cli.specs import int4
@@ -36,16 +36,8 @@ def _data() -> Path:
     show_default=True,
     help="Corpus, dataset and run-name prefix (runs NAME-bm25, NAME-vector, NAME-hybrid).",
 )
-@click.option(
-    "--k", "k", default=DEPTH, show_default=True, type=click.IntRange(1, 100), help="Results per query (retrieve --k)."
-)
-@click.option(
-    "--top-n",
-    default=TOP_N,
-    show_default=True,
-    type=click.IntRange(1, 20),
-    help="Results given to the generator as contexts (generate --top-n).",
-)
+@depth_option(100, "Results per query (retrieve --k).")
+@top_n_option(20, "Results given to the generator as contexts (generate --top-n).")
 @click.option("--queries", default=None, type=int4(1), help="Use only the first N questions (quicker).")
 @click.option(
     "--report",

@@ -7,7 +7,7 @@ import asyncio
 import click
 
 from ragsql import db
-from ragsql.cli.options import GENERATE_WORKERS, TOP_N, model_option, workers_option
+from ragsql.cli.options import GENERATE_WORKERS, model_option, top_n_option, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
 from ragsql.db import names
 from ragsql.errors import NothingDone
@@ -22,13 +22,7 @@ _SHOWN_FAILURES = 20
 @click.command("generate")
 @click.option("--run", "run", required=True, help="Name of the run whose queries are answered.")
 @model_option("generator")
-@click.option(
-    "--top-n",
-    default=TOP_N,
-    show_default=True,
-    type=click.IntRange(1, 100),
-    help="Best-ranked results (with text) given to the generator as contexts.",
-)
+@top_n_option(100, "Best-ranked results (with text) given to the generator as contexts.")
 @click.option("--offline", is_flag=True, help="Use the offline extractive generator even if an endpoint is configured.")
 @click.option(
     "--replace", is_flag=True, help="Delete the run's answers (and their judge verdicts) and generate them again."

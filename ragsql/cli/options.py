@@ -15,6 +15,7 @@ __all__ = [
     "RRF_K",
     "TOP_N",
     "deprecated_alias",
+    "depth_option",
     "judge_option",
     "judging_options",
     "measures_option",
@@ -23,6 +24,7 @@ __all__ = [
     "rel_level_option",
     "resampling_options",
     "spec_option",
+    "top_n_option",
     "workers_option",
 ]
 
@@ -141,6 +143,16 @@ def model_option(role: str) -> Decorator:
     return click.option(
         "--model", default=None, help=f"{role.capitalize()} model (default RAGSQL_JUDGE_MODEL, else gpt-4o-mini)."
     )
+
+
+def depth_option(most: int, help: str) -> Decorator:
+    """--k: results per query of a retrieval run (retrieve, and demo's runs)."""
+    return click.option("--k", "k", default=DEPTH, show_default=True, type=click.IntRange(1, most), help=help)
+
+
+def top_n_option(most: int, help: str) -> Decorator:
+    """--top-n: best-ranked results given to the generator as contexts (generate, and demo's answers)."""
+    return click.option("--top-n", default=TOP_N, show_default=True, type=click.IntRange(1, most), help=help)
 
 
 def workers_option(default: int, help: str) -> Decorator:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ragsql import db
-from ragsql.cli.options import DEPTH, RRF_K, spec_option
+from ragsql.cli.options import RRF_K, depth_option, spec_option
 from ragsql.cli.output import format_option, render, report, warn
 from ragsql.cli.specs import finite, int4
 
@@ -47,7 +47,7 @@ def _weights(ctx: click.Context, param: click.Parameter, value: str | None) -> d
     help="bm25: BM25 over stored postings; vector: pgvector HNSW (cosine); fuzzy: pg_trgm word "
     "similarity; hybrid: the three fused by Reciprocal Rank Fusion.",
 )
-@click.option("--k", "k", default=DEPTH, show_default=True, type=click.IntRange(1, 10_000), help="Results per query.")
+@depth_option(10_000, "Results per query.")
 @click.option(
     "--chunking",
     default=None,
