@@ -428,3 +428,26 @@ $$;
 comment on function ragsql._definition_metric(text, text, text, text, text) is
     'Per query: the score of a user-defined criterion (aspect_verdict: an aspect''s yes 1, no 0; rubric_verdict: a '
     'rubric''s 1-5) by the chosen judge on its current definition, with the reason when there is none.';
+
+create or replace procedure ragsql._metric_function(name text, arguments text, reads text, about text)
+language plpgsql
+as $$
+begin
+    -- a `language sql` wrapper reading no table itself: Citus plans it (the reading is in the PL/pgSQL function
+    -- it calls); every metric function returns these columns
+    execute format(
+        'create or replace function ragsql.%I(%s) '
+        'returns table (qid text, value float8, reason text, judge_model text, judge_prompt_version text, '
+        'judge_embedder text, detail jsonb) '
+        'language sql stable parallel safe '
+        'as %L',
+        _metric_function.name, _metric_function.arguments, 'select * from ' || _metric_function.reads);
+    -- the identity of the function: its argument types, without names and defaults
+    execute format('comment on function ragsql.%I(%s) is %L', _metric_function.name,
+                   regexp_replace(_metric_function.arguments, '\w+ (\w+)( default [^,]+)?', '\1', 'g'),
+                   _metric_function.about);
+end
+$$;
+comment on procedure ragsql._metric_function(text, text, text, text) is
+    'Creates (or replaces) the public function of a metric computed by a PL/pgSQL function: ragsql.<name>(arguments) '
+    'returning the metric''s rows, `select * from` the call reads, and its comment about.';

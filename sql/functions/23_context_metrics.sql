@@ -182,21 +182,13 @@ end
 $$;
 comment on function ragsql._aspect_definition_hash(text) is 'ragsql.text_hash of an aspect''s definition; no_data_found for an unknown aspect.';
 
-create or replace function ragsql.aspect_critique(
-    run text, aspect text, model text default null, prompt_version text default null)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
-as $$
-    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._definition_metric)
-    select * from ragsql._definition_metric(aspect_critique.run, 'aspect_verdict', aspect_critique.aspect,
-                                            aspect_critique.model, aspect_critique.prompt_version)
-$$;
-comment on function ragsql.aspect_critique(text, text, text, text) is
+call ragsql._metric_function(
+    'aspect_critique',
+    'run text, aspect text, model text default null, prompt_version text default null',
+    'ragsql._definition_metric(run, ''aspect_verdict'', aspect, model, prompt_version)',
     'Aspect critique per query = 1 if the judge answers yes to the aspect''s definition, else 0 (RAGAS aspect '
     'critique; seed ragas-metrics-overview); the run value is the yes rate. Only verdicts on the aspect''s current '
-    'definition count.';
+    'definition count.');
 
 create or replace function ragsql._citation_tally(run text, model text, prompt_version text)
 returns table (
