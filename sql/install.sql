@@ -123,6 +123,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 36b18d3813356926cdb7d40c969d847cbf778014c473c2290c73aab42b3f627e
+\set ragsql_fingerprint ebe58cf48f77acc539162f2271e9c021260e058c77b04221653dfd44c3dadd2d
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -185,7 +185,7 @@ comment on function ragsql._aspect_definition_hash(text) is 'ragsql.text_hash of
 call ragsql._metric_function(
     'aspect_critique',
     'run text, aspect text, model text default null, prompt_version text default null',
-    'ragsql._definition_metric(run, ''aspect_verdict'', aspect, model, prompt_version)',
+    'ragsql._verdict_metric(run, ''aspect_critique'', ''aspect_verdict'', aspect, model, prompt_version)',
     'Aspect critique per query = 1 if the judge answers yes to the aspect''s definition, else 0 (RAGAS aspect '
     'critique; seed ragas-metrics-overview); the run value is the yes rate. Only verdicts on the aspect''s current '
     'definition count.');

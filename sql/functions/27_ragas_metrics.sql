@@ -439,7 +439,7 @@ comment on function ragsql._rubric_hash(text) is
 call ragsql._metric_function(
     'rubrics_score',
     'run text, rubric text default ''default'', model text default null, prompt_version text default null',
-    'ragsql._definition_metric(run, ''rubric_verdict'', rubric, model, prompt_version)',
+    'ragsql._verdict_metric(run, ''rubrics_score'', ''rubric_verdict'', rubric, model, prompt_version)',
     'Rubrics score per query (RAGAS RubricsScore) = the judge''s score 1..5 of the answer by the rubric''s five '
     'descriptions (ragsql.rubric; the built-ins default and reference are RAGAS''s default rubrics), not scaled, as '
     'RAGAS returns it. Only scores by the rubric''s current descriptions count. Metric name rubrics_score:<rubric>.');
