@@ -123,6 +123,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint ebe58cf48f77acc539162f2271e9c021260e058c77b04221653dfd44c3dadd2d
+\set ragsql_fingerprint 465028f9ee662d311dc1807843c10cbe821b3eff26d0129b715b10b6b79fcbc5
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
