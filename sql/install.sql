@@ -123,6 +123,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 465028f9ee662d311dc1807843c10cbe821b3eff26d0129b715b10b6b79fcbc5
+\set ragsql_fingerprint 360bade7be3d8a931328c3b9ad8ceda126cab54dcfe8d5eda0d699ae1415c79c
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

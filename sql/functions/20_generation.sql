@@ -462,7 +462,7 @@ begin
         'language sql stable parallel safe '
         'as %L',
         _metric_function.name, _metric_function.arguments, 'select * from ' || _metric_function.reads);
-    -- the identity of the function: its argument types, without names and defaults
+    -- the identity of the function: its argument types (one word each), without names and defaults
     execute format('comment on function ragsql.%I(%s) is %L', _metric_function.name,
                    regexp_replace(_metric_function.arguments, '\w+ (\w+)( default [^,]+)?', '\1', 'g'),
                    _metric_function.about);
