@@ -45,6 +45,12 @@ def _calls() -> str:
     return ",\n".join(rows)
 
 
+def _functions() -> str:
+    """The functions the calls name, each once, in the order of their first call."""
+    names = dict.fromkeys(m.sql.split("(", 1)[0].removeprefix("ragsql.") for m in METRICS)
+    return ", ".join(_quote(name) for name in names)
+
+
 def registry_sql() -> str:
     """sql/functions/29_metric_registry.sql."""
     return f"""{HEADER}
@@ -78,13 +84,7 @@ comment on function ragsql._metric_calls() is
 create or replace function ragsql._metric_functions()
 returns text[]
 language sql immutable parallel safe
-as $$
-    select array(select f.name
-                 from ragsql._metric_calls() with ordinality as c(names, prefix, call, n)
-                 cross join substring(c.call from '^ragsql\\.(\\w+)\\(') as f(name)
-                 group by f.name
-                 order by min(c.n))
-$$;
+as $$ select array[{_functions()}] $$;
 comment on function ragsql._metric_functions() is
     'The functions that compute the generation metrics (ragsql_report wraps each for ragsql_reader).';
 """

@@ -344,9 +344,13 @@ comment on function ragsql._scope_rows(jsonb) is
     'ragsql._judge_reason (why it has no verdicts when the metric finds none) and no_context_texts: the reason of a '
     'metric that reads context texts when the answer''s contexts are given by id alone, else null.';
 
-create or replace function ragsql._definition_scores(
+-- one verdict per query is ragsql._verdict_metric's, for aspects, rubrics, ratings and yes/no metrics alike
+drop function if exists ragsql._definition_metric(text, text, text, text, text);
+drop function if exists ragsql._definition_scores(bigint, text, text, text, text, text);
+
+create or replace function ragsql._verdict_scores(
     run_id bigint, verdicts text, name text, definition_hash text, model text, prompt_version text)
-returns table (query_id bigint, score float8, earlier boolean)
+returns table (query_id bigint, score float8, detail jsonb, earlier boolean)
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
@@ -354,31 +358,47 @@ begin
     -- PL/pgSQL, not SQL: Citus cannot plan a SQL function's parameterized body over distributed tables
     return query
     select v.query_id,
-           max(v.score) filter (where v.definition_hash = _definition_scores.definition_hash
-                                  and v.model = _definition_scores.model
-                                  and v.prompt_version = _definition_scores.prompt_version),
-           bool_or(v.definition_hash is distinct from _definition_scores.definition_hash)
+           max(v.score) filter (where chosen),
+           (array_agg(v.detail) filter (where chosen))[1],
+           bool_or(v.definition_hash is distinct from _verdict_scores.definition_hash)
     from (
-        select a.query_id, case when a.verdict then 1.0 else 0.0 end::float8 as score, a.definition_hash, a.model,
-               a.prompt_version
+        select a.query_id, case when a.verdict then 1.0 else 0.0 end::float8 as score, null::jsonb as detail,
+               a.definition_hash, a.model, a.prompt_version
         from ragsql.aspect_verdict as a
-        where _definition_scores.verdicts = 'aspect_verdict'
-          and a.run_id = _definition_scores.run_id and a.aspect = _definition_scores.name
+        where _verdict_scores.verdicts = 'aspect_verdict'
+          and a.run_id = _verdict_scores.run_id and a.aspect = _verdict_scores.name
         union all
-        select r.query_id, r.score::float8, r.definition_hash, r.model, r.prompt_version
+        select r.query_id, r.score::float8, null, r.definition_hash, r.model, r.prompt_version
         from ragsql.rubric_verdict as r
-        where _definition_scores.verdicts = 'rubric_verdict'
-          and r.run_id = _definition_scores.run_id and r.rubric = _definition_scores.name
+        where _verdict_scores.verdicts = 'rubric_verdict'
+          and r.run_id = _verdict_scores.run_id and r.rubric = _verdict_scores.name
+        union all
+        select r.query_id, (r.score - 1) / 4.0::float8, jsonb_build_object('score', r.score), null, r.model,
+               r.prompt_version
+        from ragsql.rating as r
+        where _verdict_scores.verdicts = 'rating'
+          and r.run_id = _verdict_scores.run_id and r.criterion = _verdict_scores.name
+        union all
+        select y.query_id, y.verdict::integer::float8, jsonb_build_object('verdict', y.verdict, 'reason', y.reason),
+               null, y.model, y.prompt_version
+        from ragsql.yes_no_verdict as y
+        where _verdict_scores.verdicts = 'yes_no_verdict'
+          and y.run_id = _verdict_scores.run_id and y.metric = _verdict_scores.name
     ) as v
+    cross join lateral (
+        select v.definition_hash is not distinct from _verdict_scores.definition_hash
+               and v.model = _verdict_scores.model and v.prompt_version = _verdict_scores.prompt_version as chosen
+    ) as c
     group by v.query_id;
 end
 $$;
-comment on function ragsql._definition_scores(bigint, text, text, text, text, text) is
-    'Per answered query: the score of a user-defined criterion (an aspect''s yes as 1, no as 0; a rubric''s 1-5) '
-    'by the given judge on the given definition, and whether it has verdicts on an earlier definition.';
+comment on function ragsql._verdict_scores(bigint, text, text, text, text, text) is
+    'Per answered query: the score of one verdict per answer from a verdict table (an aspect''s yes as 1, no as 0; '
+    'a rubric''s 1-5; a rating''s (s - 1) / 4; a yes/no metric''s yes as 1, no as 0) with its detail, by the given '
+    'judge on the given definition (aspects and rubrics), and whether it has verdicts on an earlier definition.';
 
-create or replace function ragsql._definition_metric(
-    run text, verdicts text, name text, model text, prompt_version text)
+create or replace function ragsql._verdict_metric(
+    run text, task_kind text, verdicts text, name text, model text, prompt_version text)
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
@@ -386,19 +406,18 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid constant bigint := ragsql._run_id(_definition_metric.run);
-    -- the criterion's current definition: only verdicts on it count
-    definition constant text := case _definition_metric.verdicts
-                                    when 'aspect_verdict' then ragsql._aspect_definition_hash(_definition_metric.name)
-                                    else ragsql._rubric_hash(_definition_metric.name)
+    rid constant bigint := ragsql._run_id(_verdict_metric.run);
+    -- a criterion's current definition: only verdicts on it count
+    definition constant text := case _verdict_metric.verdicts
+                                    when 'aspect_verdict' then ragsql._aspect_definition_hash(_verdict_metric.name)
+                                    when 'rubric_verdict' then ragsql._rubric_hash(_verdict_metric.name)
                                 end;
     judged constant jsonb := ragsql._judged_scope(
-        rid, case _definition_metric.verdicts when 'aspect_verdict' then 'aspect_critique' else 'rubrics_score' end,
-        _definition_metric.verdicts, array[_definition_metric.name], _definition_metric.model,
-        _definition_metric.prompt_version, '%', definition);
+        rid, _verdict_metric.task_kind, _verdict_metric.verdicts, array[_verdict_metric.name], _verdict_metric.model,
+        _verdict_metric.prompt_version, '%', definition);
     with_reference constant boolean := coalesce((select r.with_reference from ragsql.rubric as r
-                                                 where _definition_metric.verdicts = 'rubric_verdict'
-                                                   and r.name = _definition_metric.name), false);
+                                                 where _verdict_metric.verdicts = 'rubric_verdict'
+                                                   and r.name = _verdict_metric.name), false);
 begin
     return query
     select s.qid,
@@ -408,23 +427,47 @@ begin
                when with_reference and s.n_references = 0 then 'no reference answer'
                when v.score is not null then null
                when v.earlier
-                   then format(case _definition_metric.verdicts
+                   then format(case _verdict_metric.verdicts
                                    when 'aspect_verdict' then 'only verdicts on an earlier definition of aspect %s'
                                    else 'only scores by an earlier version of rubric %s'
-                               end, _definition_metric.name)
+                               end, _verdict_metric.name)
                else s.judge_reason
            end,
            s.judge_model,
            s.judge_prompt_version,
            null::text,
-           null::jsonb
+           v.detail
     from ragsql._scope_rows(judged) as s
-    left join ragsql._definition_scores(rid, _definition_metric.verdicts, _definition_metric.name, definition,
-                                        judged ->> 'judge_model', judged ->> 'judge_prompt_version') as v
+    left join ragsql._verdict_scores(rid, _verdict_metric.verdicts, _verdict_metric.name, definition,
+                                     judged ->> 'judge_model', judged ->> 'judge_prompt_version') as v
       on v.query_id = s.query_id
     order by s.qid collate "C";
 end
 $$;
-comment on function ragsql._definition_metric(text, text, text, text, text) is
-    'Per query: the score of a user-defined criterion (aspect_verdict: an aspect''s yes 1, no 0; rubric_verdict: a '
-    'rubric''s 1-5) by the chosen judge on its current definition, with the reason when there is none.';
+comment on function ragsql._verdict_metric(text, text, text, text, text, text) is
+    'Per query: the score of one verdict per answer (ragsql._verdict_scores: aspect_verdict, rubric_verdict, rating '
+    'or yes_no_verdict, by name) by the verdict set of the judge task kind, on the current definition of an aspect '
+    'or rubric, with the reason when there is none.';
+
+create or replace procedure ragsql._metric_function(name text, arguments text, reads text, about text)
+language plpgsql
+as $$
+begin
+    -- a `language sql` wrapper reading no table itself: Citus plans it (the reading is in the PL/pgSQL function
+    -- it calls); every metric function returns these columns
+    execute format(
+        'create or replace function ragsql.%I(%s) '
+        'returns table (qid text, value float8, reason text, judge_model text, judge_prompt_version text, '
+        'judge_embedder text, detail jsonb) '
+        'language sql stable parallel safe '
+        'as %L',
+        _metric_function.name, _metric_function.arguments, 'select * from ' || _metric_function.reads);
+    -- the identity of the function: its argument types (one word each), without names and defaults
+    execute format('comment on function ragsql.%I(%s) is %L', _metric_function.name,
+                   regexp_replace(_metric_function.arguments, '\w+ (\w+)( default [^,]+)?', '\1', 'g'),
+                   _metric_function.about);
+end
+$$;
+comment on procedure ragsql._metric_function(text, text, text, text) is
+    'Creates (or replaces) the public function of a metric computed by a PL/pgSQL function: ragsql.<name>(arguments) '
+    'returning the metric''s rows, `select * from` the call reads, and its comment about.';

@@ -117,8 +117,11 @@ $$;
 comment on function ragsql._statement_gap(bigint, bigint, bigint, bigint, text) is
     'Reason a partly judged statement set is incomplete; null when complete or not judged at all.';
 
+-- contradiction_rate is ragsql._supported_share's share of contradicted statements
+drop function if exists ragsql._supported_share(text, text, text, text, float8);
+
 create or replace function ragsql._supported_share(
-    run text, purpose text, model text, prompt_version text, partial_weight float8)
+    run text, purpose text, model text, prompt_version text, partial_weight float8, counted text)
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
@@ -140,7 +143,10 @@ begin
     )
     select s.qid,
            case when t.texts_unjudged = 0 and t.judged = t.statements and t.statements > 0
-                then (t.supported + weight * t.partial) / t.statements
+                then case _supported_share.counted
+                         when 'contradicted' then t.contradicted::float8 / t.statements::float8
+                         else (t.supported + weight * t.partial) / t.statements
+                     end
            end,
            case
                when s.answer is null then 'no answer in the run'
@@ -165,65 +171,34 @@ begin
     order by s.qid collate "C";
 end
 $$;
-comment on function ragsql._supported_share(text, text, text, text, float8) is
+comment on function ragsql._supported_share(text, text, text, text, float8, text) is
     'Per query: (supported + partial_weight * partial) / statements of one statement_verdict purpose, faithfulness '
-    '(the answer''s statements) or context_recall (the reference answers''), with the reason when there is none.';
+    '(the answer''s statements) or context_recall (the reference answers''), or contradicted / statements when '
+    'counted is ''contradicted'', with the reason when there is none.';
 
-create or replace function ragsql.faithfulness(
-    run text, model text default null, prompt_version text default null, partial_weight float8 default 0)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
-as $$
-    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._supported_share)
-    select * from ragsql._supported_share(faithfulness.run, 'faithfulness', faithfulness.model,
-                                          faithfulness.prompt_version, faithfulness.partial_weight)
-$$;
-comment on function ragsql.faithfulness(text, text, text, float8) is
+call ragsql._metric_function(
+    'faithfulness',
+    'run text, model text default null, prompt_version text default null, partial_weight float8 default 0',
+    'ragsql._supported_share(run, ''faithfulness'', model, prompt_version, partial_weight, ''supported'')',
     'Faithfulness per query = (supported + partial_weight * partial) / answer statements, verdicts of the answer''s '
     'statements against the contexts (RAGAS faithfulness; seed rag-eval-core-dimensions 4.2: Einstein example 2/3). '
     'partial_weight defaults to 0 (RAGAS parity). Null with a reason when the answer has no statements or a '
-    'statement lacks a verdict. model (a name or ''offline'')/prompt_version select the verdict set (default: the newest LLM judge''s, else the offline judge''s).';
+    'statement lacks a verdict. model (a name or ''offline'')/prompt_version select the verdict set (default: the newest LLM judge''s, else the offline judge''s).');
 
-create or replace function ragsql.contradiction_rate(
-    run text, model text default null, prompt_version text default null)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
-as $$
-    select f.qid,
-           case when f.value is not null
-                then (f.detail ->> 'contradicted')::float8 / (f.detail ->> 'statements')::float8
-           end,
-           f.reason,
-           f.judge_model,
-           f.judge_prompt_version,
-           f.judge_embedder,
-           f.detail
-    from ragsql.faithfulness(contradiction_rate.run, contradiction_rate.model, contradiction_rate.prompt_version) as f
-    order by f.qid collate "C"
-$$;
-comment on function ragsql.contradiction_rate(text, text, text) is
+call ragsql._metric_function(
+    'contradiction_rate',
+    'run text, model text default null, prompt_version text default null',
+    'ragsql._supported_share(run, ''faithfulness'', model, prompt_version, 0, ''contradicted'')',
     'Contradiction rate per query = answer statements the contexts contradict / answer statements (seed '
-    'rag-eval-core-dimensions 4.2.2.2), from the same verdicts as ragsql.faithfulness; null exactly where it is.';
+    'rag-eval-core-dimensions 4.2.2.2), from the same verdicts as ragsql.faithfulness; null exactly where it is.');
 
-create or replace function ragsql.context_recall(
-    run text, model text default null, prompt_version text default null, partial_weight float8 default 0)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
-as $$
-    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._supported_share)
-    select * from ragsql._supported_share(context_recall.run, 'context_recall', context_recall.model,
-                                          context_recall.prompt_version, context_recall.partial_weight)
-$$;
-comment on function ragsql.context_recall(text, text, text, float8) is
+call ragsql._metric_function(
+    'context_recall',
+    'run text, model text default null, prompt_version text default null, partial_weight float8 default 0',
+    'ragsql._supported_share(run, ''context_recall'', model, prompt_version, partial_weight, ''supported'')',
     'LLM context recall per query = reference statements supported by the contexts / reference statements '
     '(RAGAS context_recall; seed polardb: 张伟 row 3 = 1/1). The statements of all reference answers of the query '
-    'are pooled; partial counts partial_weight (default 0). Null with a reason without a reference answer.';
+    'are pooled; partial counts partial_weight (default 0). Null with a reason without a reference answer.');
 
 create or replace function ragsql._claim_counts(
     judged jsonb, answer_purpose text, reference_purpose text, with_reference boolean)

@@ -199,40 +199,10 @@ comment on function ragsql.answer_relevancy(text, text, text, text) is
     'non-committal (RAGAS). Questions from ragsql.generated_question, embeddings from ragsql.text_embedding by the '
     'embedder that judged the run with the questions'' judge (ragsql._run_embedder) unless embedder is given.';
 
-create or replace function ragsql.answer_relevancy_rating(
-    run text, model text default null, prompt_version text default null)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language plpgsql stable parallel safe
-as $$
-#variable_conflict use_column
-declare
-    rid constant bigint := ragsql._run_id(answer_relevancy_rating.run);
-    judged constant jsonb := ragsql._judged_scope(rid, 'answer_relevancy_rating', 'rating', array['answer_relevancy'],
-                                                  answer_relevancy_rating.model,
-                                                  answer_relevancy_rating.prompt_version);
-begin
-    return query
-    select s.qid,
-           (r.score - 1) / 4.0::float8,
-           case
-               when s.answer is null then 'no answer in the run'
-               when r.score is not null then null
-               else s.judge_reason
-           end,
-           s.judge_model,
-           s.judge_prompt_version,
-           null::text,
-           case when r.score is not null then jsonb_build_object('score', r.score) end
-    from ragsql._scope_rows(judged) as s
-    left join ragsql.rating as r
-      on r.run_id = rid and r.query_id = s.query_id and r.criterion = 'answer_relevancy'
-     and r.model = s.judge_model and r.prompt_version = s.judge_prompt_version
-    order by s.qid collate "C";
-end
-$$;
-comment on function ragsql.answer_relevancy_rating(text, text, text) is
+call ragsql._metric_function(
+    'answer_relevancy_rating',
+    'run text, model text default null, prompt_version text default null',
+    'ragsql._verdict_metric(run, ''answer_relevancy_rating'', ''rating'', ''answer_relevancy'', model, prompt_version)',
     'Answer relevancy by rating per query = (s - 1) / 4 for the judge''s score s in 1..5 (seed '
-    'rag-eval-core-dimensions 4.3.2.1.1: 5 -> 1.0, 4 -> 0.75, 1 -> 0), from ragsql.rating criterion answer_relevancy.';
+    'rag-eval-core-dimensions 4.3.2.1.1: 5 -> 1.0, 4 -> 0.75, 1 -> 0), from ragsql.rating criterion answer_relevancy.');
 

@@ -182,33 +182,29 @@ end
 $$;
 comment on function ragsql._aspect_definition_hash(text) is 'ragsql.text_hash of an aspect''s definition; no_data_found for an unknown aspect.';
 
-create or replace function ragsql.aspect_critique(
-    run text, aspect text, model text default null, prompt_version text default null)
+call ragsql._metric_function(
+    'aspect_critique',
+    'run text, aspect text, model text default null, prompt_version text default null',
+    'ragsql._verdict_metric(run, ''aspect_critique'', ''aspect_verdict'', aspect, model, prompt_version)',
+    'Aspect critique per query = 1 if the judge answers yes to the aspect''s definition, else 0 (RAGAS aspect '
+    'critique; seed ragas-metrics-overview); the run value is the yes rate. Only verdicts on the aspect''s current '
+    'definition count.');
+
+-- citation coverage and validity are ragsql._citation_metric's
+drop function if exists ragsql._citation_tally(text, text, text);
+
+create or replace function ragsql._citation_metric(run text, which text, model text, prompt_version text)
 returns table (
     qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
     detail jsonb)
-language sql stable parallel safe
-as $$
-    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._definition_metric)
-    select * from ragsql._definition_metric(aspect_critique.run, 'aspect_verdict', aspect_critique.aspect,
-                                            aspect_critique.model, aspect_critique.prompt_version)
-$$;
-comment on function ragsql.aspect_critique(text, text, text, text) is
-    'Aspect critique per query = 1 if the judge answers yes to the aspect''s definition, else 0 (RAGAS aspect '
-    'critique; seed ragas-metrics-overview); the run value is the yes rate. Only verdicts on the aspect''s current '
-    'definition count.';
-
-create or replace function ragsql._citation_tally(run text, model text, prompt_version text)
-returns table (
-    query_id bigint, qid text, answered boolean, sentences bigint, cited_sentences bigint, citations bigint,
-    supporting bigint, reason text, judge_model text, judge_prompt_version text)
 language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    rid constant bigint := ragsql._run_id(_citation_tally.run);
-    judged constant jsonb := ragsql._judged_scope(rid, 'citations', 'citation_verdict', null, _citation_tally.model,
-                                                  _citation_tally.prompt_version);
+    rid constant bigint := ragsql._run_id(_citation_metric.run);
+    judged constant jsonb := ragsql._judged_scope(rid, 'citations', 'citation_verdict', null, _citation_metric.model,
+                                                  _citation_metric.prompt_version);
+    coverage constant boolean := _citation_metric.which = 'coverage';
 begin
     return query
     with counted as materialized (
@@ -222,70 +218,43 @@ begin
           on v.run_id = rid and v.model = j.judge_model and v.prompt_version = j.judge_prompt_version
         group by v.query_id
     )
-    select s.query_id,
-           s.qid,
-           s.answer is not null,
-           c.sentences,
-           c.cited_sentences,
-           c.citations,
-           c.supporting,
+    select s.qid,
+           case when coverage then c.cited_sentences::float8 / c.sentences
+                else c.supporting::float8 / nullif(c.citations, 0)
+           end,
            case
+               when not coverage and c.citations = 0 then 'the answer cites nothing'
                when s.answer is null then 'no answer in the run'
-               when c.query_id is null
-                   then s.judge_reason
+               when c.query_id is null then s.judge_reason
            end,
            s.judge_model,
-           s.judge_prompt_version
+           s.judge_prompt_version,
+           null::text,
+           case when c.sentences is not null and coverage
+                    then jsonb_build_object('sentences', c.sentences, 'cited', c.cited_sentences)
+                when c.sentences is not null
+                    then jsonb_build_object('citations', c.citations, 'supporting', c.supporting)
+           end
     from ragsql._scope_rows(judged) as s
-    left join counted as c on c.query_id = s.query_id;
+    left join counted as c on c.query_id = s.query_id
+    order by s.qid collate "C";
 end
 $$;
-comment on function ragsql._citation_tally(text, text, text) is
-    'Per query: answer sentences, those with a citation, citations and supporting citations of one citation verdict set.';
+comment on function ragsql._citation_metric(text, text, text, text) is
+    'Per query: citation coverage (which ''coverage'': answer sentences with a citation / answer sentences) or '
+    'validity (supporting citations / citations) of one citation verdict set, with the reason when there is none.';
 
-create or replace function ragsql.citation_coverage(
-    run text, model text default null, prompt_version text default null)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
-as $$
-    select t.qid,
-           t.cited_sentences::float8 / t.sentences,
-           t.reason,
-           t.judge_model,
-           t.judge_prompt_version,
-           null::text,
-           case when t.sentences is not null
-                then jsonb_build_object('sentences', t.sentences, 'cited', t.cited_sentences)
-           end
-    from ragsql._citation_tally(citation_coverage.run, citation_coverage.model, citation_coverage.prompt_version) as t
-    order by t.qid collate "C"
-$$;
-comment on function ragsql.citation_coverage(text, text, text) is
+call ragsql._metric_function(
+    'citation_coverage',
+    'run text, model text default null, prompt_version text default null',
+    'ragsql._citation_metric(run, ''coverage'', model, prompt_version)',
     'Citation coverage per query = answer sentences carrying a citation / answer sentences (seed '
-    'retrieval-metrics 5.1 Coverage), from ragsql.citation_verdict.';
+    'retrieval-metrics 5.1 Coverage), from ragsql.citation_verdict.');
 
-create or replace function ragsql.citation_validity(
-    run text, model text default null, prompt_version text default null)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
-as $$
-    select t.qid,
-           t.supporting::float8 / nullif(t.citations, 0),
-           case when t.citations = 0 then 'the answer cites nothing' else t.reason end,
-           t.judge_model,
-           t.judge_prompt_version,
-           null::text,
-           case when t.sentences is not null
-                then jsonb_build_object('citations', t.citations, 'supporting', t.supporting)
-           end
-    from ragsql._citation_tally(citation_validity.run, citation_validity.model, citation_validity.prompt_version) as t
-    order by t.qid collate "C"
-$$;
-comment on function ragsql.citation_validity(text, text, text) is
+call ragsql._metric_function(
+    'citation_validity',
+    'run text, model text default null, prompt_version text default null',
+    'ragsql._citation_metric(run, ''validity'', model, prompt_version)',
     'Citation validity per query = citations whose cited item supports the sentence / citations (seed '
-    'retrieval-metrics 5.1 Validity); null with a reason when the answer cites nothing.';
+    'retrieval-metrics 5.1 Validity); null with a reason when the answer cites nothing.');
 

@@ -58,37 +58,23 @@ comment on function ragsql._graded_metric(text, text, text, text) is
     'Per query: the mean of the two judge passes'' 0/1/2 ratings / 2 of a metric of ragsql.graded_verdict; one '
     'pass alone when the other gave no rating.';
 
-create or replace function ragsql.response_groundedness(
-    run text, model text default null, prompt_version text default null)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
-as $$
-    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._graded_metric)
-    select * from ragsql._graded_metric(response_groundedness.run, 'response_groundedness', response_groundedness.model, response_groundedness.prompt_version)
-$$;
-comment on function ragsql.response_groundedness(text, text, text) is
+call ragsql._metric_function(
+    'response_groundedness',
+    'run text, model text default null, prompt_version text default null',
+    'ragsql._graded_metric(run, ''response_groundedness'', model, prompt_version)',
     'Response groundedness per query (RAGAS ResponseGroundedness, NVIDIA) = (r1 / 2 + r2 / 2) / 2, r1 and r2 the '
     'ratings of two judge passes with different prompts: 0 the contexts do not support the answer, 1 partly, 2 '
     'fully; one pass alone when the other gave no usable rating (as RAGAS), null with a reason when neither did. '
-    'detail: pass1, pass2. Example: ratings 2 and 1 -> 0.75.';
+    'detail: pass1, pass2. Example: ratings 2 and 1 -> 0.75.');
 
-create or replace function ragsql.nv_context_relevance(
-    run text, model text default null, prompt_version text default null)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
-as $$
-    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._graded_metric)
-    select * from ragsql._graded_metric(nv_context_relevance.run, 'nv_context_relevance', nv_context_relevance.model, nv_context_relevance.prompt_version)
-$$;
-comment on function ragsql.nv_context_relevance(text, text, text) is
+call ragsql._metric_function(
+    'nv_context_relevance',
+    'run text, model text default null, prompt_version text default null',
+    'ragsql._graded_metric(run, ''nv_context_relevance'', model, prompt_version)',
     'RAGAS''s newer context relevance (ContextRelevance, legacy name nv_context_relevance; ragsql.context_relevance '
     'is the older sentence share) per query = (r1 / 2 + r2 / 2) / 2, r1 and r2 two judge passes'' ratings of the '
     'contexts joined by newlines against the question: 0 irrelevant, 1 partly, 2 fully relevant; one pass alone '
-    'when the other gave no rating. Contexts equal to or contained in the question score 0 without a call (RAGAS).';
+    'when the other gave no rating. Contexts equal to or contained in the question score 0 without a call (RAGAS).');
 
 -- ---------------------------------------------------------------------------------------------------
 -- Context entity recall
@@ -450,18 +436,10 @@ comment on function ragsql._rubric_hash(text) is
     'ragsql.text_hash of a rubric''s five descriptions joined by newlines (and a line "with reference" when it '
     'shows the references): the definition_hash its verdicts are stored under; invalid_parameter_value when unknown.';
 
-create or replace function ragsql.rubrics_score(
-    run text, rubric text default 'default', model text default null, prompt_version text default null)
-returns table (
-    qid text, value float8, reason text, judge_model text, judge_prompt_version text, judge_embedder text,
-    detail jsonb)
-language sql stable parallel safe
-as $$
-    -- a wrapper reading no table itself: Citus plans it (the reading is in PL/pgSQL ragsql._definition_metric)
-    select * from ragsql._definition_metric(rubrics_score.run, 'rubric_verdict', rubrics_score.rubric,
-                                            rubrics_score.model, rubrics_score.prompt_version)
-$$;
-comment on function ragsql.rubrics_score(text, text, text, text) is
+call ragsql._metric_function(
+    'rubrics_score',
+    'run text, rubric text default ''default'', model text default null, prompt_version text default null',
+    'ragsql._verdict_metric(run, ''rubrics_score'', ''rubric_verdict'', rubric, model, prompt_version)',
     'Rubrics score per query (RAGAS RubricsScore) = the judge''s score 1..5 of the answer by the rubric''s five '
     'descriptions (ragsql.rubric; the built-ins default and reference are RAGAS''s default rubrics), not scaled, as '
-    'RAGAS returns it. Only scores by the rubric''s current descriptions count. Metric name rubrics_score:<rubric>.';
+    'RAGAS returns it. Only scores by the rubric''s current descriptions count. Metric name rubrics_score:<rubric>.');

@@ -153,12 +153,6 @@ comment on function ragsql._metric_calls() is
 create or replace function ragsql._metric_functions()
 returns text[]
 language sql immutable parallel safe
-as $$
-    select array(select f.name
-                 from ragsql._metric_calls() with ordinality as c(names, prefix, call, n)
-                 cross join substring(c.call from '^ragsql\.(\w+)\(') as f(name)
-                 group by f.name
-                 order by min(c.n))
-$$;
+as $$ select array['faithfulness', 'contradiction_rate', 'answer_relevancy', 'answer_relevancy_rating', 'answer_relevancy_cosine', 'context_precision', 'context_relevance', 'context_recall', 'answer_similarity', 'answer_correctness_f1', 'answer_correctness', 'aspect_critique', 'citation_coverage', 'citation_validity', 'text_metric', 'context_id_metric', 'response_groundedness', 'nv_context_relevance', 'context_entity_recall', 'factual_correctness', 'noise_sensitivity', 'rubrics_score', 'string_context_metric'] $$;
 comment on function ragsql._metric_functions() is
     'The functions that compute the generation metrics (ragsql_report wraps each for ragsql_reader).';
