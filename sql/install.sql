@@ -123,6 +123,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 0b0d4de456ecd5baa6489914375695c3b7be4050c78585e357d1493d6b555e43
+\set ragsql_fingerprint 4b47aa1cab3eee33b3fad98ac1e1e0b31d07e0e60ab927712212d557cce2bfca
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
