@@ -123,6 +123,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 5f785e44a2c6aad10c05741c5a0caeb8bab13b08b0a323e25e50abc64f20a73d
+\set ragsql_fingerprint d761ecb11043c7b37ef2dce4cacf01a489155199627f2e90b10930e97271d2a2
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -189,58 +189,62 @@ language plpgsql stable parallel safe
 as $$
 #variable_conflict use_column
 declare
-    def_kinds text[];
-    def_names text[];
-    def_hashes text[];
-    def_references boolean[];
+    aspect_names text[];
+    aspect_hashes text[];
+    rubric_names text[];
+    rubric_hashes text[];
+    rubric_references boolean[];
     referenced bigint[];
-    query_ids bigint[] := '{}';
-    task_kinds text[] := '{}';
-    unjudged bigint[];
+    aspect_ids bigint[] := '{}';
+    rubric_ids bigint[] := '{}';
     i integer;
 begin
     -- PL/pgSQL, not SQL: the definitions (and the queries with a reference answer) are read first from their own
     -- tables (reference tables on Citus); each query below then reads only the run's rows, by its key (one shard),
     -- one definition at a time: Citus plans no correlated subquery beside a set-returning function such as unnest
-    select array_agg(d.kind order by d.kind, d.name), array_agg(d.name order by d.kind, d.name),
-           array_agg(d.hash order by d.kind, d.name), array_agg(d.with_reference order by d.kind, d.name)
-    into def_kinds, def_names, def_hashes, def_references
-    from (select 'aspect_critique' as kind, a.name, ragsql.text_hash(a.definition) as hash, false as with_reference
-          from ragsql.aspect as a
-          where 'aspect_critique' = any (_unjudged_definitions.kinds)
-          union all
-          select 'rubrics_score', r.name, ragsql._rubric_hash(r.name), r.with_reference
-          from ragsql.rubric as r
-          where 'rubrics_score' = any (_unjudged_definitions.kinds)) as d;
-    if true = any (def_references) then
+    select array_agg(a.name order by a.name), array_agg(ragsql.text_hash(a.definition) order by a.name)
+    into aspect_names, aspect_hashes
+    from ragsql.aspect as a
+    where 'aspect_critique' = any (_unjudged_definitions.kinds);
+    select array_agg(r.name order by r.name), array_agg(ragsql._rubric_hash(r.name) order by r.name),
+           array_agg(r.with_reference order by r.name)
+    into rubric_names, rubric_hashes, rubric_references
+    from ragsql.rubric as r
+    where 'rubrics_score' = any (_unjudged_definitions.kinds);
+    if true = any (rubric_references) then
         select array_agg(distinct r.query_id) into referenced
         from ragsql.reference_answer as r
         join ragsql.query as q on q.id = r.query_id
         join ragsql.run as ru on ru.dataset_id = q.dataset_id
         where ru.id = _unjudged_definitions.run_id;
     end if;
-    -- one definition (an aspect or a rubric) at a time: the run's answers with no verdict on it as defined now
-    for i in 1 .. coalesce(cardinality(def_names), 0) loop
-        unjudged := array(
+    -- a loop per verdict table: one query reading both, each behind a guard on the definition's kind, is refused
+    -- by Citus (complex joins, tests/citus/test_flows.py)
+    for i in 1 .. coalesce(cardinality(aspect_names), 0) loop
+        aspect_ids := aspect_ids || array(
+            select a.query_id
+            from ragsql.answer as a
+            where a.run_id = _unjudged_definitions.run_id
+              and not exists (select from ragsql.aspect_verdict as v
+                              where v.run_id = a.run_id and v.query_id = a.query_id and v.aspect = aspect_names[i]
+                                and v.definition_hash = aspect_hashes[i] and v.model = _unjudged_definitions.model));
+    end loop;
+    for i in 1 .. coalesce(cardinality(rubric_names), 0) loop
+        rubric_ids := rubric_ids || array(
             select a.query_id
             from ragsql.answer as a
             where a.run_id = _unjudged_definitions.run_id
               -- a rubric with reference skips a query without one (ragsql.orchestrator.ragas_tasks)
-              and (not def_references[i] or a.query_id = any (coalesce(referenced, '{}')))
-              and not exists (select from ragsql.aspect_verdict as v
-                              where def_kinds[i] = 'aspect_critique'
-                                and v.run_id = a.run_id and v.query_id = a.query_id and v.aspect = def_names[i]
-                                and v.definition_hash = def_hashes[i] and v.model = _unjudged_definitions.model)
+              and (not rubric_references[i] or a.query_id = any (coalesce(referenced, '{}')))
               and not exists (select from ragsql.rubric_verdict as v
-                              where def_kinds[i] = 'rubrics_score'
-                                and v.run_id = a.run_id and v.query_id = a.query_id and v.rubric = def_names[i]
-                                and v.definition_hash = def_hashes[i] and v.model = _unjudged_definitions.model));
-        query_ids := query_ids || unjudged;
-        task_kinds := task_kinds || array_fill(def_kinds[i], array[cardinality(unjudged)]);
+                              where v.run_id = a.run_id and v.query_id = a.query_id and v.rubric = rubric_names[i]
+                                and v.definition_hash = rubric_hashes[i] and v.model = _unjudged_definitions.model));
     end loop;
     return query
     select distinct u.query_id, u.kind
-    from unnest(query_ids, task_kinds) as u(query_id, kind)
+    from (select unnest(aspect_ids) as query_id, 'aspect_critique'::text as kind
+          union all
+          select unnest(rubric_ids), 'rubrics_score'::text) as u
     order by 1, 2;
 end
 $$;
