@@ -123,6 +123,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 360bade7be3d8a931328c3b9ad8ceda126cab54dcfe8d5eda0d699ae1415c79c
+\set ragsql_fingerprint fd45b6cff9a108d880b491996c6bfde15fd9c94004c793e59e46a4eac4497f7b
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

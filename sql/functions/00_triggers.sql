@@ -58,6 +58,33 @@ comment on function ragsql._fk_violation(text, text, text, text) is
     'Raises SQLSTATE 23503 as PostgreSQL words a foreign key violation: on insert or update into tab, or (with '
     'referencing) on update or delete of a key of tab still referenced from that table.';
 
+-- run_result's reference to its query, checked for a statement's rows by ragsql._run_result_check and for a run's
+-- own table of results by ragsql._run_result_index
+create or replace function ragsql._run_result_queries(datasets bigint[], queries bigint[])
+returns void
+language plpgsql
+as $$
+declare
+    missing record;
+begin
+    perform from ragsql.query as q
+    where (q.dataset_id, q.id) in (select * from unnest(datasets, queries))
+    for key share of q;
+    select k.dataset_id, k.query_id into missing
+    from unnest(datasets, queries) as k(dataset_id, query_id)
+    where not exists (select from ragsql.query as q where q.dataset_id = k.dataset_id and q.id = k.query_id)
+    limit 1;
+    if found then
+        perform ragsql._fk_violation('run_result', 'run_result_dataset_id_query_id_fkey',
+                                     format('Key (dataset_id, query_id)=(%s, %s) is not present in table "query".',
+                                            missing.dataset_id, missing.query_id));
+    end if;
+end
+$$;
+comment on function ragsql._run_result_queries(bigint[], bigint[]) is
+    'Every (dataset, query) pair names an existing query of that dataset, locked for key share until commit, as '
+    'run_result''s foreign key to query would; else SQLSTATE 23503.';
+
 create or replace function ragsql._run_result_check()
 returns trigger
 language plpgsql
@@ -84,18 +111,7 @@ begin
                                      format('Key (run_id, dataset_id)=(%s, %s) is not present in table "run".',
                                             missing.run_id, missing.dataset_id));
     end if;
-    perform from ragsql.query as q
-    where (q.dataset_id, q.id) in (select * from unnest(datasets, queries))
-    for key share of q;
-    select k.dataset_id, k.query_id into missing
-    from unnest(datasets, queries) as k(dataset_id, query_id)
-    where not exists (select from ragsql.query as q where q.dataset_id = k.dataset_id and q.id = k.query_id)
-    limit 1;
-    if found then
-        perform ragsql._fk_violation('run_result', 'run_result_dataset_id_query_id_fkey',
-                                     format('Key (dataset_id, query_id)=(%s, %s) is not present in table "query".',
-                                            missing.dataset_id, missing.query_id));
-    end if;
+    perform ragsql._run_result_queries(datasets, queries);
     return null;
 end
 $$;
@@ -296,7 +312,6 @@ declare
     part text := 'run_result_r' || run_id;
     ds bigint;
     queries bigint[];
-    missing bigint;
 begin
     if to_regclass(format('ragsql.%I', part)) is null
        or exists (select from pg_inherits as i where i.inhrelid = format('ragsql.%I', part)::regclass) then
@@ -307,15 +322,7 @@ begin
     -- are the table's checks) and, in one pass over the rows, their queries
     ds := ragsql._run_result_run(run_id);
     execute format('select array(select distinct x.query_id from ragsql.%I as x)', part) into queries;
-    perform from ragsql.query as q where q.dataset_id = ds and q.id = any (queries) for key share of q;
-    select k.id into missing from unnest(queries) as k(id)
-    where not exists (select from ragsql.query as q where q.dataset_id = ds and q.id = k.id)
-    limit 1;
-    if found then
-        perform ragsql._fk_violation('run_result', 'run_result_dataset_id_query_id_fkey',
-                                     format('Key (dataset_id, query_id)=(%s, %s) is not present in table "query".',
-                                            ds, missing));
-    end if;
+    perform ragsql._run_result_queries(array_fill(ds, array[cardinality(queries)]), queries);
     -- the parent's two indexes, built once; the attach then adopts them, and the checks spare it a scan
     execute format('alter table ragsql.%I add primary key (run_id, query_id, rank)', part);
     execute format('alter table ragsql.%I add unique (run_id, query_id, docno) include (rank)', part);

@@ -218,6 +218,8 @@ begin
         join ragsql.run as ru on ru.dataset_id = q.dataset_id
         where ru.id = _unjudged_definitions.run_id;
     end if;
+    -- a loop per verdict table: one query reading both, each behind a guard on the definition's kind, is refused
+    -- by Citus (complex joins, tests/citus/test_flows.py)
     for i in 1 .. coalesce(cardinality(aspect_names), 0) loop
         aspect_ids := aspect_ids || array(
             select a.query_id

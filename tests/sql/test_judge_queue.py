@@ -13,11 +13,14 @@ CLAIM = "select id, query_id, kind, attempts from ragsql._claim_judge_tasks(%s, 
 def answered_run(conn, n: int, run: str = "r") -> int:
     """A run with n answered queries; returns its id."""
     ds = conn.execute("insert into ragsql.dataset (name) values (%s) returning id", (f"ds_{run}",)).fetchone()[0]
-    run_id = conn.execute("insert into ragsql.run (name, dataset_id) values (%s, %s) returning id", (run, ds)).fetchone()[0]
+    run_id = conn.execute(
+        "insert into ragsql.run (name, dataset_id) values (%s, %s) returning id", (run, ds)
+    ).fetchone()[0]
     conn.execute(
         "with q as (insert into ragsql.query (dataset_id, qid) select %s, 'q' || i from generate_series(1, %s) as i "
         "returning id) insert into ragsql.answer (run_id, dataset_id, query_id, text) select %s, %s, q.id, 'answer' from q",
-        (ds, n, run_id, ds))
+        (ds, n, run_id, ds),
+    )
     return run_id
 
 
@@ -51,7 +54,9 @@ def test_two_connections_never_claim_the_same_task(fresh_db):
                     conn.commit()
                     return
                 for task_id, *_ in rows:
-                    assert conn.execute("select ragsql._finish_judge_task(%s, %s, %s)", (run_id, task_id, name)).fetchone()[0]
+                    assert conn.execute(
+                        "select ragsql._finish_judge_task(%s, %s, %s)", (run_id, task_id, name)
+                    ).fetchone()[0]
                 conn.commit()
                 with lock:
                     claimed.extend(task_id for task_id, *_ in rows)
@@ -71,13 +76,17 @@ def test_expired_lease_is_reclaimed_and_the_old_worker_cannot_finish(db):
     """A live lease keeps a task from others; once expired another worker gets it and the first one's finish is refused."""
     run_id = answered_run(db, 1)
     enqueue(db, run_id, ["faithfulness"])
-    (task_id, _, kind, attempts), = db.execute(CLAIM, (run_id, "w1", 10, "5 minutes")).fetchall()
+    ((task_id, _, kind, attempts),) = db.execute(CLAIM, (run_id, "w1", 10, "5 minutes")).fetchall()
     assert (kind, attempts) == ("faithfulness", 1)
     assert db.execute(CLAIM, (run_id, "w2", 10, "5 minutes")).fetchall() == []
-    assert db.execute("select ragsql._renew_judge_lease(%s, %s, 'w1', '1 minute')", (run_id, task_id)).fetchone()[0] is True
+    assert (
+        db.execute("select ragsql._renew_judge_lease(%s, %s, 'w1', '1 minute')", (run_id, task_id)).fetchone()[0]
+        is True
+    )
     db.execute("update ragsql.judge_task set lease_until = now() - interval '1 second' where id = %s", (task_id,))
-    assert db.execute(CLAIM, (run_id, "w2", 10, "5 minutes")).fetchall() == [(task_id, db.execute(
-        "select query_id from ragsql.judge_task").fetchone()[0], "faithfulness", 2)]
+    assert db.execute(CLAIM, (run_id, "w2", 10, "5 minutes")).fetchall() == [
+        (task_id, db.execute("select query_id from ragsql.judge_task").fetchone()[0], "faithfulness", 2)
+    ]
     assert db.execute("select ragsql._finish_judge_task(%s, %s, 'w1')", (run_id, task_id)).fetchone()[0] is False
     assert db.execute("select ragsql._renew_judge_lease(%s, %s, 'w1')", (run_id, task_id)).fetchone()[0] is False
     assert db.execute("select ragsql._finish_judge_task(%s, %s, 'w2')", (run_id, task_id)).fetchone()[0] is True
@@ -94,8 +103,10 @@ def test_finished_and_failed_tasks_are_not_reclaimed(db):
     db.execute("update ragsql.judge_task set updated_at = now() - interval '1 day'")
     assert db.execute(CLAIM, (run_id, "other", 10, "1 second")).fetchall() == []
     reasons = db.execute("select qid, value, reason from ragsql.generation_measure('r', 'faithfulness')").fetchall()
-    assert reasons == [("q1", None, "judge task done but no verdicts stored"),
-                       ("q2", None, "judge failed: HTTP 500 after 5 attempts")]
+    assert reasons == [
+        ("q1", None, "judge task done but no verdicts stored"),
+        ("q2", None, "judge failed: HTTP 500 after 5 attempts"),
+    ]
 
 
 def test_a_task_whose_lease_keeps_expiring_fails_and_enqueue_retries_it(db):
@@ -125,8 +136,9 @@ def test_claim_by_kind_and_requeue_done_tasks_for_another_judge(db):
     assert db.execute("select count(*) from ragsql.judge_task where status = 'pending'").fetchone()[0] == 2
     db.execute("update ragsql.judge_task set status = 'done', lease_until = null")
     assert enqueue(db, run_id, ["faithfulness"]) == 0
-    reset = db.execute("select ragsql._enqueue_judge_tasks(%s, array['faithfulness'], reset_done => true)",
-                       (run_id,)).fetchone()[0]
+    reset = db.execute(
+        "select ragsql._enqueue_judge_tasks(%s, array['faithfulness'], reset_done => true)", (run_id,)
+    ).fetchone()[0]
     assert reset == 2
     states = db.execute("select kind, status from ragsql.judge_task group by kind, status order by kind").fetchall()
     assert states == [("citations", "done"), ("faithfulness", "pending")]
@@ -137,8 +149,9 @@ def test_done_tasks_go_back_to_pending_for_another_judge_only(db):
     run_id = answered_run(db, 2)
     enqueue(db, run_id, ["faithfulness"])
     for (task_id,) in db.execute("select id from ragsql._claim_judge_tasks(%s, 'w', 10)", (run_id,)).fetchall():
-        assert db.execute("select ragsql._finish_judge_task(%s, %s, 'w', null, 'model-a + emb')",
-                          (run_id, task_id)).fetchone()[0]
+        assert db.execute(
+            "select ragsql._finish_judge_task(%s, %s, 'w', null, 'model-a + emb')", (run_id, task_id)
+        ).fetchone()[0]
     same = "select ragsql._enqueue_judge_tasks(%s, array['faithfulness'], judge => %s)"
     assert db.execute(same, (run_id, "model-a + emb")).fetchone()[0] == 0
     assert db.execute(same, (run_id, "model-b + emb")).fetchone()[0] == 2
@@ -162,3 +175,45 @@ def test_deleting_an_answer_removes_its_tasks_and_verdicts(db):
     enqueue(db, run_id, ["faithfulness"])
     db.execute("delete from ragsql.answer where run_id = %s", (run_id,))
     assert db.execute("select count(*) from ragsql.judge_task").fetchone()[0] == 0
+
+
+def test_unjudged_definitions_names_the_answers_lacking_a_verdict_on_an_aspect_or_rubric_as_defined_now(db):
+    """An aspect verdict on an earlier definition or none at all leaves the answer unjudged; a rubric with reference
+    asks only the queries that have a reference answer; the kinds asked for limit what is named."""
+    db.execute("delete from ragsql.aspect")
+    db.execute("delete from ragsql.rubric")
+    run_id = answered_run(db, 3, run="unjudged")
+    q1, q2, q3 = (
+        r[0]
+        for r in db.execute(
+            "select id from ragsql.query where qid in ('q1', 'q2', 'q3') "
+            "and dataset_id = (select dataset_id from ragsql.run where id = %s) "
+            "order by qid",
+            (run_id,),
+        )
+    )
+    db.execute("insert into ragsql.reference_answer (query_id, position, text) values (%s, 1, 'gold')", (q1,))
+    db.execute("insert into ragsql.aspect (name, definition) values ('a1', 'Is it kind?')")
+    db.execute(
+        "insert into ragsql.rubric (name, descriptions, with_reference) "
+        "values ('r1', array['s1', 's2', 's3', 's4', 's5'], true)"
+    )
+    call = db.execute(
+        "insert into ragsql.judge_call (request_hash, model, prompt_name, status, response) "
+        "values (repeat('a', 64), 'm', 'critique', 'ok', '{}') returning id"
+    ).fetchone()[0]
+    for query_id, definition in [(q1, "Is it kind?"), (q2, "Was it kind?")]:
+        db.execute(
+            "insert into ragsql.aspect_verdict (run_id, query_id, aspect, model, prompt_version, "
+            "definition_hash, verdict, call_id) values (%s, %s, 'a1', 'm', 'v1', ragsql.text_hash(%s), true, %s)",
+            (run_id, query_id, definition, call),
+        )
+
+    def unjudged(kinds: list[str]) -> list[tuple[int, str]]:
+        sql = "select query_id, kind from ragsql._unjudged_definitions(%s, %s, 'm')"
+        return [tuple(r) for r in db.execute(sql, (run_id, kinds))]
+
+    both = unjudged(["aspect_critique", "rubrics_score"])
+    assert both == sorted([(q1, "rubrics_score"), (q2, "aspect_critique"), (q3, "aspect_critique")])
+    assert unjudged(["rubrics_score"]) == [(q1, "rubrics_score")]
+    assert unjudged(["faithfulness"]) == []
