@@ -49,7 +49,7 @@ UNSAFE = re.compile(r"\b(pip3?|uv pip|pipx|apt-get|apt|sudo|pytest)[ \t]+\w|\bpy
 """A command that changes the machine or runs the suite: never run from a page (the runner fails it unmarked)."""
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^\s`{]*)")
 _CARRIED_NOT = ("PWD", "OLDPWD", "SHLVL", "_")  # bash's own: set anew by every shell
-BLOCK_TIMEOUT = 300
+BLOCK_TIMEOUT = 900  # a guard against a hang: `ragsql demo` took 343 s at load 8-10 beside the other test process
 
 
 @dataclass
