@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -142,6 +143,28 @@ def pytest_report_header(config) -> list[str]:
             "../shared/citus/cluster.sh start); pytest tests/citus"
         ),
     ]
+
+
+@pytest.fixture(autouse=True)
+def _fair_share(request) -> Iterator[None]:
+    """Under pytest-xdist, a test marked `exclusive` (one that loads the machine on purpose) runs alone: it waits
+    for the other workers' tests to end and holds theirs until it ends. A turnstile lock taken before the shared
+    one keeps it from waiting forever behind a stream of shared holders."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        yield
+        return
+    exclusive = request.node.get_closest_marker("exclusive") is not None
+    with open(f"/tmp/ragsql-xdist-{run}.gate", "a") as gate, open(f"/tmp/ragsql-xdist-{run}.lock", "a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 TEMPLATE = f"ragsql_tmpl_{os.getpid()}"

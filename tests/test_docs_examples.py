@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from tests.conftest import _clone, _with_dbname, drop_database
-from tests.docs_runner import ROOT, Page, blocks, matches, page_env, pages, problems, workspace
+from tests.conftest import _clone, _end_sessions, _with_dbname, create_database, drop_database
+from tests.docs_runner import ROOT, Block, Outcome, Page, blocks, matches, page_env, pages, problems, workspace
 
 
 def _param(path):
@@ -28,16 +30,85 @@ def fake_endpoint():
                "RAGSQL_JUDGE_BASE_URL": fake.base_url, "RAGSQL_JUDGE_API_KEY": key}  # fmt: skip
 
 
-@pytest.mark.parametrize("path", [_param(p) for p in pages()])
-def test_page_examples_run_and_print_what_is_shown(path, server_url, template_url, fake_endpoint, tmp_path):
+DEMO = re.compile(r"ragsql demo( --queries [0-9]+)?\n")
+
+
+class DemoReplays:
+    """A page that opens with `ragsql demo` (several do, as a reader starts there) gets, from the second page with
+    the same command line on, what the first one's run left: a copy of its database, the files it wrote in its
+    folder and home, and its output. The demo's stored values are a function of its inputs (principle 7), so a
+    copy is what the command would leave; the first page runs it for real and checks it like any block."""
+
+    def __init__(self, server_url: str, keep: Path):
+        self.server_url, self.keep, self.kept = server_url, keep, {}
+
+    def __call__(self, page: Page, block: Block) -> Outcome | None:
+        if block.lang not in {"bash", "sh", "shell"} or not DEMO.fullmatch(block.code):
+            return None
+        dbname = conninfo_to_dict(page.database_url)["dbname"]
+        home = Path(page.env["RAGSQL_HOME"])
+        if block.code in self.kept:
+            template, outcome, files = self.kept[block.code]
+            create_database(self.server_url, dbname, template)
+            shutil.copytree(files / "work", page.cwd, symlinks=True, dirs_exist_ok=True)
+            if (files / "home").exists():
+                shutil.copytree(files / "home", home, symlinks=True, dirs_exist_ok=True)
+            return outcome
+        before = {p.name for p in page.cwd.iterdir()}
+        outcome = page._run(block)
+        if outcome.code == 0:
+            files = self.keep / f"demo{len(self.kept)}"
+            (files / "work").mkdir(parents=True)
+            for entry in page.cwd.iterdir():
+                if entry.name not in before:
+                    copy = shutil.copytree if entry.is_dir() and not entry.is_symlink() else shutil.copy2
+                    copy(entry, files / "work" / entry.name)
+            if home.exists():
+                shutil.copytree(home, files / "home", symlinks=True)
+            _end_sessions(self.server_url, dbname)
+            template = f"ragsql_docs_demo{len(self.kept)}_{dbname}"
+            create_database(self.server_url, template, dbname)
+            self.kept[block.code] = (template, outcome, files)
+        return outcome
+
+    def close(self) -> None:
+        for template, _, _ in self.kept.values():
+            drop_database(self.server_url, template)
+
+
+@pytest.fixture(scope="module")
+def demo_replays(server_url, tmp_path_factory):
+    replays = DemoReplays(server_url, tmp_path_factory.mktemp("demo-replays"))
+    yield replays
+    replays.close()
+
+
+FIRST_HALF = {"README.md", "docs/index.md", "docs/guides/evaluate.md", "docs/guides/retriever.md"}
+"""Pages that tests/test_docs_examples_first.py runs: the two files go to the two processes of the test command
+(pytest-xdist, --dist loadfile), each about half of the pages' time."""
+
+
+def page_params(first: bool) -> list:
+    return [_param(p) for p in pages() if (str(p.relative_to(ROOT)) in FIRST_HALF) == first]
+
+
+def run_page(path, server_url, fake_endpoint, demo_replays, tmp_path) -> None:
     """The page's runnable blocks, top to bottom, in a fresh RAGSQL_HOME, folder and database of their own."""
     url = _with_dbname(server_url, _clone(server_url))
     try:
         cwd, bin_ = workspace(tmp_path)
         env = page_env(tmp_path / "home", bin_, url)
-        Page(path, env, cwd, url, fake_endpoint).run()
+        Page(path, env, cwd, url, fake_endpoint, replay=demo_replays).run()
     finally:
         drop_database(server_url, conninfo_to_dict(url)["dbname"])
+
+
+@pytest.mark.parametrize("path", page_params(first=False))
+def test_page_examples_run_and_print_what_is_shown(
+    path, server_url, template_url, fake_endpoint, demo_replays, tmp_path
+):
+    """The page's runnable blocks run and print what the page shows (the pages not in FIRST_HALF)."""
+    run_page(path, server_url, fake_endpoint, demo_replays, tmp_path)
 
 
 PAGE = """intro

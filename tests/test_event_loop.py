@@ -60,6 +60,7 @@ def _clean(proc: subprocess.CompletedProcess) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.exclusive  # its hogs would starve the other worker's timed tests
 def test_offline_judge_beside_cpu_hogs_finishes_with_no_traceback(answered):
     """Every default metric of 56 samples: about 500 tasks, 256 of them in flight over 8 workers."""
     with cpu_hogs(HOGS):
@@ -68,6 +69,7 @@ def test_offline_judge_beside_cpu_hogs_finishes_with_no_traceback(answered):
     assert got["failed"] == 0 and got["done"] >= 56 * 5
 
 
+@pytest.mark.exclusive
 def test_offline_synth_beside_cpu_hogs_finishes_with_no_traceback(answered):
     with cpu_hogs(HOGS):
         proc = _ragsql(
