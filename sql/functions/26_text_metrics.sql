@@ -550,7 +550,7 @@ begin
     return query
     select q.qid,
            s.best,
-           case when a.query_id is null then 'no answer'
+           case when a.query_id is null or a.text is null then 'no answer'
                 when btrim(a.text) = '' then 'empty answer'
                 when r.refs is null then 'no reference answer' end,
            null::text, null::text, null::text,
