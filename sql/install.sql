@@ -127,6 +127,6 @@ select not exists (select from ragsql.schema_migration where name = '0192_answer
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 5c963ca4a8608e41852d532efe89f622ce04886770b5dda5a26ba9be9aa7deb2
+\set ragsql_fingerprint 8a392ca62baa1d1604d1933b0a44826f2e7698bed7fb1a2c5f450d5b95d1aafd
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
