@@ -258,9 +258,10 @@ def _record(obj: object, line: int) -> Record:
         answer=_answer(obj),
         context_ids=obj.get("retrieved_context_ids") is not None and all(r.text is None for r in retrieved),
     )
-    # a record with neither is kept when it gives something to evaluate (RAGAS's id-based samples give only ids)
-    given = record.judgments or record.spans or record.references or record.retrieved or record.answer is not None
-    if qid is None and query is None and not given:
+    # a record with no qid and no question is kept when it gives something to evaluate (RAGAS's id-based samples
+    # give only ids; an empty retrieved_context_ids too: NULL with a reason where RAGAS gives NaN or 0)
+    given = record.judgments or record.spans or record.references or record.retrieved or record.context_ids
+    if qid is None and query is None and not (given or record.answer is not None):
         raise _Invalid(f"record has no query text ({_spellings('query')}), no qid and nothing to evaluate")
     return record
 
