@@ -126,6 +126,8 @@ def evaluate(
         kinds = generation.metric_kinds(conn)
         gen, ret = (None, None) if asked is None else _split_metrics(conn, asked, kinds)
         has_answers = any(r.answer is not None for r in parsed)
+        # RAGAS's id-based samples with no response are stored as answers without text: no judge, but values
+        stored_answers = has_answers or any(r.context_ids for r in parsed)
         _require_inputs(parsed, gen, ret)
         task_kinds = (
             None
@@ -179,7 +181,7 @@ def evaluate(
         failed, model = _judge(url, run, task_kinds, settings, judge == "offline", workers)
     with connect(url) as conn:
         judge_name = "offline" if model is not None and model.startswith("offline") else model
-        scores, per_query = _values(conn, run, ret, gen if has_answers else [], judge_name, rel_level)
+        scores, per_query = _values(conn, run, ret, gen if stored_answers else [], judge_name, rel_level)
     return Evaluation(run, dataset, judge_name, scores, per_query, failed)
 
 
@@ -521,7 +523,7 @@ def _require_inputs(records: list[Record], generated: list[str] | None, retrieva
             "no record has retrieved items (retrieved_contexts, retrieved_ids) or an answer "
             "(response, answer): nothing to evaluate"
         )
-    if generated and not any(r.answer is not None for r in records):
+    if generated and not any(r.answer is not None or r.context_ids for r in records):
         raise InputError(f"{generated[0]} needs answers, and no record has one (response or answer)")
     if retrieval and not any(r.retrieved for r in records):
         raise InputError(

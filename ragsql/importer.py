@@ -246,7 +246,7 @@ def import_records(
                 summary.answers = load.add_answers(
                     conn,
                     run_id,
-                    ((r.qid, r.answer, None) for r in records() if r.answer is not None),
+                    ((r.qid, r.answer, None) for r in records() if _answered(r)),
                     _answer_contexts(records()),
                 )
             load.settle_run(conn, run_id)  # the replaced run goes last: dropping its partition locks run_result
@@ -273,7 +273,7 @@ class _Scan:
             if r.references:
                 self.referenced.append(r.qid)
             self.results = self.results or bool(r.retrieved)
-            self.answers = self.answers or r.answer is not None
+            self.answers = self.answers or _answered(r)
             yield r.qid, r.query, r.language, r.metadata
 
 
@@ -286,11 +286,17 @@ def _ranked(record: Record) -> Iterator[tuple]:
     yield from ((rank, *item) for rank, item in enumerate(first.values(), start=1))
 
 
+def _answered(record: Record) -> bool:
+    """Whether the record is stored as an answer: it has one, or RAGAS's retrieved_context_ids without texts (an
+    answer with a null text when it gives no response: the id metrics read its ids, the others say no answer)."""
+    return record.answer is not None or record.context_ids
+
+
 def _answer_contexts(records: Iterable[Record]) -> Iterator[tuple]:
-    """(qid, position, docno, text) of the retrieved items with text, for records that have an answer; a record
-    whose items all come without text (RAGAS retrieved_context_ids alone) gives its ids with a null text."""
+    """(qid, position, docno, text) of the retrieved items with text, for records stored as an answer (_answered);
+    a record whose items all come without text (RAGAS retrieved_context_ids alone) gives its ids with a null text."""
     for r in records:
-        if r.answer is not None:
+        if _answered(r):
             texts = [(docno, text) for docno, _, text in r.retrieved if text is not None]
             if not texts:  # ids alone: the id-based context metrics read them
                 texts = [(docno, None) for docno, _, _ in r.retrieved]

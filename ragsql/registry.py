@@ -117,7 +117,7 @@ def _text(name: str, description: str, tested_against: str, aliases: tuple[str, 
 def _by_ids(name: str, description: str, function: str, aliases: tuple[str, ...] = ()) -> Metric:
     return Metric(
         name, description, f"ragsql.{function}(run, metric)", needs=("contexts", "gold"),
-        tested_against="RAGAS's non-LLM metrics on the same rows", aliases=aliases,
+        tested_against="RAGAS's formula on the same rows and on RAGAS's own docs examples", aliases=aliases,
     )  # fmt: skip
 
 
@@ -257,13 +257,16 @@ METRICS: tuple[Metric, ...] = (
     ),
     _by_ids(
         "id_based_context_precision",
-        "share of the distinct ids of the answer's contexts that are gold (relevance >= 1) ids of the query (RAGAS)",
+        "share of the distinct ids of the answer's contexts that are gold (relevance >= 1) ids of the query (RAGAS); "
+        "NULL with the reason when either id list is empty, where RAGAS gives NaN (no retrieved id) or 0 (no "
+        "reference id)",
         "context_id_metric",
         ("IDBasedContextPrecision",),
     ),
     _by_ids(
         "id_based_context_recall",
-        "share of the query's gold ids (relevance >= 1) among the ids of the answer's contexts (RAGAS)",
+        "share of the query's gold ids (relevance >= 1) among the ids of the answer's contexts (RAGAS); NULL with "
+        "the reason when either id list is empty, where RAGAS gives 0 (no retrieved id) or NaN (no reference id)",
         "context_id_metric",
         ("IDBasedContextRecall",),
     ),

@@ -91,6 +91,10 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \if :migrate
 \ir migrations/0191_watch.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0192_answer_without_response') as migrate \gset
+\if :migrate
+\ir migrations/0192_answer_without_response.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/09_measure_registry.sql
 \ir functions/10_measure.sql
@@ -123,6 +127,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint fd45b6cff9a108d880b491996c6bfde15fd9c94004c793e59e46a4eac4497f7b
+\set ragsql_fingerprint aa201bb378fd30e67eadb39c5d22bd349dce6f12dd23fd69369935554e2c392c
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -108,7 +108,8 @@ def test_default_metrics_are_what_the_data_allows_and_metrics_compare_equal_the_
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ({"response": "an answer"}, "record 2: record has no query text"),
+        # a response alone is kept (qid q3: RAGAS's id-based samples have no question either); nothing at all is not
+        ({"language": "en"}, "record 2: record has no query text (user_input, input, question or query), no qid and "),
         ({"qid": "x-1", "query": "q?", "retrieved_contexts": "not a list"}, "record 2 (qid x-1): "),
         ({"qid": "x-2", "query": "q?", "response": ""}, "record 2 (qid x-2): response is empty"),
     ],

@@ -398,3 +398,89 @@ def test_judging_id_only_records_asks_nothing_of_texts_that_do_not_exist(fresh_d
     bad.write_text(json.dumps(ids_only[0] | {"retrieved_context_idz": ["d1"]}) + "\n", "utf-8")
     code, _, err = run_cli(capsys, "import", "jsonl", str(bad), "--dataset", "bad", "--run", "bad")
     assert code != 0 and "unknown field 'retrieved_context_idz'" in err
+
+
+# RAGAS's own examples of its id-based metrics (docs/concepts/metrics/available_metrics/context_precision.md,
+# "ID Based Context Precision", and context_recall.md, "ID BasedContext Recall", explodinggradients/ragas@3e28e9d):
+# samples with the two id lists alone, no user_input and no response; RAGAS prints 0.5 and 0.25.
+RAGAS_ID_EXAMPLES = [
+    SingleTurnSample(
+        retrieved_context_ids=["doc_1", "doc_2", "doc_3", "doc_4"],
+        reference_context_ids=["doc_1", "doc_4", "doc_5", "doc_6"],
+    ),
+    SingleTurnSample(
+        retrieved_context_ids=["doc_1", "doc_2", "doc_3"], reference_context_ids=["doc_1", "doc_4", "doc_5", "doc_6"]
+    ),
+]
+
+
+def _ragas_id_scores(sample: SingleTurnSample) -> tuple[float, float]:
+    """RAGAS's IDBasedContextPrecision and IDBasedContextRecall._single_turn_ascore (src/ragas/metrics/
+    _context_precision.py and _context_recall.py at 3e28e9d) by hand: the ids as strings in sets, hits over the
+    retrieved set (precision) and over the reference set (recall); NaN for an empty denominator."""
+    retrieved = {str(i) for i in sample.retrieved_context_ids or []}
+    reference = {str(i) for i in sample.reference_context_ids or []}
+    hits = len(retrieved & reference)
+    return (hits / len(retrieved) if retrieved else float("nan"), hits / len(reference) if reference else float("nan"))
+
+
+NO_ANSWER = "no answer in the run"
+
+
+def test_ragas_own_id_examples_drop_into_evaluate_with_no_question_and_no_response(offline):
+    """RAGAS's documented samples (ids alone) give its values, each under the qid q<position>; the metrics that read
+    the response or the question are NULL with the reason, and nothing is judged (no task)."""
+    assert [_ragas_id_scores(s) for s in RAGAS_ID_EXAMPLES] == [(0.5, 0.5), (1 / 3, 0.25)]  # RAGAS prints 0.5, 0.25
+    asked = ["IDBasedContextPrecision", "IDBasedContextRecall", "faithfulness", "answer_relevancy", "bleu", "P@4"]
+    result = ragsql.evaluate(RAGAS_ID_EXAMPLES, metrics=asked, run="ragas-docs")
+    per_query = {(r["qid"], r["metric"]): (r["value"], r["reason"]) for r in result.per_query}
+    for qid, sample in zip(("q1", "q2"), RAGAS_ID_EXAMPLES):
+        precision, recall = _ragas_id_scores(sample)
+        assert per_query[qid, "id_based_context_precision"] == (pytest.approx(precision), None)
+        assert per_query[qid, "id_based_context_recall"] == (pytest.approx(recall), None)
+        for metric in ("faithfulness", "answer_relevancy"):
+            assert per_query[qid, metric] == (None, NO_ANSWER)
+        assert per_query[qid, "bleu"] == (None, "no answer")
+    assert result.scores["id_based_context_precision"] == pytest.approx((0.5 + 1 / 3) / 2)
+    assert result.scores["id_based_context_recall"] == pytest.approx((0.5 + 0.25) / 2)
+    assert result.scores["faithfulness"] is None and result.judge is None
+    assert result.scores["P@4"] == pytest.approx((2 / 4 + 1 / 4) / 2)  # the ids are the run's ranking too
+    assert _rows(
+        offline, "select q.qid, q.text, a.text from ragsql.answer a join ragsql.query q on q.id = a.query_id order by 1"
+    ) == [("q1", None, None), ("q2", None, None)]
+    assert _rows(offline, "select count(*) from ragsql.judge_task") == [(0,)]
+
+
+def test_ragas_own_id_examples_import_as_jsonl_and_the_judge_makes_no_call_for_them(
+    fresh_db, endpoint, tmp_path, capsys
+):
+    """`import jsonl` of the same samples beside one with a response: the id records are stored (qid from their
+    line), the id metrics equal RAGAS's, and `ragsql judge` makes tasks and calls for the text record alone."""
+    lines = [s.model_dump(exclude_none=True) for s in RAGAS_ID_EXAMPLES] + [_ragas(RECORDS[0]) | {"qid": "text"}]
+    path = tmp_path / "ragas-ids.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), "utf-8")
+    code, _, err = run_cli(capsys, "import", "jsonl", str(path), "--dataset", "ids", "--run", "ids")
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "judge", "--run", "ids", "--metrics", "faithfulness")
+    assert code == 0, err
+    assert endpoint.chat_calls > 0
+    assert _rows(
+        fresh_db, "select q.qid, t.kind from ragsql.judge_task t join ragsql.query q on q.id = t.query_id"
+    ) == [("text", "faithfulness")]
+    for metric, column in (("id_based_context_precision", 0), ("id_based_context_recall", 1)):
+        got = dict(
+            (qid, (value, reason))
+            for qid, value, reason in _rows(
+                fresh_db, "select qid, value, reason from ragsql.generation_measure('ids', %s)", (metric,)
+            )
+        )
+        for qid, sample in zip(("q1", "q2"), RAGAS_ID_EXAMPLES):
+            assert got[qid] == (pytest.approx(_ragas_id_scores(sample)[column]), None)
+    faithfulness = dict(
+        (qid, (value, reason))
+        for qid, value, reason in _rows(
+            fresh_db, "select qid, value, reason from ragsql.generation_measure('ids', 'faithfulness')"
+        )
+    )
+    assert faithfulness["q1"] == faithfulness["q2"] == (None, NO_ANSWER)
+    assert faithfulness["text"][0] is not None

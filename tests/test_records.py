@@ -118,6 +118,21 @@ def test_ragas_id_based_records_need_no_texts():
         one({"user_input": "q", "reference_context_ids": ["d1", "d1"]})
 
 
+def test_ragas_own_id_samples_need_no_question_no_qid_and_no_response():
+    """RAGAS's documented id-based samples (the two id lists alone) are read, their qid q<line> (blank lines count);
+    context_ids marks ids without texts (stored as an answer even with no response), not ids beside their texts nor
+    another spelling of a ranking; a record with nothing to evaluate is still an error."""
+    sample = {"retrieved_context_ids": ["doc_1", "doc_2"], "reference_context_ids": ["doc_1", "doc_4"]}
+    first, second = parse_records([json.dumps(sample), "", json.dumps(sample)], "jsonl", "t.jsonl")
+    assert (first.qid, first.query, first.answer, first.context_ids) == ("q1", None, None, True)
+    assert second.qid == "q3" and second.judgments == (("doc_1", 1, None), ("doc_4", 1, None))
+    assert one({"retrieved_context_ids": [], "reference_context_ids": []}).context_ids  # stored: NULL, a reason
+    assert not one({"retrieved_context_ids": ["d1"], "retrieved_contexts": ["one"]}).context_ids
+    assert not one({"retrieved_ids": ["d1"]}).context_ids
+    with pytest.raises(InputError, match=r"^t.jsonl:1: record has no query text .*, no qid and nothing to evaluate$"):
+        one({"metadata": {"source": "x"}})
+
+
 def test_ragas_ids_alone_may_repeat_ids_with_texts_may_not():
     """An id repeated in RAGAS's retrieved_context_ids alone is kept at each position (RAGAS reads the ids as a set);
     with the contexts' texts beside them, or in another spelling of a ranking, it is still an error naming both."""

@@ -108,8 +108,8 @@ async def run_exists(conn: psycopg.AsyncConnection, rid: int) -> bool:
 
 
 async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
-    """How many answers, answers with contexts (with a text), with contexts given by id alone, with references and
-    with question text the run has."""
+    """How many answers with a text (a record with no response has none to judge), of them with contexts (with a
+    text), with contexts given by id alone, with references and with question text the run has."""
     cur = await conn.execute(
         """
         select count(*) as answers,
@@ -124,7 +124,7 @@ async def run_shape(conn: psycopg.AsyncConnection, rid: int) -> dict[str, int]:
                count(*) filter (where btrim(coalesce(q.text, '')) <> '') as with_question
         from ragsql.answer as a
         join ragsql.query as q on q.id = a.query_id
-        where a.run_id = %s
+        where a.run_id = %s and a.text is not null
         """,
         (rid,),
     )

@@ -168,7 +168,7 @@ def answered_qids(conn: psycopg.Connection, run: str) -> set[str]:
         q
         for (q,) in conn.execute(
             "select q.qid from ragsql.answer as a join ragsql.query as q on q.id = a.query_id "
-            "join ragsql.run as ru on ru.id = a.run_id where ru.name = %s",
+            "join ragsql.run as ru on ru.id = a.run_id where ru.name = %s and a.text is not null",
             (run,),
         )
     }

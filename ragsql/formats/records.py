@@ -109,6 +109,9 @@ class Record:
     references: tuple[str, ...] = ()
     retrieved: tuple[Retrieved, ...] = ()  # rank order
     answer: str | None = None
+    # RAGAS's retrieved_context_ids without texts: the contexts of an answer, stored even with no response (its
+    # text then null) so that the id-based context metrics read them
+    context_ids: bool = False
 
 
 class _Invalid(ValueError):
@@ -233,8 +236,6 @@ def _record(obj: object, line: int) -> Record:
             "RAGAS's and DeepEval's other fields are kept in metadata; put your own data under metadata)"
         )
     qid, query = _get(obj, "qid", _id), _get(obj, "query", _text)
-    if qid is None and query is None:
-        raise _Invalid(f"record has no query text ({_spellings('query')}) and no qid")
     key, meta = _pick(obj, "metadata")
     if key and not isinstance(meta, dict):
         raise _Invalid(f"metadata must be an object, found {_kind(meta)}")
@@ -243,8 +244,9 @@ def _record(obj: object, line: int) -> Record:
         if name in metadata:
             raise _Invalid(f"field {name!r} is also a key of metadata")
         metadata[name] = obj[name]
-    return Record(
+    record = Record(
         line=line,
+        # no qid: q<line>, the record's line in the file (a list given to ragsql.evaluate: its position from 1)
         qid=qid if qid is not None else f"q{line}",
         query=query,
         language=_get(obj, "language", _text),
@@ -252,9 +254,16 @@ def _record(obj: object, line: int) -> Record:
         judgments=_judgments(obj),
         spans=_spans(obj),
         references=_references(obj),
-        retrieved=_retrieved(obj),
+        retrieved=(retrieved := _retrieved(obj)),
         answer=_answer(obj),
+        context_ids=obj.get("retrieved_context_ids") is not None and all(r.text is None for r in retrieved),
     )
+    # a record with no qid and no question is kept when it gives something to evaluate (RAGAS's id-based samples
+    # give only ids; an empty retrieved_context_ids too: NULL with a reason where RAGAS gives NaN or 0)
+    given = record.judgments or record.spans or record.references or record.retrieved or record.context_ids
+    if qid is None and query is None and not (given or record.answer is not None):
+        raise _Invalid(f"record has no query text ({_spellings('query')}), no qid and nothing to evaluate")
+    return record
 
 
 def _spellings(name: str) -> str:

@@ -97,7 +97,7 @@ async def _any_citation(conn, rid: int) -> bool:
     cur = await conn.execute(
         "select a.text, array_agg(c.position order by c.position), array_agg(c.docno order by c.position) "
         "from ragsql.answer as a join ragsql.answer_context as c on c.run_id = a.run_id and c.query_id = a.query_id "
-        "where a.run_id = %s group by a.query_id, a.text",
+        "where a.run_id = %s and a.text is not null group by a.query_id, a.text",
         (rid,),
     )
     return any(
@@ -305,7 +305,8 @@ async def plan_run(
         kinds, skipped = await choose_kinds(conn, rid, metrics)
         cur = await conn.execute(
             "select a.query_id, k.kind from ragsql.answer as a cross join unnest(%s::text[]) as k(kind) "
-            "where a.run_id = %s and (not exists (select from ragsql.judge_task as j where j.run_id = a.run_id "
+            "where a.run_id = %s and a.text is not null "  # an answer without text (no response): nothing to judge
+            "and (not exists (select from ragsql.judge_task as j where j.run_id = a.run_id "
             "and j.query_id = a.query_id and j.kind = k.kind and j.status = 'done' and j.judge = %s and not %s) "
             "or (a.query_id, k.kind) in (select * from ragsql._unjudged_definitions(%s, %s, %s))) "
             "order by 1, 2",

@@ -160,7 +160,8 @@ begin
         select a.run_id, a.query_id, k.kind
         from ragsql.answer as a
         cross join unnest(_enqueue_judge_tasks.kinds) as k(kind)
-        where a.run_id = _enqueue_judge_tasks.run_id
+        -- an answer without text (a record with no response, ids alone) has nothing to judge: no task, no call
+        where a.run_id = _enqueue_judge_tasks.run_id and a.text is not null
         order by a.query_id, k.kind
         on conflict (run_id, query_id, kind) do nothing
         returning 1)
@@ -178,7 +179,7 @@ begin
 end
 $$;
 comment on function ragsql._enqueue_judge_tasks(bigint, text[], boolean, boolean, text) is
-    'Adds a pending task per answered query of the run and kind (existing tasks are kept), puts failed tasks back '
+    'Adds a pending task per answered query of the run (an answer with a text) and kind (existing tasks are kept), puts failed tasks back '
     'to pending (retry_failed) and, with reset_done or when done by another judge than the given one, done ones '
     'too: judging with another model or prompt set repeats the work, and stored verdicts and cached calls make '
     'the repeat of unchanged requests free. Returns how many tasks were added or reset.';
@@ -224,7 +225,7 @@ begin
         aspect_ids := aspect_ids || array(
             select a.query_id
             from ragsql.answer as a
-            where a.run_id = _unjudged_definitions.run_id
+            where a.run_id = _unjudged_definitions.run_id and a.text is not null
               and not exists (select from ragsql.aspect_verdict as v
                               where v.run_id = a.run_id and v.query_id = a.query_id and v.aspect = aspect_names[i]
                                 and v.definition_hash = aspect_hashes[i] and v.model = _unjudged_definitions.model));
@@ -233,7 +234,7 @@ begin
         rubric_ids := rubric_ids || array(
             select a.query_id
             from ragsql.answer as a
-            where a.run_id = _unjudged_definitions.run_id
+            where a.run_id = _unjudged_definitions.run_id and a.text is not null
               -- a rubric with reference skips a query without one (ragsql.orchestrator.ragas_tasks)
               and (not rubric_references[i] or a.query_id = any (coalesce(referenced, '{}')))
               and not exists (select from ragsql.rubric_verdict as v

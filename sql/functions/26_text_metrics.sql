@@ -550,7 +550,7 @@ begin
     return query
     select q.qid,
            s.best,
-           case when a.query_id is null then 'no answer'
+           case when a.query_id is null or a.text is null then 'no answer'
                 when btrim(a.text) = '' then 'empty answer'
                 when r.refs is null then 'no reference answer' end,
            null::text, null::text, null::text,
@@ -624,7 +624,8 @@ $$;
 comment on function ragsql.context_id_metric(text, text) is
     'RAGAS''s id_based_context_precision (gold ids among the answer''s distinct context ids / those ids) and '
     'id_based_context_recall (the same / the query''s gold ids, relevance >= 1), per query of a run; null with a '
-    'reason when the answer used no context or the query has no gold id.';
+    'reason when the answer used no context or the query has no gold id (RAGAS: NaN when its denominator is empty, '
+    '0 when the other list is: ragsql does not score an empty list 0).';
 
 create or replace function ragsql.levenshtein_similarity(a text, b text)
 returns float8

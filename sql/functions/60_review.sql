@@ -403,7 +403,7 @@ begin
     select array_agg(q.qid) into answered_qids
     from ragsql.answer as a
     join ragsql.query as q on q.id = a.query_id
-    where a.run_id = rid;
+    where a.run_id = rid and a.text is not null;  -- an answer without text (no response) has nothing to review
     return query
     -- answered queries in a seeded random order (the same seed, the same sample on any server); with
     -- stratify, taken in turn from the quintiles of that metric's value (queries without a value last)
