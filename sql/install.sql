@@ -91,6 +91,10 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \if :migrate
 \ir migrations/0191_watch.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0195_watch_budget_keep') as migrate \gset
+\if :migrate
+\ir migrations/0195_watch_budget_keep.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/09_measure_registry.sql
 \ir functions/10_measure.sql
@@ -123,6 +127,6 @@ select not exists (select from ragsql.schema_migration where name = '0191_watch'
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 0b0d4de456ecd5baa6489914375695c3b7be4050c78585e357d1493d6b555e43
+\set ragsql_fingerprint bd858ceb88db4a2aca7a8461c76a564927e6d320ae541ef25598324ced7d0e16
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -405,3 +405,47 @@ def test_two_watchers_share_the_rows_without_judging_one_twice(source, endpoint,
     assert source.execute(duplicates).fetchone()[0] == 0
     pids = "select count(distinct split_part(worker, ':', 2)) from ragsql.judge_task"
     assert source.execute(pids).fetchone()[0] == 2
+
+
+def _log_at(conn: psycopg.Connection, n: int, start: int, at: str = "2026-01-01 10:05+00") -> None:
+    """n rows logged at one time (one window), whatever the hour the test runs in."""
+    for i in range(start, start + n):
+        conn.execute(
+            "insert into app.log (logged_at, question, answer, contexts) values (%s, %s, %s, %s)",
+            (at, f"What is {i}?", f"{i} is a number.", json.dumps([f"{i} is a number.", "Numbers count."])),
+        )
+
+
+def test_a_budget_stops_calls_at_the_budget_across_runs_and_says_why(source, endpoint, capsys):
+    """--budget 3: the window's first run buys at most 3 calls and marks the rows it could not judge skipped with
+    the reason; a second run, with new rows in the same window, buys none, and every row is judged or skipped."""
+    args = list(ADD)
+    del args[args.index("--judge") : args.index("--judge") + 2]  # the configured (fake) endpoint
+    assert run_cli(capsys, *args, "--budget", "3", "--backfill")[0] == 0
+    _log_at(source, 5, 0)
+    first = _run(capsys)["w"]
+    calls = endpoint.chat_calls + endpoint.embedding_calls
+    assert 0 < calls <= 3 and first["tasks_failed"] == 0 and first["over_budget"] >= 2
+    stored = "select count(*) from ragsql.judge_call where for_run_id = (select run_id from ragsql.watch_window)"
+    assert source.execute(stored).fetchone()[0] == calls
+    _log_at(source, 3, 5)
+    second = _run(capsys)["w"]
+    assert endpoint.chat_calls + endpoint.embedding_calls == calls  # the budget counts the first run's calls
+    assert (second["captured"], second["over_budget"], second["tasks_done"]) == (3, 3, 0)
+    reasons = dict(source.execute("select qid, metadata ->> 'skipped' from ragsql.query").fetchall())
+    skipped = {qid for qid, why in reasons.items() if why is not None}
+    assert len(skipped) == first["over_budget"] + 3
+    assert {reasons[q] for q in skipped} == {"budget spent: the window's 3 judge calls were bought"}
+    judged = source.execute(
+        "select count(distinct q.qid) from ragsql.query as q join ragsql.judge_task as t on t.query_id = q.id "
+        "where t.status = 'done'"
+    ).fetchone()[0]
+    assert judged + len(skipped) == 8
+    shown = json.loads(run_cli(capsys, "watch", "show", "w", "--format", "json")[1])
+    assert shown["budget"] == 3 and [w["over_budget"] for w in shown["windows"]] == [len(skipped)]
+    metrics = source.execute(
+        "select n, judged, skipped from ragsql.watch_metrics where metric = 'faithfulness'"
+    ).fetchone()
+    assert metrics == (8, judged, len(skipped))
+    assert _run(capsys)["w"]["over_budget"] == 0  # nothing left to mark, and no call
+    assert endpoint.chat_calls + endpoint.embedding_calls == calls
