@@ -449,3 +449,83 @@ def test_a_budget_stops_calls_at_the_budget_across_runs_and_says_why(source, end
     assert metrics == (8, judged, len(skipped))
     assert _run(capsys)["w"]["over_budget"] == 0  # nothing left to mark, and no call
     assert endpoint.chat_calls + endpoint.embedding_calls == calls
+
+
+GOOD = ("Is it warm?", "The sea is warm in July.", ["The sea is warm in July."])
+BAD = ("Is it warm?", "Bananas are purple on Mondays.", ["The sea is warm in July."])
+
+
+def _window(conn: psycopg.Connection, at: str, rows: list[tuple[str, str, list[str]]]) -> None:
+    for question, answer, contexts in rows:
+        conn.execute(
+            "insert into app.log (logged_at, question, answer, contexts) values (%s, %s, %s, %s)",
+            (at, question, answer, json.dumps(contexts)),
+        )
+
+
+def _check(capsys, *gates: str) -> tuple[int, list[dict], str]:
+    code, out, err = run_cli(
+        capsys, "check", "--watch", "w", "--window", "latest", "--baseline", "7d", *gates, "--format", "json"
+    )
+    return code, (json.loads(out)["gates"] if out else []), err
+
+
+def test_check_watch_exits_4_on_a_drop_from_the_baseline_windows(source, capsys):
+    """The latest closed window against the pooled rows of the windows in the 7 days before it: a window of bad
+    answers after faithful ones exits 4 (with --significant too), a later faithful window exits 0; with one
+    window only there is no baseline, said in one line."""
+    assert run_cli(capsys, *ADD, "--backfill")[0] == 0
+    _window(source, "2026-01-01 08:05+00", [GOOD] * 4 + [BAD])
+    _run(capsys)
+    code, _, err = _check(capsys, "--max-drop", "faithfulness=0.05")
+    assert code == 1 and err.count("\n") == 1 and "no window in the 7 days before" in err, err
+    _window(source, "2026-01-01 09:05+00", [GOOD] * 4 + [BAD])
+    _window(source, "2026-01-01 10:05+00", [BAD] * 5)
+    _run(capsys)
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05")
+    assert code == 4 and "faithfulness dropped" in err, err
+    assert (rows[0]["baseline_value"], rows[0]["value"]) == (pytest.approx(0.8), 0)
+    assert _check(capsys, "--max-drop", "faithfulness=0.05", "--significant")[0] == 4
+    assert _check(capsys, "--max-drop", "faithfulness=0.9")[0] == 0
+    _window(source, "2026-01-01 11:05+00", [GOOD] * 3)
+    _run(capsys)
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05", "--significant")
+    assert (code, rows[0]["value"], rows[0]["passed"]) == (0, 1, True), err
+
+
+def test_check_watch_significant_passes_a_small_drop_that_is_not_significant(source, capsys):
+    """Baseline windows half faithful, the latest window a third: a drop of 0.17 fails --max-drop 0.05, but with
+    --significant it passes (Welch p far above 0.05 on so few rows), saying why."""
+    assert run_cli(capsys, *ADD, "--backfill")[0] == 0
+    _window(source, "2026-01-01 08:05+00", [GOOD, BAD, GOOD])
+    _window(source, "2026-01-01 09:05+00", [BAD, GOOD, BAD])
+    _window(source, "2026-01-01 10:05+00", [GOOD, BAD, BAD])
+    _run(capsys)
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05")
+    assert code == 4 and rows[0]["diff"] == pytest.approx(1 / 3 - 1 / 2), err
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05", "--significant")
+    assert code == 0 and rows[0]["passed"] and rows[0]["p_adjusted"] > 0.5
+    assert "not significant at alpha 0.05, so it passes" in rows[0]["reason"]
+
+
+def test_keep_deletes_exactly_the_windows_older_than_it_and_moves_no_other_value(source, capsys):
+    """--keep 90d: `watch run` deletes the dataset and run of each window that started more than 90 days ago, and
+    only those; the watch's recent window and another watch's windows of the same rows keep their values."""
+    assert run_cli(capsys, *ADD, "--backfill", "--keep", "90d")[0] == 0
+    assert run_cli(capsys, "watch", "add", "other", *ADD[3:], "--backfill")[0] == 0
+    _window(source, "2026-01-01 10:05+00", [GOOD, BAD])
+    _window(source, "2026-01-02 10:05+00", [GOOD])
+    _log(source, 2)
+    assert _run(capsys)["w"]["expired"] == 0  # run before the windows existed
+    shown = "select watch, run, metric, value, ci_low, ci_high, n, judged from ragsql.watch_metrics order by 1, 2, 3"
+    before = source.execute(shown).fetchall()
+    assert len({r[1] for r in before if r[0] == "w"}) == 3
+    done = _run(capsys)
+    assert (done["w"]["expired"], done["other"]["expired"]) == (2, 0)
+    after = source.execute(shown).fetchall()
+    assert after == [r for r in before if not (r[0] == "w" and r[1].startswith("w@2026-01-0"))]
+    assert len({r[1] for r in after if r[0] == "w"}) == 1
+    gone = "select count(*) from ragsql.{} where name in ('w@2026-01-01T10:00Z', 'w@2026-01-02T10:00Z')"
+    assert [source.execute(gone.format(t)).fetchone()[0] for t in ("run", "dataset")] == [0, 0]
+    code, out, _ = run_cli(capsys, "watch", "show", "w", "--format", "json")
+    assert json.loads(out)["keep_seconds"] == 90 * 86400

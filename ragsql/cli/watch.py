@@ -18,7 +18,7 @@ from ragsql.cli.specs import Float8, check_metrics
 from ragsql.db import watches
 from ragsql.errors import UsageError
 
-__all__ = ["watch_group"]
+__all__ = ["parse_duration", "watch_group"]
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -28,6 +28,14 @@ def _duration(ctx: click.Context, param: click.Parameter, text: str) -> timedelt
     found = _DURATION.match(text)
     if found is None:
         raise click.BadParameter(f"{text!r} is no duration: write e.g. 30s, 5m, 2h or 1d")
+    return timedelta(**{_UNITS[found[2]]: int(found[1])})
+
+
+def parse_duration(option: str, text: str) -> timedelta:
+    """A duration such as 30s, 5m, 2h or 7d; a UsageError naming the option otherwise."""
+    found = _DURATION.match(text)
+    if found is None:
+        raise UsageError(f"{option} {text!r} is no duration: write e.g. 30s, 5m, 2h or 7d")
     return timedelta(**{_UNITS[found[2]]: int(found[1])})
 
 
@@ -272,6 +280,7 @@ def run_command(names: tuple[str, ...], once: bool, workers: int, fmt: str) -> i
             "tasks_done": r.done,
             "tasks_failed": r.failed,
             "over_budget": r.over_budget,
+            "expired": len(r.expired),
         }
         for r in reports
     ]
@@ -300,6 +309,7 @@ def _run_one(url: str, name: str, workers: int):
     if watch.paused:
         done.paused = True
         return done
+    done.expired = orchestrator.expire(url, name)
     done.captured = orchestrator.capture(url, name)
     asyncio.run(_judge(url, watch, done, workers))
     return done

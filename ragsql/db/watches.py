@@ -10,7 +10,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import class_row, dict_row
 
-from ragsql.db import load
+from ragsql.db import catalog, load
 from ragsql.db.rows import value
 from ragsql.errors import InputError
 
@@ -24,6 +24,7 @@ __all__ = [
     "check_source",
     "count",
     "drop",
+    "expire",
     "get",
     "judged",
     "list_watches",
@@ -431,3 +432,21 @@ def skip_over_budget(conn: psycopg.Connection, run_id: int, budget: int) -> int:
         """,
         (f"{OVER_BUDGET}: the window's {budget} judge calls were bought", run_id),
     ).rowcount
+
+
+def expire(conn: psycopg.Connection, watch: Watch) -> list[str]:
+    """Delete the dataset (and with it the run) of every window of the watch that started longer ago than its
+    `keep`, each as `ragsql delete dataset` does; their names, oldest first."""
+    if watch.keep is None:
+        return []
+    old = [
+        name
+        for (name,) in conn.execute(
+            "select r.name from ragsql.watch_window as ww join ragsql.run as r on r.id = ww.run_id "
+            "where ww.watch_id = %s and ww.window_start < now() - %s order by ww.window_start",
+            (watch.id, watch.keep),
+        )
+    ]
+    for name in old:
+        catalog.delete(conn, "dataset", name)  # the window's dataset and run share its name
+    return old

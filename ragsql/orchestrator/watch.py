@@ -18,7 +18,7 @@ from ragsql.llm.settings import EndpointSettings
 from ragsql.orchestrator.runner import judge_run
 from ragsql.orchestrator.service import Judging
 
-__all__ = ["Captured", "WatchRun", "capture", "judge_windows", "make_watch_judging", "names_to_run"]
+__all__ = ["Captured", "WatchRun", "capture", "expire", "judge_windows", "make_watch_judging", "names_to_run"]
 
 
 @dataclass
@@ -44,6 +44,7 @@ class WatchRun:
     over_budget: int = 0  # rows left unjudged (marked skipped) because their window's budget was spent
     errors: list[tuple[str, str, str]] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # metric: why no window could be judged on it
+    expired: list[str] = field(default_factory=list)  # windows deleted by the watch's --keep
 
 
 def capture(url: str, name: str) -> Captured:
@@ -150,6 +151,14 @@ def _over_budget(url: str, budget: int, run_id: int, rows: int, report: WatchRun
         watches.judged(conn, run_id, rows)
         conn.commit()
     return True
+
+
+def expire(url: str, name: str) -> list[str]:
+    """Delete the windows older than the watch's `keep` (their datasets and runs), in one transaction."""
+    with connect(url) as conn:
+        gone = watches.expire(conn, watches.get(conn, name))
+        conn.commit()
+    return gone
 
 
 def names_to_run(url: str, names: Sequence[str]) -> list[str]:
