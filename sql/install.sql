@@ -127,6 +127,6 @@ select not exists (select from ragsql.schema_migration where name = '0195_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 59621e421ab539195920d42a9d3febfe10c85f656826a87fc5c5b2c03f7b56b4
+\set ragsql_fingerprint 4a4ef0bc547476b640e946823303309381dc98c5cb0d46ca51171186a7dec198
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

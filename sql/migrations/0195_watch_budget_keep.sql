@@ -12,4 +12,7 @@ comment on column ragsql.watch.keep is
     'How long a window is kept (null: forever): `ragsql watch run` deletes the dataset and run of every window that '
     'started longer ago than this.';
 
+-- a budgeted window counts its run's stored calls before each call it sends: by index, not a scan of the cache
+create index if not exists judge_call_for_run_id on ragsql.judge_call (for_run_id) where for_run_id is not null;
+
 insert into ragsql.schema_migration (name) values ('0195_watch_budget_keep') on conflict do nothing;
