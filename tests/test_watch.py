@@ -509,23 +509,34 @@ def test_check_watch_significant_passes_a_small_drop_that_is_not_significant(sou
 
 
 def test_keep_deletes_exactly_the_windows_older_than_it_and_moves_no_other_value(source, capsys):
-    """--keep 90d: `watch run` deletes the dataset and run of each window that started more than 90 days ago, and
-    only those; the watch's recent window and another watch's windows of the same rows keep their values."""
-    assert run_cli(capsys, *ADD, "--backfill", "--keep", "90d")[0] == 0
+    """--keep 300d: `watch run` deletes the dataset and run of each window that started more than 300 days ago,
+    before judging it, and only those; the kept windows have the values another watch of the same rows has."""
+    assert run_cli(capsys, *ADD, "--backfill", "--keep", "300d")[0] == 0
     assert run_cli(capsys, "watch", "add", "other", *ADD[3:], "--backfill")[0] == 0
-    _window(source, "2026-01-01 10:05+00", [GOOD, BAD])
-    _window(source, "2026-01-02 10:05+00", [GOOD])
-    _log(source, 2)
-    assert _run(capsys)["w"]["expired"] == 0  # run before the windows existed
-    shown = "select watch, run, metric, value, ci_low, ci_high, n, judged from ragsql.watch_metrics order by 1, 2, 3"
-    before = source.execute(shown).fetchall()
-    assert len({r[1] for r in before if r[0] == "w"}) == 3
+    for ago, rows in (("400 days", [GOOD, BAD]), ("301 days", [GOOD]), ("299 days", [BAD, GOOD]), ("0 days", [GOOD])):
+        for question, answer, contexts in rows:
+            source.execute(
+                "insert into app.log (logged_at, question, answer, contexts) values (now() - %s::interval, %s, %s, %s)",
+                (ago, question, answer, json.dumps(contexts)),
+            )
     done = _run(capsys)
     assert (done["w"]["expired"], done["other"]["expired"]) == (2, 0)
-    after = source.execute(shown).fetchall()
-    assert after == [r for r in before if not (r[0] == "w" and r[1].startswith("w@2026-01-0"))]
-    assert len({r[1] for r in after if r[0] == "w"}) == 1
-    gone = "select count(*) from ragsql.{} where name in ('w@2026-01-01T10:00Z', 'w@2026-01-02T10:00Z')"
-    assert [source.execute(gone.format(t)).fetchone()[0] for t in ("run", "dataset")] == [0, 0]
+    shown = (
+        "select window_start, metric, value, ci_low, ci_high, n, judged, skipped from ragsql.watch_metrics "
+        "where watch = %s order by 1, 2"
+    )
+    kept, other = (source.execute(shown, (name,)).fetchall() for name in ("w", "other"))
+    assert len({r[0] for r in other}) == 4 and len({r[0] for r in kept}) == 2
+    assert kept == [r for r in other if r[0] in {k[0] for k in kept}]
+    assert min(r[0] for r in other) < min(r[0] for r in kept)
+    left = "select count(*) from ragsql.{} where name like 'w@%'"
+    assert [source.execute(left.format(t)).fetchone()[0] for t in ("run", "dataset")] == [2, 2]
+    tasks = (
+        "select count(*) from ragsql.judge_task as t join ragsql.run as r on r.id = t.run_id where r.name like 'w@%'"
+    )
+    assert source.execute(tasks).fetchone()[0] == 3  # the kept windows' rows only: the old ones were never judged
+    again = _run(capsys)
+    assert (again["w"]["expired"], again["w"]["captured"]) == (0, 0)
+    assert source.execute(shown, ("w",)).fetchall() == kept
     code, out, _ = run_cli(capsys, "watch", "show", "w", "--format", "json")
-    assert json.loads(out)["keep_seconds"] == 90 * 86400
+    assert json.loads(out)["keep_seconds"] == 300 * 86400

@@ -309,8 +309,9 @@ def _run_one(url: str, name: str, workers: int):
     if watch.paused:
         done.paused = True
         return done
-    done.expired = orchestrator.expire(url, name)
     done.captured = orchestrator.capture(url, name)
+    # after the capture, before judging: a window captured already older than --keep buys no call
+    done.expired = orchestrator.expire(url, name)
     asyncio.run(_judge(url, watch, done, workers))
     return done
 
