@@ -416,11 +416,14 @@ def _log_at(conn: psycopg.Connection, n: int, start: int, at: str = "2026-01-01 
         )
 
 
-def test_a_budget_stops_calls_at_the_budget_across_runs_and_says_why(source, endpoint, capsys):
-    """--budget 3: the window's first run buys at most 3 calls and marks the rows it could not judge skipped with
-    the reason; a second run, with new rows in the same window, buys none, and every row is judged or skipped."""
+@pytest.mark.parametrize("metric", ["faithfulness", "answer_relevancy"])  # chat calls; a chat and an embedding call
+def test_a_budget_stops_calls_at_the_budget_across_runs_and_says_why(source, endpoint, capsys, metric):
+    """--budget 3: the window's first run buys at most 3 calls (embedding calls counted and held back too) and
+    marks the rows it could not judge skipped with the reason; a second run, with new rows in the same window,
+    buys none, and every row is judged or skipped."""
     args = list(ADD)
     del args[args.index("--judge") : args.index("--judge") + 2]  # the configured (fake) endpoint
+    args[args.index("--metrics") + 1] = metric
     assert run_cli(capsys, *args, "--budget", "3", "--backfill")[0] == 0
     _log_at(source, 5, 0)
     first = _run(capsys)["w"]
@@ -444,7 +447,7 @@ def test_a_budget_stops_calls_at_the_budget_across_runs_and_says_why(source, end
     shown = json.loads(run_cli(capsys, "watch", "show", "w", "--format", "json")[1])
     assert shown["budget"] == 3 and [w["over_budget"] for w in shown["windows"]] == [len(skipped)]
     metrics = source.execute(
-        "select n, judged, skipped from ragsql.watch_metrics where metric = 'faithfulness'"
+        "select n, judged, skipped from ragsql.watch_metrics where metric = %s", (metric,)
     ).fetchone()
     assert metrics == (8, judged, len(skipped))
     assert _run(capsys)["w"]["over_budget"] == 0  # nothing left to mark, and no call

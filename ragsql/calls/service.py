@@ -227,6 +227,15 @@ class CallService:
                 raise BudgetSpent(f"{BUDGET_SPENT}: {self.budget} calls bought for this run")
             self._spending += 1
 
+    async def reserve(self) -> None:
+        """Hold a place in the budget for a call sent outside `get` (an embedding batch), or BudgetSpent; give it
+        back with `unreserve` once the call is stored."""
+        await self._spend()
+
+    def unreserve(self) -> None:
+        """Give back the place `reserve` held (the call is stored, or was not sent)."""
+        self._spending -= 1
+
     async def _send(self, call: Call) -> tuple[Any, CallRecord]:
         """`call()`, its budget place given back when it raises (nothing is stored then)."""
         try:
