@@ -95,6 +95,10 @@ select not exists (select from ragsql.schema_migration where name = '0192_answer
 \if :migrate
 \ir migrations/0192_answer_without_response.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0195_watch_budget_keep') as migrate \gset
+\if :migrate
+\ir migrations/0195_watch_budget_keep.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/09_measure_registry.sql
 \ir functions/10_measure.sql
@@ -127,6 +131,6 @@ select not exists (select from ragsql.schema_migration where name = '0192_answer
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint aa201bb378fd30e67eadb39c5d22bd349dce6f12dd23fd69369935554e2c392c
+\set ragsql_fingerprint 0fed07c7e3ff33d83b8ba32f03661e16c061c6498ad402aa70b9dcf9e4f86311
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -405,3 +405,141 @@ def test_two_watchers_share_the_rows_without_judging_one_twice(source, endpoint,
     assert source.execute(duplicates).fetchone()[0] == 0
     pids = "select count(distinct split_part(worker, ':', 2)) from ragsql.judge_task"
     assert source.execute(pids).fetchone()[0] == 2
+
+
+def _log_at(conn: psycopg.Connection, n: int, start: int, at: str = "2026-01-01 10:05+00") -> None:
+    """n rows logged at one time (one window), whatever the hour the test runs in."""
+    for i in range(start, start + n):
+        conn.execute(
+            "insert into app.log (logged_at, question, answer, contexts) values (%s, %s, %s, %s)",
+            (at, f"What is {i}?", f"{i} is a number.", json.dumps([f"{i} is a number.", "Numbers count."])),
+        )
+
+
+@pytest.mark.parametrize("metric", ["faithfulness", "answer_relevancy"])  # chat calls; a chat and an embedding call
+def test_a_budget_stops_calls_at_the_budget_across_runs_and_says_why(source, endpoint, capsys, metric):
+    """--budget 3: the window's first run buys at most 3 calls (embedding calls counted and held back too) and
+    marks the rows it could not judge skipped with the reason; a second run, with new rows in the same window,
+    buys none, and every row is judged or skipped."""
+    args = list(ADD)
+    del args[args.index("--judge") : args.index("--judge") + 2]  # the configured (fake) endpoint
+    args[args.index("--metrics") + 1] = metric
+    assert run_cli(capsys, *args, "--budget", "3", "--backfill")[0] == 0
+    _log_at(source, 5, 0)
+    first = _run(capsys)["w"]
+    calls = endpoint.chat_calls + endpoint.embedding_calls
+    assert 0 < calls <= 3 and first["tasks_failed"] == 0 and first["over_budget"] >= 2
+    stored = "select count(*) from ragsql.judge_call where for_run_id = (select run_id from ragsql.watch_window)"
+    assert source.execute(stored).fetchone()[0] == calls
+    _log_at(source, 3, 5)
+    second = _run(capsys)["w"]
+    assert endpoint.chat_calls + endpoint.embedding_calls == calls  # the budget counts the first run's calls
+    assert (second["captured"], second["over_budget"], second["tasks_done"]) == (3, 3, 0)
+    reasons = dict(source.execute("select qid, metadata ->> 'skipped' from ragsql.query").fetchall())
+    skipped = {qid for qid, why in reasons.items() if why is not None}
+    assert len(skipped) == first["over_budget"] + 3
+    assert {reasons[q] for q in skipped} == {"budget spent: the window's 3 judge calls were bought"}
+    judged = source.execute(
+        "select count(distinct q.qid) from ragsql.query as q join ragsql.judge_task as t on t.query_id = q.id "
+        "where t.status = 'done'"
+    ).fetchone()[0]
+    assert judged + len(skipped) == 8
+    shown = json.loads(run_cli(capsys, "watch", "show", "w", "--format", "json")[1])
+    assert shown["budget"] == 3 and [w["over_budget"] for w in shown["windows"]] == [len(skipped)]
+    metrics = source.execute(
+        "select n, judged, skipped from ragsql.watch_metrics where metric = %s", (metric,)
+    ).fetchone()
+    assert metrics == (8, judged, len(skipped))
+    assert _run(capsys)["w"]["over_budget"] == 0  # nothing left to mark, and no call
+    assert endpoint.chat_calls + endpoint.embedding_calls == calls
+
+
+GOOD = ("Is it warm?", "The sea is warm in July.", ["The sea is warm in July."])
+BAD = ("Is it warm?", "Bananas are purple on Mondays.", ["The sea is warm in July."])
+
+
+def _window(conn: psycopg.Connection, at: str, rows: list[tuple[str, str, list[str]]]) -> None:
+    for question, answer, contexts in rows:
+        conn.execute(
+            "insert into app.log (logged_at, question, answer, contexts) values (%s, %s, %s, %s)",
+            (at, question, answer, json.dumps(contexts)),
+        )
+
+
+def _check(capsys, *gates: str) -> tuple[int, list[dict], str]:
+    code, out, err = run_cli(
+        capsys, "check", "--watch", "w", "--window", "latest", "--baseline", "7d", *gates, "--format", "json"
+    )
+    return code, (json.loads(out)["gates"] if out else []), err
+
+
+def test_check_watch_exits_4_on_a_drop_from_the_baseline_windows(source, capsys):
+    """The latest closed window against the pooled rows of the windows in the 7 days before it: a window of bad
+    answers after faithful ones exits 4 (with --significant too), a later faithful window exits 0; with one
+    window only there is no baseline, said in one line."""
+    assert run_cli(capsys, *ADD, "--backfill")[0] == 0
+    _window(source, "2026-01-01 08:05+00", [GOOD] * 4 + [BAD])
+    _run(capsys)
+    code, _, err = _check(capsys, "--max-drop", "faithfulness=0.05")
+    assert code == 1 and err.count("\n") == 1 and "no window in the 7 days before" in err, err
+    _window(source, "2026-01-01 09:05+00", [GOOD] * 4 + [BAD])
+    _window(source, "2026-01-01 10:05+00", [BAD] * 5)
+    _run(capsys)
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05")
+    assert code == 4 and "faithfulness dropped" in err, err
+    assert (rows[0]["baseline_value"], rows[0]["value"]) == (pytest.approx(0.8), 0)
+    assert _check(capsys, "--max-drop", "faithfulness=0.05", "--significant")[0] == 4
+    assert _check(capsys, "--max-drop", "faithfulness=0.9")[0] == 0
+    _window(source, "2026-01-01 11:05+00", [GOOD] * 3)
+    _run(capsys)
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05", "--significant")
+    assert (code, rows[0]["value"], rows[0]["passed"]) == (0, 1, True), err
+
+
+def test_check_watch_significant_passes_a_small_drop_that_is_not_significant(source, capsys):
+    """Baseline windows half faithful, the latest window a third: a drop of 0.17 fails --max-drop 0.05, but with
+    --significant it passes (Welch p far above 0.05 on so few rows), saying why."""
+    assert run_cli(capsys, *ADD, "--backfill")[0] == 0
+    _window(source, "2026-01-01 08:05+00", [GOOD, BAD, GOOD])
+    _window(source, "2026-01-01 09:05+00", [BAD, GOOD, BAD])
+    _window(source, "2026-01-01 10:05+00", [GOOD, BAD, BAD])
+    _run(capsys)
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05")
+    assert code == 4 and rows[0]["diff"] == pytest.approx(1 / 3 - 1 / 2), err
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05", "--significant")
+    assert code == 0 and rows[0]["passed"] and rows[0]["p_adjusted"] > 0.5
+    assert "not significant at alpha 0.05, so it passes" in rows[0]["reason"]
+
+
+def test_keep_deletes_exactly_the_windows_older_than_it_and_moves_no_other_value(source, capsys):
+    """--keep 300d: `watch run` deletes the dataset and run of each window that started more than 300 days ago,
+    before judging it, and only those; the kept windows have the values another watch of the same rows has."""
+    assert run_cli(capsys, *ADD, "--backfill", "--keep", "300d")[0] == 0
+    assert run_cli(capsys, "watch", "add", "other", *ADD[3:], "--backfill")[0] == 0
+    for ago, rows in (("400 days", [GOOD, BAD]), ("301 days", [GOOD]), ("299 days", [BAD, GOOD]), ("0 days", [GOOD])):
+        for question, answer, contexts in rows:
+            source.execute(
+                "insert into app.log (logged_at, question, answer, contexts) values (now() - %s::interval, %s, %s, %s)",
+                (ago, question, answer, json.dumps(contexts)),
+            )
+    done = _run(capsys)
+    assert (done["w"]["expired"], done["other"]["expired"]) == (2, 0)
+    shown = (
+        "select window_start, metric, value, ci_low, ci_high, n, judged, skipped from ragsql.watch_metrics "
+        "where watch = %s order by 1, 2"
+    )
+    kept, other = (source.execute(shown, (name,)).fetchall() for name in ("w", "other"))
+    assert len({r[0] for r in other}) == 4 and len({r[0] for r in kept}) == 2
+    assert kept == [r for r in other if r[0] in {k[0] for k in kept}]
+    assert min(r[0] for r in other) < min(r[0] for r in kept)
+    left = "select count(*) from ragsql.{} where name like 'w@%'"
+    assert [source.execute(left.format(t)).fetchone()[0] for t in ("run", "dataset")] == [2, 2]
+    tasks = (
+        "select count(*) from ragsql.judge_task as t join ragsql.run as r on r.id = t.run_id where r.name like 'w@%'"
+    )
+    assert source.execute(tasks).fetchone()[0] == 3  # the kept windows' rows only: the old ones were never judged
+    again = _run(capsys)
+    assert (again["w"]["expired"], again["w"]["captured"]) == (0, 0)
+    assert source.execute(shown, ("w",)).fetchall() == kept
+    code, out, _ = run_cli(capsys, "watch", "show", "w", "--format", "json")
+    assert json.loads(out)["keep_seconds"] == 300 * 86400

@@ -30,7 +30,15 @@ from ragsql.llm.aio import best_effort
 from ragsql.llm.calls import CallFailed, CallRecord
 from ragsql.llm.retry import describe
 
-__all__ = ["CallService", "Stored"]
+__all__ = ["BUDGET_SPENT", "BudgetSpent", "CallService", "Stored"]
+
+# how the reason of a call refused by a budget starts: callers tell the tasks it failed from failed ones by it
+BUDGET_SPENT = "budget spent"
+
+
+class BudgetSpent(CallFailed):
+    """A call not sent: the calls bought for the run reached the service's budget."""
+
 
 # the pool logs every failed reconnection attempt; a restart is handled here and must not print a line
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
@@ -64,9 +72,13 @@ class CallService:
         db_patience: float = 20.0,
         on_record: Callable[[CallRecord], None] | None = None,
         max_connections: int = 4,
+        budget: int | None = None,
     ):
         self.owner = process_owner()
         self.bought_for = db.Purchase(purpose, run_id)  # recorded with every call sent, for the run's cost
+        self.budget = budget  # the most calls stored for run_id, counting those of earlier processes
+        self._spending = 0  # calls of this process allowed by the budget and not stored yet
+        self._budget_lock = asyncio.Lock()
         self.lease = lease
         self.poll = poll
         self.db_patience = db_patience
@@ -186,19 +198,52 @@ class CallService:
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, 1.0)
         try:
-            value, rec = await call()
+            if self.budget is not None:
+                await self._spend()
+            value, rec = await self._send(call)
         except (Exception, asyncio.CancelledError) as exc:
             # the call was abandoned (cancelled, or a caller's bug): let others send it
             with contextlib.suppress(Exception):
                 await best_effort(self.run(db.release_claim, key, self.owner, patience=2.0))
-            if isinstance(exc, asyncio.CancelledError):
+            if isinstance(exc, (asyncio.CancelledError, BudgetSpent)):
                 raise
             raise CallFailed(f"the call failed: {describe(exc)}") from None
-        call_id = await self.run(db.store_call, rec, self.owner, self.bought_for)
+        try:
+            call_id = await self.run(db.store_call, rec, self.owner, self.bought_for)
+        finally:
+            if self.budget is not None:
+                self._spending -= 1  # stored now (counted by calls_bought) or lost: either way no longer in flight
         self._count(rec)
         if not rec.ok:
             raise CallFailed(f"{rec.prompt_name} call failed: {rec.error}", rec)
         return Stored(rec.response, call_id, False, value)
+
+    async def _spend(self) -> None:
+        """Allow one more call within the budget (the run's stored calls plus this process's unstored ones), or
+        BudgetSpent."""
+        async with self._budget_lock:
+            bought = await self.run(db.calls_bought, self.bought_for.run_id)
+            if bought + self._spending >= (self.budget or 0):
+                raise BudgetSpent(f"{BUDGET_SPENT}: {self.budget} calls bought for this run")
+            self._spending += 1
+
+    async def reserve(self) -> None:
+        """Hold a place in the budget for a call sent outside `get` (an embedding batch), or BudgetSpent; give it
+        back with `unreserve` once the call is stored."""
+        await self._spend()
+
+    def unreserve(self) -> None:
+        """Give back the place `reserve` held (the call is stored, or was not sent)."""
+        self._spending -= 1
+
+    async def _send(self, call: Call) -> tuple[Any, CallRecord]:
+        """`call()`, its budget place given back when it raises (nothing is stored then)."""
+        try:
+            return await call()
+        except BaseException:
+            if self.budget is not None:
+                self._spending -= 1
+            raise
 
     def _count(self, rec: CallRecord) -> None:
         self.sent += 1

@@ -18,7 +18,7 @@ from ragsql.cli.specs import Float8
 from ragsql.db import watches
 from ragsql.errors import UsageError
 
-__all__ = ["watch_group"]
+__all__ = ["parse_duration", "watch_group"]
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -28,6 +28,14 @@ def _duration(ctx: click.Context, param: click.Parameter, text: str) -> timedelt
     found = _DURATION.match(text)
     if found is None:
         raise click.BadParameter(f"{text!r} is no duration: write e.g. 30s, 5m, 2h or 1d")
+    return timedelta(**{_UNITS[found[2]]: int(found[1])})
+
+
+def parse_duration(option: str, text: str) -> timedelta:
+    """A duration such as 30s, 5m, 2h or 7d; a UsageError naming the option otherwise."""
+    found = _DURATION.match(text)
+    if found is None:
+        raise UsageError(f"{option} {text!r} is no duration: write e.g. 30s, 5m, 2h or 7d")
     return timedelta(**{_UNITS[found[2]]: int(found[1])})
 
 
@@ -75,6 +83,20 @@ def watch_group() -> None:
     help="The judge: a model at the configured endpoint, or offline (default: the endpoint, else offline).",
 )
 @click.option("--backfill", is_flag=True, help="Also capture the rows logged before the watch was added.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="CALLS_PER_WINDOW",
+    help="The most judge calls bought per window; rows beyond it are kept as skipped, with the reason.",
+)
+@click.option(
+    "--keep",
+    default=None,
+    metavar="DURATION",
+    callback=lambda ctx, param, text: None if text is None else _duration(ctx, param, text),  # optional
+    help="Delete the dataset and run of each window that started longer ago than this, e.g. 90d (default: keep all).",
+)
 @format_option()
 def add_command(
     name: str,
@@ -91,6 +113,8 @@ def add_command(
     metrics: list[str] | None,
     judge: str | None,
     backfill: bool,
+    budget: int | None,
+    keep: timedelta | None,
     fmt: str,
 ) -> None:
     """Add a watch NAME of a log table; its columns are checked now, and nothing is stored if one is wrong."""
@@ -109,6 +133,8 @@ def add_command(
                 metrics=metrics,
                 judge=judge,
                 backfill=backfill,
+                budget=budget,
+                keep=keep,
             )
     if fmt == "json":
         report({"watch": watch.name, "source": watch.source, "added": True})
@@ -125,7 +151,7 @@ def list_command(fmt: str) -> None:
     with db.connect() as conn:
         db.ensure_schema(conn)
         rows = watches.list_watches(conn)
-    columns = ["name", "source", "sample", "window", "state", "windows", "captured", "judged", "last_capture"]
+    columns = ["name", "source", "sample", "window", "budget", "state", "windows", "captured", "judged", "last_capture"]
     render(rows, columns, fmt, title=f"{len(rows)} watch{'' if len(rows) == 1 else 'es'}")
 
 
@@ -147,6 +173,8 @@ def show_command(name: str, fmt: str) -> None:
         "settle_seconds": int(watch.settle.total_seconds()),
         "metrics": watch.metrics,
         "judge": watch.judge,
+        "budget": watch.budget,
+        "keep_seconds": None if watch.keep is None else int(watch.keep.total_seconds()),
         "state": "paused" if watch.paused else "active",
         "starts_at": watch.starts_at,
         "last_capture": watch.captured_until,
@@ -155,7 +183,12 @@ def show_command(name: str, fmt: str) -> None:
         report({**settings, "windows": rows})
         return
     render([{"setting": k, "value": v} for k, v in settings.items()], ["setting", "value"], "table", title=watch.name)
-    render(rows, ["window_start", "run", "captured", "skipped", "judged", "closed"], "table", title="windows")
+    render(
+        rows,
+        ["window_start", "run", "captured", "skipped", "judged", "over_budget", "closed"],
+        "table",
+        title="windows",
+    )
 
 
 def _state_command(verb: str, paused: bool) -> click.Command:
@@ -240,6 +273,8 @@ def run_command(names: tuple[str, ...], once: bool, workers: int, fmt: str) -> i
             "judged_runs": len(r.judged_runs),
             "tasks_done": r.done,
             "tasks_failed": r.failed,
+            "over_budget": r.over_budget,
+            "expired": len(r.expired),
         }
         for r in reports
     ]
@@ -269,6 +304,8 @@ def _run_one(url: str, name: str, workers: int):
         done.paused = True
         return done
     done.captured = orchestrator.capture(url, name)
+    # after the capture, before judging: a window captured already older than --keep buys no call
+    done.expired = orchestrator.expire(url, name)
     asyncio.run(_judge(url, watch, done, workers))
     return done
 

@@ -19,6 +19,7 @@ __all__ = [
     "Claim",
     "Purchase",
     "cached_call",
+    "calls_bought",
     "claim_call",
     "db_now",
     "release_claim",
@@ -81,6 +82,13 @@ async def claim_call(
     )
     row = await cur.fetchone()
     return row if row is not None else Claim("wait")
+
+
+async def calls_bought(conn: psycopg.AsyncConnection, run_id: int) -> int:
+    """How many calls are stored as bought for the run (failed ones too: a budget counts what was sent)."""
+    return await value_async(
+        await conn.execute("select count(*) from ragsql.judge_call where for_run_id = %s", (run_id,))
+    )
 
 
 async def db_now(conn: psycopg.AsyncConnection) -> dt.datetime:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 import psycopg
 
 from ragsql.db.compare import Resampling
 from ragsql.db.rows import typed_rows
 
-__all__ = ["GateResult", "check"]
+__all__ = ["GateResult", "check", "check_watch"]
 
 
 @dataclass(frozen=True)
@@ -72,4 +73,22 @@ def check(
             rel_level,
             judge,
         ),
+    )
+
+
+def check_watch(
+    conn: psycopg.Connection,
+    watch: str,
+    baseline: timedelta,
+    max_drops: Gates,
+    significant: bool,
+    alpha: float = 0.05,
+    judge: str | None = None,
+) -> list[GateResult]:
+    """The max-drop gates of the watch's latest closed window against its baseline windows (ragsql.check_watch)."""
+    return typed_rows(
+        conn,
+        GateResult,
+        "select * from ragsql.check_watch(%s, %s, %s, %s, %s, %s)",
+        (watch, baseline, _pairs(max_drops), significant, alpha, judge),
     )

@@ -10,18 +10,21 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
-from ragsql.db import load
+from ragsql.db import catalog, load
 from ragsql.db.rows import dict_rows, one, typed_rows, value
 from ragsql.errors import InputError
 
 __all__ = [
     "Columns",
+    "OVER_BUDGET",
     "Watch",
     "add",
+    "bought",
     "advance",
     "check_source",
     "count",
     "drop",
+    "expire",
     "get",
     "judged",
     "list_watches",
@@ -29,6 +32,7 @@ __all__ = [
     "new_rows",
     "run_name",
     "set_paused",
+    "skip_over_budget",
     "split_source",
     "to_judge",
     "unfinished",
@@ -38,6 +42,7 @@ __all__ = [
     "WINDOWS",
 ]
 
+OVER_BUDGET = "budget spent"  # how the reason of a row left unjudged by the window's budget starts
 WINDOWS = {"1h": timedelta(hours=1), "1d": timedelta(days=1)}
 _TEXT = "a text type (text, varchar)"
 
@@ -76,6 +81,8 @@ class Watch:
     paused: bool
     starts_at: datetime | None
     captured_until: datetime | None
+    budget: int | None = None
+    keep: timedelta | None = None
 
     @property
     def source(self) -> str:
@@ -176,6 +183,8 @@ def add(
     metrics: list[str] | None,
     judge: str | None,
     backfill: bool,
+    budget: int | None = None,
+    keep: timedelta | None = None,
 ) -> Watch:
     """Store a watch; nothing is stored when a check fails."""
     schema, table = split_source(source)
@@ -188,10 +197,10 @@ def add(
             insert into ragsql.watch as w (
                 name, source_schema, source_table, key_column, time_column, question_column,
                 answer_column, contexts_column, reference_column, sample, window_size, settle, metrics, judge,
-                starts_at, captured_xmin)
+                starts_at, captured_xmin, budget, keep)
             values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                     case when %s then null else now() end,
-                    case when %s then null else pg_snapshot_xmin(pg_current_snapshot()) end)
+                    case when %s then null else pg_snapshot_xmin(pg_current_snapshot()) end, %s, %s)
             returning {}
             """).format(_FIELDS),
             (
@@ -211,6 +220,8 @@ def add(
                 judge,
                 backfill,
                 backfill,
+                budget,
+                keep,
             ),
         )
         return one(cur)
@@ -234,7 +245,7 @@ def list_watches(conn: psycopg.Connection) -> list[dict]:
         """
         select w.name, w.source_schema || '.' || w.source_table as source, w.sample,
                case when w.window_size = interval '1 day' then '1d' else '1h' end as window,
-               case when w.paused then 'paused' else 'active' end as state,
+               case when w.paused then 'paused' else 'active' end as state, w.budget,
                count(ww.run_id) as windows, coalesce(sum(ww.captured), 0)::bigint as captured,
                coalesce(sum(ww.judged), 0)::bigint as judged, w.captured_until as last_capture
         from ragsql.watch as w
@@ -251,14 +262,16 @@ def windows(conn: psycopg.Connection, watch_id: int) -> list[dict]:
         conn,
         """
         select ww.window_start, r.name as run, ww.captured, ww.skipped, ww.judged,
-               ww.window_start + w.window_size + w.settle <= now() as closed
+               ww.window_start + w.window_size + w.settle <= now() as closed,
+               (select count(*) from ragsql.query as q
+                where q.dataset_id = r.dataset_id and q.metadata ->> 'skipped' like %s) as over_budget
         from ragsql.watch_window as ww
         join ragsql.watch as w on w.id = ww.watch_id
         join ragsql.run as r on r.id = ww.run_id
         where ww.watch_id = %s
         order by ww.window_start
         """,
-        (watch_id,),
+        (OVER_BUDGET + "%", watch_id),
     )
 
 
@@ -387,3 +400,45 @@ def unfinished(conn: psycopg.Connection, run_id: int) -> int:
 def judged(conn: psycopg.Connection, run_id: int, rows: int) -> None:
     """Record that the window's first `rows` captured rows are judged."""
     conn.execute("update ragsql.watch_window set judged = greatest(judged, %s) where run_id = %s", (rows, run_id))
+
+
+def bought(conn: psycopg.Connection, run_id: int) -> int:
+    """Calls stored as bought for the window's run, by every process so far (what its budget counts)."""
+    return value(conn.execute("select count(*) from ragsql.judge_call where for_run_id = %s", (run_id,)))
+
+
+def skip_over_budget(conn: psycopg.Connection, run_id: int, budget: int) -> int:
+    """Mark the run's answered rows whose judge tasks are not all done (none running) as skipped, their reason the
+    spent budget; how many were marked."""
+    return conn.execute(
+        """
+        update ragsql.query as q
+        set metadata = coalesce(q.metadata, '{}') || jsonb_build_object('skipped', %s::text)
+        from ragsql.answer as a
+        where a.run_id = %s and q.id = a.query_id and q.metadata ->> 'skipped' is null
+          and not exists (select from ragsql.judge_task as t
+                          where t.run_id = a.run_id and t.query_id = a.query_id and t.status = 'running')
+          and (not exists (select from ragsql.judge_task as t where t.run_id = a.run_id and t.query_id = a.query_id)
+               or exists (select from ragsql.judge_task as t
+                          where t.run_id = a.run_id and t.query_id = a.query_id and t.status <> 'done'))
+        """,
+        (f"{OVER_BUDGET}: the window's {budget} judge calls were bought", run_id),
+    ).rowcount
+
+
+def expire(conn: psycopg.Connection, watch: Watch) -> list[str]:
+    """Delete the dataset (and with it the run) of every window of the watch that started longer ago than its
+    `keep`, each as `ragsql delete dataset` does; their names, oldest first."""
+    if watch.keep is None:
+        return []
+    old = [
+        name
+        for (name,) in conn.execute(
+            "select r.name from ragsql.watch_window as ww join ragsql.run as r on r.id = ww.run_id "
+            "where ww.watch_id = %s and ww.window_start < now() - %s order by ww.window_start",
+            (watch.id, watch.keep),
+        )
+    ]
+    for name in old:
+        catalog.delete(conn, "dataset", name)  # the window's dataset and run share its name
+    return old

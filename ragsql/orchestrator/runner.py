@@ -20,6 +20,7 @@ import psycopg
 
 from ragsql import registry
 from ragsql.calls import CallService, alive
+from ragsql.calls.service import BudgetSpent
 from ragsql.db import judging as db
 from ragsql.errors import DatabaseError, InputError
 from ragsql.judge.verdicts import citation_id
@@ -47,6 +48,7 @@ class JudgeResult:
     done: int = 0
     failed: int = 0
     lost: int = 0
+    over_budget: int = 0  # tasks closed failed because the run's call budget was spent (not in failed)
     errors: list[tuple[str, str, str]] = field(default_factory=list)  # (qid, kind, error), first few
     tally: Tally = field(default_factory=Tally)
     seconds: float = 0.0
@@ -132,11 +134,13 @@ async def judge_run(
     workers: int = 8,
     again: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
+    budget: int | None = None,
 ) -> JudgeResult:
     """Judge every pending task of `run` with `workers` concurrent workers; returns counts and costs.
 
     Tasks done by another judge (model + embedder), and with `again` every done task, are judged anew; requests
-    already answered still come from the cache."""
+    already answered still come from the cache. With a `budget`, no call is sent once the run's stored calls reach it:
+    the tasks needing one close failed with a reason starting "budget spent" (counted in `over_budget`)."""
     started = time.perf_counter()
     conn = await db.connect_async(url)
     async with conn:
@@ -156,7 +160,7 @@ async def judge_run(
         # first claims take about half the run, leaving work for other processes that join; the client's
         # concurrency bounds the calls in flight
         batch = max(len(kinds), min(MAX_BATCH, -(-total // (2 * max(1, workers)))))
-    async with CallService(url, purpose="judge", run_id=rid) as calls:
+    async with CallService(url, purpose="judge", run_id=rid, budget=budget) as calls:
         judging.bind(calls)
         try:
             await finish_together(
@@ -268,12 +272,14 @@ async def _renew(wdb: WorkerDb, claimed, name: str) -> None:
 
 
 async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult, tick: Callable[[], None]) -> None:
+    over_budget = False
     try:
         stores, error = await t.run_task(job), None
     except t.NothingToJudge:
         stores, error = [], None
     except (t.TaskFailed, CallFailed, ValueError) as exc:  # ValueError: nothing to judge, an invalid cached reply
         stores, error = [], " ".join(str(exc).split())[:500]
+        over_budget = isinstance(exc, BudgetSpent)
     async with wdb.lock:
         if _broken(wdb.conn):
             return  # the connection dropped: the worker reconnects and puts the task back (its calls are stored)
@@ -288,6 +294,8 @@ async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult,
         result.lost += 1  # the lease ran out and another worker took the task over: it stores the verdicts
     elif error is None:
         result.done += 1
+    elif over_budget:
+        result.over_budget += 1
     else:
         result.failed += 1
         if len(result.errors) < 20:

@@ -182,16 +182,23 @@ class Judging:
             self.tally.texts_embedded += len(todo)
             self.tally.embedding_calls += 0 if self.embedder.offline else 1
             return
+        budgeted = self.calls.budget is not None and not self.embedder.offline
+        if budgeted:
+            await self.calls.reserve()  # a run's call budget counts embedding calls as well
         try:
-            vectors, records = await self.embedder.embed(todo)
-        except CallFailed as exc:  # the embedder's own one-line error; its failed calls are still stored
-            for rec in exc.records:
-                await self.calls.store(rec)
-            raise CallFailed(f"embedding failed: {exc}") from None
-        call_ids: list[int | None] = []
-        for rec in records:
-            rec_id = await self.calls.store(rec)
-            call_ids += [rec_id] * int((rec.response or {}).get("inputs", len(todo)))
+            try:
+                vectors, records = await self.embedder.embed(todo)
+            except CallFailed as exc:  # the embedder's own one-line error; its failed calls are still stored
+                for rec in exc.records:
+                    await self.calls.store(rec)
+                raise CallFailed(f"embedding failed: {exc}") from None
+            call_ids: list[int | None] = []
+            for rec in records:
+                rec_id = await self.calls.store(rec)
+                call_ids += [rec_id] * int((rec.response or {}).get("inputs", len(todo)))
+        finally:
+            if budgeted:
+                self.calls.unreserve()
         call_ids += [None] * (len(todo) - len(call_ids))
         await self.calls.run(
             db.store_embeddings,

@@ -18,7 +18,7 @@ from ragsql.llm.settings import EndpointSettings
 from ragsql.orchestrator.runner import judge_run
 from ragsql.orchestrator.service import Judging
 
-__all__ = ["Captured", "WatchRun", "capture", "judge_windows", "make_watch_judging", "names_to_run"]
+__all__ = ["Captured", "WatchRun", "capture", "expire", "judge_windows", "make_watch_judging", "names_to_run"]
 
 
 @dataclass
@@ -41,8 +41,10 @@ class WatchRun:
     done: int = 0
     failed: int = 0
     calls: int = 0
+    over_budget: int = 0  # rows left unjudged (marked skipped) because their window's budget was spent
     errors: list[tuple[str, str, str]] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # metric: why no window could be judged on it
+    expired: list[str] = field(default_factory=list)  # windows deleted by the watch's --keep
 
 
 def capture(url: str, name: str) -> Captured:
@@ -121,7 +123,11 @@ async def judge_windows(url: str, watch: watches.Watch, judging: Judging, report
     with connect(url) as conn:
         todo = watches.to_judge(conn, watch.id)
     for run, run_id, rows in todo:
-        result = await judge_run(url, run, judging, metrics=watch.metrics, workers=workers)
+        if watch.budget is not None and _over_budget(url, watch.budget, run_id, rows, report, spent=False):
+            continue  # spent by earlier runs: the window's new rows are skipped without a call
+        result = await judge_run(url, run, judging, metrics=watch.metrics, workers=workers, budget=watch.budget)
+        if watch.budget is not None:
+            _over_budget(url, watch.budget, run_id, rows, report, spent=result.over_budget > 0)
         report.judged_runs.append(run)
         report.done += result.done
         report.failed += result.failed
@@ -133,6 +139,26 @@ async def judge_windows(url: str, watch: watches.Watch, judging: Judging, report
                 watches.judged(conn, run_id, rows)
                 conn.commit()
     report.calls = judging.tally.calls
+
+
+def _over_budget(url: str, budget: int, run_id: int, rows: int, report: WatchRun, *, spent: bool) -> bool:
+    """When the window's stored calls reached its budget (or a call was refused by it): mark its unjudged rows
+    skipped with the reason, count the window judged, and say so."""
+    with connect(url) as conn:
+        if not spent and watches.bought(conn, run_id) < budget:
+            return False
+        report.over_budget += watches.skip_over_budget(conn, run_id, budget)
+        watches.judged(conn, run_id, rows)
+        conn.commit()
+    return True
+
+
+def expire(url: str, name: str) -> list[str]:
+    """Delete the windows older than the watch's `keep` (their datasets and runs), in one transaction."""
+    with connect(url) as conn:
+        gone = watches.expire(conn, watches.get(conn, name))
+        conn.commit()
+    return gone
 
 
 def names_to_run(url: str, names: Sequence[str]) -> list[str]:
