@@ -393,7 +393,7 @@ def test_two_watchers_share_the_rows_without_judging_one_twice(source, endpoint,
     del args[args.index("--judge") : args.index("--judge") + 2]
     assert run_cli(capsys, *args)[0] == 0
     _log(source, 16)
-    endpoint.latency = 0.5
+    endpoint.latency = 2.0  # 16 rows take one process >= 16 s: time for the other to start on a loaded machine
     command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--once", "--workers", "2"]
     procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     for proc in procs:
