@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 
 import psycopg
 import pytest
@@ -543,3 +544,75 @@ def test_keep_deletes_exactly_the_windows_older_than_it_and_moves_no_other_value
     assert source.execute(shown, ("w",)).fetchall() == kept
     code, out, _ = run_cli(capsys, "watch", "show", "w", "--format", "json")
     assert json.loads(out)["keep_seconds"] == 300 * 86400
+
+
+def _until(what, seconds: float = 60):
+    """Poll `what()` until it is true (a failed assertion after `seconds`)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not what():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "line"),
+    [(signal.SIGTERM, 143, "ragsql: stopped by SIGTERM"), (signal.SIGINT, 130, "ragsql: aborted")],
+)
+def test_follow_judges_rows_as_they_arrive_and_a_signal_stops_it_cleanly(source, endpoint, capsys, signum, code, line):
+    """`watch run --follow`: rows logged while it follows are captured and judged once, pass after pass; SIGTERM
+    (143) or Ctrl-C (130) mid-judging stops it within seconds with one line, no task left running and no request
+    claimed; `watch run --once` then judges the rest, sending only requests whose reply was not stored."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.fake_openai import default_responder
+    from tests.test_judge_run import _AS_IN_A_TERMINAL, _hold_replies_after
+
+    args = list(ADD)
+    del args[args.index("--judge") : args.index("--judge") + 2]  # the configured (fake) endpoint
+    assert run_cli(capsys, *args)[0] == 0
+    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--follow", "--interval", "1s"]
+    proc = subprocess.Popen(
+        [*command, "--workers", "2", "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    done = "select count(*) from ragsql.judge_task where status = 'done'"
+    try:
+        for start in (0, 3):
+            _log(source, 3, start=start)
+            _until(lambda n=start + 3: source.execute(done).fetchone()[0] == n)
+        endpoint.latency = 0.2
+        held = _hold_replies_after(endpoint, 2)
+        try:
+            _log(source, 8, start=6)
+            assert held.wait(60), "the watcher never judged the rows logged last"
+            proc.send_signal(signum)
+            began = time.monotonic()
+            out, err = proc.communicate(timeout=30)
+            stopped = time.monotonic() - began
+        finally:
+            held.release.set()
+            endpoint.responder = default_responder
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == code, err
+    assert stopped < 5, stopped
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(line), err
+    passes = [json.loads(row) for row in out.splitlines()]  # a line per finished pass: not the one stopped
+    assert 6 <= sum(p["captured"] for p in passes) < 14 and {p["watch"] for p in passes} == {"w"}
+    assert source.execute("select count(*) from ragsql.answer").fetchone()[0] == 14
+    assert source.execute("select count(*) from ragsql.judge_task where status = 'running'").fetchone()[0] == 0
+    assert source.execute("select count(*) from ragsql.judge_call_claim").fetchone()[0] == 0
+    endpoint.latency = 0
+    stored = "select count(*) from ragsql.judge_call where kind = 'chat'"
+    sent, before = endpoint.chat_calls, source.execute(stored).fetchone()[0]
+    again = _run(capsys)["w"]
+    assert again["captured"] == 0
+    assert source.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall() == [("done", 14)]
+    duplicates = "select count(*) - count(distinct request_hash) from ragsql.judge_call where status = 'ok'"
+    assert source.execute(duplicates).fetchone()[0] == 0
+    assert endpoint.chat_calls - sent == source.execute(stored).fetchone()[0] - before

@@ -15,6 +15,7 @@ from ragsql.db.rows import dict_rows, one, typed_rows, value
 from ragsql.errors import InputError
 
 __all__ = [
+    "CHANNEL",
     "Columns",
     "OVER_BUDGET",
     "Watch",
@@ -28,6 +29,7 @@ __all__ = [
     "get",
     "judged",
     "list_watches",
+    "listen",
     "lock",
     "new_rows",
     "run_name",
@@ -42,6 +44,7 @@ __all__ = [
     "WINDOWS",
 ]
 
+CHANNEL = "ragsql_watch"  # what a watch's trigger notifies (the payload: the watch's name), and --follow listens to
 OVER_BUDGET = "budget spent"  # how the reason of a row left unjudged by the window's budget starts
 WINDOWS = {"1h": timedelta(hours=1), "1d": timedelta(days=1)}
 _TEXT = "a text type (text, varchar)"
@@ -442,3 +445,10 @@ def expire(conn: psycopg.Connection, watch: Watch) -> list[str]:
     for name in old:
         catalog.delete(conn, "dataset", name)  # the window's dataset and run share its name
     return old
+
+
+async def listen(url: str) -> psycopg.AsyncConnection:
+    """An autocommit connection listening on CHANNEL: where `watch run --follow` waits for a trigger's wake-up."""
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True, application_name="ragsql watch")
+    await conn.execute(sql.SQL("listen {}").format(sql.Identifier(CHANNEL)))
+    return conn
