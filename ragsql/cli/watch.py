@@ -98,6 +98,11 @@ def watch_group() -> None:
     callback=lambda ctx, param, text: None if text is None else _duration(ctx, param, text),  # optional
     help="Delete the dataset and run of each window that started longer ago than this, e.g. 90d (default: keep all).",
 )
+@click.option(
+    "--trigger",
+    is_flag=True,
+    help="Add an AFTER INSERT trigger to the source table that wakes `watch run --follow` (needs TRIGGER on it).",
+)
 @format_option()
 def add_command(
     name: str,
@@ -116,6 +121,7 @@ def add_command(
     backfill: bool,
     budget: int | None,
     keep: timedelta | None,
+    trigger: bool,
     fmt: str,
 ) -> None:
     """Add a watch NAME of a log table; its columns are checked now, and nothing is stored if one is wrong."""
@@ -136,6 +142,7 @@ def add_command(
                 backfill=backfill,
                 budget=budget,
                 keep=keep,
+                trigger=trigger,
             )
     if fmt == "json":
         report({"watch": watch.name, "source": watch.source, "added": True})
@@ -165,6 +172,7 @@ def show_command(name: str, fmt: str) -> None:
         db.ensure_schema(conn)
         watch = watches.get(conn, name)
         rows = watches.windows(conn, watch.id)
+        trigger = watches.trigger_of(conn, watch)
     settings = {
         "watch": watch.name,
         "source": watch.source,
@@ -177,6 +185,7 @@ def show_command(name: str, fmt: str) -> None:
         "budget": watch.budget,
         "keep_seconds": None if watch.keep is None else int(watch.keep.total_seconds()),
         "state": "paused" if watch.paused else "active",
+        "trigger": trigger,
         "starts_at": watch.starts_at,
         "last_capture": watch.captured_until,
     }
