@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 
 import psycopg
 import pytest
@@ -543,3 +544,130 @@ def test_keep_deletes_exactly_the_windows_older_than_it_and_moves_no_other_value
     assert source.execute(shown, ("w",)).fetchall() == kept
     code, out, _ = run_cli(capsys, "watch", "show", "w", "--format", "json")
     assert json.loads(out)["keep_seconds"] == 300 * 86400
+
+
+def _until(what, seconds: float = 60):
+    """Poll `what()` until it is true (a failed assertion after `seconds`)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not what():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "line"),
+    [(signal.SIGTERM, 143, "ragsql: stopped by SIGTERM"), (signal.SIGINT, 130, "ragsql: aborted")],
+)
+def test_follow_judges_rows_as_they_arrive_and_a_signal_stops_it_cleanly(source, endpoint, capsys, signum, code, line):
+    """`watch run --follow`: rows logged while it follows are captured and judged once, pass after pass; SIGTERM
+    (143) or Ctrl-C (130) mid-judging stops it within seconds with one line, no task left running and no request
+    claimed; `watch run --once` then judges the rest, sending only requests whose reply was not stored."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.fake_openai import default_responder
+    from tests.test_judge_run import _AS_IN_A_TERMINAL, _hold_replies_after
+
+    args = list(ADD)
+    del args[args.index("--judge") : args.index("--judge") + 2]  # the configured (fake) endpoint
+    assert run_cli(capsys, *args)[0] == 0
+    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--follow", "--interval", "1s"]
+    proc = subprocess.Popen(
+        [*command, "--workers", "2", "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    done = "select count(*) from ragsql.judge_task where status = 'done'"
+    try:
+        for start in (0, 3):
+            _log(source, 3, start=start)
+            _until(lambda n=start + 3: source.execute(done).fetchone()[0] == n)
+        endpoint.latency = 0.2
+        held = _hold_replies_after(endpoint, 2)
+        try:
+            _log(source, 8, start=6)
+            assert held.wait(60), "the watcher never judged the rows logged last"
+            proc.send_signal(signum)
+            began = time.monotonic()
+            out, err = proc.communicate(timeout=30)
+            stopped = time.monotonic() - began
+        finally:
+            held.release.set()
+            endpoint.responder = default_responder
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == code, err
+    assert stopped < 5, stopped
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(line), err
+    passes = [json.loads(row) for row in out.splitlines()]  # a line per finished pass: not the one stopped
+    assert 6 <= sum(p["captured"] for p in passes) < 14 and {p["watch"] for p in passes} == {"w"}
+    assert source.execute("select count(*) from ragsql.answer").fetchone()[0] == 14
+    assert source.execute("select count(*) from ragsql.judge_task where status = 'running'").fetchone()[0] == 0
+    assert source.execute("select count(*) from ragsql.judge_call_claim").fetchone()[0] == 0
+    endpoint.latency = 0
+    stored = "select count(*) from ragsql.judge_call where kind = 'chat'"
+    sent, before = endpoint.chat_calls, source.execute(stored).fetchone()[0]
+    again = _run(capsys)["w"]
+    assert again["captured"] == 0
+    assert source.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall() == [("done", 14)]
+    duplicates = "select count(*) - count(distinct request_hash) from ragsql.judge_call where status = 'ok'"
+    assert source.execute(duplicates).fetchone()[0] == 0
+    assert endpoint.chat_calls - sent == source.execute(stored).fetchone()[0] - before
+
+
+def test_a_trigger_wakes_follow_at_once_and_drop_removes_it(source, fresh_db, capsys):
+    """`watch add --trigger` (TRIGGER on the table needed; a view refused; one line each, nothing stored): an
+    insert by a role with no ragsql privilege wakes `watch run --follow --interval 1h`, which captures and judges
+    the row within seconds; `watch drop` removes the trigger."""
+    import subprocess
+    import sys
+
+    from tests.test_judge_run import _AS_IN_A_TERMINAL
+
+    source.execute("create view app.recent as select * from app.log")
+    view = list(ADD)
+    view[view.index("--source") + 1] = "app.recent"
+    code, _, err = run_cli(capsys, *view, "--trigger")
+    assert code == 1 and err.count("\n") == 1 and "--trigger needs a table" in err, err
+    with _member(fresh_db, "ragsql_writer") as url:
+        login = psycopg.conninfo.conninfo_to_dict(url)["user"]
+        source.execute(f'grant usage on schema app to "{login}"; grant select on app.log to "{login}"')
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("RAGSQL_DATABASE_URL", url)
+            code, _, err = run_cli(capsys, *ADD, "--trigger")
+        assert code == 1 and err.count("\n") == 1 and "grant it TRIGGER on the table" in err, err
+        source.execute(f'revoke all on app.log from "{login}"; revoke all on schema app from "{login}"')
+    assert source.execute("select count(*) from ragsql.watch").fetchone()[0] == 0
+    triggers = "select count(*) from pg_trigger where tgrelid = 'app.log'::regclass"
+    assert source.execute(triggers).fetchone()[0] == 0
+    assert run_cli(capsys, *ADD, "--trigger")[0] == 0
+    assert source.execute(triggers).fetchone()[0] == 1
+    assert json.loads(run_cli(capsys, "watch", "show", "w", "--format", "json")[1])["trigger"] == "ragsql_watch_w"
+    source.execute(
+        "create role app_writer; grant usage on schema app to app_writer; grant insert on app.log to app_writer"
+    )
+    answers = "select count(*) from ragsql.answer"
+    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--follow", "--interval", "1h"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _log(source, 1)
+        _until(lambda: source.execute(answers).fetchone()[0] == 1)  # the first pass, which runs at start
+        source.execute("set role app_writer")
+        _log(source, 1, start=1)  # after the first pass: only the trigger's NOTIFY brings a pass before an hour
+        source.execute("reset role")
+        _until(lambda: source.execute(answers).fetchone()[0] == 2, seconds=20)
+        _until(lambda: source.execute("select unjudged from ragsql.watch_lag").fetchone()[0] == 0, seconds=20)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        source.execute("reset role")
+    assert proc.returncode == 143, err
+    assert run_cli(capsys, "watch", "drop", "w", "--yes")[0] == 0
+    assert source.execute(triggers).fetchone()[0] == 0
+    source.execute("drop owned by app_writer; drop role app_writer")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import signal
 from datetime import timedelta
@@ -97,6 +98,11 @@ def watch_group() -> None:
     callback=lambda ctx, param, text: None if text is None else _duration(ctx, param, text),  # optional
     help="Delete the dataset and run of each window that started longer ago than this, e.g. 90d (default: keep all).",
 )
+@click.option(
+    "--trigger",
+    is_flag=True,
+    help="Add an AFTER INSERT trigger to the source table that wakes `watch run --follow` (needs TRIGGER on it).",
+)
 @format_option()
 def add_command(
     name: str,
@@ -115,6 +121,7 @@ def add_command(
     backfill: bool,
     budget: int | None,
     keep: timedelta | None,
+    trigger: bool,
     fmt: str,
 ) -> None:
     """Add a watch NAME of a log table; its columns are checked now, and nothing is stored if one is wrong."""
@@ -135,6 +142,7 @@ def add_command(
                 backfill=backfill,
                 budget=budget,
                 keep=keep,
+                trigger=trigger,
             )
     if fmt == "json":
         report({"watch": watch.name, "source": watch.source, "added": True})
@@ -164,6 +172,7 @@ def show_command(name: str, fmt: str) -> None:
         db.ensure_schema(conn)
         watch = watches.get(conn, name)
         rows = watches.windows(conn, watch.id)
+        trigger = watches.trigger_of(conn, watch)
     settings = {
         "watch": watch.name,
         "source": watch.source,
@@ -176,6 +185,7 @@ def show_command(name: str, fmt: str) -> None:
         "budget": watch.budget,
         "keep_seconds": None if watch.keep is None else int(watch.keep.total_seconds()),
         "state": "paused" if watch.paused else "active",
+        "trigger": trigger,
         "starts_at": watch.starts_at,
         "last_capture": watch.captured_until,
     }
@@ -232,56 +242,94 @@ def drop_command(name: str, with_runs: bool, yes: bool) -> None:
 @watch_group.command("run")
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--once", is_flag=True, help="Capture the new rows, judge them, and exit (for cron or a CronJob).")
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Run as a service: capture and judge, wait --interval, again; SIGTERM stops it (exit 143), Ctrl-C too (130).",
+)
+@click.option(
+    "--interval",
+    default="30s",
+    metavar="DURATION",
+    show_default=True,
+    callback=_duration,
+    help="How long --follow waits between polls (a NOTIFY from a watch's trigger wakes it sooner).",
+)
 @workers_option(JUDGE_WORKERS, "Concurrent judge workers in this process (other processes may run at once).")
 @format_option()
-def run_command(names: tuple[str, ...], once: bool, workers: int, fmt: str) -> int:
+def run_command(names: tuple[str, ...], once: bool, follow: bool, interval: timedelta, workers: int, fmt: str) -> int:
     """Capture each watch's new rows (every active watch by default) and judge its windows.
 
     Exit status 3: some judge tasks failed (their metrics are NULL with the reason; the
-    next run retries them).
+    next run retries them). With --follow, one line (one JSON object with --format json)
+    per watch and poll that captured, judged or expired something.
     """
     from ragsql.orchestrator import watch as orchestrator
 
-    if not once:
-        raise UsageError("watch run: pass --once (a service mode, --follow, is not available yet)")
+    if once == follow:
+        raise UsageError("watch run: pass --once (one pass, e.g. from cron) or --follow (a service that polls)")
+    if interval < timedelta(seconds=1):
+        raise UsageError("watch run: --interval must be at least 1s")
     url = db.database_url()
     with db.connect() as conn:
         db.ensure_schema(conn)
+    if follow:
+        try:
+            asyncio.run(_follow(url, names, workers, interval, fmt))
+        except asyncio.CancelledError:  # SIGTERM: the tasks in progress were put back before this point
+            click.echo(_STOPPED, err=True)
+            return 143
+        return 0  # not reached: only a signal or an error ends --follow
     reports, failures = [], []
     chosen = orchestrator.names_to_run(url, names)
     for name in chosen:
         try:
             done = _run_one(url, name, workers)
         except asyncio.CancelledError:  # SIGTERM: the tasks in progress were put back before this point
-            click.echo("ragsql: stopped by SIGTERM; unfinished tasks were put back to pending", err=True)
+            click.echo(_STOPPED, err=True)
             return 143
         except Exception as exc:
             # one broken watch (a dropped column, a lost grant) leaves the others to run; alone, it is the error
             line = error_line(exc)
             if len(chosen) == 1 or line is None:
                 raise
-            failures.append(f"ragsql: error: {line if line.startswith(f'watch {name}: ') else f'watch {name}: {line}'}")
+            failures.append(_failure(name, line))
             continue
         reports.append(done)
-    rows = [
-        {
-            "watch": r.watch,
-            "state": "paused" if r.paused else "active",
-            "captured": r.captured.rows,
-            "skipped": r.captured.skipped,
-            "windows": len(r.captured.windows),
-            "judged_runs": len(r.judged_runs),
-            "tasks_done": r.done,
-            "tasks_failed": r.failed,
-            "over_budget": r.over_budget,
-            "expired": len(r.expired),
-        }
-        for r in reports
-    ]
+    rows = [_row(r) for r in reports]
     if fmt == "json":
         report({"watches": rows})
     else:
         render(rows, list(rows[0]) if rows else ["watch"], "table", title="watch run")
+    _say_problems(reports, failures)
+    return 1 if failures else 3 if any(r.failed for r in reports) else 0
+
+
+_STOPPED = "ragsql: stopped by SIGTERM; unfinished tasks were put back to pending"
+
+
+def _failure(name: str, line: str) -> str:
+    return f"ragsql: error: {line if line.startswith(f'watch {name}: ') else f'watch {name}: {line}'}"
+
+
+def _row(r) -> dict:
+    """What `watch run` reports of one watch's pass."""
+    return {
+        "watch": r.watch,
+        "state": "paused" if r.paused else "active",
+        "captured": r.captured.rows,
+        "skipped": r.captured.skipped,
+        "windows": len(r.captured.windows),
+        "judged_runs": len(r.judged_runs),
+        "tasks_done": r.done,
+        "tasks_failed": r.failed,
+        "over_budget": r.over_budget,
+        "expired": len(r.expired),
+    }
+
+
+def _say_problems(reports: list, failures: list[str]) -> None:
+    """The failed tasks, the skipped metrics and the broken watches of a pass, on stderr."""
     for r in reports:
         for qid, kind, error in r.errors[:10]:
             click.echo(f"failed: watch {r.watch}, row {qid}, {kind}: {error}", err=True)
@@ -290,11 +338,49 @@ def run_command(names: tuple[str, ...], once: bool, workers: int, fmt: str) -> i
             click.echo(f"skipped {metric} in watch {r.watch}: {why}", err=True)
     for line in failures:
         click.echo(line, err=True)
-    return 1 if failures else 3 if any(r.failed for r in reports) else 0
+
+
+async def _follow(url: str, names: tuple[str, ...], workers: int, interval: timedelta, fmt: str) -> None:
+    """`watch run --follow`: a pass over the watches, then a wait of `interval` (cut short by a NOTIFY on
+    ragsql_watch), for ever; a watch that fails is one error line per pass and the others go on."""
+    from ragsql.orchestrator import watch as orchestrator
+
+    _stop_on_sigterm()
+    chosen = orchestrator.names_to_run(url, names)  # an unknown name is the error, before any work
+    async with orchestrator.Wakeup(url) as wakeup:
+        while True:
+            reports, failures = [], []
+            for name in chosen:
+                try:
+                    reports.append(await _pass(url, name, workers))
+                except Exception as exc:
+                    if (line := error_line(exc)) is None:
+                        raise
+                    failures.append(_failure(name, line))
+            busy = [r for r in reports if r.captured.rows or r.captured.skipped or r.judged_runs or r.expired]
+            for r in busy:
+                row = _row(r)
+                if fmt == "json":
+                    click.echo(json.dumps(row))
+                else:
+                    click.echo(" ".join(f"{k}={v}" for k, v in row.items() if k != "state"))
+            _say_problems(reports, failures)
+            await wakeup.wait(interval.total_seconds())
+            try:
+                chosen = orchestrator.names_to_run(url, names)  # watches added since are followed too
+            except Exception as exc:
+                if (line := error_line(exc)) is None:
+                    raise
+                click.echo(f"ragsql: error: {line}", err=True)
 
 
 def _run_one(url: str, name: str, workers: int):
     """Capture one watch's new rows and judge its windows (nothing for a paused watch)."""
+    return asyncio.run(_pass(url, name, workers))
+
+
+async def _pass(url: str, name: str, workers: int):
+    """One pass over one watch: capture, expire, judge (nothing for a paused watch)."""
     from ragsql.orchestrator import watch as orchestrator
 
     done = orchestrator.WatchRun(name)
@@ -303,19 +389,24 @@ def _run_one(url: str, name: str, workers: int):
     if watch.paused:
         done.paused = True
         return done
-    done.captured = orchestrator.capture(url, name)
+    _stop_on_sigterm()
+    done.captured = orchestrator.capture(url, name)  # one transaction: a signal is acted on once it committed
     # after the capture, before judging: a window captured already older than --keep buys no call
     done.expired = orchestrator.expire(url, name)
-    asyncio.run(_judge(url, watch, done, workers))
+    await _judge(url, watch, done, workers)
     return done
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM cancels the running task, as Ctrl-C does (asyncio.run turns that into KeyboardInterrupt)."""
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        if (task := asyncio.current_task()) is not None:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
 
 async def _judge(url: str, watch: watches.Watch, done, workers: int) -> None:
     from ragsql.orchestrator import watch as orchestrator
 
-    with contextlib.suppress(NotImplementedError, RuntimeError):  # SIGTERM stops the run as Ctrl-C does
-        if (task := asyncio.current_task()) is not None:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     judging = orchestrator.make_watch_judging(watch.judge)
     try:
         await orchestrator.judge_windows(url, watch, judging, done, workers)

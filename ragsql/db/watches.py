@@ -3,6 +3,7 @@ watch's row, its windows' runs, the capture's watermark and which windows still 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -15,10 +16,12 @@ from ragsql.db.rows import dict_rows, one, typed_rows, value
 from ragsql.errors import InputError
 
 __all__ = [
+    "CHANNEL",
     "Columns",
     "OVER_BUDGET",
     "Watch",
     "add",
+    "add_trigger",
     "bought",
     "advance",
     "check_source",
@@ -28,6 +31,7 @@ __all__ = [
     "get",
     "judged",
     "list_watches",
+    "listen",
     "lock",
     "new_rows",
     "run_name",
@@ -35,6 +39,7 @@ __all__ = [
     "skip_over_budget",
     "split_source",
     "to_judge",
+    "trigger_of",
     "unfinished",
     "unlock",
     "window_run",
@@ -42,6 +47,7 @@ __all__ = [
     "WINDOWS",
 ]
 
+CHANNEL = "ragsql_watch"  # what a watch's trigger notifies (the payload: the watch's name), and --follow listens to
 OVER_BUDGET = "budget spent"  # how the reason of a row left unjudged by the window's budget starts
 WINDOWS = {"1h": timedelta(hours=1), "1d": timedelta(days=1)}
 _TEXT = "a text type (text, varchar)"
@@ -185,8 +191,9 @@ def add(
     backfill: bool,
     budget: int | None = None,
     keep: timedelta | None = None,
+    trigger: bool = False,
 ) -> Watch:
-    """Store a watch; nothing is stored when a check fails."""
+    """Store a watch (with `trigger`, and its trigger on the source); nothing is stored when a check fails."""
     schema, table = split_source(source)
     check_source(conn, schema, table, columns, name)
     if conn.execute("select from ragsql.watch where name = %s", (name,)).fetchone():
@@ -224,7 +231,65 @@ def add(
                 keep,
             ),
         )
-        return one(cur)
+        watch = one(cur)
+    if trigger:
+        add_trigger(conn, watch)
+    return watch
+
+
+def _trigger_name(watch: str) -> str:
+    """The name of the watch's trigger: ragsql_watch_NAME, or a hash of NAME where that is too long."""
+    name = f"ragsql_watch_{watch}"
+    return name if len(name.encode()) <= 63 else f"ragsql_watch_{hashlib.sha256(watch.encode()).hexdigest()[:16]}"
+
+
+def add_trigger(conn: psycopg.Connection, watch: Watch) -> None:
+    """Attach ragsql.watch_notify to the watch's source table (after insert, once per statement); an InputError
+    (one line) for a view, or for a role without the TRIGGER privilege on the table."""
+    kind = value(
+        conn.execute(
+            "select c.relkind from pg_class as c join pg_namespace as n on n.oid = c.relnamespace "
+            "where n.nspname = %s and c.relname = %s",
+            (watch.source_schema, watch.source_table),
+        )
+    )
+    if kind not in ("r", "p"):
+        raise InputError(
+            f"watch {watch.name}: --trigger needs a table, and {watch.source} is a view or foreign table "
+            "(add the watch without --trigger: it is polled every --interval)"
+        )
+    try:
+        with conn.transaction():
+            conn.execute(
+                sql.SQL(
+                    "create trigger {} after insert on {}.{} "
+                    "for each statement execute function ragsql.watch_notify({})"
+                ).format(
+                    sql.Identifier(_trigger_name(watch.name)),
+                    sql.Identifier(watch.source_schema),
+                    sql.Identifier(watch.source_table),
+                    sql.Literal(watch.name),
+                )
+            )
+    except psycopg.errors.InsufficientPrivilege:
+        raise InputError(
+            f"watch {watch.name}: --trigger: this role may not add a trigger to {watch.source} (grant it TRIGGER on "
+            "the table, or add the watch without --trigger: polling needs only SELECT)"
+        ) from None
+
+
+def trigger_of(conn: psycopg.Connection, watch: Watch) -> str | None:
+    """The name of the watch's trigger on its source, or None."""
+    found = conn.execute(
+        """
+        select g.tgname from pg_trigger as g
+        join pg_class as c on c.oid = g.tgrelid join pg_namespace as n on n.oid = c.relnamespace
+        where n.nspname = %s and c.relname = %s and g.tgname = %s
+          and g.tgfoid = 'ragsql.watch_notify()'::regprocedure
+        """,
+        (watch.source_schema, watch.source_table, _trigger_name(watch.name)),
+    ).fetchone()
+    return None if found is None else found[0]
 
 
 def get(conn: psycopg.Connection, name: str) -> Watch:
@@ -282,8 +347,21 @@ def set_paused(conn: psycopg.Connection, name: str, paused: bool) -> None:
 
 
 def drop(conn: psycopg.Connection, name: str, runs: bool) -> int:
-    """Delete a watch; with `runs` its windows' datasets and runs too. How many windows it had."""
+    """Delete a watch (and its trigger); with `runs` its windows' datasets and runs too. How many windows it had."""
     watch = get(conn, name)
+    if (trigger := trigger_of(conn, watch)) is not None:
+        try:
+            with conn.transaction():
+                conn.execute(
+                    sql.SQL("drop trigger {} on {}.{}").format(
+                        sql.Identifier(trigger), sql.Identifier(watch.source_schema), sql.Identifier(watch.source_table)
+                    )
+                )
+        except psycopg.errors.InsufficientPrivilege:
+            raise InputError(
+                f"watch drop {name}: its trigger {trigger} on {watch.source} is dropped by the table's owner only "
+                "(drop the watch as that role); nothing was dropped"
+            ) from None
     count = value(conn.execute("select count(*) from ragsql.watch_window where watch_id = %s", (watch.id,)))
     if runs:
         conn.execute(
@@ -442,3 +520,10 @@ def expire(conn: psycopg.Connection, watch: Watch) -> list[str]:
     for name in old:
         catalog.delete(conn, "dataset", name)  # the window's dataset and run share its name
     return old
+
+
+async def listen(url: str) -> psycopg.AsyncConnection:
+    """An autocommit connection listening on CHANNEL: where `watch run --follow` waits for a trigger's wake-up."""
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True, application_name="ragsql watch")
+    await conn.execute(sql.SQL("listen {}").format(sql.Identifier(CHANNEL)))
+    return conn

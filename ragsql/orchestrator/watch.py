@@ -8,6 +8,8 @@ leaves are all of one snapshot, so a capture that fails stores nothing and the n
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,7 +20,7 @@ from ragsql.llm.settings import EndpointSettings
 from ragsql.orchestrator.runner import judge_run
 from ragsql.orchestrator.service import Judging
 
-__all__ = ["Captured", "WatchRun", "capture", "expire", "judge_windows", "make_watch_judging", "names_to_run"]
+__all__ = ["Captured", "Wakeup", "WatchRun", "capture", "expire", "judge_windows", "make_watch_judging", "names_to_run"]
 
 
 @dataclass
@@ -167,3 +169,40 @@ def names_to_run(url: str, names: Sequence[str]) -> list[str]:
         if names:
             return [watches.get(conn, n).name for n in names]
         return [r["name"] for r in watches.list_watches(conn)]
+
+
+class Wakeup:
+    """The wait between `watch run --follow` passes: `interval` seconds, cut short by a NOTIFY on
+    watches.CHANNEL (from a watch's trigger); a lost connection falls back to the plain wait and is reopened."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.conn: psycopg.AsyncConnection | None = None
+
+    async def __aenter__(self) -> Wakeup:
+        await self._open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+
+    async def _open(self) -> None:
+        with contextlib.suppress(psycopg.OperationalError, psycopg.InterfaceError):  # the database is down: sleep
+            self.conn = await watches.listen(self.url)
+
+    async def wait(self, seconds: float) -> None:
+        """Return after `seconds`, or once a notification arrived (those that queued meanwhile are drained: one
+        pass captures them all)."""
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            await asyncio.sleep(seconds)
+            await self._open()
+            return
+        try:
+            async for _ in self.conn.notifies(timeout=seconds, stop_after=1):
+                pass
+            async for _ in self.conn.notifies(timeout=0):
+                pass
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            await self.conn.close()
+            self.conn = None

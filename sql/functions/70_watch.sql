@@ -153,3 +153,19 @@ $$;
 comment on function ragsql.watch_uncaptured(text) is
     'How many sampled rows of the watch''s source the next capture would store, and the time of the oldest; '
     'null with the reason when the source cannot be read (gone, a column dropped, no SELECT on it).';
+
+-- PL/pgSQL: a trigger function. `ragsql watch add --trigger` attaches it to a source table (a statement trigger
+-- after insert, its argument the watch's name); it only wakes `watch run --follow`: what is captured is still read
+-- by xmin, so a lost or extra notification changes no row captured.
+create or replace function ragsql.watch_notify()
+returns trigger
+language plpgsql
+as $$
+begin
+    perform pg_notify('ragsql_watch', tg_argv[0]);
+    return null;
+end
+$$;
+comment on function ragsql.watch_notify() is
+    'Statement trigger (after insert on a watch''s source, from `ragsql watch add --trigger`): notifies channel '
+    'ragsql_watch with the watch''s name, which wakes `ragsql watch run --follow`.';
