@@ -113,6 +113,10 @@ USAGE = [
     ["check", "--run", "x", "--min", "AP=0", "--seed", "inf"],
     ["check", "--run", "x", "--min", "AP=0", "--junit", "/no/such/folder/gates.xml"],
     ["report", "--run", "x", "--seed", "nan"],
+    ["report"],
+    ["report", "--run", "x", "--watch", "w"],
+    ["report", "--watch", "w", "--compare", "y"],
+    ["report", "--watch", "w", "--resamples", "100"],
     ["retrieve", "--dataset", "d", "--corpus", "c", "--run", "x", "--weights", "bm25=inf"],
     ["retrieve", "--dataset", "d", "--corpus", "c", "--run", "x", "--rrf-k", "99999999999"],
     ["fuse", "--runs", "a,b", "--run", "f", "--k", "99999999999"],
@@ -136,6 +140,7 @@ def test_usage_errors_are_one_line_and_exit_2(no_database, capsys, args):
 
 
 UNKNOWN_RUN = 'ragsql: error: unknown run "nope" (runs: ex, r00, r01, r02, r03, r04, r05, r06, r07, r08 and 3 more)\n'
+UNKNOWN_WATCH = 'ragsql: error: unknown watch "nope" (there are no watches yet: see ragsql watch add)\n'
 UNKNOWN = [
     (["metrics", "--run", "nope"], UNKNOWN_RUN),
     (["metrics", "--run", "nope", "--per-query"], UNKNOWN_RUN),
@@ -153,12 +158,18 @@ UNKNOWN = [
         'ragsql: error: unknown dataset "nope" (datasets: ds_r00, ds_r01, ds_r02, ds_r03, ds_r04, ds_r05, ds_r06, '
         "ds_r07, ds_r08, ds_r09 and 3 more)\n",
     ),
+    (["report", "--watch", "nope"], UNKNOWN_WATCH),
+    (
+        ["check", "--watch", "nope", "--window", "latest", "--baseline", "7d", "--max-drop", "faithfulness=0.05"],
+        UNKNOWN_WATCH,
+    ),
+    (["watch", "show", "nope"], UNKNOWN_WATCH),
 ]
 
 
 @pytest.mark.parametrize(("args", "line"), UNKNOWN, ids=[" ".join(a) for a, _ in UNKNOWN])
 def test_an_unknown_name_is_the_same_line_and_exit_1_in_every_command(contract, capsys, args, line):
-    """An unknown run, dataset or corpus is exit 1 and the same message in every command, listing at most 10
+    """An unknown run, dataset, corpus or watch is exit 1 and the same message in every command, listing at most 10
     known names and how many more there are."""
     assert run_cli(capsys, *args) == (1, "", line)
 

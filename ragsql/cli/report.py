@@ -1,23 +1,26 @@
 """`ragsql report`: a run's metrics with intervals, its comparison with other runs, its diagnosis and the
-judge's cost, as terminal tables and as one self-contained HTML page with charts."""
+judge's cost, or a watch's metrics window by window, as terminal tables and as one self-contained HTML page with
+charts."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import click
+from click.core import ParameterSource
 from rich.table import Table
 
 from ragsql import db
 from ragsql.cli.compare import pair_table
 from ragsql.cli.options import judge_option, resampling_options
 from ragsql.cli.output import print_table, warn
-from ragsql.db import compare, names
+from ragsql.db import compare, names, watches
 from ragsql.db.compare import IntervalValue, Resampling
-from ragsql.db.report import ReportData, headline, read_report
+from ragsql.db.report import ReportData, WatchPoint, headline, read_report, read_watch
 from ragsql.errors import InputError
 
-__all__ = ["report_command", "write_report"]
+__all__ = ["report_command", "write_report", "write_watch_report"]
 
 
 MARKS = {"better": "▲ better", "worse": "▼ worse", "": ""}
@@ -160,8 +163,61 @@ def write_report(
     return write_html(html, data, diffs, higher)
 
 
+def _watch_table(watch: str, metric: str, points: list[WatchPoint]) -> Table:
+    table = Table(
+        title=f"watch {watch}: {metric} per window, with its 95% bootstrap interval",
+        title_justify="left",
+        show_edge=False,
+        header_style="bold",
+    )
+    for column in ("window start", "value", "interval", "n", "judged", "skipped", "closed"):
+        table.add_column(column, justify="left" if column in ("window start", "closed") else "right")
+    for p in points:
+        table.add_row(
+            p.start,
+            "no value" if p.value is None else f"{p.value:.4f}",
+            "" if p.ci_low is None or p.ci_high is None else f"[{p.ci_low:.4f}, {p.ci_high:.4f}]",
+            str(p.n),
+            str(p.judged),
+            str(p.skipped),
+            "yes" if p.closed else "open",
+        )
+    return table
+
+
+def write_watch_report(conn, watch: str, html: Path | None) -> Path | None:
+    """Print a table per metric of the watch over its windows (ragsql.watch_metrics) and write its HTML page when
+    asked; a watch with no judged window yet is one line, and its page holds that line and no chart."""
+    found = watches.get(conn, watch)
+    series = read_watch(conn, watch)
+    empty = None
+    if not series:
+        empty = (
+            f"watch {watch} has no window yet: run `ragsql watch run {watch} --once`"
+            if not watches.windows(conn, found.id)
+            else f"watch {watch} has no judged metric in its windows yet: run `ragsql watch run {watch} --once`"
+        )
+        click.echo(empty)
+    for metric, points in series.items():
+        print_table(_watch_table(watch, metric, points))
+    if html is None:
+        return None
+    from ragsql.report import write_watch_html  # matplotlib and jinja2 load only when a page is written
+
+    return write_watch_html(html, found, series, empty)
+
+
+_RUN_ONLY = ("compared", "judge", "resamples", "seed", "alpha")  # a watch's values are ragsql.watch_metrics' own
+
+
 @click.command("report")
-@click.option("--run", "run", required=True, help="The run to report on.")
+@click.option("--run", "run", default=None, help="The run to report on.")
+@click.option(
+    "--watch",
+    default=None,
+    metavar="NAME",
+    help="Report on this watch instead: each metric window by window, as ragsql.watch_metrics has it.",
+)
 @click.option(
     "--compare",
     "compared",
@@ -178,7 +234,14 @@ def write_report(
 @judge_option()
 @resampling_options
 def report_command(
-    run: str, compared: tuple[str, ...], html: Path | None, judge: str | None, resamples: int, seed: float, alpha: float
+    run: str | None,
+    watch: str | None,
+    compared: tuple[str, ...],
+    html: Path | None,
+    judge: str | None,
+    resamples: int,
+    seed: float,
+    alpha: float,
 ) -> None:
     """A run's report: every metric with its interval, the comparison with other runs, the diagnosis, the judge's cost.
 
@@ -186,9 +249,23 @@ def report_command(
     as a forest plot, the per-query heat map and distributions, the diagnosis with the worst
     queries (question, contexts, answer, and the judge's statement verdicts and reasons), the
     judge cost and the run's configuration. Offline values are labelled OFFLINE.
+
+    With --watch instead of --run: a table per metric over the watch's windows (value, interval,
+    n, judged, skipped, closed), and with --html each metric drawn over time with its interval
+    band, open windows marked.
     """
+    ctx = click.get_current_context()
+    if (run is None) == (watch is None):
+        raise click.UsageError("give --run RUN or --watch NAME", ctx=ctx)
+    if watch is not None:
+        given = [p for p in _RUN_ONLY if ctx.get_parameter_source(p) is ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"--{given[0].replace('compared', 'compare')} needs --run, not --watch", ctx=ctx)
     with db.connect() as conn:
         db.ensure_schema(conn)
-        path = write_report(conn, run, list(compared), html, Resampling(resamples, seed, alpha), judge)
+        if run is None:
+            path = write_watch_report(conn, cast(str, watch), html)  # one of the two is given: checked above
+        else:
+            path = write_report(conn, run, list(compared), html, Resampling(resamples, seed, alpha), judge)
     if path is not None:
         click.echo(f"report written to {path}")

@@ -17,6 +17,7 @@ _KINDS = {  # kind: (table, plural, where names come from)
     "run": ("run", "runs", "ragsql import or ragsql retrieve"),
     "dataset": ("dataset", "datasets", "ragsql import"),
     "corpus": ("corpus", "corpora", "ragsql ingest"),
+    "watch": ("watch", "watches", "ragsql watch add"),
 }
 
 

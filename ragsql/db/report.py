@@ -4,6 +4,7 @@ the diagnosis, the worst queries with their answers and verdicts, and the judge'
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 import psycopg
 
@@ -11,9 +12,9 @@ from ragsql import registry
 from ragsql.db import compare, review
 from ragsql.db.compare import Comparison, IntervalValue, Resampling
 from ragsql.db.review import AnswerTexts, answer_texts
-from ragsql.db.rows import dict_rows, value
+from ragsql.db.rows import dict_rows, typed_rows, value
 
-__all__ = ["HeadlineRow", "ReportData", "WorstQuery", "headline", "read_report"]
+__all__ = ["HeadlineRow", "ReportData", "WatchPoint", "WorstQuery", "headline", "read_report", "read_watch"]
 
 WORST = 5
 
@@ -213,3 +214,43 @@ def read_report(
             if p["labelled"]
         },
     )
+
+
+@dataclass(frozen=True)
+class WatchPoint:
+    """One window's value of one metric of a watch, as ragsql.watch_metrics has it."""
+
+    window_start: datetime
+    window_end: datetime
+    metric: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    judged: int
+    skipped: int
+    closed: bool
+
+    @property
+    def start(self) -> str:
+        """The window's start in UTC, as its run's name spells it (NAME@2026-11-27T08:00Z)."""
+        return self.window_start.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+
+
+def read_watch(conn: psycopg.Connection, watch: str) -> dict[str, list[WatchPoint]]:
+    """Each metric's windows, oldest first, from ragsql_report.watch_metrics (the rows of ragsql.watch_metrics, which
+    a reader may read too)."""
+    points = typed_rows(
+        conn,
+        WatchPoint,
+        """
+        select window_start, window_end, metric, value, ci_low, ci_high, n, judged, skipped, closed
+        from ragsql_report.watch_metrics
+        where watch = %s
+        order by metric collate "C", window_start""",
+        (watch,),
+    )
+    series: dict[str, list[WatchPoint]] = {}
+    for point in points:
+        series.setdefault(point.metric, []).append(point)
+    return series

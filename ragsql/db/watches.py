@@ -11,7 +11,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
-from ragsql.db import catalog, load
+from ragsql.db import catalog, load, names
 from ragsql.db.rows import dict_rows, one, typed_rows, value
 from ragsql.errors import InputError
 
@@ -300,7 +300,7 @@ def get(conn: psycopg.Connection, name: str) -> Watch:
     if found:
         return found[0]
     known = [r[0] for r in conn.execute('select name from ragsql.watch order by name collate "C"')]
-    raise InputError(f'unknown watch "{name}" (watches: {", ".join(known) or "none yet: see ragsql watch add"})')
+    raise names.unknown("watch", name, known)  # the message every unknown name gets
 
 
 def list_watches(conn: psycopg.Connection) -> list[dict]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 import math
 import warnings
@@ -11,13 +12,15 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: draw to files only
 
+import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ragsql import registry  # noqa: E402
 from ragsql.db.compare import Comparison, IntervalValue  # noqa: E402
+from ragsql.db.report import WatchPoint  # noqa: E402
 
-__all__ = ["CJK_FONTS", "distributions", "forest", "heat_map", "overview"]
+__all__ = ["CJK_FONTS", "distributions", "forest", "heat_map", "overview", "watch_metric"]
 
 # Chinese run names, qids and questions: the page and the charts name the same CJK fallbacks (the first a
 # machine has is used); a machine with none draws them with its own fallback, so the layout warning is noise.
@@ -163,3 +166,46 @@ def distributions(per_query: Sequence[dict], limit: int = 16) -> str:
         axis.set_visible(False)
     figure.tight_layout()
     return _svg(figure, "distributions")
+
+
+def watch_metric(points: Sequence[WatchPoint], name: str) -> str:
+    """One metric of a watch over its windows: the value at each window's start, its interval as a band, and the
+    windows still open drawn hollow (their value may still move); a window without a value leaves a gap."""
+    color = COLORS[0]
+    # matplotlib's date numbers (days), so that every call below takes plain floats
+    starts = np.asarray(mdates.date2num([p.window_start for p in points]), dtype=float)
+    # NaN, not a dropped point: the line and the band break where a window has no value
+    values = np.array([np.nan if p.value is None else p.value for p in points], dtype=float)
+    lows = np.array([np.nan if p.ci_low is None else p.ci_low for p in points], dtype=float)
+    highs = np.array([np.nan if p.ci_high is None else p.ci_high for p in points], dtype=float)
+    closed = np.array([p.closed for p in points])
+    figure, axis = plt.subplots(figsize=(7.5, 2.6))
+    band = axis.fill_between(
+        starts, lows, highs, where=np.isfinite(lows) & np.isfinite(highs), color=color, alpha=0.2, linewidth=0,
+        label="95% bootstrap interval",
+    )  # fmt: skip
+    band.set_gid(f"{name}-band")
+    # the band of a lone window is a line: its interval is drawn as a bar too, so that it shows
+    axis.vlines(starts, lows, highs, color=color, alpha=0.5, linewidth=1)
+    axis.plot(starts, values, color=color, linewidth=1.2)
+    for which, label, face in ((closed, "closed window", color), (~closed, "open window (may still change)", "white")):
+        shown = which & np.isfinite(values)
+        if shown.any():
+            marks = axis.plot(
+                starts[shown], values[shown], "o", markersize=5, color=color, markerfacecolor=face, label=label
+            )
+            marks[0].set_gid(f"{name}-{'closed' if which is closed else 'open'}")
+    low, high = _scale(points[0].metric)
+    axis.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
+    axis.set_ylabel(points[0].metric)
+    axis.set_xlabel("window start (UTC)")
+    axis.grid(alpha=0.3)
+    # half a window either side: a lone window gets an axis of hours or days, not matplotlib's default of years
+    window = max(p.window_end - p.window_start for p in points).total_seconds() / 86400
+    pad = max(window / 2, (starts[-1] - starts[0]) * 0.03)
+    axis.set_xlim(starts[0] - pad, starts[-1] + pad)
+    locator = mdates.AutoDateLocator(tz=datetime.timezone.utc)
+    axis.xaxis.set_major_locator(locator)
+    axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=datetime.timezone.utc))
+    axis.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, frameon=False)
+    return _svg(figure, name)

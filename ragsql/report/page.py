@@ -10,10 +10,11 @@ import markupsafe
 
 from ragsql._version import __version__
 from ragsql.db.compare import IntervalValue
-from ragsql.db.report import HeadlineRow, ReportData, headline
+from ragsql.db.report import HeadlineRow, ReportData, WatchPoint, headline
+from ragsql.db.watches import Watch
 from ragsql.report import charts
 
-__all__ = ["render_html", "write_html"]
+__all__ = ["render_html", "render_watch_html", "write_html", "write_watch_html"]
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("ragsql.report", "templates"),
@@ -74,13 +75,40 @@ def render_html(data: ReportData, diffs: dict[str, list[tuple]], higher: dict[st
         fmt=_fmt,
         signed=_signed,
         version=__version__,
-        generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        generated=_generated(),
     )
+
+
+def _generated() -> str:
+    return datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _write(path: Path, page: str) -> Path:
+    path = path.expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path
 
 
 def write_html(path: Path, data: ReportData, diffs: dict[str, list[tuple]], higher: dict[str, bool]) -> Path:
     """Write the page; returns its absolute path."""
-    path = path.expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(data, diffs, higher), encoding="utf-8")
-    return path
+    return _write(path, render_html(data, diffs, higher))
+
+
+def render_watch_html(watch: Watch, series: dict[str, list[WatchPoint]], empty: str | None) -> str:
+    """The page of a watch: each metric over its windows, a chart with its interval band and the table beside it."""
+    return _ENV.get_template("watch.html.j2").render(
+        watch=watch,
+        series=series,
+        empty=empty,
+        charts={metric: charts.watch_metric(points, f"watch-{i}") for i, (metric, points) in enumerate(series.items())},
+        cjk_fonts=charts.CJK_FONTS,
+        fmt=_fmt,
+        version=__version__,
+        generated=_generated(),
+    )
+
+
+def write_watch_html(path: Path, watch: Watch, series: dict[str, list[WatchPoint]], empty: str | None) -> Path:
+    """Write the page of a watch; returns its absolute path."""
+    return _write(path, render_watch_html(watch, series, empty))
