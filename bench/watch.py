@@ -37,6 +37,7 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -78,6 +79,7 @@ class Config:
     restart_at: float = 0.6
     seed: int = 7
     home: Path | None = None
+    keep: Path | None = None
 
 
 @dataclass
@@ -97,6 +99,7 @@ class Phase:
     chat: dict[str, int] = field(default_factory=dict)
     stored_twice: int = 0
     watchers: int = 0
+    watcher_seconds: list[float] = field(default_factory=list)  # how long each watch run process took
     exits: dict[str, int] = field(default_factory=dict)
     tracebacks: int = 0
     events: list[str] = field(default_factory=list)
@@ -179,16 +182,16 @@ class Loop:
 
     def __init__(self, name: str, cfg: Config, env: dict[str, str], workdir: Path):
         self.name, self.cfg, self.env, self.workdir = name, cfg, env, workdir
-        self.running: list[tuple[subprocess.Popen, Path]] = []
-        self.done: list[tuple[int, Path]] = []
+        self.running: list[tuple[subprocess.Popen, Path, float]] = []
+        self.done: list[tuple[int, Path, float]] = []  # exit status, stderr, seconds
         self.last = 0.0
 
     def tick(self) -> None:
         """Reap the finished watchers; start one if it is time and there is room."""
-        for proc, err in list(self.running):
+        for proc, err, began in list(self.running):
             if proc.poll() is not None:
-                self.running.remove((proc, err))
-                self.done.append((proc.returncode, err))
+                self.running.remove((proc, err, began))
+                self.done.append((proc.returncode, err, time.monotonic() - began))
         now = time.monotonic()
         if len(self.running) < self.cfg.processes and now - self.last >= self.cfg.interval:
             self.last = now
@@ -197,7 +200,7 @@ class Loop:
             command = [sys.executable, "-m", "ragsql", "watch", "run", self.name, "--once", "--workers", str(workers)]
             with open(err, "w") as stderr:
                 proc = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=stderr)
-            self.running.append((proc, err))
+            self.running.append((proc, err, now))
 
     def kill_one(self) -> int | None:
         """SIGKILL the oldest running watcher; its pid, or None when none runs."""
@@ -209,13 +212,13 @@ class Loop:
 
     def stop(self) -> None:
         """Wait for the running watchers (SIGTERM after a minute)."""
-        for proc, err in self.running:
+        for proc, err, began in self.running:
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.terminate()
                 proc.wait(timeout=30)
-            self.done.append((proc.returncode, err))
+            self.done.append((proc.returncode, err, time.monotonic() - began))
         self.running = []
 
 
@@ -335,8 +338,9 @@ def run_phase(cfg: Config, sample: float, url: str, server: Server, fake: FakePr
     phase.drain_seconds = time.monotonic() - drained
     _measure(url, name, table, phase)
     phase.watchers = len(loop.done)
-    phase.exits = dict(Counter(str(code) for code, _ in loop.done))
-    phase.tracebacks = sum("Traceback" in err.read_text(errors="replace") for _, err in loop.done)
+    phase.exits = dict(Counter(str(code) for code, _, _ in loop.done))
+    phase.tracebacks = sum("Traceback" in err.read_text(errors="replace") for _, err, _ in loop.done)
+    phase.watcher_seconds = [round(s, 1) for _, _, s in loop.done]
     _calls(url, fake, workdir / f"{table}.fake.jsonl", phase, wall)
     return phase
 
@@ -406,7 +410,12 @@ def run_bench(cfg: Config) -> list[Phase]:
         server.restart("fast")
         fake = FakeProcess("fake", cfg.latency, None, cfg.seed, 4.0)
         stack.callback(fake.close)
-        return [run_phase(cfg, s, url, server, fake, workdir) for s in cfg.samples]
+        phases = [run_phase(cfg, s, url, server, fake, workdir) for s in cfg.samples]
+        if cfg.keep is not None:
+            cfg.keep.mkdir(parents=True, exist_ok=True)
+            for path in [*workdir.glob("*.stderr"), *workdir.glob("*.jsonl")]:
+                shutil.copy(path, cfg.keep)
+        return phases
 
 
 # -- the report -----------------------------------------------------------------------------------------------
@@ -437,6 +446,17 @@ def rows(phases: list[Phase], cfg: Config) -> list[tuple[str, ...]]:
         ("lag commit → verdict, p50 (s)", *each(lambda p: lag(p, "p50")), ""),
         ("lag commit → verdict, p95 (s)", *each(lambda p: lag(p, "p95")), "< 60 at 100%"),
         ("lag commit → verdict, max (s)", *each(lambda p: lag(p, "max")), ""),
+        (
+            "one watch run process, median / max (s)",
+            *each(
+                lambda p: (
+                    f"{statistics.median(p.watcher_seconds):.1f} / {max(p.watcher_seconds):.1f}"
+                    if p.watcher_seconds
+                    else "-"
+                )
+            ),
+            "",
+        ),
         ("drain after the last row (s)", *each(lambda p: f"{p.drain_seconds:.0f}"), ""),
         ("rows lost (sampled, no verdict)", *each(lambda p: f"{p.lost:,}"), "0"),
         ("chat requests / unique", *each(lambda p: f"{p.chat['requests']:,} / {p.chat['unique']:,}"), ""),
@@ -481,6 +501,9 @@ def main() -> int:
     parser.add_argument("--drain", type=float, default=600.0, help="most seconds to wait for the last verdicts")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--home", type=Path, default=None, help="RAGSQL_HOME of the scratch server")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="copy the fake's request log and the watchers' stderr here"
+    )
     parser.add_argument("--json", action="store_true", help="print the measures as JSON")
     args = parser.parse_args()
     cfg = Config(
@@ -495,6 +518,7 @@ def main() -> int:
         drain=args.drain,
         seed=args.seed,
         home=args.home,
+        keep=args.keep,
     )
     phases = run_bench(cfg)
     if args.json:
