@@ -22,10 +22,10 @@ It reports, from the database and from every request the fake received:
 - rows judged per second, sustained (judged rows / seconds from the first commit to the last verdict);
 - the lag from a row's commit (pg_xact_commit_timestamp of its xmin) to its verdict (the judge task's updated_at
   when it was closed done): p50, p95, max;
-- calls bought twice: chat requests answered with a valid reply more than once by the fake (those whose two
-  purchases straddle the SIGKILL or the restart are the calls in flight when a process died or lost its database,
-  whose replies were never stored), requests sent after their reply was stored (goal 0), and judge_call rows of
-  one request hash stored ok twice (goal 0);
+- calls bought twice: chat requests answered with a valid reply more than once by the fake (those bought before
+  the SIGKILL or the restart and again after it are replies a process had received but not yet stored when it
+  died or lost its database; the others' goal is 0), requests sent after their reply was stored (goal 0), and
+  judge_call rows of one request hash stored ok twice (goal 0);
 - rows lost: sampled rows of the source with no done verdict after the drain (goal 0); watchers' exit statuses.
 """
 
@@ -388,7 +388,9 @@ def _calls(url: str, fake: FakeProcess, path: Path, phase: Phase, began: float) 
         if r["outcome"] == 200 and not r["repair"] and not r["longer"]:
             bought[r["hash"]].append(r["t"])
     twice = {h: sorted(ts) for h, ts in bought.items() if len(ts) > 1}
-    straddle = sum(1 for ts in twice.values() if any(ts[0] <= m <= ts[-1] for m in phase.marks))
+    # bought before a SIGKILL or a restart (a request read by the fake up to 1 s after the signal was sent before
+    # it) and again after it: a reply the process had received but not stored when it died or lost its database
+    straddle = sum(1 for ts in twice.values() if any(ts[0] <= m + 1.0 and ts[-1] > m for m in phase.marks))
     phase.chat = {
         "requests": len(logs),
         "unique": len({r["hash"] for r in logs}),
@@ -461,7 +463,7 @@ def rows(phases: list[Phase], cfg: Config) -> list[tuple[str, ...]]:
         ("rows lost (sampled, no verdict)", *each(lambda p: f"{p.lost:,}"), "0"),
         ("chat requests / unique", *each(lambda p: f"{p.chat['requests']:,} / {p.chat['unique']:,}"), ""),
         (
-            "calls bought twice (of which across the kill or restart)",
+            "calls bought twice (of which bought before the kill or restart, again after)",
             *each(lambda p: f"{p.chat['bought twice']} ({p.chat['bought twice across the kill or restart']})"),
             "0 outside",
         ),
