@@ -1,7 +1,7 @@
 """Bench of `ragsql watch`: rows arriving in a log table, judged by a cron-like loop, through a SIGKILL and a restart.
 
     python bench/watch.py [--rows-per-minute 1000] [--minutes 10] [--sample 0.1 1.0] [--latency-ms 200]
-                          [--workers 8] [--processes 2] [--interval 3] [--home DIR] [--json]
+                          [--workers 8] [--processes 2] [--interval 3] [--home DIR] [--keep DIR] [--json]
 
 For each sampling fraction in turn, in a scratch embedded PostgreSQL of its own (`--home`, default a temporary
 directory, started with track_commit_timestamp on), a fresh log table `app.log_<percent>` and a watch of it
