@@ -314,8 +314,9 @@ def _env(**extra: str) -> dict[str, str]:
 class Server:
     """An embedded PostgreSQL in `home`, restartable with pg_ctl (its socket directory, hence URL, is kept)."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, database: str = DATABASE):
         self.home = home
+        self.database = database
 
     def start(self) -> str:
         from ragsql.db import server
@@ -331,9 +332,9 @@ class Server:
                 os.environ["RAGSQL_HOME"] = old
         params = psycopg.conninfo.conninfo_to_dict(url)
         with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f"drop database if exists {DATABASE} with (force)")
-            admin.execute(f"create database {DATABASE}")
-        params["dbname"] = DATABASE
+            admin.execute(f"drop database if exists {self.database} with (force)")
+            admin.execute(f"create database {self.database}")
+        params["dbname"] = self.database
         return psycopg.conninfo.make_conninfo(**params)
 
     def _pg_ctl(self, *args: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -28,6 +29,8 @@ ADD = (
     "watch", "add", "w", "--source", "app.log", "--key", "id", "--time", "logged_at", "--question", "question",
     "--answer", "answer", "--contexts", "contexts", "--judge", "offline", "--metrics", "faithfulness",
 )  # fmt: skip
+DOC_URL = "postgresql://watcher@db/app"  # the database URL of docs/guides/watch.md's cron line and systemd unit
+ROOT = Path(__file__).resolve().parents[1]
 ROW = "insert into app.log (question, answer, contexts) values (%s, %s, %s)"
 
 
@@ -671,3 +674,71 @@ def test_a_trigger_wakes_follow_at_once_and_drop_removes_it(source, fresh_db, ca
     assert run_cli(capsys, "watch", "drop", "w", "--yes")[0] == 0
     assert source.execute(triggers).fetchone()[0] == 0
     source.execute("drop owned by app_writer; drop role app_writer")
+
+
+def _documented(lang: str, marker: str) -> str:
+    """The one fenced `lang` block of docs/guides/watch.md holding `marker`."""
+    from tests.docs_runner import blocks
+
+    page = (ROOT / "docs" / "guides" / "watch.md").read_text(encoding="utf-8")
+    found = [b.code for b in blocks(page) if b.lang == lang and marker in b.code]
+    assert len(found) == 1, f"{len(found)} ```{lang} blocks with {marker!r} in docs/guides/watch.md"
+    return found[0]
+
+
+def test_the_documented_cron_line_and_systemd_unit_run_the_watch(source, fresh_db, tmp_path):
+    """The crontab line of docs/guides/watch.md, run by sh with only the variables it sets (its database URL and
+    log file replaced by the test's), captures and judges the new rows; so does the systemd service's ExecStart with
+    its Environment= lines; systemd-analyze, where installed, finds nothing to say about the two units."""
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    from ragsql.cli import main
+
+    assert main(list(ADD)) == 0
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "ragsql").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m ragsql "$@"\n')
+    (shim / "ragsql").chmod(0o755)
+    base = {"PATH": f"{shim}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+
+    line = next(x for x in _documented("text", "ragsql watch run --once").splitlines() if "watch run" in x)
+    schedule, command = line.split(None, 5)[:5], line.split(None, 5)[5]
+    assert schedule == ["*"] * 5
+    log = tmp_path / "watch.log"
+    command = command.replace(DOC_URL, shlex.quote(fresh_db)).replace("/var/log/ragsql-watch.log", str(log))
+    _log(source, 2)
+    done = subprocess.run(["/bin/sh", "-c", command], env=base, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, log.read_text()
+    assert _captured(source) == ["1", "2"] and "watch run" in log.read_text()
+
+    unit = _documented("ini", "[Service]")
+    service = unit.split("[Service]", 1)[1]
+    settings = [x.split("=", 1) for x in service.splitlines() if "=" in x and not x.startswith("#")]
+    env = {k: v for key, value in settings if key == "Environment" for k, v in [value.split("=", 1)]}
+    assert env.pop("RAGSQL_DATABASE_URL") == DOC_URL
+    argv = shlex.split(next(value for key, value in settings if key == "ExecStart"))
+    assert argv[0].endswith("/ragsql") and argv[1:3] == ["watch", "run"] and "--once" in argv
+    _log(source, 1, start=2)
+    done = subprocess.run(
+        [str(shim / "ragsql"), *argv[1:]],
+        env={**base, **env, "RAGSQL_DATABASE_URL": fresh_db},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _captured(source) == ["1", "2", "3"]
+    assert source.execute("select status, count(*) from ragsql.judge_task group by 1").fetchall() == [("done", 3)]
+
+    if analyze := shutil.which("systemd-analyze"):
+        for block, name in (
+            (unit, "ragsql-watch.service"),
+            (_documented("ini", "OnUnitInactiveSec"), "ragsql-watch.timer"),
+        ):
+            (tmp_path / name).write_text(block.replace(argv[0], str(shim / "ragsql")))
+        names = [str(tmp_path / "ragsql-watch.service"), str(tmp_path / "ragsql-watch.timer")]
+        checked = subprocess.run([analyze, "verify", *names], capture_output=True, text=True, timeout=120)
+        assert (checked.returncode, checked.stderr) == (0, "")
