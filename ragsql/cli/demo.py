@@ -98,12 +98,18 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
             )
             r = retrieve_run(conn, dataset=name, corpus=name, run=run, spec=spec, replace=True, settings=offline)
             console.print(f"retrieved run {run}: {r.results} results for {r.queries} queries ({r.seconds:.1f} s)")
-    url = db.database_url()
-    for run in runs:
-        _generate_and_judge(
-            url, run, top_n, offline, console, prepare_run, make_generator, generate_answers, make_judging, judge_run
-        )
-        console.print(f"generated and judged run {run} offline")
+    _generate_and_judge(
+        db.database_url(),
+        runs,
+        top_n,
+        offline,
+        console,
+        prepare_run,
+        make_generator,
+        generate_answers,
+        make_judging,
+        judge_run,
+    )
     with db.connect() as conn:
         _print_comparison(conn, runs)
         _print_diagnoses(conn, runs)
@@ -142,20 +148,25 @@ def _evalset(queries: int | None) -> Path:
 
 
 def _generate_and_judge(
-    url, run, top_n, settings, console, prepare_run, make_generator, generate_answers, make_judging, judge_run
+    url, runs, top_n, settings, console, prepare_run, make_generator, generate_answers, make_judging, judge_run
 ) -> None:
+    """Generate and judge each run in turn, with one offline judge: its relevance model embeds each context
+    sentence the three runs share once, not once a run."""
+
     async def go():
-        client = make_generator(settings, offline=True)
-        try:
-            plan = await prepare_run(url, run, top_n=top_n, replace=True)
-            with progress(console, f"generating {run}", "answers") as on_progress:
-                await generate_answers(plan, client, workers=GENERATE_WORKERS, on_progress=on_progress)
-        finally:
-            await client.aclose()
         judging = make_judging(settings, offline=True)
         try:
-            with progress(console, f"judging {run}", "tasks") as on_progress:
-                await judge_run(url, run, judging, workers=JUDGE_WORKERS, on_progress=on_progress)
+            for run in runs:
+                client = make_generator(settings, offline=True)
+                try:
+                    plan = await prepare_run(url, run, top_n=top_n, replace=True)
+                    with progress(console, f"generating {run}", "answers") as on_progress:
+                        await generate_answers(plan, client, workers=GENERATE_WORKERS, on_progress=on_progress)
+                finally:
+                    await client.aclose()
+                with progress(console, f"judging {run}", "tasks") as on_progress:
+                    await judge_run(url, run, judging, workers=JUDGE_WORKERS, on_progress=on_progress)
+                console.print(f"generated and judged run {run} offline")
         finally:
             await judging.judge.aclose()
             await judging.embedder.aclose()

@@ -85,6 +85,11 @@ def _bigrams(run: str) -> Iterable[str]:
 
 def content_tokens(text: str) -> list[str]:
     """The content tokens of `text` in order: CJK bigrams and lowercased non-stop words (with repeats)."""
+    return list(_content_tokens(text))
+
+
+@functools.lru_cache(maxsize=32768)  # the judge's tasks tokenise the same context sentences again and again
+def _content_tokens(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for match in _TOKEN.finditer(text.lower()):
         if match.group("cjk"):
@@ -95,7 +100,7 @@ def content_tokens(text: str) -> list[str]:
             word = _stem(match.group("word"))
             if word not in _EN_STOP and word not in NEGATIONS_EN and (len(word) > 1 or word.isdigit()):
                 out.append(word)
-    return out
+    return tuple(out)
 
 
 def coverage(text: str, other: str | Iterable[str]) -> float:
@@ -136,6 +141,12 @@ def _posseg():
     return jieba.posseg
 
 
+@functools.lru_cache(maxsize=32768)  # the same sentences are tagged by many tasks; jieba's tagger is the slow part
+def _tagged(text: str) -> tuple[tuple[str, str], ...]:
+    """jieba's words of `text` with their part-of-speech tags, in order."""
+    return tuple((word.word, word.flag) for word in _posseg().cut(text))
+
+
 def key_terms(text: str) -> dict[str, bool]:
     """The tokens a statement stands or falls by, lowercased, in order, each with whether it is strict: numbers
     and names (capitalised mid-sentence; jieba's person, place, organisation and other proper-noun tags, Latin
@@ -148,13 +159,13 @@ def key_terms(text: str) -> dict[str, bool]:
     for match in re.finditer(r"(?<=[\w,;:)] )[A-Z][\w-]*(?: [A-Z][\w-]*)*", text):  # a capitalised name mid-sentence
         terms.update((w.lower(), True) for w in match.group(0).split() if w.lower() not in _EN_STOP)
     if re.search(f"[{_CJK}]", text):
-        for word in _posseg().cut(text):
-            w = word.word.lower()
-            if word.flag == "m" and not re.search(r"[0-9零一二三四五六七八九十百千万亿两半]", w):
+        for word, flag in _tagged(text):
+            w = word.lower()
+            if flag == "m" and not re.search(r"[0-9零一二三四五六七八九十百千万亿两半]", w):
                 continue  # 多少, 几: a question word, not a number
-            if word.flag in _ZH_STRICT_FLAGS and w.strip() and not w.isdigit():
+            if flag in _ZH_STRICT_FLAGS and w.strip() and not w.isdigit():
                 terms.setdefault(w, len(w) >= 2 or not re.search(f"[{_CJK}]", w))
-            elif word.flag.startswith(_ZH_KEY_FLAGS) and len(w) >= 2 and not set(w) <= _ZH_STOP and not w.isdigit():
+            elif flag.startswith(_ZH_KEY_FLAGS) and len(w) >= 2 and not set(w) <= _ZH_STOP and not w.isdigit():
                 terms.setdefault(w, False)
     return terms
 
@@ -254,9 +265,9 @@ def content_words(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for match in _TOKEN.finditer(text.lower()):
         if match.group("cjk"):
-            for word in _posseg().cut(match.group("cjk")):
-                if not set(word.word) <= _ZH_STOP:
-                    out.setdefault(word.word, word.flag)
+            for word, flag in _tagged(match.group("cjk")):
+                if not set(word) <= _ZH_STOP:
+                    out.setdefault(word, flag)
         elif match.group("num"):
             out.setdefault(match.group("num").replace(",", ""), "m")
         elif match.group("word") not in _EN_STOP:

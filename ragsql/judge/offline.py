@@ -9,6 +9,7 @@ answers, not to replace an LLM judge. It also writes the offline generator's ext
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from array import array
@@ -67,6 +68,9 @@ class OfflineJudge:
         self._embedder = embedder
         self._relevance = relevance
         self._cache: OrderedDict[tuple[bool, str], array] = OrderedDict()
+        self._pending: dict[tuple[bool, str], asyncio.Future[array]] = {}  # queued or being embedded
+        self._queue: list[tuple[bool, str]] = []  # waiting for the model's next call
+        self._flushing: asyncio.Task[None] | None = None
         self.model = self.version if relevance is None else f"{self.version}+{relevance.name.split(':')[0]}"
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
@@ -140,19 +144,52 @@ class OfflineJudge:
 
     async def _vectors(self, texts: list[str], query: bool = False) -> list[array]:
         """The relevance model's unit vectors of `texts`, the last _CACHED of them kept: the runs of one dataset
-        share most of their context sentences, and each is embedded once."""
+        share most of their context sentences, and each is embedded once. Texts that concurrent requests ask for
+        while the model is busy are embedded together in its next call (one batch of many texts runs ~3x faster
+        than as many calls of a few; a text's vector does not depend on its batch)."""
         assert self._relevance is not None
-        todo = list(dict.fromkeys(t for t in texts if (query, t) not in self._cache))
-        if todo:
+        keys = [(query, t) for t in texts]
+        loop = asyncio.get_running_loop()
+        for key in dict.fromkeys(keys):
+            if key not in self._cache and key not in self._pending:
+                self._pending[key] = loop.create_future()
+                self._queue.append(key)
+        known = {key: self._cache[key] for key in keys if key in self._cache}  # read now: others may evict them
+        for key in known:
+            self._cache.move_to_end(key)
+        waiting = {key: self._pending[key] for key in keys if key not in known}
+        if self._queue and (self._flushing is None or self._flushing.done()):
+            self._flushing = asyncio.ensure_future(self._flush())
+        if waiting:
+            await asyncio.wait(set(waiting.values()))
+        return [known[key] if key in known else waiting[key].result() for key in keys]
+
+    async def _flush(self) -> None:
+        """Embed the queued texts, all of one kind (query or passage) in one call, until none is queued."""
+        assert self._relevance is not None
+        while self._queue:
+            query = self._queue[0][0]
+            batch = [key for key in self._queue if key[0] == query]
+            self._queue = [key for key in self._queue if key[0] != query]
             embed = self._relevance.embed_queries if query else self._relevance.embed
-            for text, vector in zip(todo, (await embed(todo))[0]):
-                self._cache[(query, text)] = array("f", vector)
-        found = [self._cache[(query, t)] for t in texts]
-        for text in texts:
-            self._cache.move_to_end((query, text))
-        while len(self._cache) > _CACHED:
-            self._cache.popitem(last=False)
-        return found
+            try:
+                vectors = (await embed([text for _, text in batch]))[0]
+            except Exception as exc:  # every request waiting on this batch fails with the engine's reason
+                for key in batch:
+                    future = self._pending.pop(key)
+                    future.set_exception(exc)
+                    future.exception()  # read here: a waiter cancelled meanwhile must not leave it logged at exit
+                continue
+            except BaseException:  # cancelled (the loop is closing): nothing stays pending for a later loop
+                for key in batch + self._queue:
+                    self._pending.pop(key).cancel()
+                self._queue = []
+                raise
+            for key, vector in zip(batch, vectors):
+                self._cache[key] = array("f", vector)
+                self._pending.pop(key).set_result(self._cache[key])
+            while len(self._cache) > _CACHED:
+                self._cache.popitem(last=False)
 
     async def aclose(self) -> None:
         """Close the relevance model, if any."""

@@ -435,3 +435,30 @@ def test_a_failing_relevance_model_fails_the_call_with_its_reason_and_no_verdict
     )
     assert verdict is None and record.status == "failed"
     assert "relevance model e5:broken failed: engine out of memory" in record.error
+
+
+def test_relevance_texts_asked_together_are_embedded_once_in_one_engine_call():
+    """Sentences that concurrent requests ask the relevance model for go to the engine in one call, each once (the
+    demo embedded 1,873 texts in 319 calls for 406 distinct ones), and each gets the vector it gets alone."""
+    from array import array
+
+    from ragsql.embed.e5 import E5Embedder
+
+    class Counting(E5Embedder):
+        calls: list[tuple[bool, list[str]]] = []
+
+        def _encode(self, texts: list[str], query: bool) -> list[list[float]]:
+            self.calls.append((query, list(texts)))
+            return super()._encode(texts, query)
+
+    asks = [
+        ["张伟 教研部工程师。", "Paris is in France."],
+        ["Paris is in France.", "牛顿发现了万有引力"],
+        ["张伟 教研部工程师。"],
+    ]
+    model = Counting()
+    together = run_then_close(OfflineJudge(relevance=model), lambda j: asyncio.gather(*(j._vectors(t) for t in asks)))
+    assert model.calls == [(False, ["张伟 教研部工程师。", "Paris is in France.", "牛顿发现了万有引力"])]
+    alone = E5Embedder()
+    for texts, vectors in zip(asks, together):
+        assert vectors == [array("f", alone._encode([text], False)[0]) for text in texts]
