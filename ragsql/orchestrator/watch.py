@@ -188,9 +188,12 @@ def names_to_run(url: str, names: Sequence[str]) -> list[str]:
         return [r["name"] for r in watches.list_watches(conn)]
 
 
+_RELISTEN = 2.0  # seconds between attempts to listen again once the connection was lost (a server restarting)
+
+
 class Wakeup:
     """The wait between `watch run --follow` passes: `interval` seconds, cut short by a NOTIFY on
-    watches.CHANNEL (from a watch's trigger); a lost connection falls back to the plain wait and is reopened."""
+    watches.CHANNEL (from a watch's trigger); a lost connection is reopened every few seconds meanwhile."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -205,15 +208,24 @@ class Wakeup:
             await self.conn.close()
 
     async def _open(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+            self.conn = None
         with contextlib.suppress(psycopg.OperationalError, psycopg.InterfaceError):  # the database is down: sleep
             self.conn = await watches.listen(self.url)
 
     async def wait(self, seconds: float) -> None:
         """Return after `seconds`, or once a notification arrived (those that queued meanwhile are drained: one
-        pass captures them all)."""
+        pass captures them all), or once listening again after the connection was lost (a notification sent
+        while it was down is lost: the pass that follows captures what it announced)."""
         if self.conn is None or self.conn.closed or self.conn.broken:
-            await asyncio.sleep(seconds)
-            await self._open()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + seconds
+            while (left := deadline - loop.time()) > 0:
+                await asyncio.sleep(min(_RELISTEN, left))
+                await self._open()
+                if self.conn is not None:
+                    return
             return
         try:
             async for _ in self.conn.notifies(timeout=seconds, stop_after=1):
