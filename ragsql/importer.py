@@ -23,6 +23,7 @@ from ragsql.db import gold, load, results
 from ragsql.errors import InputError
 from ragsql.formats import RankedBlock, Record, parse_qrels, parse_records, parse_run, rank_run
 from ragsql.formats.files import text_lines
+from ragsql.formats.records import answer_contexts, ranked
 
 __all__ = ["ImportSummary", "import_trec", "import_records"]
 
@@ -240,7 +241,7 @@ def import_records(
                 summary.results = load.add_run_results(
                     conn,
                     run_id,
-                    ((r.qid, *result) for r in records() for result in _ranked(r)),
+                    ((r.qid, *result) for r in records() for result in ranked(r)),
                 )
             if scan.answers:
                 summary.answers = load.add_answers(
@@ -277,15 +278,6 @@ class _Scan:
             yield r.qid, r.query, r.language, r.metadata
 
 
-def _ranked(record: Record) -> Iterator[tuple]:
-    """(rank, docno, score, text) of a record's retrieved items; an id repeated in a list of ids alone counts at
-    its first rank (a ranking holds an item once)."""
-    first: dict[str, tuple] = {}
-    for item in record.retrieved:
-        first.setdefault(item.docno, item)
-    yield from ((rank, *item) for rank, item in enumerate(first.values(), start=1))
-
-
 def _answered(record: Record) -> bool:
     """Whether the record is stored as an answer: it has one, or RAGAS's retrieved_context_ids without texts (an
     answer with a null text when it gives no response: the id metrics read its ids, the others say no answer)."""
@@ -293,14 +285,10 @@ def _answered(record: Record) -> bool:
 
 
 def _answer_contexts(records: Iterable[Record]) -> Iterator[tuple]:
-    """(qid, position, docno, text) of the retrieved items with text, for records stored as an answer (_answered);
-    a record whose items all come without text (RAGAS retrieved_context_ids alone) gives its ids with a null text."""
+    """(qid, position, docno, text) of the contexts of the records stored as an answer (_answered)."""
     for r in records:
         if _answered(r):
-            texts = [(docno, text) for docno, _, text in r.retrieved if text is not None]
-            if not texts:  # ids alone: the id-based context metrics read them
-                texts = [(docno, None) for docno, _, _ in r.retrieved]
-            yield from ((r.qid, position, docno, text) for position, (docno, text) in enumerate(texts, start=1))
+            yield from answer_contexts(r)
 
 
 @dataclass(frozen=True)

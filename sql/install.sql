@@ -99,6 +99,10 @@ select not exists (select from ragsql.schema_migration where name = '0195_watch_
 \if :migrate
 \ir migrations/0195_watch_budget_keep.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0196_watch_retrieved') as migrate \gset
+\if :migrate
+\ir migrations/0196_watch_retrieved.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/09_measure_registry.sql
 \ir functions/10_measure.sql
@@ -131,6 +135,6 @@ select not exists (select from ragsql.schema_migration where name = '0195_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 756d513c3837ab592efbf04c1e7cf729b6ac56cd28f5b4c8a4367cea6249ea70
+\set ragsql_fingerprint 82a166f26d4d32c601771d87c66aca6a89d590b25b5e399d4fa5ef0fe08ff348
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

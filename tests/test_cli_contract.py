@@ -117,6 +117,7 @@ USAGE = [
     ["report", "--run", "x", "--watch", "w"],
     ["report", "--watch", "w", "--compare", "y"],
     ["report", "--watch", "w", "--resamples", "100"],
+    ["report", "--run", "x", "--format", "json"],
     ["retrieve", "--dataset", "d", "--corpus", "c", "--run", "x", "--weights", "bm25=inf"],
     ["retrieve", "--dataset", "d", "--corpus", "c", "--run", "x", "--rrf-k", "99999999999"],
     ["fuse", "--runs", "a,b", "--run", "f", "--k", "99999999999"],

@@ -3,9 +3,13 @@ included), in windowed runs, through the judge queue."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import signal
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -559,6 +563,40 @@ def _until(what, seconds: float = 60):
         time.sleep(0.1)
 
 
+def count(url: str, query: str) -> int:
+    """One number read on a connection of its own (-1 while the server does not answer, e.g. restarting)."""
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            return conn.execute(query).fetchone()[0]
+    except psycopg.OperationalError:
+        return -1
+
+
+@contextlib.contextmanager
+def follower(url: str, *args: str) -> Iterator[subprocess.Popen]:
+    """`ragsql watch run --follow ARGS` in a process of its own, as in a terminal; on leaving, SIGTERM: it must exit
+    143 with no traceback, its stderr one-line errors at most and the stop line, and no judge task left running."""
+    from tests.test_judge_run import _AS_IN_A_TERMINAL
+
+    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--follow", *args]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+        assert proc.poll() is None, proc.communicate()  # it is still following
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("ragsql: stopped by SIGTERM"), err
+    assert all(line.startswith("ragsql: error: ") for line in lines[:-1]), err
+    assert count(url, "select count(*) from ragsql.judge_task where status <> 'done'") == 0
+
+
 @pytest.mark.parametrize(
     ("signum", "code", "line"),
     [(signal.SIGTERM, 143, "ragsql: stopped by SIGTERM"), (signal.SIGINT, 130, "ragsql: aborted")],
@@ -625,11 +663,6 @@ def test_a_trigger_wakes_follow_at_once_and_drop_removes_it(source, fresh_db, ca
     """`watch add --trigger` (TRIGGER on the table needed; a view refused; one line each, nothing stored): an
     insert by a role with no ragsql privilege wakes `watch run --follow --interval 1h`, which captures and judges
     the row within seconds; `watch drop` removes the trigger."""
-    import subprocess
-    import sys
-
-    from tests.test_judge_run import _AS_IN_A_TERMINAL
-
     source.execute("create view app.recent as select * from app.log")
     view = list(ADD)
     view[view.index("--source") + 1] = "app.recent"
@@ -653,24 +686,17 @@ def test_a_trigger_wakes_follow_at_once_and_drop_removes_it(source, fresh_db, ca
         "create role app_writer; grant usage on schema app to app_writer; grant insert on app.log to app_writer"
     )
     answers = "select count(*) from ragsql.answer"
-    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--follow", "--interval", "1h"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _log(source, 1)
-        _until(lambda: source.execute(answers).fetchone()[0] == 1)  # the first pass, which runs at start
-        source.execute("set role app_writer")
-        _log(source, 1, start=1)  # after the first pass: only the trigger's NOTIFY brings a pass before an hour
-        source.execute("reset role")
-        _until(lambda: source.execute(answers).fetchone()[0] == 2, seconds=20)
-        _until(lambda: source.execute("select unjudged from ragsql.watch_lag").fetchone()[0] == 0, seconds=20)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        with follower(fresh_db, "--interval", "1h"):
+            _log(source, 1)
+            _until(lambda: source.execute(answers).fetchone()[0] == 1)  # the first pass, which runs at start
+            source.execute("set role app_writer")
+            _log(source, 1, start=1)  # after the first pass: only the trigger's NOTIFY brings a pass before an hour
+            source.execute("reset role")
+            _until(lambda: source.execute(answers).fetchone()[0] == 2, seconds=20)
+            _until(lambda: source.execute("select unjudged from ragsql.watch_lag").fetchone()[0] == 0, seconds=20)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         source.execute("reset role")
-    assert proc.returncode == 143, err
     assert run_cli(capsys, "watch", "drop", "w", "--yes")[0] == 0
     assert source.execute(triggers).fetchone()[0] == 0
     source.execute("drop owned by app_writer; drop role app_writer")

@@ -3,7 +3,9 @@ their interval bands (rendered in headless Chromium, as the run report is)."""
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import timezone
 
 import psycopg
 
@@ -77,6 +79,37 @@ def test_report_watch_prints_each_metric_window_by_window_as_watch_metrics_has_i
     assert _tables(as_reader) == tables
 
 
+def test_report_watch_format_json_is_one_object_of_watch_metrics_rows(source, capsys, tmp_path):
+    """--format json: one object whose metrics map each metric to its windows, oldest first, with the values of
+    ragsql_report.watch_metrics (and the window's run); with --html the page is written and named in it, and
+    nothing else is printed."""
+    _watched(source, capsys)
+    page = tmp_path / "watch.html"
+    code, out, err = run_cli(capsys, "report", "--watch", "w", "--format", "json", "--html", str(page))
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert (data["watch"], data["html"], data["warnings"]) == ("w", str(page.resolve()), [])
+    assert page.exists() and sorted(data["metrics"]) == _metrics(source)
+    rows = source.execute(
+        "select metric, window_start, window_end, value, ci_low, ci_high, n, judged, skipped, closed "
+        "from ragsql_report.watch_metrics where watch = 'w' order by metric, window_start"
+    ).fetchall()
+    got = [
+        (metric, *(p[k] for k in ("window_start", "window_end", "value", "ci_low", "ci_high", "n", "judged")),
+         p["skipped"], p["closed"])
+        for metric, points in data["metrics"].items()
+        for p in points
+    ]  # fmt: skip
+    expected = [(m, _utc(s), _utc(e), *rest) for m, s, e, *rest in rows]
+    assert sorted(got) == sorted(expected) and len(got) == 3 * len(data["metrics"])
+    assert [p["run"] for p in data["metrics"]["faithfulness"]][:2] == ["w@2026-01-01T08:00Z", "w@2026-01-01T09:00Z"]
+    assert any(p["value"] is not None and p["ci_low"] < p["ci_high"] for p in data["metrics"]["faithfulness"])
+
+
+def _utc(at) -> str:
+    return at.astimezone(timezone.utc).isoformat()
+
+
 def test_the_watch_page_draws_each_metric_with_its_band_and_marks_open_windows(source, capsys, tmp_path):
     """--html: one chart per metric, each with its interval band, closed and open windows drawn apart; Chromium
     renders it with no console message and the page loads nothing."""
@@ -103,8 +136,8 @@ def test_the_watch_page_draws_each_metric_with_its_band_and_marks_open_windows(s
 
 
 def test_a_watch_with_no_window_yet_is_one_line_and_no_chart(source, capsys, tmp_path):
-    """Before its first capture a watch has no window: the report says so in one line, and its page holds that line
-    and no chart."""
+    """Before its first capture a watch has no window: the report says so in one line (a warning in JSON), and its
+    page holds that line and no chart."""
     assert run_cli(capsys, *ADD)[0] == 0
     page = tmp_path / "empty.html"
     code, out, err = run_cli(capsys, "report", "--watch", "w", "--html", str(page))
@@ -114,6 +147,9 @@ def test_a_watch_with_no_window_yet_is_one_line_and_no_chart(source, capsys, tmp
     dom, console = render(page)
     assert console == [] and "<svg" not in dom and "chart-watch" not in dom
     assert "has no window yet" in dom
+    code, out, err = run_cli(capsys, "report", "--watch", "w", "--format", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {"watch": "w", "metrics": {}, "html": None, "warnings": [line]}
 
 
 def test_an_unknown_watch_is_the_common_unknown_name_line(source, capsys):

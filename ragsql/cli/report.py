@@ -4,6 +4,7 @@ charts."""
 
 from __future__ import annotations
 
+from datetime import timezone
 from pathlib import Path
 from typing import cast
 
@@ -14,7 +15,7 @@ from rich.table import Table
 from ragsql import db
 from ragsql.cli.compare import pair_table
 from ragsql.cli.options import judge_option, resampling_options
-from ragsql.cli.output import print_table, warn
+from ragsql.cli.output import format_option, print_table, report, warn
 from ragsql.db import compare, names, watches
 from ragsql.db.compare import IntervalValue, Resampling
 from ragsql.db.report import ReportData, WatchPoint, headline, read_report, read_watch
@@ -185,9 +186,10 @@ def _watch_table(watch: str, metric: str, points: list[WatchPoint]) -> Table:
     return table
 
 
-def write_watch_report(conn, watch: str, html: Path | None) -> Path | None:
-    """Print a table per metric of the watch over its windows (ragsql.watch_metrics) and write its HTML page when
-    asked; a watch with no judged window yet is one line, and its page holds that line and no chart."""
+def write_watch_report(conn, watch: str, html: Path | None, fmt: str = "table") -> Path | None:
+    """Print a table per metric of the watch over its windows (ragsql.watch_metrics), or with fmt json one object
+    of them, and write its HTML page when asked; a watch with no judged window yet is one line (a warning in
+    JSON), and its page holds that line and no chart."""
     found = watches.get(conn, watch)
     series = read_watch(conn, watch)
     empty = None
@@ -197,14 +199,39 @@ def write_watch_report(conn, watch: str, html: Path | None) -> Path | None:
             if not watches.windows(conn, found.id)
             else f"watch {watch} has no judged metric in its windows yet: run `ragsql watch run {watch} --once`"
         )
+    path = None
+    if html is not None:
+        from ragsql.report import write_watch_html  # matplotlib and jinja2 load only when a page is written
+
+        path = write_watch_html(html, found, series, empty)
+    if fmt == "json":
+        metrics = {metric: [_watch_point(watch, p) for p in points] for metric, points in series.items()}
+        report(
+            {"watch": watch, "metrics": metrics, "html": None if path is None else str(path)}, [empty] if empty else []
+        )
+        return None
+    if empty:
         click.echo(empty)
     for metric, points in series.items():
         print_table(_watch_table(watch, metric, points))
-    if html is None:
-        return None
-    from ragsql.report import write_watch_html  # matplotlib and jinja2 load only when a page is written
+    return path
 
-    return write_watch_html(html, found, series, empty)
+
+def _watch_point(watch: str, p: WatchPoint) -> dict:
+    """One window of one metric, as `report --watch --format json` gives it: its run and the columns of
+    ragsql.watch_metrics, times in UTC."""
+    return {
+        "run": watches.run_name(watch, p.window_start),
+        "window_start": p.window_start.astimezone(timezone.utc).isoformat(),
+        "window_end": p.window_end.astimezone(timezone.utc).isoformat(),
+        "value": p.value,
+        "ci_low": p.ci_low,
+        "ci_high": p.ci_high,
+        "n": p.n,
+        "judged": p.judged,
+        "skipped": p.skipped,
+        "closed": p.closed,
+    }
 
 
 _RUN_ONLY = ("compared", "judge", "resamples", "seed", "alpha")  # a watch's values are ragsql.watch_metrics' own
@@ -233,6 +260,7 @@ _RUN_ONLY = ("compared", "judge", "resamples", "seed", "alpha")  # a watch's val
 )
 @judge_option()
 @resampling_options
+@format_option()
 def report_command(
     run: str | None,
     watch: str | None,
@@ -242,6 +270,7 @@ def report_command(
     resamples: int,
     seed: float,
     alpha: float,
+    fmt: str,
 ) -> None:
     """A run's report: every metric with its interval, the comparison with other runs, the diagnosis, the judge's cost.
 
@@ -251,8 +280,9 @@ def report_command(
     judge cost and the run's configuration. Offline values are labelled OFFLINE.
 
     With --watch instead of --run: a table per metric over the watch's windows (value, interval,
-    n, judged, skipped, closed), and with --html each metric drawn over time with its interval
-    band, open windows marked.
+    n, judged, skipped, closed), or with --format json one object of them, and with --html each
+    metric drawn over time with its interval band, open windows marked. A run's values as JSON:
+    `ragsql metrics --run RUN --format json`.
     """
     ctx = click.get_current_context()
     if (run is None) == (watch is None):
@@ -261,10 +291,14 @@ def report_command(
         given = [p for p in _RUN_ONLY if ctx.get_parameter_source(p) is ParameterSource.COMMANDLINE]
         if given:
             raise click.UsageError(f"--{given[0].replace('compared', 'compare')} needs --run, not --watch", ctx=ctx)
+    elif fmt == "json":
+        raise click.UsageError(
+            "--format json needs --watch (a run's values as JSON: ragsql metrics --run RUN --format json)", ctx=ctx
+        )
     with db.connect() as conn:
         db.ensure_schema(conn)
         if run is None:
-            path = write_watch_report(conn, cast(str, watch), html)  # one of the two is given: checked above
+            path = write_watch_report(conn, cast(str, watch), html, fmt)  # one of the two is given: checked above
         else:
             path = write_report(conn, run, list(compared), html, Resampling(resamples, seed, alpha), judge)
     if path is not None:

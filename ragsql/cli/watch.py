@@ -60,6 +60,12 @@ def watch_group() -> None:
 @click.option("--question", required=True, metavar="COL", help="The user's question (text).")
 @click.option("--answer", required=True, metavar="COL", help="The application's answer (text).")
 @click.option("--contexts", default=None, metavar="COL", help="The retrieved contexts: text[], a jsonb array or text.")
+@click.option(
+    "--retrieved",
+    default=None,
+    metavar="COL",
+    help="The retrieved ids in rank order: text[], a jsonb array or text (stored as import's retrieved_context_ids).",
+)
 @click.option("--reference", default=None, metavar="COL", help="A reference answer (text), when the log has one.")
 @click.option(
     "--sample",
@@ -112,6 +118,7 @@ def add_command(
     question: str,
     answer: str,
     contexts: str | None,
+    retrieved: str | None,
     reference: str | None,
     sample: float,
     window: str,
@@ -125,7 +132,7 @@ def add_command(
     fmt: str,
 ) -> None:
     """Add a watch NAME of a log table; its columns are checked now, and nothing is stored if one is wrong."""
-    columns = watches.Columns(key, time_, question, answer, contexts, reference)
+    columns = watches.Columns(key, time_, question, answer, contexts, reference, retrieved)
     with db.connect() as conn:
         db.ensure_schema(conn)
         with conn.transaction():

@@ -63,6 +63,7 @@ class Columns:
     answer: str
     contexts: str | None = None
     reference: str | None = None
+    retrieved: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class Watch:
     captured_until: datetime | None
     budget: int | None = None
     keep: timedelta | None = None
+    retrieved_column: str | None = None
 
     @property
     def source(self) -> str:
@@ -103,6 +105,7 @@ class Watch:
             self.answer_column,
             self.contexts_column,
             self.reference_column,
+            self.retrieved_column,
         )
 
 
@@ -161,7 +164,9 @@ def check_source(conn: psycopg.Connection, schema: str, table: str, columns: Col
             raise InputError(f'watch {watch}: {option} column "{column}" of {where} is {typ}: use a timestamptz')
         if option in ("--question", "--answer", "--reference") and category != "S":
             raise InputError(f'watch {watch}: {option} column "{column}" of {where} is {typ}: use {_TEXT}')
-        if option == "--contexts" and not (category == "S" or typ in ("json", "jsonb") or element == "S"):
+        if option in ("--contexts", "--retrieved") and not (
+            category == "S" or typ in ("json", "jsonb") or element == "S"
+        ):
             raise InputError(
                 f'watch {watch}: {option} column "{column}" of {where} is {typ}: use text[], jsonb (an array) or text'
             )
@@ -204,10 +209,10 @@ def add(
             insert into ragsql.watch as w (
                 name, source_schema, source_table, key_column, time_column, question_column,
                 answer_column, contexts_column, reference_column, sample, window_size, settle, metrics, judge,
-                starts_at, captured_xmin, budget, keep)
+                starts_at, captured_xmin, budget, keep, retrieved_column)
             values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                     case when %s then null else now() end,
-                    case when %s then null else pg_snapshot_xmin(pg_current_snapshot()) end, %s, %s)
+                    case when %s then null else pg_snapshot_xmin(pg_current_snapshot()) end, %s, %s, %s)
             returning {}
             """).format(_FIELDS),
             (
@@ -229,6 +234,7 @@ def add(
                 backfill,
                 budget,
                 keep,
+                columns.retrieved,
             ),
         )
         watch = one(cur)

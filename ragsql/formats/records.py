@@ -13,7 +13,18 @@ from typing import NamedTuple, TypeVar
 from ragsql.errors import InputError
 from ragsql.formats.values import INT_MAX, UnstorableValue, check_storable, id_problem, loads, text_problem
 
-__all__ = ["FORMATS", "Judgment", "Record", "Retrieved", "Span", "context_docno", "parse_records"]
+__all__ = [
+    "FORMATS",
+    "Judgment",
+    "Record",
+    "Retrieved",
+    "Span",
+    "answer_contexts",
+    "context_docno",
+    "parse_records",
+    "ranked",
+    "retrieved_of",
+]
 
 FORMATS = ("jsonl", "csv")
 
@@ -147,6 +158,32 @@ def parse_records(
             continue
         first_line[record.qid] = line
         yield record
+
+
+def retrieved_of(contexts: list[str], ids: list[str]) -> tuple[tuple[Retrieved, ...], bool]:
+    """The retrieved items of a record whose retrieved_contexts and retrieved_context_ids are these lists (an empty
+    list: the field is absent), and whether they are ids alone; a ValueError (one line) where import refuses it."""
+    given = {"retrieved_contexts": contexts, "retrieved_context_ids": ids}
+    items = _retrieved({key: values for key, values in given.items() if values})
+    return items, bool(ids) and all(item.text is None for item in items)
+
+
+def ranked(record: Record) -> Iterator[tuple]:
+    """(rank, docno, score, text) of a record's retrieved items; an id repeated in a list of ids alone counts at
+    its first rank (a ranking holds an item once)."""
+    first: dict[str, Retrieved] = {}
+    for item in record.retrieved:
+        first.setdefault(item.docno, item)
+    yield from ((rank, *item) for rank, item in enumerate(first.values(), start=1))
+
+
+def answer_contexts(record: Record) -> Iterator[tuple]:
+    """(qid, position, docno, text) of the contexts of a record stored as an answer: its retrieved items with text;
+    when they all come without text (RAGAS retrieved_context_ids alone), its ids with a null text."""
+    texts = [(docno, text) for docno, _, text in record.retrieved if text is not None]
+    if not texts:  # ids alone: the id-based context metrics read them
+        texts = [(docno, None) for docno, _, _ in record.retrieved]
+    yield from ((record.qid, position, docno, text) for position, (docno, text) in enumerate(texts, start=1))
 
 
 def _jsonl_objects(lines: Iterable[str]) -> Iterator[tuple[int, object]]:

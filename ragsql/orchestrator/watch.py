@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from ragsql.db import connect, load, watches
+from ragsql.formats.records import Record, answer_contexts, ranked, retrieved_of
 from ragsql.llm.settings import EndpointSettings
 from ragsql.orchestrator.runner import judge_run
 from ragsql.orchestrator.service import Judging
@@ -80,35 +81,51 @@ def capture(url: str, name: str) -> Captured:
 
 def _store(conn: psycopg.Connection, watch: watches.Watch, rows: list[tuple], result: Captured) -> None:
     """One chunk of captured rows, window by window: a query per row (qid = key) in the window's dataset with its
-    reference, and its answer and contexts in the window's run."""
+    reference, and its answer and contexts in the window's run (see _retrieval for a row with retrieved ids)."""
     by_window: dict = {}
     for row in rows:
         by_window.setdefault(row[2], []).append(row)
     for start, items in sorted(by_window.items()):
         run_id, dataset_id = watches.window_run(conn, watch, start)
-        queries, references, answered = [], [], []
-        for key, time, _, question, answer, contexts, reference in items:
+        queries, references, answers, contexts, results = [], [], [], [], []
+        for key, time, _, question, answer, texts, reference, ids in items:
             skipped = {"skipped": "no answer"} if answer is None or not answer.strip() else {}
+            if not skipped:
+                try:
+                    used, ranking = _retrieval(key, texts or [], ids or [])
+                except ValueError as exc:  # ids an import refuses: the row is kept, unjudged, with the reason
+                    skipped = {"skipped": f"--retrieved: {exc}"}
+                else:
+                    answers.append((key, answer, None))
+                    contexts += used
+                    results += ranking
             queries.append((key, question, None, {"time": time.isoformat(), **skipped}))
             if reference is not None and reference.strip():
                 references.append((key, reference))
-            if not skipped:
-                answered.append((key, answer, contexts or []))
         load.add_queries(conn, dataset_id, queries)
         if references:
             load.add_reference_answers(conn, dataset_id, references)
-        if answered:
-            load.add_answers(
-                conn,
-                run_id,
-                ((key, answer, None) for key, answer, _ in answered),
-                ((key, position, None, text) for key, _, texts in answered for position, text in enumerate(texts, 1)),
-            )
-        watches.count(conn, watch.id, start, len(answered), len(items) - len(answered))
-        result.rows += len(answered)
-        result.skipped += len(items) - len(answered)
+        if answers:
+            load.add_answers(conn, run_id, answers, contexts)
+        if results:
+            load.add_run_results(conn, run_id, results)
+        watches.count(conn, watch.id, start, len(answers), len(items) - len(answers))
+        result.rows += len(answers)
+        result.skipped += len(items) - len(answers)
         if (name := watches.run_name(watch.name, start)) not in result.windows:
             result.windows.append(name)
+
+
+def _retrieval(key: str, texts: list[str], ids: list[str]) -> tuple[list[tuple], list[tuple]]:
+    """The answer's contexts (qid, position, docno, text) and the run's results (qid, rank, docno, score, text) of
+    a row: with retrieved ids, as `import jsonl` stores a record with those retrieved_context_ids (and the texts as
+    its retrieved_contexts); without, the texts alone, with no id and no ranking. A ValueError where import
+    refuses the record."""
+    if not ids:
+        return [(key, position, None, text) for position, text in enumerate(texts, start=1)], []
+    retrieved, ids_alone = retrieved_of(texts, ids)
+    record = Record(0, key, None, retrieved=retrieved, context_ids=ids_alone)
+    return list(answer_contexts(record)), [(key, *item) for item in ranked(record)]
 
 
 def make_watch_judging(judge: str | None) -> Judging:
@@ -171,9 +188,12 @@ def names_to_run(url: str, names: Sequence[str]) -> list[str]:
         return [r["name"] for r in watches.list_watches(conn)]
 
 
+_RELISTEN = 2.0  # seconds between attempts to listen again once the connection was lost (a server restarting)
+
+
 class Wakeup:
     """The wait between `watch run --follow` passes: `interval` seconds, cut short by a NOTIFY on
-    watches.CHANNEL (from a watch's trigger); a lost connection falls back to the plain wait and is reopened."""
+    watches.CHANNEL (from a watch's trigger); a lost connection is reopened every few seconds meanwhile."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -188,15 +208,24 @@ class Wakeup:
             await self.conn.close()
 
     async def _open(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+            self.conn = None
         with contextlib.suppress(psycopg.OperationalError, psycopg.InterfaceError):  # the database is down: sleep
             self.conn = await watches.listen(self.url)
 
     async def wait(self, seconds: float) -> None:
         """Return after `seconds`, or once a notification arrived (those that queued meanwhile are drained: one
-        pass captures them all)."""
+        pass captures them all), or once listening again after the connection was lost (a notification sent
+        while it was down is lost: the pass that follows captures what it announced)."""
         if self.conn is None or self.conn.closed or self.conn.broken:
-            await asyncio.sleep(seconds)
-            await self._open()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + seconds
+            while (left := deadline - loop.time()) > 0:
+                await asyncio.sleep(min(_RELISTEN, left))
+                await self._open()
+                if self.conn is not None:
+                    return
             return
         try:
             async for _ in self.conn.notifies(timeout=seconds, stop_after=1):

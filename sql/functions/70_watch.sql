@@ -40,8 +40,8 @@ as $$
            end
 $$;
 comment on function ragsql.watch_contexts(jsonb) is
-    'The contexts of a logged row held as JSON: an array''s elements in order (strings as text, others as JSON '
-    'text), one string as one context, JSON null as none.';
+    'The contexts (or retrieved ids) of a logged row held as JSON: an array''s elements in order (strings as text, '
+    'others as JSON text), one string as one item, JSON null as none.';
 
 create or replace function ragsql._watch_xid8(x xid, ref xid8)
 returns xid8
@@ -54,13 +54,37 @@ $$;
 comment on function ragsql._watch_xid8(xid, xid8) is
     'The 64-bit id of a recent 32-bit transaction id x, given a later 64-bit id ref (the snapshot''s xmax).';
 
+-- PL/pgSQL: it reads the catalog. The column is the watch's, checked when it was added, quoted with %I.
+create or replace function ragsql._watch_list(source regclass, col text)
+returns text
+language plpgsql stable
+as $$
+declare
+    typ oid;
+begin
+    if col is null then
+        return 'null::text[]';
+    end if;
+    select a.atttypid into typ from pg_attribute as a
+    where a.attrelid = source and a.attname = col and not a.attisdropped;
+    return case when typ in ('json'::regtype, 'jsonb'::regtype)
+                    then format('ragsql.watch_contexts(s.%I::jsonb)', col)
+                when (select t.typcategory from pg_type as t where t.oid = typ) = 'A'
+                    then format('array_remove(s.%I::text[], null)', col)
+                else format('case when s.%1$I is not null then array[s.%1$I::text] end', col) end;
+end
+$$;
+comment on function ragsql._watch_list(regclass, text) is
+    'The SQL expression (over the source aliased s) that reads a list column of a watch''s source as text[]: a '
+    'json(b) array by ragsql.watch_contexts, an array without its nulls, one text as one item.';
+
 -- PL/pgSQL: the source and its columns are the watch's, checked against the catalog when it was added, and quoted
 -- here with %I; no text a user typed becomes SQL. Not security definer: the caller reads the source with its own
 -- rights (a watcher needs SELECT on it and nothing more).
 create or replace function ragsql._watch_new_rows(watch_id bigint)
 returns table (
     key text, row_time timestamptz, window_start timestamptz, question text, answer text, contexts text[],
-    reference text)
+    reference text, retrieved text[])
 language plpgsql stable
 as $$
 #variable_conflict use_column
@@ -69,8 +93,6 @@ declare
     source regclass;
     kind "char";
     at text;
-    ctx text := 'null::text[]';
-    ctx_type oid;
     fresh text;
 begin
     select * into w from ragsql.watch as x where x.id = _watch_new_rows.watch_id;
@@ -88,15 +110,6 @@ begin
                     = 'timestamp'::regtype
                then format('(s.%I at time zone ''UTC'')', w.time_column)  -- a timestamp without zone is UTC
                else format('s.%I::timestamptz', w.time_column) end;
-    if w.contexts_column is not null then
-        select a.atttypid into ctx_type from pg_attribute as a
-        where a.attrelid = source and a.attname = w.contexts_column and not a.attisdropped;
-        ctx := case when ctx_type in ('json'::regtype, 'jsonb'::regtype)
-                        then format('ragsql.watch_contexts(s.%I::jsonb)', w.contexts_column)
-                    when (select t.typcategory from pg_type as t where t.oid = ctx_type) = 'A'
-                        then format('array_remove(s.%I::text[], null)', w.contexts_column)
-                    else format('case when s.%1$I is not null then array[s.%1$I::text] end', w.contexts_column) end;
-    end if;
     -- A table: the rows of every transaction that was still running at the last capture or began since, whatever
     -- its commit order (a snapshot's in-progress list holds no subtransaction ids, so visibility in the last
     -- snapshot cannot be trusted for a row written in a savepoint; the xmin bound can). Rows read again are
@@ -107,7 +120,8 @@ begin
                   else format('($5::timestamptz is null or %s >= $5 - $6)', at) end;
     return query execute format(
         $q$
-        select s.%1$I::text, %2$s, ragsql.watch_window_start(%2$s, $1), s.%3$I::text, s.%4$I::text, %5$s, %6$s
+        select s.%1$I::text, %2$s, ragsql.watch_window_start(%2$s, $1), s.%3$I::text, s.%4$I::text, %5$s, %6$s,
+               %9$s
         from %7$s as s
         where s.%1$I is not null
           and btrim(s.%1$I::text) <> ''
@@ -121,16 +135,16 @@ begin
                           where ww.watch_id = $7 and ww.window_start = ragsql.watch_window_start(%2$s, $1)
                             and q.qid = s.%1$I::text)
         $q$,
-        w.key_column, at, w.question_column, w.answer_column, ctx,
+        w.key_column, at, w.question_column, w.answer_column, ragsql._watch_list(source, w.contexts_column),
         case when w.reference_column is null then 'null::text' else format('s.%I::text', w.reference_column) end,
-        source, fresh)
+        source, fresh, ragsql._watch_list(source, w.retrieved_column))
     using w.window_size, w.sample, w.starts_at, w.captured_xmin, w.captured_until, w.settle, w.id;
 end
 $$;
 comment on function ragsql._watch_new_rows(bigint) is
     'The sampled rows of a watch''s source that its next capture stores (rows with a key and a time that its '
-    'window does not hold yet): key, time, window start, question, answer, contexts and reference, read with the '
-    'caller''s rights.';
+    'window does not hold yet): key, time, window start, question, answer, contexts, reference and retrieved ids, '
+    'read with the caller''s rights.';
 
 create or replace function ragsql.watch_uncaptured(watch text)
 returns table (uncaptured bigint, oldest timestamptz, reason text)
