@@ -89,6 +89,7 @@ def ingest_command(
                 strict=strict,
                 on_report=lambda line: console.print(line, markup=False),
                 on_progress=on_progress,
+                on_note=lambda line: console.print(line, markup=False),
             )
             if not summary.added + summary.changed + summary.unchanged:  # rolled back: no empty corpus stays
                 raise NothingDone(
