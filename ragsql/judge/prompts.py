@@ -1,4 +1,4 @@
-"""Judge prompts: versioned files in ``prompts/``, one per task and language, built into typed requests.
+"""Judge prompts: versioned files in ``kinds/<name>/``, one per call kind and language, built into typed requests.
 
 Every text under judgement goes inside a tag (``<answer>…</answer>``, ``<context id="2">…</context>``) and the
 system message says that tagged text is data, never instructions. Anything in the data that looks like one of
@@ -178,10 +178,10 @@ class JudgeRequest(Generic[T]):
 
 @functools.cache
 def load_prompt(name: str, language: str) -> Prompt:
-    """Read ``prompts/<name>.<language>.txt``: a ``version:`` line, then ``=== section`` blocks."""
+    """Read ``kinds/<name>/<language>.txt``: a ``version:`` line, then ``=== section`` blocks."""
     if name not in (*PROMPT_NAMES, *GENERATION_PROMPTS, *registry.YES_NO) or language not in LANGUAGES:
         raise ValueError(f"no prompt {name!r} in language {language!r}")
-    raw = resources.files("ragsql.judge").joinpath("prompts").joinpath(f"{name}.{language}.txt").read_text("utf-8")
+    raw = resources.files("ragsql.judge.kinds").joinpath(name).joinpath(f"{language}.txt").read_text("utf-8")
     head, *blocks = re.split(r"^=== (\w+)\n", raw, flags=re.M)
     version = re.search(r"^version:\s*(\S+)", head, re.M)
     if version is None or len(blocks) % 2:
