@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from ragsql.db import judging as db, verdict_rows as vr
 from ragsql.judge import prompts as p
+from ragsql.judge.kinds import attribution, claims, context_rating, entities, groundedness, rubric, verify
 from ragsql.judge.language import detect_language
 from ragsql.orchestrator.job import Job, Store, TaskFailed, together
 from ragsql.orchestrator.service import CallFailed
@@ -73,7 +74,7 @@ async def response_groundedness(job: Job) -> list[Store]:
     return await _two_passes(
         job,
         "response_groundedness",
-        lambda n: p.groundedness(job.sample.answer, contexts, judge_pass=n, language=job.language),
+        lambda n: groundedness.request(job.sample.answer, contexts, judge_pass=n, language=job.language),
     )
 
 
@@ -87,13 +88,15 @@ async def nv_context_relevance(job: Job) -> list[Store]:
         why = "the contexts are the question or part of it: 0 without a call (RAGAS)"
         return _graded(job, "nv_context_relevance", version, [(1, 0, why, None), (2, 0, why, None)])
     return await _two_passes(
-        job, "nv_context_relevance", lambda n: p.context_rating(question, contexts, judge_pass=n, language=job.language)
+        job,
+        "nv_context_relevance",
+        lambda n: context_rating.request(question, contexts, judge_pass=n, language=job.language),
     )
 
 
 async def context_entity_recall(job: Job) -> list[Store]:
     texts = [*job.references(), "\n".join(_joined(job))]  # RAGAS extracts from the contexts joined by newlines
-    requests = [p.entities(text, language=job.language) for text in texts]
+    requests = [entities.request(text, language=job.language) for text in texts]
     got = await together(*(job.ask(r) for r in requests))
     return [
         vr.EntityExtraction(db.text_hash(text), job.model, r.prompt_version, list(g.verdict.entities), g.call_id)
@@ -104,7 +107,7 @@ async def context_entity_recall(job: Job) -> list[Store]:
 async def factual_correctness(job: Job) -> list[Store]:
     atomicity, coverage = job.judging.claim_settings
     texts = [job.sample.answer, *job.references()]
-    requests = [p.claims(text, atomicity=atomicity, coverage=coverage, language=job.language) for text in texts]
+    requests = [claims.request(text, atomicity=atomicity, coverage=coverage, language=job.language) for text in texts]
     got = await together(*(job.ask(r) for r in requests))
     claims_version = requests[0].prompt_version
     extractions = await together(
@@ -119,10 +122,10 @@ async def factual_correctness(job: Job) -> list[Store]:
         for extraction, g in zip(reference_extractions, got[1:])
         if g.verdict.claims
     ]
-    verify = [p.verify(claims, evidence, language=job.language) for _, _, claims, evidence in checks]
-    verdicts = await together(*(job.ask(r) for r in verify))
+    checking = [verify.request(found, evidence, language=job.language) for _, _, found, evidence in checks]
+    verdicts = await together(*(job.ask(r) for r in checking))
     stores: list[Store] = []
-    for (purpose, extraction, _, _), r, g in zip(checks, verify, verdicts):
+    for (purpose, extraction, _, _), r, g in zip(checks, checking, verdicts):
         rows = [(v.id, v.verdict, v.reason) for v in g.verdict.verdicts]
         stores += job.statement_verdicts(purpose, f"{r.prompt_version}+{claims_version}", extraction, rows, g.call_id)
     return stores
@@ -137,8 +140,8 @@ async def noise_sensitivity(job: Job) -> list[Store]:
     if not statements:
         return []  # nothing to check: the metric says the answer has no statements
     texts = [(statements, answer_extraction), *((s, e) for s, e in refs if s)]
-    attribute = [p.attribution(s, contexts, language=job.language) for s, _ in texts]
-    check = p.verify(statements, job.references(), language=job.language)
+    attribute = [attribution.request(s, contexts, language=job.language) for s, _ in texts]
+    check = verify.request(statements, job.references(), language=job.language)
     *attributed, checked = await together(*(job.ask(r) for r in attribute), job.ask(check))
     version = f"{attribute[0].prompt_version}+{check.prompt_version}"
     positions = [c.position for c in job.sample.contexts]
@@ -166,7 +169,7 @@ async def rubrics_score(job: Job) -> list[Store]:
     ]  # a rubric with reference skips a query without one
     contexts = [c.text for c in job.sample.contexts]
     requests = [
-        p.rubric(
+        rubric.request(
             job.sample.question,
             job.sample.answer,
             descriptions,

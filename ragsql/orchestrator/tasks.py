@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Collection
 from ragsql import registry
 from ragsql.db import judging as db, verdict_rows as vr
 from ragsql.judge import prompts as p
+from ragsql.judge.kinds import citations as citation_check, classify, critique, rating, sentence_relevance, usefulness
 from ragsql.judge.language import detect_language, split_sentences
 from ragsql.judge.verdicts import CITATION, citation_id, context_citations
 from ragsql.orchestrator import ragas_tasks
@@ -47,7 +48,7 @@ async def answer_relevancy(job: Job) -> list[Store]:
 
 
 async def answer_relevancy_rating(job: Job) -> list[Store]:
-    request = p.rating(job.sample.question, job.sample.answer, language=job.language)
+    request = rating.request(job.sample.question, job.sample.answer, language=job.language)
     got = await job.ask(request)
     return [
         job.verdict(
@@ -64,7 +65,7 @@ async def answer_relevancy_rating(job: Job) -> list[Store]:
 async def context_precision(job: Job) -> list[Store]:
     contexts = job.contexts()
     reference = job.references()[0] if job.references() else None
-    request = p.usefulness(
+    request = usefulness.request(
         job.sample.question,
         contexts,
         reference=reference,
@@ -87,7 +88,7 @@ async def context_precision(job: Job) -> list[Store]:
 
 
 async def context_relevance(job: Job) -> list[Store]:
-    request = p.sentence_relevance(job.sample.question, job.contexts(), language=job.language)
+    request = sentence_relevance.request(job.sample.question, job.contexts(), language=job.language)
     got = await job.ask(request)
     relevant = set(got.verdict.relevant)
     positions = [c.position for c in job.sample.contexts]
@@ -134,7 +135,7 @@ async def answer_correctness(job: Job) -> list[Store]:
     reference_statements = [s for statements, _ in refs for s in statements]
     if not answer_statements and not reference_statements:
         return []
-    request = p.classify(job.sample.question, answer_statements, reference_statements, language=job.language)
+    request = classify.request(job.sample.question, answer_statements, reference_statements, language=job.language)
     got = await job.ask(request)
     version = request.prompt_version
     answer_rows = [(a.id, "supported" if a.label == "TP" else "unsupported", None) for a in got.verdict.answer]
@@ -156,7 +157,9 @@ async def aspect_critique(job: Job) -> list[Store]:
     # new: a repeat with --again asks what the first judging asked
     aspects = [(n, d) for n, d in aspects if (n, db.text_hash(d)) not in judged] or aspects
     contexts = [c.text for c in job.sample.contexts] or None  # as RAGAS's AspectCritic: contexts when present
-    request = p.critique(job.sample.question, job.sample.answer, aspects, contexts=contexts, language=job.language)
+    request = critique.request(
+        job.sample.question, job.sample.answer, aspects, contexts=contexts, language=job.language
+    )
     got = await job.ask(request)
     definitions = dict(aspects)
     return [
@@ -233,7 +236,7 @@ async def citations(job: Job) -> list[Store]:
     ).version
     checked: dict[tuple[int, int], tuple[bool | None, str | None, int | None]] = {}
     if cited:
-        request = p.citations(
+        request = citation_check.request(
             [(CITATION.sub(" ", sentence), [_context_text(job, docno)]) for _, _, sentence, docno in cited],
             language=job.language,
         )
