@@ -15,7 +15,7 @@ from ragsql.judge import kinds as k, prompts as p
 from ragsql.judge.kinds.generate import DONT_KNOW, GeneratedAnswer
 from ragsql.judge.language import LANGUAGES, detect_language
 from ragsql.judge.verdicts import CITATION, cited_ids
-from ragsql.orchestrator.tasks import cited_sentences
+from ragsql.orchestrator.tasks.citations import cited_sentences
 from tests.conftest import run_cli
 
 EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"

@@ -13,7 +13,7 @@ from ragsql.registry_files import FILES, ROOT
 PACKAGE = ROOT / "ragsql"
 # where a metric's name may be written: the registry, each judge call's folder (its prompts, reply model, request
 # and offline heuristic) and each judge kind's task, which store and read verdicts under its name
-KIND_CODE = ("registry.py", "registry_files.py", "judge/kinds/", "orchestrator/tasks.py", "orchestrator/ragas_tasks.py")
+KIND_CODE = ("registry.py", "registry_files.py", "judge/kinds/", "orchestrator/tasks/")
 
 
 @pytest.mark.parametrize("path", sorted(FILES))

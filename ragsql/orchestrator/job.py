@@ -78,6 +78,13 @@ class Job:
             raise TaskFailed("the answer has no contexts")
         return [c.text for c in self.sample.contexts]
 
+    def nonblank_contexts(self) -> list[str]:
+        """The contexts' texts, TaskFailed when they are all blank (as `contexts` when there are none)."""
+        contexts = self.contexts()
+        if not "\n".join(contexts).strip():
+            raise TaskFailed("the contexts are empty")
+        return contexts
+
     def references(self) -> list[str]:
         return self.sample.references
 
