@@ -38,6 +38,7 @@ __all__ = [
     "RELEVANT",
     "SUPPORTED",
     "best_overlap",
+    "graded_coverage",
     "mentions",
     "relevant",
     "statements_of",
@@ -100,6 +101,12 @@ def _bare(statement: str) -> bool:
     core = statement.rstrip(END)
     short = len(core) <= 8 if detect_language(core) == "zh" else len(core.split()) <= 4
     return short and len(content_tokens(core)) <= 3
+
+
+def graded_coverage(text: str, contexts: Sequence[str], two: float, one: float) -> dict[str, int]:
+    """A 0/1/2 rating by the share of `text`'s content tokens the contexts hold: ≥ `two` 2, ≥ `one` 1, else 0."""
+    share = coverage(text, {t for c in contexts for t in content_tokens(c)})
+    return {"rating": 2 if share >= two else 1 if share >= one else 0}
 
 
 def best_overlap(text: str, pools: Sequence[set[str]]) -> tuple[float, int]:

@@ -52,7 +52,7 @@ def request(
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     verdicts = []
     for i, (sentence, cited) in enumerate(request.inputs["claims"], 1):
         score = coverage(sentence, {t for c in cited for t in content_tokens(c)})

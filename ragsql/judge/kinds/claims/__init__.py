@@ -53,7 +53,7 @@ def request(
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     text = request.inputs["text"]
     if request.inputs["atomicity"] == "high":
         pieces = statements_of(text)

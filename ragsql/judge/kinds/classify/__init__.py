@@ -87,7 +87,7 @@ def request(
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     answer, reference = request.inputs["answer_statements"], request.inputs["reference_statements"]
     a_pools, r_pools = [set(content_tokens(s)) for s in answer], [set(content_tokens(s)) for s in reference]
     return {

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragsql.judge.heuristics import ANSWERS, RELEVANT, relevant
+from ragsql.judge.heuristics import ANSWERS, RELEVANT, graded_coverage, relevant
 from ragsql.judge.language import split_sentences
-from ragsql.judge.lexical import content_tokens, coverage
+from ragsql.judge.lexical import content_tokens
 from ragsql.judge.prompts import JudgeRequest, two_pass
 from ragsql.judge.verdicts import GradedRating
 
@@ -27,11 +27,10 @@ def request(
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     question, contexts = request.inputs["question"], request.inputs["contexts"]
     if request.inputs["judge_pass"] == 2:
-        share = coverage(question, {t for c in contexts for t in content_tokens(c)})
-        return {"rating": 2 if share >= RELEVANT else 1 if share >= ANSWERS else 0}
+        return graded_coverage(question, contexts, RELEVANT, ANSWERS)
     sentences = [s for c in contexts for s in split_sentences(c)]
     if any(relevant(s, question) for s in sentences):
         return {"rating": 2}

@@ -102,7 +102,7 @@ _KEYWORDS = {
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     answer, contexts = request.inputs["answer"], request.inputs.get("contexts") or []
     names = list(request.context.get("aspects") or [n for n, _ in request.inputs["aspects"]])
     return {"verdicts": [{"aspect": name, **_aspect(name, answer, contexts)} for name in names]}

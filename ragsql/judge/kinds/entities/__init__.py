@@ -70,5 +70,5 @@ def entities_of(text: str) -> list[str]:
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     return {"entities": entities_of(request.inputs["text"])}

@@ -77,7 +77,7 @@ def request(
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     question = request.inputs["question"]
     found = []  # (score, tie-break, order, sentence, id)
     for cid, text in request.inputs["contexts"]:

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragsql.judge.heuristics import PARTIAL, SUPPORTED, statements_of, support
-from ragsql.judge.lexical import content_tokens, coverage
+from ragsql.judge.heuristics import PARTIAL, SUPPORTED, graded_coverage, statements_of, support
 from ragsql.judge.prompts import JudgeRequest, two_pass
 from ragsql.judge.verdicts import GradedRating
 
@@ -25,11 +24,10 @@ def request(
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     answer, contexts = request.inputs["answer"], request.inputs["contexts"]
     if request.inputs["judge_pass"] == 2:
-        share = coverage(answer, {t for c in contexts for t in content_tokens(c)})
-        return {"rating": 2 if share >= SUPPORTED else 1 if share >= PARTIAL else 0}
+        return graded_coverage(answer, contexts, SUPPORTED, PARTIAL)
     verdicts = [support(s, contexts)[0] for s in statements_of(answer)]
     if verdicts and all(v == "supported" for v in verdicts):
         return {"rating": 2}

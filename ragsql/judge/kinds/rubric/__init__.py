@@ -56,7 +56,7 @@ def request(
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     answer, references, contexts = request.inputs["answer"], request.inputs["references"], request.inputs["contexts"]
     if references:
         share, basis = max(coverage(r, set(content_tokens(answer))) for r in references), "reference tokens in it"

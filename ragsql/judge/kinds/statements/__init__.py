@@ -37,5 +37,5 @@ def request(text: str, *, question: str | None = None, language: str | None = No
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     return {"statements": statements_of(request.inputs["text"], request.inputs.get("question"))}

@@ -71,7 +71,7 @@ def request(
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     reference = request.inputs.get("reference")
     what, target = ("reference", reference) if reference is not None else ("answer", request.inputs["answer"] or "")
     targets = statements_of(target) or [target]

@@ -64,7 +64,7 @@ def request(
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
-    """The offline judge\'s reply: the rule in this module\'s docstring."""
+    """The offline judge's reply: the rule in this module's docstring."""
     contexts = request.inputs["contexts"]
     verdicts = []
     for i, statement in enumerate(request.inputs["statements"], 1):
