@@ -121,6 +121,25 @@ def test_both_languages_of_a_prompt_declare_one_version():
         assert {p.load_prompt(name, lang).version for lang in LANGUAGES} == {f"{name}.v1"}, name
 
 
+def test_each_call_is_one_folder_of_prompts_model_request_and_heuristic():
+    """Every judge or generation call is a folder holding its prompt in each language and a module with its reply
+    model, its request builder and its offline heuristic, which the offline judge finds by the request's kind."""
+    assert len(k.CALLS) == 16 and k.GENERATION == ("generate", "synthesize")
+    for name in (*k.CALLS, *k.GENERATION):
+        module = k.module(name)
+        assert module is not None and module.__name__ == f"ragsql.judge.kinds.{name}"
+        assert callable(module.request) and callable(module.offline), name
+        for lang in LANGUAGES:
+            assert p.load_prompt(name, lang).name == name
+    assert k.verify is k.module("verify")
+    assert k.module("polite") is None  # a yes/no metric's folder, or none: no module, no offline heuristic
+    with pytest.raises(AttributeError):
+        assert k.polite is None
+    for name in ("polite", "../kinds/verify", "verify/en"):  # no folder, or not a folder name
+        with pytest.raises(ValueError, match="^no prompt"):
+            p.load_prompt(name, "en")
+
+
 def test_language_follows_the_question():
     """An English question gets the English prompts, a Chinese question the Chinese ones, for every builder."""
     for question, lang in ((EN_Q, "en"), (ZH_Q, "zh")):
