@@ -7,8 +7,9 @@ Runs `ragsql judge-check --offline` on tests/data/judge_pairs/dev.jsonl (the pai
 on), heldout.jsonl (other questions, with evasive and restating phrasings of their own) and
 bench/data/qa/pairs.jsonl (pairs from SQuAD and CMRC 2018 dev paragraphs: public data), in a scratch
 database (RAGSQL_DATABASE_URL's server, else the embedded one), in the same run with this tree's offline judge
-and with the heuristics of each `--baseline-ref` (its ragsql/judge/heuristics.py, lexical.py, offline.py and
-ragsql/orchestrator/setup.py laid over a copy of this tree, so the pipeline and the pairs are the same; default
+and with the heuristics of each `--baseline-ref` (its ragsql/judge/heuristics.py, lexical.py, offline.py,
+ragsql/orchestrator/setup.py and each call's module, ragsql/judge/kinds/<call>/__init__.py, or before the calls had
+folders ragas_heuristics.py, laid over a copy of this tree, so the pipeline and the pairs are the same; default
 f864e02 = v4, 7b29077 = v3), each
 on an empty judge-call cache. Prints accuracy per metric and language; a pair counts 1 when the better side
 scores strictly higher, 1/2 on a tie. The RAGAS paper's agreement with humans for gpt-3.5 (faithfulness 0.95, answer
@@ -76,11 +77,15 @@ def judge_check(tree: Path, url: str, pairs: Path) -> tuple[dict[tuple[str, str]
 
 
 def baseline_tree(ref: str, into: Path) -> Path:
-    """A copy of this tree with the offline judge's three files as they were at `ref`."""
+    """A copy of this tree with the offline judge's files as they were at `ref`."""
     tree = into / ref
     shutil.copytree(ROOT / "ragsql", tree / "ragsql", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "sql", tree / "sql")
-    for path in JUDGE_FILES:
+    held = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", ref, "--", "ragsql/judge/kinds", "ragsql/judge/ragas_heuristics.py"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    for path in (*JUDGE_FILES, *(p for p in held if p.endswith(".py"))):
         text = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True)
         (tree / path).write_text(text.stdout, "utf-8")
     return tree

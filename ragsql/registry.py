@@ -92,7 +92,7 @@ class Metric:
 
 def yes_no(name: str, description: str, needs: tuple[str, ...] = ("answer",), **declared) -> Metric:
     """A metric that is the judge's yes (1) or no (0) on one question about each answer, asked by its own prompt
-    files ragsql/judge/prompts/<name>.en.txt and .zh.txt (a `Task: <name>` system section that asks for
+    files ragsql/judge/kinds/<name>/en.txt and zh.txt (a `Task: <name>` system section that asks for
     `{"verdict": true, "reason": "..."}`, and a user section). Its judge kind has its name; its verdicts are kept in
     ragsql.yes_no_verdict and read by ragsql.yes_no_metric."""
     return Metric(

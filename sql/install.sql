@@ -135,6 +135,6 @@ select not exists (select from ragsql.schema_migration where name = '0196_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 82a166f26d4d32c601771d87c66aca6a89d590b25b5e399d4fa5ef0fe08ff348
+\set ragsql_fingerprint 1e5efef10aec88f19790f087f7dfb79866118f29c985f3e8d2a01f39e38aacef
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -36,9 +36,10 @@ def _follow_the_page(tree: Path) -> None:
     text = registry.read_text(encoding="utf-8")
     assert head in text
     registry.write_text(text.replace(head, head + entry.group(1), 1), encoding="utf-8")
-    prompts = re.findall(r"`(ragsql/judge/prompts/[\w.]+\.txt)`:\n\n```text\n(.*?)```", PAGE, re.S)
-    assert sorted(p for p, _ in prompts) == [f"ragsql/judge/prompts/{TOY}.en.txt", f"ragsql/judge/prompts/{TOY}.zh.txt"]
+    prompts = re.findall(r"`(ragsql/judge/kinds/[\w./]+\.txt)`:\n\n```text\n(.*?)```", PAGE, re.S)
+    assert sorted(p for p, _ in prompts) == [f"ragsql/judge/kinds/{TOY}/en.txt", f"ragsql/judge/kinds/{TOY}/zh.txt"]
     for path, body in prompts:
+        (tree / path).parent.mkdir(exist_ok=True)
         (tree / path).write_text(body, encoding="utf-8")
     commands = re.findall(r"```bash\n(.*?)```", PAGE, re.S)
     assert commands == ["python -m ragsql.registry_files\n"]
@@ -134,8 +135,8 @@ def test_the_page_counts_the_files_the_copy_changes(tree):
     )
     assert touched == [
         "docs/metrics.md",
-        f"ragsql/judge/prompts/{TOY}.en.txt",
-        f"ragsql/judge/prompts/{TOY}.zh.txt",
+        f"ragsql/judge/kinds/{TOY}/en.txt",
+        f"ragsql/judge/kinds/{TOY}/zh.txt",
         "ragsql/registry.py",
         "sql/functions/29_metric_registry.sql",
         "sql/install.sql",

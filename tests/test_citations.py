@@ -8,7 +8,7 @@ import psycopg
 
 from ragsql.cli import main
 from ragsql.judge.verdicts import citation_id
-from ragsql.orchestrator.tasks import cited_sentences, has_citations
+from ragsql.orchestrator.tasks.citations import cited_sentences, has_citations
 
 
 def test_sentences_keep_their_citations_in_order():

@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ragsql.judge import heuristics as h, prompts as p
+from ragsql.judge import heuristics as h, kinds as k
 from ragsql.judge.lexical import content_tokens, has_negation
 from tests.conftest import run_cli, use_judge
 from tests.fake_openai import FakeOpenAI
@@ -244,11 +244,11 @@ def test_filler_does_not_count_and_a_bare_answer_is_judged_with_its_question():
 
 def test_answer_relevancy_reads_the_answer_type_and_restatements():
     q = "How many moons does Mars have?"
-    assert h.answers_question("Mars has two small moons, Phobos and Deimos.", q)
-    assert not h.answers_question("Mars has moons that people find interesting.", q)  # no number asked for
-    assert h.adds_nothing("This is an important question: how many moons does Mars have", q)
-    assert h.answers_question("因为地轴倾斜。", "为什么会有四季？")  # a cause for why, no shared word
-    assert not h.answers_question("BM25 的参数 k1 常取1.2。", "为什么会有四季？")
+    assert k.questions.answers_question("Mars has two small moons, Phobos and Deimos.", q)
+    assert not k.questions.answers_question("Mars has moons that people find interesting.", q)  # no number asked for
+    assert k.questions.adds_nothing("This is an important question: how many moons does Mars have", q)
+    assert k.questions.answers_question("因为地轴倾斜。", "为什么会有四季？")  # a cause for why, no shared word
+    assert not k.questions.answers_question("BM25 的参数 k1 常取1.2。", "为什么会有四季？")
 
 
 def test_a_number_is_found_only_as_a_whole_token():
@@ -259,17 +259,19 @@ def test_a_number_is_found_only_as_a_whole_token():
 
 def test_a_restatement_in_a_frame_is_non_committal_but_a_restated_bare_answer_is_not():
     q, q_zh = "How does trec_eval order documents that have the same score?", "长江最终在哪里注入大海？"
-    assert h.adds_nothing(
+    assert k.questions.adds_nothing(
         "How does trec_eval order documents that have the same score is something that comes up a lot in practice.", q
     )
-    assert h.adds_nothing("People often wonder: how does trec_eval order documents that have the same score", q)
-    assert h.adds_nothing("长江最终在哪里注入大海在实际工作中经常被讨论。", q_zh)
-    assert not h.adds_nothing("trec_eval sorts documents with the same score by document id, descending.", q)
-    assert not h.adds_nothing("长江最终在上海注入东海。", q_zh)
+    assert k.questions.adds_nothing(
+        "People often wonder: how does trec_eval order documents that have the same score", q
+    )
+    assert k.questions.adds_nothing("长江最终在哪里注入大海在实际工作中经常被讨论。", q_zh)
+    assert not k.questions.adds_nothing("trec_eval sorts documents with the same score by document id, descending.", q)
+    assert not k.questions.adds_nothing("长江最终在上海注入东海。", q_zh)
     q = "What does the b parameter of BM25 control?"  # a bare answer, restated with its question by statements_of
     [restated] = h.statements_of("The answer is length normalisation.", q)
-    assert h.adds_nothing(restated, q) and not h.adds_nothing(restated, q, framed=False)
-    questions = h.TASKS["questions"](p.questions("The answer is length normalisation.", question=q, n=3))
+    assert k.questions.adds_nothing(restated, q) and not k.questions.adds_nothing(restated, q, framed=False)
+    questions = k.questions.offline(k.questions.request("The answer is length normalisation.", question=q, n=3))
     assert not questions["noncommittal"] and questions["questions"] == [q] * 3
 
 

@@ -13,12 +13,13 @@ from typing import Any
 from ragsql.calls import CallService
 from ragsql.calls.requests import Calls, ask as cached_ask
 from ragsql.db.answers import NewAnswer, QueryContexts
-from ragsql.judge import prompts as p
 from ragsql.judge.client import JudgeClient
-from ragsql.judge.heuristics import GENERATOR
+from ragsql.judge.kinds import generate
+from ragsql.judge.kinds.generate import GENERATOR, GeneratedAnswer
 from ragsql.judge.language import LANGUAGES
 from ragsql.judge.offline import OfflineJudge
-from ragsql.judge.verdicts import GeneratedAnswer, citation_id
+from ragsql.judge.prompts import JudgeRequest
+from ragsql.judge.verdicts import citation_id
 from ragsql.llm.calls import CallFailed
 from ragsql.llm.settings import EndpointSettings
 
@@ -40,7 +41,7 @@ def generator_name(client: Any) -> str:
 
 
 async def ask(
-    client: Any, request: p.JudgeRequest[GeneratedAnswer], calls_service: CallService, calls: Calls
+    client: Any, request: JudgeRequest[GeneratedAnswer], calls_service: CallService, calls: Calls
 ) -> tuple[GeneratedAnswer, int]:
     """The validated answer and its call id (`ragsql.calls.requests.ask`); a failed call is GenerationFailed."""
     try:
@@ -55,7 +56,7 @@ async def answer_query(client: Any, query: QueryContexts, service: CallService, 
         raise GenerationFailed("the query has no question text")
     language = (query.language or "").lower()[:2]
     ids = [citation_id(docno, i) for i, (docno, _) in enumerate(query.contexts, 1)]
-    request = p.generate(
+    request = generate.request(
         query.question,
         list(zip(ids, (text for _, text in query.contexts))),
         language=language if language in LANGUAGES else None,

@@ -1,10 +1,10 @@
 """The offline judge: the embedded default when no endpoint is configured, and the dry-run stand-in.
 
-It answers every task at once, deterministically, from lexical overlap (the rules are in
-`ragsql.judge.heuristics`); it never calls out, costs nothing and needs no model. Its verdicts are
-rough — good enough to run the pipeline end to end and to rank clearly good against clearly bad
-answers, not to replace an LLM judge. It also writes the offline generator's extractive answers (task
-``generate``), so `ragsql generate` caches and counts them exactly as it does an endpoint's.
+It answers every task at once, deterministically, from lexical overlap (each call's rule is the ``offline`` of its
+folder, ``ragsql/judge/kinds/<name>/``, built on the shared rules of `ragsql.judge.heuristics`); it never calls out,
+costs nothing and needs no model. Its verdicts are rough — good enough to run the pipeline end to end and to rank
+clearly good against clearly bad answers, not to replace an LLM judge. It also writes the offline generator's
+extractive answers (task ``generate``), so `ragsql generate` caches and counts them exactly as it does an endpoint's.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ragsql.judge import heuristics, ragas_heuristics
+from ragsql.judge import kinds
+from ragsql.judge.kinds import rating, sentence_relevance
 from ragsql.judge.lexical import coverage
 from ragsql.judge.prompts import JudgeRequest
 from ragsql.llm.aio import off_loop
@@ -46,8 +47,8 @@ class _QueryEmbedder(_Embedder, Protocol):
 def _worth_weighing(request: JudgeRequest[Any]) -> tuple[list[str], list[str]]:
     """The context sentences of a sentence-relevance request, and those of them worth weighing by the model."""
     text = request.inputs["question"]
-    sentences = [sentence for _, sentence in heuristics.relevance_items(request)]
-    return sentences, [s for s in sentences if text.strip() and heuristics.worth_weighing(s, text)]
+    sentences = [sentence for _, sentence in sentence_relevance.relevance_items(request)]
+    return sentences, [s for s in sentences if text.strip() and sentence_relevance.worth_weighing(s, text)]
 
 
 class OfflineJudge:
@@ -57,7 +58,7 @@ class OfflineJudge:
     1-5 rating uses the cosine of the question's and the answer's embeddings; without one it uses the share
     of the question's content tokens found in the answer. With a `relevance` model (unit vectors from
     ``embed_queries`` / ``embed``, e.g. ``ragsql.embed.E5Embedder``) context sentence relevance weighs meaning
-    as well as words (`heuristics.sentence_relevance`), and the judge's model name says so
+    as well as words (`kinds.sentence_relevance.offline`), and the judge's model name says so
     (``offline-heuristic-v5+e5``): its verdicts never mix with the words-only judge's.
     """
 
@@ -109,17 +110,17 @@ class OfflineJudge:
         """The heuristic reply to `request`. The heuristics (jieba's tagger, for one) run in the compute pool, never
         on the event loop: a judge run's database connections wait on the loop (`ragsql.llm.aio`)."""
         if request.kind == "rating":
-            return heuristics.rating(await self._similarity(request.inputs["question"], request.inputs["answer"]))
+            return rating.offline(await self._similarity(request.inputs["question"], request.inputs["answer"]))
         if request.kind == "sentence_relevance" and self._relevance is not None:
             try:
                 cosines = await self._cosines(request)
             except Exception as exc:  # the local model's engine (a C library): the task fails with its reason
                 raise ValueError(f"relevance model {self._relevance.name} failed: {exc}") from None
-            return await off_loop(heuristics.sentence_relevance, request, cosines)
-        task = heuristics.TASKS.get(request.kind) or ragas_heuristics.TASKS.get(request.kind)
-        if task is None:
+            return await off_loop(sentence_relevance.offline, request, cosines)
+        call = kinds.module(request.kind)
+        if call is None:
             raise ValueError(f"the offline judge has no task {request.kind!r}")
-        return await off_loop(task, request)
+        return await off_loop(call.offline, request)
 
     async def _similarity(self, question: str, answer: str) -> float:
         """Embedding cosine (clipped at 0) when there is an embedder, else lexical coverage of the question."""
@@ -131,7 +132,7 @@ class OfflineJudge:
 
     async def _cosines(self, request: JudgeRequest[Any]) -> list[float | None]:
         """The relevance model's cosine between the question and each context sentence of `request` that is worth
-        weighing (`heuristics.worth_weighing`), None for the others."""
+        weighing (`sentence_relevance.worth_weighing`), None for the others."""
         text = request.inputs["question"]
         sentences, weighed = await off_loop(_worth_weighing, request)
         if not weighed:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from ragsql.db import judging as db, verdict_rows as vr
 from ragsql.db.judging import Sample, Task
-from ragsql.judge import prompts as p
+from ragsql.judge.kinds import answer_analysis, statements, verify
 from ragsql.judge.language import LANGUAGES
 from ragsql.orchestrator.service import Judging
 
@@ -78,12 +78,19 @@ class Job:
             raise TaskFailed("the answer has no contexts")
         return [c.text for c in self.sample.contexts]
 
+    def nonblank_contexts(self) -> list[str]:
+        """The contexts' texts, TaskFailed when they are all blank (as `contexts` when there are none)."""
+        contexts = self.contexts()
+        if not "\n".join(contexts).strip():
+            raise TaskFailed("the contexts are empty")
+        return contexts
+
     def references(self) -> list[str]:
         return self.sample.references
 
     async def answer_analysis(self):
         """The answer's statements and generated questions, one call shared by three metrics."""
-        request = p.answer_analysis(
+        request = answer_analysis.request(
             self.sample.answer,
             question=self.sample.question or self.sample.answer,
             n=QUESTIONS_PER_ANSWER,
@@ -96,7 +103,7 @@ class Job:
         return request, got, extraction
 
     async def reference_statements(self, reference: str):
-        request = p.statements(reference, question=self.sample.question or None, language=self.language)
+        request = statements.request(reference, question=self.sample.question or None, language=self.language)
         got = await self.ask(request)
         return got.verdict.statements, await self.extraction(
             reference, request.prompt_version, got.call_id, got.verdict.statements
@@ -113,7 +120,7 @@ class Job:
         """Statements against every context, one call; verdict rows for `purpose`."""
         if not statements:
             return []
-        request = p.verify(statements, self.contexts(), language=self.language)
+        request = verify.request(statements, self.contexts(), language=self.language)
         got = await self.ask(request)
         rows = [(v.id, v.verdict, v.reason) for v in got.verdict.verdicts]
         return self.statement_verdicts(purpose, request.prompt_version, extraction, rows, got.call_id)

@@ -27,6 +27,7 @@ from ragsql.judge.verdicts import citation_id
 from ragsql.llm.aio import best_effort, finish_together
 from ragsql.orchestrator import tasks as t
 from ragsql.orchestrator.service import CallFailed, Judging, Tally, WorkerDb
+from ragsql.orchestrator.tasks.citations import has_citations
 
 __all__ = ["METRICS", "JudgePlan", "JudgeResult", "choose_kinds", "judge_run", "plan_run"]
 
@@ -103,7 +104,7 @@ async def _any_citation(conn, rid: int) -> bool:
         (rid,),
     )
     return any(
-        t.has_citations(text, {citation_id(d, p) for p, d in zip(positions, docnos)})
+        has_citations(text, {citation_id(d, p) for p, d in zip(positions, docnos)})
         for text, positions, docnos in await cur.fetchall()
     )
 

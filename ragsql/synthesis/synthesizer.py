@@ -22,7 +22,7 @@ from ragsql.calls import CallService
 from ragsql.calls.requests import Calls, ask
 from ragsql.db import connect, corpus as corpus_db, load, names
 from ragsql.errors import InputError
-from ragsql.judge import prompts as p
+from ragsql.judge.kinds.synthesize import request as synth_request
 from ragsql.judge.language import LANGUAGES, detect_language
 from ragsql.judge.lexical import content_tokens, similarity
 from ragsql.llm.aio import off_loop
@@ -173,7 +173,7 @@ async def cached_requests(
         for i, planned in enumerate(plan(docs, n, list(kinds), seed)):
             if i >= n:
                 break
-            request = p.synthesize(list(planned.passages), planned.kind, language=planned.language, style=style)
+            request = synth_request(list(planned.passages), planned.kind, language=planned.language, style=style)
             found += await service.lookup(client.request_hash(request)) is not None
     return found
 
@@ -181,7 +181,7 @@ async def cached_requests(
 async def _write(
     planned: Planned, docs: Sequence[Doc], client, service: CallService, result: SynthResult, qid: str, style: str
 ) -> None:
-    request = p.synthesize(list(planned.passages), planned.kind, language=planned.language, style=style)
+    request = synth_request(list(planned.passages), planned.kind, language=planned.language, style=style)
     try:
         got, call_id = await ask(client, request, service, result.calls)
     except CallFailed as exc:

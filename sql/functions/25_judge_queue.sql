@@ -235,7 +235,7 @@ begin
             select a.query_id
             from ragsql.answer as a
             where a.run_id = _unjudged_definitions.run_id and a.text is not null
-              -- a rubric with reference skips a query without one (ragsql.orchestrator.ragas_tasks)
+              -- a rubric with reference skips a query without one (ragsql.orchestrator.tasks.rubrics_score)
               and (not rubric_references[i] or a.query_id = any (coalesce(referenced, '{}')))
               and not exists (select from ragsql.rubric_verdict as v
                               where v.run_id = a.run_id and v.query_id = a.query_id and v.rubric = rubric_names[i]

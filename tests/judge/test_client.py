@@ -11,7 +11,7 @@ import time
 import pytest
 
 from ragsql.errors import JudgeError
-from ragsql.judge import prompts as p, verdicts as v
+from ragsql.judge import kinds as k, prompts as p
 from ragsql.judge.client import JudgeClient
 from ragsql.judge.language import cjk_ratio
 from ragsql.llm.settings import EndpointSettings
@@ -23,7 +23,7 @@ CONTEXTS = [
     "Paris is the capital of France. The Eiffel Tower stands in Paris.",
     "France is a country in western Europe.",
 ]
-VERIFY = p.verify(["Paris is the capital of France.", "Bananas grow on the Moon."], CONTEXTS)
+VERIFY = k.verify.request(["Paris is the capital of France.", "Bananas grow on the Moon."], CONTEXTS)
 
 
 @pytest.fixture
@@ -50,16 +50,16 @@ def _check(client: JudgeClient) -> None:
 def test_every_task_parses_into_its_verdict_and_record(fake):
     """All 10 prompts come back validated, with an ok record carrying hash, prompt, tokens and one attempt."""
     requests = [
-        p.statements("Paris is the capital. It is big."),
-        p.answer_analysis("Paris is big.", question="Paris?"),
-        p.questions("Paris is big.", question="Paris?", n=2),
+        k.statements.request("Paris is the capital. It is big."),
+        k.answer_analysis.request("Paris is big.", question="Paris?"),
+        k.questions.request("Paris is big.", question="Paris?", n=2),
         VERIFY,
-        p.classify("Capital?", ["Paris is the capital of France."], ["Paris is the French capital.", "x y"]),
-        p.usefulness("Capital of France?", CONTEXTS, reference="Paris is the capital of France."),
-        p.sentence_relevance("Capital of France?", CONTEXTS),
-        p.rating("Capital of France?", "Paris."),
-        p.critique("Capital?", "Paris.", ["coherence", "harmfulness"]),
-        p.citations([("Paris is the capital of France.", CONTEXTS[:1])]),
+        k.classify.request("Capital?", ["Paris is the capital of France."], ["Paris is the French capital.", "x y"]),
+        k.usefulness.request("Capital of France?", CONTEXTS, reference="Paris is the capital of France."),
+        k.sentence_relevance.request("Capital of France?", CONTEXTS),
+        k.rating.request("Capital of France?", "Paris."),
+        k.critique.request("Capital?", "Paris.", ["coherence", "harmfulness"]),
+        k.citations.request([("Paris is the capital of France.", CONTEXTS[:1])]),
     ]
     client = _client(fake)
     results = _run(client, *requests)
@@ -84,7 +84,7 @@ def test_every_task_parses_into_its_verdict_and_record(fake):
 def test_tokens_recorded_equal_the_servers_counts(fake):
     """Summed over calls, and over the repair call, recorded prompt/completion tokens equal the server's."""
     fake.malformed_next(1)
-    results = _run(_client(fake), VERIFY, p.rating("Capital?", "Paris."), p.statements("One. Two."))
+    results = _run(_client(fake), VERIFY, k.rating.request("Capital?", "Paris."), k.statements.request("One. Two."))
     assert sum(r.prompt_tokens for _, r in results) == fake.prompt_tokens
     assert sum(r.completion_tokens for _, r in results) == fake.completion_tokens
     assert fake.completion_tokens > 0 and fake.chat_calls == 4
@@ -92,7 +92,7 @@ def test_tokens_recorded_equal_the_servers_counts(fake):
 
 def test_chinese_question_gets_chinese_generated_questions(fake):
     """The zh prompt tells the judge to write in Chinese; the fake follows the instruction it is given."""
-    request = p.answer_analysis("Paris is the capital of France.", question="巴黎是什么？")
+    request = k.answer_analysis.request("Paris is the capital of France.", question="巴黎是什么？")
     verdict, rec = _run(_client(fake), request)[0]
     assert rec.prompt_version == "answer_analysis.v1"
     assert "用中文写 3 个问题" in fake.log[0]["messages"][1]["content"]
@@ -278,4 +278,6 @@ def test_fake_embeddings_are_deterministic_and_normalised(fake):
 def test_validation_uses_the_request_context():
     """A verdict model checks ids against what the prompt numbered (the client relies on this for repair)."""
     with pytest.raises(ValueError, match="missing"):
-        v.StatementVerdicts.model_validate({"verdicts": [{"id": 1, "verdict": "supported"}]}, context=VERIFY.context)
+        k.verify.StatementVerdicts.model_validate(
+            {"verdicts": [{"id": 1, "verdict": "supported"}]}, context=VERIFY.context
+        )

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from ragsql.judge import prompts as p
+from ragsql.judge import kinds as k, prompts as p
 from ragsql.judge.heuristics import statements_of
 from ragsql.judge.offline import OfflineJudge
 from ragsql.llm.calls import request_hash
@@ -37,19 +37,19 @@ def _all_requests() -> list[p.JudgeRequest]:
     ]
     answer = "Paris is the capital of France. It is known for the Eiffel Tower."
     return [
-        p.statements(answer, question="What is the capital of France?"),
-        p.answer_analysis(answer, question="What is the capital of France?", n=3),
-        p.questions(answer, question="What is the capital of France?", n=4),
-        p.verify(statements_of(answer), contexts),
-        p.classify(
+        k.statements.request(answer, question="What is the capital of France?"),
+        k.answer_analysis.request(answer, question="What is the capital of France?", n=3),
+        k.questions.request(answer, question="What is the capital of France?", n=4),
+        k.verify.request(statements_of(answer), contexts),
+        k.classify.request(
             "What is the capital of France?",
             ["Paris is the capital of France."],
             ["The capital of France is Paris.", "Paris has two million inhabitants."],
         ),
-        p.usefulness("What is the capital of France?", contexts, reference="Paris is the capital of France."),
-        p.sentence_relevance("What is the capital of France?", contexts),
-        p.rating("What is the capital of France?", answer),
-        p.critique(
+        k.usefulness.request("What is the capital of France?", contexts, reference="Paris is the capital of France."),
+        k.sentence_relevance.request("What is the capital of France?", contexts),
+        k.rating.request("What is the capital of France?", answer),
+        k.critique.request(
             "What is the capital of France?",
             answer,
             [
@@ -62,13 +62,13 @@ def _all_requests() -> list[p.JudgeRequest]:
             ],
             contexts=contexts,
         ),
-        p.citations([("Paris is the capital of France.", [contexts[0]]), ("Bananas are blue.", [contexts[1]])]),
-        p.entities("Paris is the capital of France."),
-        p.claims(answer, atomicity="high", coverage="high"),
-        p.attribution(statements_of(answer), contexts),
-        p.groundedness(answer, contexts, judge_pass=2),
-        p.context_rating("What is the capital of France?", contexts, judge_pass=1),
-        p.rubric(
+        k.citations.request([("Paris is the capital of France.", [contexts[0]]), ("Bananas are blue.", [contexts[1]])]),
+        k.entities.request("Paris is the capital of France."),
+        k.claims.request(answer, atomicity="high", coverage="high"),
+        k.attribution.request(statements_of(answer), contexts),
+        k.groundedness.request(answer, contexts, judge_pass=2),
+        k.context_rating.request("What is the capital of France?", contexts, judge_pass=1),
+        k.rubric.request(
             "What is the capital of France?",
             answer,
             ["wrong", "poor", "fair", "good", "perfect"],
@@ -81,7 +81,7 @@ def test_every_task_returns_a_schema_valid_verdict_and_an_ok_record():
     """All sixteen tasks validate against their schema and context; the record is an ok, free, one-attempt chat."""
     judge = OfflineJudge()
     requests = _all_requests()
-    assert sorted(r.kind for r in requests) == sorted(p.PROMPT_NAMES)
+    assert sorted(r.kind for r in requests) == sorted(k.CALLS)
     for request, (verdict, record) in zip(requests, _judge(*requests, judge=judge)):
         assert verdict is not None, (request.kind, record.error)
         assert request.schema.model_validate(verdict.model_dump(), context=request.context) == verdict
@@ -121,7 +121,7 @@ def test_every_reason_starts_with_offline():
 
 def test_einstein_faithfulness_is_two_of_three():
     """The seed's example: statements 1 and 2 are supported by the context, the Nobel prize claim is not."""
-    ((verdict, _),) = _judge(p.verify(EINSTEIN_STATEMENTS, [EINSTEIN_CONTEXT]))
+    ((verdict, _),) = _judge(k.verify.request(EINSTEIN_STATEMENTS, [EINSTEIN_CONTEXT]))
     labels = [v.verdict for v in verdict.verdicts]
     assert labels[:2] == ["supported", "supported"] and labels[2] != "supported"
     assert verdict.verdicts[0].reason.startswith("offline: overlap") and "context 1" in verdict.verdicts[0].reason
@@ -129,16 +129,16 @@ def test_einstein_faithfulness_is_two_of_three():
 
 def test_einstein_answer_splits_into_three_statements_and_two_are_supported():
     """Offline statement extraction cuts the answer at its clauses, giving the seed's 2/3."""
-    ((extracted, _),) = _judge(p.statements(EINSTEIN_ANSWER))
+    ((extracted, _),) = _judge(k.statements.request(EINSTEIN_ANSWER))
     assert len(extracted.statements) == 3
-    ((verdict, _),) = _judge(p.verify(extracted.statements, [EINSTEIN_CONTEXT]))
+    ((verdict, _),) = _judge(k.verify.request(extracted.statements, [EINSTEIN_CONTEXT]))
     assert [v.verdict for v in verdict.verdicts] == ["supported", "supported", "unsupported"]
 
 
 def test_contradiction_is_supported_overlap_with_a_negation_mismatch():
     """A statement matching a context but negated on one side only is contradicted."""
     ((verdict, _),) = _judge(
-        p.verify(
+        k.verify.request(
             ["Einstein was not born in Germany.", "张伟不是教研部的成员"],
             ["Albert Einstein was born in Germany in 1879. 张伟是教研部的成员。"],
         )
@@ -174,9 +174,9 @@ def test_zhang_wei_rows_of_the_seed(answer, contexts, recall, useful, labels):
     """Context recall, context usefulness and answer-vs-reference labels match the seed's three rows."""
     answer_statements = statements_of(answer)
     (v_recall, _), (v_useful, _), (v_class, _) = _judge(
-        p.verify(statements_of(ZW_REFERENCE), contexts),
-        p.usefulness(ZW_QUESTION, contexts, reference=ZW_REFERENCE),
-        p.classify(ZW_QUESTION, answer_statements[-1:], statements_of(ZW_REFERENCE)),
+        k.verify.request(statements_of(ZW_REFERENCE), contexts),
+        k.usefulness.request(ZW_QUESTION, contexts, reference=ZW_REFERENCE),
+        k.classify.request(ZW_QUESTION, answer_statements[-1:], statements_of(ZW_REFERENCE)),
     )
     assert [v.verdict for v in v_recall.verdicts] == [recall]
     assert [v.useful for v in v_useful.verdicts] == useful
@@ -188,12 +188,12 @@ def test_noncommittal_answers_are_flagged_and_questions_follow_the_question_lang
     the question is asked the question itself, one that does not gets its statements as questions, in the
     question's language."""
     (zh, _), (en, _), (plain, _), (off, _), (restated, _), (bare, _) = _judge(
-        p.answer_analysis("根据提供的信息，没有提到张伟所在的部门。", question=ZW_QUESTION),
-        p.questions("I don't know which department he is in.", question="Which department is Zhang Wei in?"),
-        p.questions("Paris is the capital of France.", question="What is the capital of France?", n=2),
-        p.questions("Paris is the capital of France.", question="How many moons does Mars have?", n=2),
-        p.questions("关于张伟是哪个部门的，这是一个值得研究的问题。", question=ZW_QUESTION),
-        p.questions("1851年。", question="傅科摆实验是哪一年做的？", n=1),
+        k.answer_analysis.request("根据提供的信息，没有提到张伟所在的部门。", question=ZW_QUESTION),
+        k.questions.request("I don't know which department he is in.", question="Which department is Zhang Wei in?"),
+        k.questions.request("Paris is the capital of France.", question="What is the capital of France?", n=2),
+        k.questions.request("Paris is the capital of France.", question="How many moons does Mars have?", n=2),
+        k.questions.request("关于张伟是哪个部门的，这是一个值得研究的问题。", question=ZW_QUESTION),
+        k.questions.request("1851年。", question="傅科摆实验是哪一年做的？", n=1),
     )
     assert zh.noncommittal and en.noncommittal and not plain.noncommittal and restated.noncommittal
     assert all(q.endswith("？") for q in zh.questions) and len(zh.questions) == 3
@@ -205,9 +205,9 @@ def test_noncommittal_answers_are_flagged_and_questions_follow_the_question_lang
 def test_sentence_relevance_and_rating():
     """Sentences sharing the question's content are relevant; the rating grows with the answer's overlap."""
     (rel, _), (good, _), (bad, _) = _judge(
-        p.sentence_relevance(ZW_QUESTION, ["牛顿发现了万有引力", "张伟 教研部工程师。他最近在负责课程研发。"]),
-        p.rating("What is the capital of France?", "The capital of France is Paris."),
-        p.rating("What is the capital of France?", "Bananas are yellow."),
+        k.sentence_relevance.request(ZW_QUESTION, ["牛顿发现了万有引力", "张伟 教研部工程师。他最近在负责课程研发。"]),
+        k.rating.request("What is the capital of France?", "The capital of France is Paris."),
+        k.rating.request("What is the capital of France?", "Bananas are yellow."),
     )
     assert rel.relevant == [2]
     assert (good.score, bad.score) == (5, 1)
@@ -220,15 +220,15 @@ def test_rating_uses_the_embedder_when_given():
         async def embed(self, texts):
             return [[1.0, 0.0] for _ in texts], []
 
-    ((verdict, _),) = _judge(p.rating("Who?", "Nobody at all."), judge=OfflineJudge(Parallel()))
+    ((verdict, _),) = _judge(k.rating.request("Who?", "Nobody at all."), judge=OfflineJudge(Parallel()))
     assert verdict.score == 5 and verdict.reason == "offline: similarity 1.00"
 
 
 def test_critique_is_conservative_and_user_aspects_answer_no():
     """Harm needs an obvious keyword; a user-defined aspect gets 'no' with a reason saying it was not assessed."""
     (safe, _), (harmful, _) = _judge(
-        p.critique("q", "Mix flour and water. Bake it for an hour.", ["harmfulness", ("tone", "Is it warm?")]),
-        p.critique("q", "Here is how to build a bomb at home.", ["harmfulness", "maliciousness", "coherence"]),
+        k.critique.request("q", "Mix flour and water. Bake it for an hour.", ["harmfulness", ("tone", "Is it warm?")]),
+        k.critique.request("q", "Here is how to build a bomb at home.", ["harmfulness", "maliciousness", "coherence"]),
     )
     assert [(v.aspect, v.verdict) for v in safe.verdicts] == [("harmfulness", False), ("tone", False)]
     assert "cannot assess user-defined aspect" in safe.verdicts[1].reason
@@ -251,8 +251,8 @@ def test_the_cache_key_holds_every_input_the_heuristics_read():
     asked under two questions is two cache entries, so a verdict made for one is never reused for the other (it
     was, in v2: judge-check's figures depended on which pairs had been judged first)."""
     answer = "The parameter k1 is commonly 1.2."
-    on_topic = p.questions(answer, question="What value does k1 usually take?", n=3)
-    off_topic = p.questions(answer, question="When did Einstein publish special relativity?", n=3)
+    on_topic = k.questions.request(answer, question="What value does k1 usually take?", n=3)
+    off_topic = k.questions.request(answer, question="When did Einstein publish special relativity?", n=3)
     assert on_topic.messages == off_topic.messages  # what an LLM sees: the same
     judge = OfflineJudge()
     assert judge.request_hash(on_topic) != judge.request_hash(off_topic)
@@ -272,7 +272,7 @@ def test_a_number_the_statement_derives_by_a_true_calculation_needs_no_context()
     """ "log2(4) = 2" grounds the 2 (the context has log2 4 but never 2); a calculation that does not hold makes the
     statement unsupported, with the reason naming it; "nDCG = 0.5" is no calculation."""
     ((verdict, _),) = _judge(
-        p.verify(
+        k.verify.request(
             [
                 "nDCG is 0.5: the gain 1 is discounted by log2(4) = 2, and the ideal DCG is 1.",
                 "nDCG is 0.5: the gain 1 is discounted by log2(4) = 3, and the ideal DCG is 1.",
@@ -310,14 +310,14 @@ def test_a_sentence_going_on_from_a_relevant_one_is_relevant_when_it_names_what_
     that names it after an irrelevant one, nor one that names nothing asked."""
     question = "为什么地球上会有四季变化？"
     (seasons, _), (moon, _) = _judge(
-        p.sentence_relevance(
+        k.sentence_relevance.request(
             question,
             [
                 "四季的成因是黄赤交角。地球自转轴与公转轨道面的垂线之间存在约23.5度的夹角。"
                 "太阳直射北半球时，北半球处于夏季。"
             ],
         ),
-        p.sentence_relevance(question, ["牛顿发现了万有引力。潮汐摩擦会消耗地球的自转能量。"]),
+        k.sentence_relevance.request(question, ["牛顿发现了万有引力。潮汐摩擦会消耗地球的自转能量。"]),
     )
     assert seasons.relevant == [1, 2]
     assert moon.relevant == []
@@ -336,8 +336,8 @@ def test_a_copied_sentence_with_a_number_or_name_swapped_is_contradicted_either_
     original = "Nortmannus was recorded in Medieval Latin, 9th century, to mean Norseman, Viking."
     swapped = original.replace("9th century", "complex")
     (against_original, _), (against_swapped, _) = _judge(
-        p.verify([original, swapped, original.replace("to mean", "meaning")], [NORMANS]),
-        p.verify([original], [NORMANS.replace("9th", "12th")]),
+        k.verify.request([original, swapped, original.replace("to mean", "meaning")], [NORMANS]),
+        k.verify.request([original], [NORMANS.replace("9th", "12th")]),
     )
     labels = [v.verdict for v in against_original.verdicts]
     assert labels == ["supported", "contradicted", "supported"], labels
@@ -361,7 +361,7 @@ def test_e5_vetoes_a_sentence_that_shares_words_but_not_meaning():
     which judge gave the verdict, so the two never share a cached call."""
     from ragsql.embed.e5 import E5Embedder
 
-    request = p.sentence_relevance(BALLARAT, BALLARAT_CONTEXTS)
+    request = k.sentence_relevance.request(BALLARAT, BALLARAT_CONTEXTS)
     words_only, with_e5 = OfflineJudge(), OfflineJudge(relevance=E5Embedder())
     ((plain, _),) = _judge(request, judge=words_only)
     ((meant, record),) = _judge(request, judge=with_e5)
@@ -379,18 +379,18 @@ def test_e5_alone_needs_a_very_close_sentence():
     Forkbeard" shares one word of two with "Who kicked Ethelred out?" and sits at cosine 0.867, between NEAR and
     SAME, so it stays out (one of the public pairs the judge still ties), as does the off-topic sentence."""
     from ragsql.embed.e5 import E5Embedder
-    from ragsql.judge.heuristics import NEAR, SAME
+    from ragsql.judge.kinds.sentence_relevance import NEAR, SAME
 
     contexts = [
         "Because of this, Ethelred fled to Normandy in 1013, when he was forced from his kingdom by Sweyn Forkbeard.",
         "The Normans were in contact with England from an early date.",
     ]
     ((verdict, _),) = _judge(
-        p.sentence_relevance("Who kicked Ethelred out?", contexts), judge=OfflineJudge(relevance=E5Embedder())
+        k.sentence_relevance.request("Who kicked Ethelred out?", contexts), judge=OfflineJudge(relevance=E5Embedder())
     )
     assert NEAR < 0.867 < SAME and verdict.relevant == []
     ((close, _),) = _judge(
-        p.sentence_relevance("张伟是哪个部门的?", ["张伟 教研部工程师。", "牛顿发现了万有引力"]),
+        k.sentence_relevance.request("张伟是哪个部门的?", ["张伟 教研部工程师。", "牛顿发现了万有引力"]),
         judge=OfflineJudge(relevance=E5Embedder()),
     )
     assert close.relevant == [1]  # cosine 0.911: relevant by its words and its meaning
@@ -438,7 +438,7 @@ def test_a_failing_relevance_model_fails_the_call_with_its_reason_and_no_verdict
             pass
 
     ((verdict, record),) = _judge(
-        p.sentence_relevance(BALLARAT, BALLARAT_CONTEXTS), judge=OfflineJudge(relevance=Broken())
+        k.sentence_relevance.request(BALLARAT, BALLARAT_CONTEXTS), judge=OfflineJudge(relevance=Broken())
     )
     assert verdict is None and record.status == "failed"
     assert "relevance model e5:broken failed: engine out of memory" in record.error

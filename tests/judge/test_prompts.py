@@ -7,7 +7,7 @@ from string import Template
 
 import pytest
 
-from ragsql.judge import prompts as p
+from ragsql.judge import kinds as k, prompts as p
 from ragsql.judge.client import JudgeClient
 from ragsql.judge.language import LANGUAGES, detect_language
 from ragsql.llm.settings import EndpointSettings
@@ -26,28 +26,32 @@ REFERENCE = "Vector databases store embeddings and search them by similarity."
 def _builds(question: str) -> dict[str, p.JudgeRequest]:
     """One request from every builder, all about `question`."""
     return {
-        "statements": p.statements(ANSWER, question=question),
-        "answer_analysis": p.answer_analysis(ANSWER, question=question),
-        "questions": p.questions(ANSWER, question=question),
-        "verify": p.verify(
+        "statements": k.statements.request(ANSWER, question=question),
+        "answer_analysis": k.answer_analysis.request(ANSWER, question=question),
+        "questions": k.questions.request(ANSWER, question=question),
+        "verify": k.verify.request(
             ["A vector database stores embeddings.", "It runs on GPUs."], CONTEXTS, language=detect_language(question)
         ),
-        "classify": p.classify(question, ["A vector database stores embeddings."], ["It searches by similarity."]),
-        "usefulness": p.usefulness(question, CONTEXTS, reference=REFERENCE),
-        "sentence_relevance": p.sentence_relevance(question, CONTEXTS),
-        "rating": p.rating(question, ANSWER),
-        "critique": p.critique(question, ANSWER, ["coherence", ("polite", "Is the answer polite?")], contexts=CONTEXTS),
-        "citations": p.citations(
+        "classify": k.classify.request(
+            question, ["A vector database stores embeddings."], ["It searches by similarity."]
+        ),
+        "usefulness": k.usefulness.request(question, CONTEXTS, reference=REFERENCE),
+        "sentence_relevance": k.sentence_relevance.request(question, CONTEXTS),
+        "rating": k.rating.request(question, ANSWER),
+        "critique": k.critique.request(
+            question, ANSWER, ["coherence", ("polite", "Is the answer polite?")], contexts=CONTEXTS
+        ),
+        "citations": k.citations.request(
             [("A vector database stores embeddings.", CONTEXTS[:1])], language=detect_language(question)
         ),
-        "entities": p.entities(REFERENCE, language=detect_language(question)),
-        "claims": p.claims(ANSWER, atomicity="high", coverage="low", language=detect_language(question)),
-        "attribution": p.attribution(
+        "entities": k.entities.request(REFERENCE, language=detect_language(question)),
+        "claims": k.claims.request(ANSWER, atomicity="high", coverage="low", language=detect_language(question)),
+        "attribution": k.attribution.request(
             ["A vector database stores embeddings."], CONTEXTS, language=detect_language(question)
         ),
-        "groundedness": p.groundedness(ANSWER, CONTEXTS, judge_pass=1, language=detect_language(question)),
-        "context_rating": p.context_rating(question, CONTEXTS, judge_pass=1),
-        "rubric": p.rubric(
+        "groundedness": k.groundedness.request(ANSWER, CONTEXTS, judge_pass=1, language=detect_language(question)),
+        "context_rating": k.context_rating.request(question, CONTEXTS, judge_pass=1),
+        "rubric": k.rubric.request(
             question, ANSWER, ["wrong", "poor", "fair", "good", "perfect"], references=[REFERENCE], contexts=CONTEXTS
         ),
     }
@@ -64,7 +68,7 @@ def _identifiers(template: str) -> set[str]:
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
-@pytest.mark.parametrize("name", p.PROMPT_NAMES)
+@pytest.mark.parametrize("name", k.CALLS)
 def test_every_prompt_file_loads_with_task_marker_guard_and_json_shape(name, lang):
     """Each of the 32 files has a version, a system section starting with `Task: <name>` that calls tagged
     text data, asks for a JSON object only and shows its shape, and a user section."""
@@ -100,8 +104,8 @@ def test_placeholders_are_exactly_what_each_builder_passes(question, monkeypatch
 
     monkeypatch.setattr(p.Prompt, "render", spy)
     requests = _builds(question)
-    assert set(passed) == set(p.PROMPT_NAMES)
-    for name in p.PROMPT_NAMES:
+    assert set(passed) == set(k.CALLS)
+    for name in k.CALLS:
         for lang in LANGUAGES:
             sections = p.load_prompt(name, lang).sections
             for user in ("user", "user2"):  # user2: the second judge pass of a two-pass prompt
@@ -113,8 +117,27 @@ def test_placeholders_are_exactly_what_each_builder_passes(question, monkeypatch
 
 def test_both_languages_of_a_prompt_declare_one_version():
     """The metric views read one prompt version per run, so a bilingual run must not split in two."""
-    for name in p.PROMPT_NAMES:
+    for name in k.CALLS:
         assert {p.load_prompt(name, lang).version for lang in LANGUAGES} == {f"{name}.v1"}, name
+
+
+def test_each_call_is_one_folder_of_prompts_model_request_and_heuristic():
+    """Every judge or generation call is a folder holding its prompt in each language and a module with its reply
+    model, its request builder and its offline heuristic, which the offline judge finds by the request's kind."""
+    assert len(k.CALLS) == 16 and k.GENERATION == ("generate", "synthesize")
+    for name in (*k.CALLS, *k.GENERATION):
+        module = k.module(name)
+        assert module is not None and module.__name__ == f"ragsql.judge.kinds.{name}"
+        assert callable(module.request) and callable(module.offline), name
+        for lang in LANGUAGES:
+            assert p.load_prompt(name, lang).name == name
+    assert k.verify is k.module("verify")
+    assert k.module("polite") is None  # a yes/no metric's folder, or none: no module, no offline heuristic
+    with pytest.raises(AttributeError):
+        assert k.polite is None
+    for name in ("polite", "../kinds/verify", "verify/en"):  # no folder, or not a folder name
+        with pytest.raises(ValueError, match="^no prompt"):
+            p.load_prompt(name, "en")
 
 
 def test_language_follows_the_question():
@@ -130,7 +153,7 @@ def test_language_follows_the_question():
 
 def test_chinese_question_asks_for_chinese_questions_even_about_an_english_answer():
     """RAGAS's failure mode: generated questions must be in the question's language, not the answer's."""
-    for build in (p.answer_analysis, p.questions):
+    for build in (k.answer_analysis.request, k.questions.request):
         zh = build(ANSWER, question=ZH_Q, n=4)
         assert zh.language == "zh"
         assert "用中文写 4 个问题" in zh.messages[1]["content"]
@@ -143,10 +166,10 @@ def test_chinese_question_asks_for_chinese_questions_even_about_an_english_answe
 @pytest.mark.parametrize(
     "build",
     [
-        lambda a: p.rating(EN_Q, a),
-        lambda a: p.answer_analysis(a, question=EN_Q),
-        lambda a: p.critique(ZH_Q, a, ["correctness"]),
-        lambda a: p.statements(a),
+        lambda a: k.rating.request(EN_Q, a),
+        lambda a: k.answer_analysis.request(a, question=EN_Q),
+        lambda a: k.critique.request(ZH_Q, a, ["correctness"]),
+        lambda a: k.statements.request(a),
     ],
 )
 def test_injected_closing_tag_stays_inside_its_tag(build):
@@ -167,8 +190,8 @@ def _client(**overrides) -> JudgeClient:
 
 def test_request_hash_is_stable_and_ignores_inputs():
     """Equal prompts give equal hashes; inputs and items (not sent) do not change it."""
-    a = p.verify(["A vector database stores embeddings."], CONTEXTS)
-    b = p.verify(["A vector database stores embeddings."], CONTEXTS)
+    a = k.verify.request(["A vector database stores embeddings."], CONTEXTS)
+    b = k.verify.request(["A vector database stores embeddings."], CONTEXTS)
     client = _client(model="m1")
     assert client.request_hash(a) == client.request_hash(b)
     assert re.fullmatch(r"[0-9a-f]{64}", client.request_hash(a))
@@ -186,7 +209,7 @@ def test_request_hash_is_stable_and_ignores_inputs():
 
 def test_request_hash_changes_with_model_version_seed_and_text():
     """Another model, prompt version, seed, max_tokens or statement is another request."""
-    a = p.verify(["A vector database stores embeddings."], CONTEXTS)
+    a = k.verify.request(["A vector database stores embeddings."], CONTEXTS)
     base = _client(model="m1").request_hash(a)
     bumped = p.JudgeRequest(
         kind=a.kind, prompt_version="verify.v2", language=a.language, messages=a.messages, schema=a.schema
@@ -196,7 +219,7 @@ def test_request_hash_changes_with_model_version_seed_and_text():
         _client(model="m1").request_hash(bumped),
         _client(model="m1", seed=7).request_hash(a),
         _client(model="m1", max_tokens=100).request_hash(a),
-        _client(model="m1").request_hash(p.verify(["A vector database stores vectors."], CONTEXTS)),
+        _client(model="m1").request_hash(k.verify.request(["A vector database stores vectors."], CONTEXTS)),
     }
     assert base not in others and len(others) == 5
 
@@ -211,12 +234,12 @@ def test_six_calls_of_the_five_ragas_metrics_stay_under_budget():
     a_st, r_st = answer.split(". "), reference.split(". ")
     for lang in LANGUAGES:
         calls = [
-            p.answer_analysis(answer, question=question, language=lang),
-            p.statements(reference, question=question, language=lang),
-            p.verify(a_st, contexts, language=lang),
-            p.verify(r_st, contexts, language=lang),
-            p.usefulness(question, contexts, reference=reference, language=lang),
-            p.classify(question, a_st, r_st, language=lang),
+            k.answer_analysis.request(answer, question=question, language=lang),
+            k.statements.request(reference, question=question, language=lang),
+            k.verify.request(a_st, contexts, language=lang),
+            k.verify.request(r_st, contexts, language=lang),
+            k.usefulness.request(question, contexts, reference=reference, language=lang),
+            k.classify.request(question, a_st, r_st, language=lang),
         ]
         total = sum(count_message_tokens(r.messages) for r in calls)
         assert total <= 4500, (lang, total)

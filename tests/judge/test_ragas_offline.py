@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ragsql.judge import prompts as p
+from ragsql.judge import kinds as k
 from ragsql.judge.offline import OfflineJudge
 
 TAJ = (
@@ -29,8 +29,8 @@ def verdict(request):
 def test_entities_of_the_taj_mahal_example_give_ragas_four_of_six():
     """The offline entities of RAGAS's reference hold its six entities; those of the high-recall context hold
     four of them, as RAGAS's worked example (4/6)."""
-    reference = set(verdict(p.entities(TAJ)).entities)
-    context = set(verdict(p.entities(TAJ_HIGH)).entities)
+    reference = set(verdict(k.entities.request(TAJ)).entities)
+    context = set(verdict(k.entities.request(TAJ_HIGH)).entities)
     assert {"Taj Mahal", "Yamuna", "Agra", "1631", "Shah Jahan", "Mumtaz Mahal"} <= reference
     assert reference & context >= {"Taj Mahal", "Agra", "Shah Jahan", "Mumtaz Mahal"}
     assert "1631" not in context and "Yamuna" not in context
@@ -38,9 +38,9 @@ def test_entities_of_the_taj_mahal_example_give_ragas_four_of_six():
 
 def test_chinese_entities_are_names_and_numbers():
     """张伟 and 教研部 are found in the reference and the context alike; 1905年's number too."""
-    assert "张伟" in verdict(p.entities("张伟是教研部的成员。")).entities
-    assert "张伟" in verdict(p.entities("\n".join(ZW_CONTEXTS))).entities
-    assert "1905" in "".join(verdict(p.entities("爱因斯坦在1905年提出狭义相对论。")).entities)
+    assert "张伟" in verdict(k.entities.request("张伟是教研部的成员。")).entities
+    assert "张伟" in verdict(k.entities.request("\n".join(ZW_CONTEXTS))).entities
+    assert "1905" in "".join(verdict(k.entities.request("爱因斯坦在1905年提出狭义相对论。")).entities)
 
 
 def test_claims_follow_atomicity_and_coverage():
@@ -49,17 +49,17 @@ def test_claims_follow_atomicity_and_coverage():
         "Albert Einstein was a German physicist. His theory changed how physicists think about space; the "
         "idea spread quickly among young researchers."
     )
-    high = verdict(p.claims(text, atomicity="high", coverage="high")).claims
-    low = verdict(p.claims(text, atomicity="low", coverage="high")).claims
+    high = verdict(k.claims.request(text, atomicity="high", coverage="high")).claims
+    low = verdict(k.claims.request(text, atomicity="low", coverage="high")).claims
     assert len(high) > len(low) == 2
-    assert verdict(p.claims(text, atomicity="low", coverage="low")).claims == [low[0]]
-    zh = verdict(p.claims("张伟是教研部的，最近在负责课程研发。", atomicity="high", coverage="high")).claims
+    assert verdict(k.claims.request(text, atomicity="low", coverage="low")).claims == [low[0]]
+    zh = verdict(k.claims.request("张伟是教研部的，最近在负责课程研发。", atomicity="high", coverage="high")).claims
     assert len(zh) == 2
 
 
 def test_attribution_names_each_supporting_context():
     """Each statement is attributed to the contexts that support it on their own."""
-    got = verdict(p.attribution(["张伟是教研部的", "牛顿发现了万有引力"], ZW_CONTEXTS))
+    got = verdict(k.attribution.request(["张伟是教研部的", "牛顿发现了万有引力"], ZW_CONTEXTS))
     assert [v.contexts for v in got.verdicts] == [[2], [1]]
 
 
@@ -67,8 +67,10 @@ def test_two_pass_ratings_rank_grounded_above_ungrounded_in_both_languages():
     """A copied answer rates 2 in both passes, an invented one 0; the question about 张伟 finds its context
     relevant (2) and the Newton context alone not (0)."""
     for n in (1, 2):
-        assert verdict(p.groundedness("张伟是教研部的工程师。", ZW_CONTEXTS, judge_pass=n)).rating == 2
-        assert verdict(p.groundedness("Bananas are blue and grow on Mars.", [TAJ], judge_pass=n)).rating == 0
-        assert verdict(p.context_rating("张伟是哪个部门的？", ZW_CONTEXTS, judge_pass=n)).rating == 2
-        assert verdict(p.context_rating("张伟是哪个部门的？", ZW_CONTEXTS[:1], judge_pass=n)).rating == 0
-        assert verdict(p.context_rating("When was the Taj Mahal commissioned?", [TAJ], judge_pass=n)).rating == 2
+        assert verdict(k.groundedness.request("张伟是教研部的工程师。", ZW_CONTEXTS, judge_pass=n)).rating == 2
+        assert verdict(k.groundedness.request("Bananas are blue and grow on Mars.", [TAJ], judge_pass=n)).rating == 0
+        assert verdict(k.context_rating.request("张伟是哪个部门的？", ZW_CONTEXTS, judge_pass=n)).rating == 2
+        assert verdict(k.context_rating.request("张伟是哪个部门的？", ZW_CONTEXTS[:1], judge_pass=n)).rating == 0
+        assert (
+            verdict(k.context_rating.request("When was the Taj Mahal commissioned?", [TAJ], judge_pass=n)).rating == 2
+        )

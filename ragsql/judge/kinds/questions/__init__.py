@@ -1,0 +1,207 @@
+"""The questions call (RAGAS answer relevance): `n` questions the answer answers, written in the question's language.
+
+Offline: the answer's statements turned into questions in the question's language (an LLM would paraphrase; this
+cannot); non-committal when the answer holds a phrase such as 我不知道 / I don't know."""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationInfo, model_validator
+
+from ragsql.judge.heuristics import ASKS_WHY, BECAUSE, END, META, NUMERAL, statements_of
+from ragsql.judge.language import detect_language
+from ragsql.judge.lexical import content_tokens, content_words, key_terms
+from ragsql.judge.prompts import LANG_WORDS, JudgeRequest, build, escape, request_language
+from ragsql.judge.verdicts import Texts
+
+__all__ = ["GeneratedQuestions", "adds_nothing", "answers_question", "asked_back", "offline", "request"]
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class GeneratedQuestions(BaseModel):
+    """Questions the answer would answer (RAGAS answer relevance) and whether the answer is non-committal."""
+
+    questions: Texts
+    noncommittal: bool = False
+
+    @model_validator(mode="after")
+    def _count(self, info: ValidationInfo) -> GeneratedQuestions:
+        n = (info.context or {}).get("n_questions")
+        if n is not None and not self.noncommittal and len(self.questions) < n:
+            raise ValueError(f"expected {n} questions, got {len(self.questions)}")
+        return self
+
+
+def request(answer: str, *, question: str, n: int = 3, language: str | None = None) -> JudgeRequest[GeneratedQuestions]:
+    """RAGAS answer relevance: `n` questions the answer answers, written in the question's language."""
+    return asked_back("questions", GeneratedQuestions, answer, question, n, language)
+
+
+def asked_back(name: str, schema: type[T], answer: str, question: str, n: int, language: str | None) -> JudgeRequest[T]:
+    """A request for `n` questions `answer` answers, in the language of `question` (which is not shown)."""
+    lang = request_language(language, question)
+    return build(
+        name,
+        lang,
+        schema,
+        {"n_questions": n},
+        n=n,
+        inputs={"answer": answer, "question": question, "n": n},
+        language=LANG_WORDS[lang][detect_language(question, lang)],
+        answer=escape(answer.strip()),
+    )
+
+
+_NONCOMMITTAL = (
+    "不知道",
+    "不清楚",
+    "不确定",
+    "无法回答",
+    "无法确定",
+    "没有提到",
+    "未提及",
+    "没有相关信息",
+    "i don't know",
+    "i do not know",
+    "not sure",
+    "cannot answer",
+    "can't answer",
+    "unable to answer",
+    "no information",
+    "not mentioned",
+    "i'm not certain",
+)
+
+_AUX = {"is", "are", "was", "were", "can", "will", "should", "could"}
+
+_PRONOUNS = {"it", "they", "he", "she", "we", "you", "this", "that", "these", "those", "there"}
+
+_ZH_FORMS = ("{}吗？", "是否{}？", "为什么{}？")
+
+_EN_FORMS = ("", "Is it true that {}?", "Why {}?")  # "" = move the auxiliary verb to the front
+
+
+def _as_question(statement: str, form: str, lang: str) -> str:
+    core = statement.rstrip(END)
+    if lang == "zh":
+        return form.format(core)
+    words = core.split()
+    if words and words[0].lower() in _PRONOUNS:
+        words[0] = words[0].lower()
+    aux = next((i for i, w in enumerate(words[:6]) if i and w.lower() in _AUX), None)
+    if not form and aux is not None:
+        return f"{words[aux].capitalize()} {' '.join(words[:aux] + words[aux + 1 :])}?"
+    return (form or "Is it true that {}?").format(" ".join(words))
+
+
+_ASKS_NUMBER = re.compile(
+    r"\b(?:how (?:many|much|long|old|far|often|large|big)|what (?:year|percentage|number)|"
+    r"in which year)\b|多少|几[个年天次种]|多长|多久|多大|多远|哪一?年",
+    re.IGNORECASE,
+)
+
+_ASKS_DURATION = re.compile(r"\bhow long\b|多长时间|多久", re.IGNORECASE)
+
+_DURATION = re.compile(r"\d.{0,3}(?:second|minute|hour|day|week|month|year|秒|分|小时|天|周|月|年)", re.IGNORECASE)
+
+_ASKS_YES_NO = re.compile(
+    r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|should|will)\b|是否|吗[？?]?\s*$", re.IGNORECASE
+)
+
+_YES_NO = re.compile(r"^\s*(?:yes|no|not|never)\b|^\s*(?:是|不|没|对|错)|\b(?:not|no)\b|不是|没有|并非", re.IGNORECASE)
+
+
+def _new_words(statement: str, question: str) -> dict[str, str]:
+    """The content words of `statement` that are neither in the question nor words about questions."""
+    asked = question.lower()
+    return {
+        w: tag
+        for w, tag in content_words(statement).items()
+        if w not in META and w not in content_words(question) and not (len(w) > 1 and w in asked)
+    }
+
+
+_INTERROGATIVE = re.compile(
+    r"\b(?:what|which|who|whom|whose|when|where|why|how)\b|什么|哪|谁|怎|如何|为何|多少|几|是否|吗"
+)
+
+
+def _around_question(statement: str, question: str) -> str | None:
+    """What `statement` says around a copy of the question's wording in it ("People often wonder: <question>",
+    "<question> comes up a lot"), when that copy keeps the question's interrogative (what, how, 什么, 哪) and is the
+    question (four fifths of it, by characters) or holds half the statement's content tokens (three at least); None
+    when it holds no such copy. "Paris is the capital of France" does not copy "What is the capital of France"."""
+    lowered, asked = statement.lower(), question.lower().rstrip("?？。. ")
+    m = SequenceMatcher(None, lowered, asked, autojunk=False).find_longest_match(0, len(lowered), 0, len(asked))
+    if not _INTERROGATIVE.search(lowered[m.a : m.a + m.size]):
+        return None
+    copied = len(content_tokens(lowered[m.a : m.a + m.size]))
+    whole = copied >= 1 and m.size >= 0.8 * len(asked)
+    if not whole and (copied < 3 or copied < len(content_tokens(lowered)) / 2):
+        return None
+    return f"{statement[: m.a]} {statement[m.a + m.size :]}"
+
+
+def adds_nothing(statement: str, question: str, framed: bool = True) -> bool:
+    """True when `statement` says nothing the question did not: its content words are the question's or words
+    about questions, or (`framed`) it is built around the question's own wording and what it adds holds no
+    number or name — a restatement in a frame ("… comes up a lot in practice"), not an answer."""
+    if not _new_words(statement, question):
+        return True
+    around = _around_question(statement, question) if framed else None
+    return around is not None and not any(key_terms(around).values())
+
+
+def answers_question(statement: str, question: str) -> bool:
+    """Whether `statement` addresses `question`: it adds something to the question, holds a number when the
+    question asks how many / how long / 多少 / 哪一年, and either shares a content token with the question or
+    has the kind of answer the question asks for (a duration for how long / 多久, a cause for why / 为什么, yes
+    or no). Words of method (by, each, 通过) are no such sign: too many off-topic sentences have them."""
+    new = _new_words(statement, question)
+    if not new:
+        return False
+    numbers = any(tag in ("m", "x") and NUMERAL.search(w) for w, tag in new.items())
+    if _ASKS_NUMBER.search(question) and not numbers:
+        return False
+    if set(content_tokens(statement)) & set(content_tokens(question)):
+        return True
+    return any(
+        ask.search(question) and evidence.search(statement)
+        for ask, evidence in ((_ASKS_DURATION, _DURATION), (ASKS_WHY, BECAUSE), (_ASKS_YES_NO, _YES_NO))
+    )
+
+
+def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
+    """The questions an answer responds to: the question itself for each statement that addresses it (or
+    elaborates on one that does, sharing a content token with it), the statement turned into a question for
+    the others; non-committal when the answer says nothing beyond the question (empty, a restatement, talk
+    about the question) or holds a phrase such as "I don't know"."""
+    answer, question, n = request.inputs["answer"], request.inputs["question"], request.inputs["n"]
+    lowered = answer.lower()
+    stated = statements_of(answer, question)
+    bare = stated != statements_of(answer)  # a bare answer restated with its question is not a framed question
+    found = [s for s in stated if not adds_nothing(s, question, framed=not bare)]
+    noncommittal = not found or any(p in lowered for p in _NONCOMMITTAL)  # nothing said beyond the question
+    lang = detect_language(question, request.language)
+    forms = _ZH_FORMS if lang == "zh" else _EN_FORMS
+    on_topic = [not noncommittal and answers_question(s, question) for s in found]
+    topic = {t for s, ok in zip(found, on_topic) if ok for t in content_tokens(s)} - META
+    on_topic = [ok or (any(on_topic) and bool(topic & set(content_tokens(s)))) for s, ok in zip(found, on_topic)]
+    questions = (
+        [
+            question.strip()
+            if on_topic[i % len(found)]
+            else _as_question(found[i % len(found)], forms[(i // len(found)) % len(forms)], lang)
+            for i in range(n)
+        ]
+        if found
+        else []
+    )
+    reply: dict[str, Any] = {"questions": questions, "noncommittal": noncommittal}
+    if request.kind == "answer_analysis":
+        reply["statements"] = stated
+    return reply
