@@ -135,6 +135,6 @@ select not exists (select from ragsql.schema_migration where name = '0196_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 1e5efef10aec88f19790f087f7dfb79866118f29c985f3e8d2a01f39e38aacef
+\set ragsql_fingerprint ec29364eebd14e12b097a2f949804efee3f215bab0b4f3be3636a4201b3216af
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

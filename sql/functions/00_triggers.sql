@@ -207,11 +207,105 @@ comment on function ragsql._run_result_run(bigint) is
     'The dataset of a run, locked for key share until commit; SQLSTATE 23503 as a foreign key when there is no such '
     'run.';
 
--- A run imported whole (`ragsql import trec`, issue 15) is copied into a table of its own with no index, which is
--- then indexed and attached as the run's partition of ragsql.run_result (partitioned by list of run_id, migration
--- 0160): building the two btree indexes once costs a fraction of keeping them up to date row by row. The table
--- belongs to the schema's owner, as the partitions must: these three are security definer, so that a
--- ragsql_writer may import and delete runs (the grants in 999_grants.sql give writers no DDL).
+-- A table loaded before it becomes a partition: a run imported whole (`ragsql import trec`, issue 15; run_result
+-- is partitioned by list of run_id, migration 0160) and a corpus version's first postings (chunk_term, by
+-- version_id, migration 0150) are copied into a table of their own with no index, then indexed once (a fraction
+-- of what keeping the btrees up to date row by row costs) and attached. The table belongs to the schema's owner,
+-- as partitions must: the security definer functions of each (_run_result_bare/_index/_attach, _postings_table,
+-- _attach_postings) check who asks and call these three, which are not security definer (called by anyone else
+-- they run with the caller's rights, and a ragsql_writer may not change the schema).
+create or replace function ragsql._partition_bare(parent regclass, part text, key bigint, privileges text)
+returns regclass
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    key_column text;
+begin
+    if not has_table_privilege(session_user, parent, 'insert') then
+        raise exception 'permission denied for table %', (select c.relname from pg_class as c where c.oid = parent)
+            using errcode = 'insufficient_privilege';
+    end if;
+    select a.attname into key_column
+    from pg_partitioned_table as p join pg_attribute as a on a.attrelid = p.partrelid and a.attnum = p.partattrs[0]
+    where p.partrelid = parent;
+    if not found then
+        raise exception '% is not partitioned on this database (a Citus coordinator)', parent
+            using errcode = 'feature_not_supported', hint = format('insert into %s instead', parent);
+    end if;
+    execute format('create table ragsql.%I (like %s including defaults including constraints)', part, parent);
+    -- proves the partition's bound, so attaching it scans nothing for that; dropped once attached
+    execute format('alter table ragsql.%I add constraint %I check (%I = %s)', part, part || '_bound', key_column,
+                   key);
+    -- the loading login fills the table (a ragsql_writer, or any role that may insert into the parent); its own
+    -- grant is revoked when the table is indexed, after which it is reached through the parent
+    if session_user <> current_user then
+        execute format('grant %s on ragsql.%I to %I', privileges, part, session_user);
+    end if;
+    if exists (select from pg_roles where rolname = 'ragsql_writer') then
+        execute format('grant %s on ragsql.%I to ragsql_writer', privileges, part);
+    end if;
+    return format('ragsql.%I', part)::regclass;
+end
+$$;
+comment on function ragsql._partition_bare(regclass, text, bigint, text) is
+    'A new table ragsql.PART like the partitioned PARENT (its columns, defaults and checks), with no index and a '
+    'check that its partition key is KEY, granted PRIVILEGES to the loading login and ragsql_writer; SQLSTATE 42501 '
+    'when the session user may not insert into PARENT, 0A000 when PARENT is not partitioned. Called by security '
+    'definer functions only.';
+
+create or replace function ragsql._partition_index(parent regclass, part text)
+returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    ddl text;
+begin
+    -- the parent's keys, unique and foreign (each checked in one pass), then its other indexes, built on the
+    -- table as the attach would build them: the attach adopts them all
+    for ddl in
+        select format('alter table ragsql.%I add %s', part, pg_get_constraintdef(c.oid))
+        from pg_constraint as c
+        where c.conrelid = parent and c.contype in ('p', 'u', 'f')
+        union all
+        select format('create %sindex on ragsql.%I %s', case when i.indisunique then 'unique ' end, part,
+                      substring(pg_get_indexdef(i.indexrelid) from ' USING .*$'))
+        from pg_index as i
+        where i.indrelid = parent and not exists (select from pg_constraint as c where c.conindid = i.indexrelid
+                                                  and c.conrelid = parent)
+    loop
+        execute ddl;
+    end loop;
+    if session_user <> current_user then
+        execute format('revoke all on ragsql.%I from %I', part, session_user);
+    end if;
+end
+$$;
+comment on function ragsql._partition_index(regclass, text) is
+    'Builds on ragsql.PART, loaded by ragsql._partition_bare, every key, foreign key and index of its parent '
+    '(SQLSTATE 23505, 23503 as they would fail) and revokes the loading login''s grant. Called by security '
+    'definer functions only.';
+
+create or replace function ragsql._partition_attach(parent regclass, part text, key bigint, what text)
+returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    perform ragsql._ddl_waiting(
+        format('alter table %s attach partition ragsql.%I for values in (%s)', parent, part, key),
+        format('%s were not attached to %s', what, parent));
+    execute format('alter table ragsql.%I drop constraint %I', part, part || '_bound');
+end
+$$;
+comment on function ragsql._partition_attach(regclass, text, bigint, text) is
+    'Attaches ragsql.PART, indexed by ragsql._partition_index, as the partition of PARENT for KEY, never queueing '
+    'readers of other partitions while it waits for the lock (ragsql._ddl_waiting; its error names WHAT), and '
+    'drops the check _partition_bare proved the bound with. Called by security definer functions only.';
+
+-- the three steps of a run's table of results (ragsql/db/results.py): security definer, so that a ragsql_writer
+-- may import and delete runs (the grants in 999_grants.sql give writers no DDL)
 create or replace function ragsql._run_result_bare(run_id bigint)
 returns regclass
 language plpgsql
@@ -220,41 +314,21 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     part text := 'run_result_r' || run_id;
-    ds bigint;
+    rel regclass;
 begin
-    if not has_table_privilege(session_user, 'ragsql.run_result', 'insert') then
-        raise exception 'permission denied for table run_result' using errcode = 'insufficient_privilege';
-    end if;
-    if (select c.relkind from pg_class as c where c.oid = 'ragsql.run_result'::regclass) <> 'p' then
-        raise exception 'ragsql.run_result is not partitioned on this database (a Citus coordinator)'
-            using errcode = 'feature_not_supported', hint = 'insert into ragsql.run_result instead';
-    end if;
-    ds := ragsql._run_result_run(run_id);
     -- run_result itself is not read here: an import locks it first when it attaches, so that two imports at once
     -- queue there and cannot deadlock (results of the run in the default partition make the attach fail)
     if to_regclass(format('ragsql.%I', part)) is not null then
         raise exception 'run % already has a table of results', run_id
             using errcode = 'duplicate_table', hint = 'import a run once, into a run of its own';
     end if;
-    -- the checks on run_id and dataset_id hold the run's key for every row, and let the attach skip its scan
-    execute format(
-        'create table ragsql.%I (run_id bigint not null check (run_id = %s), '
-        'dataset_id bigint not null check (dataset_id = %s), query_id bigint not null, '
-        'rank integer not null constraint run_result_rank_check check (rank >= 1), '
-        'docno text not null constraint run_result_docno_check check (docno <> %L), score float8, text text)',
-        part, run_id, ds, '');
-    execute format('comment on table ragsql.%I is %L', part,
+    rel := ragsql._partition_bare('ragsql.run_result', part, run_id, 'select, insert, update, delete');
+    -- the run's dataset is a check too: with the bound it holds the run's key for every row
+    execute format('alter table %s add check (dataset_id = %s)', rel, ragsql._run_result_run(run_id));
+    execute format('comment on table %s is %L', rel,
                    format('The results of run %s: its partition of ragsql.run_result (ragsql._run_result_bare).',
                           run_id));
-    -- the importing login fills the table (a ragsql_writer, or any role that may insert into run_result); its own
-    -- grant is revoked when the table is attached, after which it is reached through run_result
-    if session_user <> current_user then
-        execute format('grant select, insert, update, delete on ragsql.%I to %I', part, session_user);
-    end if;
-    if exists (select from pg_roles where rolname = 'ragsql_writer') then
-        execute format('grant select, insert, update, delete on ragsql.%I to ragsql_writer', part);
-    end if;
-    return format('ragsql.%I', part)::regclass;
+    return rel;
 end
 $$;
 comment on function ragsql._run_result_bare(bigint) is
@@ -310,7 +384,6 @@ set maintenance_work_mem = '256MB'
 as $$
 declare
     part text := 'run_result_r' || run_id;
-    ds bigint;
     queries bigint[];
 begin
     if to_regclass(format('ragsql.%I', part)) is null
@@ -320,15 +393,11 @@ begin
     end if;
     -- the keys the rows name, checked and locked as ragsql._run_result_check does: the run (its id and dataset
     -- are the table's checks) and, in one pass over the rows, their queries
-    ds := ragsql._run_result_run(run_id);
     execute format('select array(select distinct x.query_id from ragsql.%I as x)', part) into queries;
-    perform ragsql._run_result_queries(array_fill(ds, array[cardinality(queries)]), queries);
+    perform ragsql._run_result_queries(array_fill(ragsql._run_result_run(run_id), array[cardinality(queries)]),
+                                       queries);
     -- the parent's two indexes, built once; the attach then adopts them, and the checks spare it a scan
-    execute format('alter table ragsql.%I add primary key (run_id, query_id, rank)', part);
-    execute format('alter table ragsql.%I add unique (run_id, query_id, docno) include (rank)', part);
-    if session_user <> current_user then
-        execute format('revoke all on ragsql.%I from %I', part, session_user);
-    end if;
+    perform ragsql._partition_index('ragsql.run_result', part);
     execute format('analyze ragsql.%I', part);
 end
 $$;
@@ -355,9 +424,7 @@ begin
     end if;
     -- last, as the import's last step: from here until commit the default partition is locked (ACCESS EXCLUSIVE),
     -- and the attach reads it whole under that lock to prove it holds no row of the run (~0.07 s a million rows)
-    perform ragsql._ddl_waiting(
-        format('alter table ragsql.run_result attach partition ragsql.%I for values in (%s)', part, run_id),
-        format('the results of run %s were not attached to ragsql.run_result', run_id));
+    perform ragsql._partition_attach('ragsql.run_result', part, run_id, format('the results of run %s', run_id));
 end
 $$;
 comment on function ragsql._run_result_attach(bigint) is

@@ -23,8 +23,9 @@ comment on function ragsql._create_hnsw_index(bigint, integer) is
 
 -- The first ingest of a corpus version loads its postings into a plain table, ragsql.chunk_term_v<id>, with no
 -- index and no foreign-key trigger, then attaches it as the version's partition of ragsql.chunk_term (migration
--- 0150): its indexes are built once, sorted, and its references to the chunks checked in one pass. Both steps
--- need the owner of chunk_term (security definer), so that a ragsql_writer may ingest.
+-- 0150; the steps are ragsql._partition_bare/_index/_attach, shared with a run's results): its indexes are built
+-- once, sorted, and its references to the chunks checked in one pass. Both steps need the owner of chunk_term
+-- (security definer), so that a ragsql_writer may ingest.
 create or replace function ragsql._postings_table(version_id bigint)
 returns text
 language plpgsql
@@ -43,14 +44,7 @@ begin
        or exists (select from ragsql.chunk_term_default as t where t.version_id = _postings_table.version_id) then
         return null;  -- a version with chunks and no partition of its own keeps its postings in the default one
     end if;
-    execute format('create table ragsql.%I (like ragsql.chunk_term including defaults including constraints)',
-                   part);
-    -- proves the partition's bound, so attaching it scans nothing for that
-    execute format('alter table ragsql.%I add constraint %I check (version_id = %s)', part, part || '_bound',
-                   _postings_table.version_id);
-    if exists (select from pg_roles where rolname = 'ragsql_writer') then
-        execute format('grant select, insert on ragsql.%I to ragsql_writer', part);
-    end if;
+    perform ragsql._partition_bare('ragsql.chunk_term', part, _postings_table.version_id, 'select, insert');
     return part;
 end
 $$;
@@ -77,16 +71,9 @@ begin
     -- the partition's primary key, chunk index and reference to the chunks, built and checked before the attach
     -- (which adopts them): the attach locks the default partition (ACCESS EXCLUSIVE) until commit, and BM25
     -- searches of every version without a partition, or with plans that may read it, wait for it (issue 26)
-    execute format('alter table ragsql.%I add primary key (version_id, term, chunk_id) include (tf, length)', part);
-    execute format('create index on ragsql.%I (chunk_id)', part);
-    execute format('alter table ragsql.%I add foreign key (chunk_id) references ragsql.chunk (id) on delete cascade',
-                   part);
-    perform ragsql._ddl_waiting(
-        format('alter table ragsql.chunk_term attach partition ragsql.%I for values in (%s)', part,
-               _attach_postings.version_id),
-        format('the postings of corpus version %s were not attached to ragsql.chunk_term',
-               _attach_postings.version_id));
-    execute format('alter table ragsql.%I drop constraint %I', part, part || '_bound');
+    perform ragsql._partition_index('ragsql.chunk_term', part);
+    perform ragsql._partition_attach('ragsql.chunk_term', part, _attach_postings.version_id,
+                                     format('the postings of corpus version %s', _attach_postings.version_id));
     -- the rows came in without chunk_term's statement triggers: the version's BM25 statistics are stale
     update ragsql.corpus_version as cv set bm25_fresh = false
     where cv.id = _attach_postings.version_id and cv.bm25_fresh;

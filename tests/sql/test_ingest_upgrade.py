@@ -196,3 +196,27 @@ def test_the_postings_table_of_a_first_ingest_holds_its_version_only_and_is_chec
     assert db.execute("select ragsql._postings_table(%s)", (version,)).fetchone()[0] is None
     assert db.execute("select relispartition from pg_class where oid = %s::regclass",
                       (f"ragsql.{part}",)).fetchone()[0]
+
+
+def test_a_login_that_may_not_insert_gets_no_table_of_the_owner(db):
+    """The owner's functions that make a partition's table (ragsql._partition_bare behind them) refuse a login that
+    may not insert into the partitioned table, with SQLSTATE 42501 naming it: before they shared that helper,
+    ragsql._postings_table made a table as the owner for any login that could call it."""
+    corpus = db.execute("insert into ragsql.corpus (name) values ('nobody') returning id").fetchone()[0]
+    version = db.execute("insert into ragsql.corpus_version (corpus_id, splitter, chunk_size, overlap, embedder) "
+                         "values (%s, 'recursive', 500, 100, 'x') returning id", (corpus,)).fetchone()[0]
+    dataset = db.execute("insert into ragsql.dataset (name) values ('nobody') returning id").fetchone()[0]
+    run = db.execute("insert into ragsql.run (name, dataset_id) values ('nobody', %s) returning id",
+                     (dataset,)).fetchone()[0]
+    db.execute("create role ragsql_test_nobody login")
+    db.execute("grant usage on schema ragsql to ragsql_test_nobody")
+    db.execute("grant execute on function ragsql._postings_table(bigint), ragsql._run_result_bare(bigint) "
+               "to ragsql_test_nobody")
+    db.execute("set session authorization ragsql_test_nobody")
+    for call, table in (("_postings_table", "chunk_term"), ("_run_result_bare", "run_result")):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused, db.transaction():
+            db.execute(f"select ragsql.{call}(%s)", (version if table == "chunk_term" else run,))
+        assert refused.value.diag.message_primary == f"permission denied for table {table}"
+    db.execute("reset session authorization")
+    assert db.execute("select to_regclass(%s), to_regclass(%s)",
+                      (f"ragsql.chunk_term_v{version}", f"ragsql.run_result_r{run}")).fetchone() == (None, None)
