@@ -131,6 +131,6 @@ select not exists (select from ragsql.schema_migration where name = '0195_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 756d513c3837ab592efbf04c1e7cf729b6ac56cd28f5b4c8a4367cea6249ea70
+\set ragsql_fingerprint 6ada38a4d73377563f0866c5c13cd3195de0ade8af6078b12c3caf7e1538fae7
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
