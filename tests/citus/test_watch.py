@@ -181,3 +181,29 @@ def test_a_trigger_watch_on_the_coordinator_wakes_follow_at_once(citus):
         assert metrics == [("contradiction_rate", 0.0, 2, 2), ("faithfulness", 0.5, 2, 2)]
         side.cli("watch", "drop", "wt", "--yes")
         assert side.rows(triggers) == []
+
+
+def test_a_budget_on_the_cluster_stops_calls_and_marks_the_rest_skipped(citus, capsys):
+    """--budget 3 on the cluster: the window's run buys at most 3 calls and marks every row it could not judge
+    skipped with the reason (an update of the reference table query chosen by the distributed answers and tasks);
+    `watch drop --with-runs` deletes the window's dataset and run."""
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake, psycopg.connect(citus.url, autocommit=True) as source:
+        side = _judged_by(citus, fake)
+        source.execute(LOG.format("wbud"))
+        add = ("watch", "add", "wb", "--source", "wbud.log", *COLUMNS, "--budget", "3", "--backfill")
+        assert _cli(side, capsys, *add)[0] == 0
+        hour = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+        _log(source, "wbud", [(f"Is {i} warm?", f"{i} is warm.", [f"{i} is warm."]) for i in range(5)], hour)
+        done = _run(side, capsys, "wb")["wb"]
+        calls = fake.chat_calls + fake.embedding_calls
+        assert 0 < calls <= 3 and done["tasks_failed"] == 0 and done["over_budget"] >= 2, done
+        reasons = side.rows(
+            "select q.metadata ->> 'skipped' from ragsql.query as q join ragsql.dataset as d on d.id = q.dataset_id "
+            "where d.name like 'wb@%%' and q.metadata ? 'skipped'"
+        )
+        assert reasons == [("budget spent: the window's 3 judge calls were bought",)] * done["over_budget"]
+        assert side.rows("select n, judged + skipped from ragsql.watch_metrics where watch = 'wb'") == [(5, 5)] * 2
+        assert _cli(side, capsys, "watch", "drop", "wb", "--with-runs", "--yes")[0] == 0
+        assert side.rows("select count(*) from ragsql.run where name like 'wb@%%'") == [(0,)]
