@@ -1,19 +1,16 @@
 """`ragsql watch` on the distributed layout: a log table on the coordinator captured exactly once, judged through
-the fake OpenAI endpoint, its windows' values, lag, drift gate, retention and trigger the same as on one server."""
+the fake OpenAI endpoint; its windows' values, lag, drift gate and retention the same as on one server, and its
+trigger and budget on the cluster."""
 
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 from datetime import datetime, timedelta, timezone
 
 import psycopg
 import pytest
 
-from tests.citus.conftest import ROOT, Side
+from tests.citus.conftest import Side
 from tests.conftest import run_cli
 
 LOG = """
@@ -32,7 +29,6 @@ COLUMNS = ("--key", "id", "--time", "logged_at", "--question", "question", "--an
 ROW = "insert into {}.log (logged_at, question, answer, contexts) values (%s, %s, %s, %s)"
 GOOD = ("Is it warm?", "The sea is warm in July.", ["The sea is warm in July."])
 BAD = ("Is it warm?", "Bananas are purple on Mondays.", ["The sea is warm in July."])
-CLI = "import sys; from ragsql.cli import main; sys.exit(main())"
 METRICS = (
     "select window_start, metric, value, ci_low, ci_high, n, judged, skipped from ragsql.watch_metrics "
     "where watch = %s order by 1, 2"
@@ -65,13 +61,6 @@ def _run(side: Side, capsys, *names: str) -> dict:
     code, out, err = _cli(side, capsys, "watch", "run", *names, "--once", "--format", "json")
     assert code == 0, err
     return {r["watch"]: r for r in json.loads(out)["watches"]}
-
-
-def _until(what, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not what():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
 
 
 def _flow(side: Side, capsys, hour: datetime, source: psycopg.Connection) -> dict:
@@ -142,44 +131,32 @@ def test_watch_captures_once_judges_checks_and_expires_the_same_as_on_one_server
     assert got == out["plain"]
 
 
-def test_a_trigger_watch_on_the_coordinator_wakes_follow_at_once(citus):
-    """`watch add --trigger` on a coordinator's table: an insert wakes `watch run --follow --interval 1h`, which
-    captures and judges the row within seconds; SIGTERM stops it (143); `watch drop` removes the trigger."""
+def test_a_trigger_watch_on_the_coordinator_notifies_on_insert(citus, capsys):
+    """`watch add --trigger` on a coordinator's table: an insert notifies channel ragsql_watch with the watch's
+    name (what wakes `watch run --follow`, tested on one server in tests/test_watch.py), `watch run --once` captures
+    and judges the rows, and `watch drop` removes the trigger."""
     from tests.fake_openai import FakeOpenAI
 
     triggers = "select tgname from pg_trigger where tgrelid = 'wtrig.log'::regclass"
-    answers = (
-        "select count(*) from ragsql.answer as a join ragsql.run as r on r.id = a.run_id where r.name like 'wt@%%'"
-    )
-    with FakeOpenAI() as fake, psycopg.connect(citus.url, autocommit=True) as source:
+    with (
+        FakeOpenAI() as fake,
+        psycopg.connect(citus.url, autocommit=True) as source,
+        psycopg.connect(citus.url, autocommit=True) as listener,
+    ):
         side = _judged_by(citus, fake)
         source.execute(LOG.format("wtrig"))
-        side.cli("watch", "add", "wt", "--source", "wtrig.log", *COLUMNS, "--trigger")
+        assert _cli(side, capsys, "watch", "add", "wt", "--source", "wtrig.log", *COLUMNS, "--trigger")[0] == 0
         assert side.rows(triggers) == [("ragsql_watch_wt",)]
-        follow = subprocess.Popen(
-            [sys.executable, "-c", CLI, "watch", "run", "wt", "--follow", "--interval", "1h"],
-            cwd=ROOT,
-            env=side.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            _log(source, "wtrig", [GOOD])
-            _until(lambda: side.rows(answers) == [(1,)], 90)  # the first pass, which runs at start
-            _log(source, "wtrig", [BAD])  # only the trigger's notification brings a pass before an hour
-            _until(lambda: side.rows(answers) == [(2,)], 30)
-            _until(lambda: side.rows("select unjudged from ragsql.watch_lag where watch = 'wt'") == [(0,)], 30)
-            follow.send_signal(signal.SIGTERM)
-            _, err = follow.communicate(timeout=30)
-        finally:
-            if follow.poll() is None:
-                follow.kill()
-                follow.wait()
-        assert follow.returncode == 143, err
+        listener.execute("listen ragsql_watch")
+        _log(source, "wtrig", [GOOD, BAD])
+        woken = [(n.channel, n.payload) for n in listener.notifies(timeout=10, stop_after=1)]
+        assert woken == [("ragsql_watch", "wt")]
+        done = _run(side, capsys, "wt")["wt"]
+        assert (done["captured"], done["tasks_done"], done["tasks_failed"]) == (2, 2, 0)
         metrics = side.rows("select metric, value, n, judged from ragsql.watch_metrics where watch = 'wt' order by 1")
         assert metrics == [("contradiction_rate", 0.0, 2, 2), ("faithfulness", 0.5, 2, 2)]
-        side.cli("watch", "drop", "wt", "--yes")
+        assert side.rows("select uncaptured, unjudged from ragsql.watch_lag where watch = 'wt'") == [(0, 0)]
+        assert _cli(side, capsys, "watch", "drop", "wt", "--yes")[0] == 0
         assert side.rows(triggers) == []
 
 
