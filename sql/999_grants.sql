@@ -16,10 +16,15 @@
 -- definer function pins search_path to pg_catalog and pg_temp (test_definer_safety.py keeps all of this true).
 --
 -- Every install revokes and grants again, so a release that narrows a grant reaches every database.
+-- On a Citus coordinator a role must exist on every worker too, or each grant below fails there. Citus sends
+-- CREATE ROLE to the workers only from a database with the citus extension: a role an earlier install created
+-- from a database without it (on the same server) is on the coordinator alone, and is created on the workers here.
 do $$
 declare
     may_create boolean := (select rolcreaterole or rolsuper from pg_roles where rolname = current_user);
+    citus boolean := exists (select from pg_extension where extname = 'citus');
     r text;
+    node record;
 begin
     foreach r in array array['ragsql_reader', 'ragsql_writer'] loop
         if not exists (select from pg_roles where rolname = r) then
@@ -29,6 +34,20 @@ begin
                 raise warning 'role % not created: % may not create roles (a DBA can: create role % nologin; '
                              'then run the install again)', r, current_user, r;
             end if;
+        elsif citus and may_create then
+            -- on each worker, without propagation (a worker with Citus metadata would send it back to the
+            -- coordinator, where the role exists); the result of run_command_on_workers is checked per node
+            for node in
+                select * from run_command_on_workers(format(
+                    'do $w$ begin if not exists (select from pg_roles where rolname = %1$L) then '
+                    'perform set_config(''citus.enable_ddl_propagation'', ''off'', true); '
+                    'create role %1$I nologin; end if; end $w$', r))
+            loop
+                if not node.success then
+                    raise exception 'role % not created on Citus worker %:%: %', r, node.nodename, node.nodeport,
+                        node.result;
+                end if;
+            end loop;
         end if;
     end loop;
 end

@@ -135,6 +135,6 @@ select not exists (select from ragsql.schema_migration where name = '0196_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint ec29364eebd14e12b097a2f949804efee3f215bab0b4f3be3636a4201b3216af
+\set ragsql_fingerprint 1652759639a012c0a22078bb8bcb90db0ef3d4a8a58400df9d14c734e2feea61
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

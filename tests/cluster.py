@@ -7,10 +7,12 @@ hold the template's shards and metadata under the same names), so it is a distri
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -34,8 +36,13 @@ def sources() -> Path:
     )
 
 
-def _cluster(command: str, home: str) -> str:
-    """Runs cluster.sh COMMAND (as root: it runs the servers as the OS user postgres); returns its output."""
+def _port() -> int:
+    return int(os.environ.get("CITUS_PORT", "9700"))
+
+
+def _cluster(command: str, home: str, port: int | None = None) -> str:
+    """Runs cluster.sh COMMAND for the cluster whose data is in `home` and whose coordinator listens on `port`
+    (CITUS_PORT by default), as root: it runs the servers as the OS user postgres; returns its output."""
     if not Path("/usr/lib/postgresql/15/lib/citus.so").exists():
         raise RuntimeError(f"Citus is not built: run sudo bash {sources() / 'build.sh'} once")
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"] if shutil.which("sudo") else []
@@ -45,7 +52,7 @@ def _cluster(command: str, home: str) -> str:
             *sudo,
             "env",
             f"CITUS_HOME={home}",
-            "CITUS_PORT=" + os.environ.get("CITUS_PORT", "9700"),
+            f"CITUS_PORT={port or _port()}",
             "bash",
             str(sources() / "cluster.sh"),
             command,
@@ -85,6 +92,20 @@ def stop_started() -> None:
     if _home is not None:
         _cluster("reset", _home)
         _home = None
+
+
+@contextlib.contextmanager
+def spare() -> Iterator[str]:
+    """A second cluster, new and empty (ports CITUS_PORT + 10 to + 12, data in a folder of its own), for a test that
+    needs nodes no other test has touched (roles are shared by every database of a node); removed at the end.
+    Yields its coordinator's URL (database postgres, with the extensions)."""
+    port = _port() + 10
+    home = f"/tmp/ragsql-citus-spare-{os.getpid()}"
+    _cluster("reset", home, port)
+    try:
+        yield _cluster("start", home, port)
+    finally:
+        _cluster("reset", home, port)
 
 
 def _with_dbname(url: str, dbname: str) -> str:

@@ -130,8 +130,8 @@ def pytest_collection_modifyitems(config, items):
     """The slowest files first, the rest in their order: the test command's two processes (--dist loadfile) are
     handed files in this order, so a long file no longer starts last and keeps one process running alone."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        # one process gains nothing; and in Citus mode tests/sql/test_ingest_upgrade first would create the roles
-        # on the coordinator alone (an old release installed in a database without citus), failing every install
+        # one process gains nothing (in Citus mode tests/sql/test_ingest_upgrade first, which creates the roles on
+        # the coordinator alone, no longer fails the installs after it: 999_grants.sql creates them on the workers)
         return
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     root = config.rootpath

@@ -12,6 +12,7 @@ from psycopg import sql
 from psycopg.rows import class_row
 
 from ragsql.db import catalog, load, names
+from ragsql.db.connect import shard_reads_in_sequence
 from ragsql.db.rows import dict_rows, one, typed_rows, value
 from ragsql.errors import InputError
 
@@ -494,19 +495,32 @@ def bought(conn: psycopg.Connection, run_id: int) -> int:
 def skip_over_budget(conn: psycopg.Connection, run_id: int, budget: int) -> int:
     """Mark the run's answered rows whose judge tasks are not all done (none running) as skipped, their reason the
     spent budget; how many were marked."""
+    # two statements: on Citus an update of a reference table (query) may read no distributed table (answer,
+    # judge_task), so the rows are chosen first from the run's answers and tasks; read in sequence, or Citus
+    # refuses the update after a parallel read in the same transaction
+    shard_reads_in_sequence(conn)
+    chosen = [
+        query_id
+        for (query_id,) in conn.execute(
+            """
+            select a.query_id from ragsql.answer as a
+            where a.run_id = %s
+              and not exists (select from ragsql.judge_task as t
+                              where t.run_id = a.run_id and t.query_id = a.query_id and t.status = 'running')
+              and (not exists (select from ragsql.judge_task as t
+                               where t.run_id = a.run_id and t.query_id = a.query_id)
+                   or exists (select from ragsql.judge_task as t
+                              where t.run_id = a.run_id and t.query_id = a.query_id and t.status <> 'done'))
+            """,
+            (run_id,),
+        )
+    ]
+    if not chosen:
+        return 0
     return conn.execute(
-        """
-        update ragsql.query as q
-        set metadata = coalesce(q.metadata, '{}') || jsonb_build_object('skipped', %s::text)
-        from ragsql.answer as a
-        where a.run_id = %s and q.id = a.query_id and q.metadata ->> 'skipped' is null
-          and not exists (select from ragsql.judge_task as t
-                          where t.run_id = a.run_id and t.query_id = a.query_id and t.status = 'running')
-          and (not exists (select from ragsql.judge_task as t where t.run_id = a.run_id and t.query_id = a.query_id)
-               or exists (select from ragsql.judge_task as t
-                          where t.run_id = a.run_id and t.query_id = a.query_id and t.status <> 'done'))
-        """,
-        (f"{OVER_BUDGET}: the window's {budget} judge calls were bought", run_id),
+        "update ragsql.query set metadata = coalesce(metadata, '{}') || jsonb_build_object('skipped', %s::text) "
+        "where id = any(%s) and metadata ->> 'skipped' is null",
+        (f"{OVER_BUDGET}: the window's {budget} judge calls were bought", chosen),
     ).rowcount
 
 

@@ -168,6 +168,42 @@ comment on function ragsql.watch_uncaptured(text) is
     'How many sampled rows of the watch''s source the next capture would store, and the time of the oldest; '
     'null with the reason when the source cannot be read (gone, a column dropped, no SELECT on it).';
 
+-- PL/pgSQL, not SQL: Citus cannot plan one query that joins the watch's windows (reference tables) with their
+-- runs' answers and tasks (distributed) correlated to a watch; here each window's run is its own single-shard query.
+create or replace function ragsql._watch_unjudged(watch_id bigint)
+returns table (unjudged bigint, oldest timestamptz)
+language plpgsql stable
+as $$
+#variable_conflict use_column
+declare
+    win record;
+    n bigint;
+    first timestamptz;
+begin
+    unjudged := 0;
+    -- only windows judged short of what they captured: the others are done
+    for win in
+        select ww.run_id from ragsql.watch_window as ww
+        where ww.watch_id = _watch_unjudged.watch_id and ww.judged < ww.captured
+        order by ww.window_start
+    loop
+        select count(*), min((q.metadata ->> 'time')::timestamptz) into n, first
+        from ragsql.answer as a
+        join ragsql.query as q on q.id = a.query_id
+        where a.run_id = win.run_id
+          -- the answer's own tasks only (by run and query), not every run's tasks grouped first
+          and not (exists (select from ragsql.judge_task as t where t.run_id = a.run_id and t.query_id = a.query_id)
+                   and not exists (select from ragsql.judge_task as t
+                                   where t.run_id = a.run_id and t.query_id = a.query_id and t.status <> 'done'));
+        unjudged := unjudged + n;
+        oldest := least(oldest, first);
+    end loop;
+    return next;
+end
+$$;
+comment on function ragsql._watch_unjudged(bigint) is
+    'Captured rows of the watch whose judge tasks are not all done, and the time of the oldest (ragsql.watch_lag).';
+
 -- PL/pgSQL: a trigger function. `ragsql watch add --trigger` attaches it to a source table (a statement trigger
 -- after insert, its argument the watch's name); it only wakes `watch run --follow`: what is captured is still read
 -- by xmin, so a lost or extra notification changes no row captured.

@@ -33,22 +33,11 @@ select w.name as watch,
        u.uncaptured,
        u.oldest as oldest_uncaptured,
        u.reason,
-       coalesce(j.unjudged, 0) as unjudged,
+       j.unjudged,
        j.oldest as oldest_unjudged
 from ragsql.watch as w
 cross join lateral ragsql.watch_uncaptured(w.name) as u
-left join lateral (
-    -- only windows judged short of what they captured: the others are done
-    select count(*) as unjudged, min((q.metadata ->> 'time')::timestamptz) as oldest
-    from ragsql.watch_window as ww
-    join ragsql.answer as a on a.run_id = ww.run_id
-    join ragsql.query as q on q.id = a.query_id
-    where ww.watch_id = w.id and ww.judged < ww.captured
-      -- the answer's own tasks only (by run and query), not every run's tasks grouped first
-      and not (exists (select from ragsql.judge_task as t where t.run_id = a.run_id and t.query_id = a.query_id)
-               and not exists (select from ragsql.judge_task as t
-                               where t.run_id = a.run_id and t.query_id = a.query_id and t.status <> 'done'))
-) as j on true;
+cross join lateral ragsql._watch_unjudged(w.id) as j;
 comment on view ragsql.watch_lag is
     'How far each watch is behind, for a dashboard: uncaptured = sampled rows of the source the next capture would '
     'store (null with the reason when the source cannot be read) and the time of the oldest; unjudged = captured '
