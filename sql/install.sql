@@ -135,6 +135,6 @@ select not exists (select from ragsql.schema_migration where name = '0196_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 1652759639a012c0a22078bb8bcb90db0ef3d4a8a58400df9d14c734e2feea61
+\set ragsql_fingerprint d3b5fde5516a8ebe798f7166dddb10ad3a439d1960d33852321a8e899bb77ff2
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -519,6 +519,21 @@ def test_check_watch_significant_passes_a_small_drop_that_is_not_significant(sou
     assert "not significant at alpha 0.05, so it passes" in rows[0]["reason"]
 
 
+def test_check_watch_says_why_a_drop_has_no_welch_p(source, capsys):
+    """A latest window of one row has no Welch p (fewer than 2 values): the failed drop's reason says so instead of
+    printing an empty "Welch p = ", and --significant lets it pass with the note."""
+    assert run_cli(capsys, *ADD, "--backfill")[0] == 0
+    _window(source, "2026-01-01 08:05+00", [GOOD, GOOD])
+    _window(source, "2026-01-01 09:05+00", [GOOD, GOOD])
+    _window(source, "2026-01-01 10:05+00", [BAD])
+    _run(capsys)
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05")
+    assert code == 4 and rows[0]["p_adjusted"] is None, err
+    assert "Welch p = none: fewer than 2 values on a side)" in rows[0]["reason"]
+    code, rows, err = _check(capsys, "--max-drop", "faithfulness=0.05", "--significant")
+    assert code == 0 and "not significant at alpha 0.05, so it passes" in rows[0]["reason"], err
+
+
 def test_keep_deletes_exactly_the_windows_older_than_it_and_moves_no_other_value(source, capsys):
     """--keep 300d: `watch run` deletes the dataset and run of each window that started more than 300 days ago,
     before judging it, and only those; the kept windows have the values another watch of the same rows has."""

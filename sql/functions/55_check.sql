@@ -292,7 +292,7 @@ begin
                    '%s dropped %s > max drop %s in %s (baseline %s over %s windows → %s; Welch p = %s)%s',
                    j.measure, round(j.dropped::numeric, 4), j.limit_value, latest,
                    round(j.baseline_value::numeric, 4), cardinality(baseline_runs), round(j.value::numeric, 4),
-                   round(j.p_adjusted::numeric, 4),
+                   coalesce(round(j.p_adjusted::numeric, 4)::text, 'none: fewer than 2 values on a side'),
                    ragsql._not_significant_note(significant, j.p_adjusted, alpha))
            end
     from judged as j
