@@ -103,6 +103,10 @@ select not exists (select from ragsql.schema_migration where name = '0196_watch_
 \if :migrate
 \ir migrations/0196_watch_retrieved.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0199_run_calls') as migrate \gset
+\if :migrate
+\ir migrations/0199_run_calls.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/09_measure_registry.sql
 \ir functions/10_measure.sql
@@ -135,6 +139,6 @@ select not exists (select from ragsql.schema_migration where name = '0196_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 82a166f26d4d32c601771d87c66aca6a89d590b25b5e399d4fa5ef0fe08ff348
+\set ragsql_fingerprint 0746cb8f0d63267aad92f7938366e50f62d06813cd6ac3e9fe2523af39e27049
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;
