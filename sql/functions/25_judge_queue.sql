@@ -141,17 +141,19 @@ language plpgsql volatile
 as $$
 declare
     got boolean;
+    bought bigint;
 begin
     if places < 1 then
         raise exception 'places must be at least 1, got %', places using errcode = 'invalid_parameter_value';
     end if;
-    -- a run judged before its first budgeted call (or before this table existed) starts at the calls it bought
-    insert into ragsql.run_calls as c (run_id, reserved)
-    values (
-        _reserve_calls.run_id,
-        (select count(*) from ragsql.judge_call as j where j.for_run_id = _reserve_calls.run_id)
-    )
-    on conflict on constraint run_calls_pkey do nothing;
+    -- a run judged before its first budgeted call (or before this table existed) starts at the calls it bought;
+    -- counted first, not in the insert: Citus allows no subquery in an INSERT
+    if not exists (select from ragsql.run_calls as c where c.run_id = _reserve_calls.run_id) then
+        select count(*) into bought from ragsql.judge_call as j where j.for_run_id = _reserve_calls.run_id;
+        insert into ragsql.run_calls (run_id, reserved)
+        values (_reserve_calls.run_id, bought)
+        on conflict on constraint run_calls_pkey do nothing;  -- not (run_id): the parameter of that name
+    end if;
     update ragsql.run_calls as c
     set reserved = c.reserved + _reserve_calls.places
     where c.run_id = _reserve_calls.run_id and c.reserved + _reserve_calls.places <= _reserve_calls.budget

@@ -14,4 +14,9 @@ comment on table ragsql.run_calls is
 comment on column ragsql.run_calls.reserved is
     'Places taken: a call is sent only once ragsql._reserve_calls has raised this without passing the budget.';
 
+comment on column ragsql.watch.budget is
+    'The most judge calls bought for one window''s run (null: no limit), by every process together: each call takes '
+    'a place in ragsql.run_calls before it is sent. The window''s rows left unjudged when it is spent are kept, with '
+    'the reason in ragsql.query.metadata->>''skipped''.';
+
 insert into ragsql.schema_migration (name) values ('0199_run_calls') on conflict do nothing;
