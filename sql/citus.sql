@@ -4,10 +4,10 @@
 --   psql -v ON_ERROR_STOP=1 -f sql/citus.sql "$DATABASE_URL"
 -- `ragsql db init --distribute` does the same. Layout (README, "Scale out on Citus"):
 --   * run-scoped tables (a run's results, answers, contexts, verdicts, judge tasks, review labels, retrieval
---     records) are hash-distributed by run_id and co-located: everything about one run lives on one shard group,
---     so the queries of one run are single-shard (router) queries;
+--     records, the places taken of its call budget) are hash-distributed by run_id and co-located: everything
+--     about one run lives on one shard group, so the queries of one run are single-shard (router) queries;
 --   * dataset-scoped and small tables (datasets, queries, judgments, references, runs, catalogues, the judge call
---     cache with its claims on requests in flight and the places of runs' call budgets, extracted statements, watches and their windows) are reference tables: a copy on every node, joined locally with any shard;
+--     cache with its claims on requests in flight, extracted statements, watches and their windows) are reference tables: a copy on every node, joined locally with any shard;
 --   * the corpus (documents, chunks, postings, BM25 lists) and the install ledgers stay local on the coordinator:
 --     a corpus is searched whole by every query, its postings and BM25 lists are list-partitioned per version and
 --     kept fresh by triggers, none of which Citus allows on a reference table, and retrieval writes its ranked rows
@@ -23,14 +23,14 @@ do $$
 declare
     reference_tables text[] := array[
         'dataset', 'query', 'judgment', 'reference_answer', 'gold_span', 'run', 'default_measure', 'aspect',
-        'generation_metric', 'judge_call', 'judge_call_claim', 'run_calls', 'statement_extraction', 'text_statement',
-        'text_embedding', 'entity_extraction', 'rubric', 'watch', 'watch_window'];
+        'generation_metric', 'judge_call', 'judge_call_claim', 'statement_extraction', 'text_statement', 'text_embedding',
+        'entity_extraction', 'rubric', 'watch', 'watch_window'];
     -- the first one anchors the co-location group
     run_tables text[] := array[
         'answer', 'run_result', 'answer_context', 'statement_verdict', 'context_verdict',
         'context_sentence_verdict', 'generated_question', 'rating', 'aspect_verdict', 'citation_verdict',
         'judge_task', 'retrieval_run', 'retrieval_query', 'review_label', 'statement_attribution', 'graded_verdict',
-        'rubric_verdict', 'run_embedder', 'yes_no_verdict'];
+        'rubric_verdict', 'run_embedder', 'yes_no_verdict', 'run_calls'];
     t text;
     fk record;
     trg record;

@@ -139,6 +139,6 @@ select not exists (select from ragsql.schema_migration where name = '0199_run_ca
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint e0af908f4010ebe66265990e3672b90b62ae2d8dcad27a705a605afb8c7b845b
+\set ragsql_fingerprint 018ae446d7d0df5b7c6757864bc9c91b910e2e974d9348169aa463117d69e798
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

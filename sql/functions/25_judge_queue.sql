@@ -132,7 +132,7 @@ $$;
 comment on function ragsql._release_call_claims(text) is
     'Drops every request claim of an owner (a process that stops, or one found dead): others may send them.';
 
--- PL/pgSQL, not SQL: Citus cannot plan a parameterized `language sql` body over run_calls (a reference table).
+-- PL/pgSQL, not SQL: Citus cannot plan a parameterized `language sql` body over run_calls (distributed by run_id).
 -- One statement per reservation: the row's lock makes concurrent reservations of every process and machine queue,
 -- and the update re-reads the row it waited for, so no two pass the budget together.
 create or replace function ragsql._reserve_calls(run_id bigint, places bigint, budget bigint)
@@ -183,11 +183,15 @@ create or replace function ragsql._calls_reserved(run_id bigint)
 returns bigint
 language plpgsql stable
 as $$
+declare
+    taken bigint;
 begin
-    return coalesce(
-        (select c.reserved from ragsql.run_calls as c where c.run_id = _calls_reserved.run_id),
-        (select count(*) from ragsql.judge_call as j where j.for_run_id = _calls_reserved.run_id)
-    );
+    -- two statements: on Citus run_calls is distributed and judge_call a reference table
+    select c.reserved into taken from ragsql.run_calls as c where c.run_id = _calls_reserved.run_id;
+    if taken is null then
+        select count(*) into taken from ragsql.judge_call as j where j.for_run_id = _calls_reserved.run_id;
+    end if;
+    return taken;
 end
 $$;
 comment on function ragsql._calls_reserved(bigint) is
