@@ -4,8 +4,8 @@
 --   psql -v ON_ERROR_STOP=1 -f sql/citus.sql "$DATABASE_URL"
 -- `ragsql db init --distribute` does the same. Layout (README, "Scale out on Citus"):
 --   * run-scoped tables (a run's results, answers, contexts, verdicts, judge tasks, review labels, retrieval
---     records) are hash-distributed by run_id and co-located: everything about one run lives on one shard group,
---     so the queries of one run are single-shard (router) queries;
+--     records, the places taken of its call budget) are hash-distributed by run_id and co-located: everything
+--     about one run lives on one shard group, so the queries of one run are single-shard (router) queries;
 --   * dataset-scoped and small tables (datasets, queries, judgments, references, runs, catalogues, the judge call
 --     cache with its claims on requests in flight, extracted statements, watches and their windows) are reference tables: a copy on every node, joined locally with any shard;
 --   * the corpus (documents, chunks, postings, BM25 lists) and the install ledgers stay local on the coordinator:
@@ -30,7 +30,7 @@ declare
         'answer', 'run_result', 'answer_context', 'statement_verdict', 'context_verdict',
         'context_sentence_verdict', 'generated_question', 'rating', 'aspect_verdict', 'citation_verdict',
         'judge_task', 'retrieval_run', 'retrieval_query', 'review_label', 'statement_attribution', 'graded_verdict',
-        'rubric_verdict', 'run_embedder', 'yes_no_verdict'];
+        'rubric_verdict', 'run_embedder', 'yes_no_verdict', 'run_calls'];
     t text;
     fk record;
     trg record;

@@ -103,6 +103,10 @@ select not exists (select from ragsql.schema_migration where name = '0196_watch_
 \if :migrate
 \ir migrations/0196_watch_retrieved.sql
 \endif
+select not exists (select from ragsql.schema_migration where name = '0199_run_calls') as migrate \gset
+\if :migrate
+\ir migrations/0199_run_calls.sql
+\endif
 \ir functions/05_corpus.sql
 \ir functions/09_measure_registry.sql
 \ir functions/10_measure.sql
@@ -135,6 +139,6 @@ select not exists (select from ragsql.schema_migration where name = '0196_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint d3b5fde5516a8ebe798f7166dddb10ad3a439d1960d33852321a8e899bb77ff2
+\set ragsql_fingerprint e9a82cb439a835f41ac9d26c8fb2a1d2e5160439b97e1b0973c332eb929267c2
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

@@ -462,6 +462,30 @@ def test_a_budget_stops_calls_at_the_budget_across_runs_and_says_why(source, end
     assert endpoint.chat_calls + endpoint.embedding_calls == calls
 
 
+def test_watchers_judging_one_window_at_once_buy_at_most_its_budget(source, endpoint, capsys):
+    """Two `watch run` processes judge one window with --budget 3 while every call takes 4 s: 3 calls are bought in
+    all (each process counting only its own calls in flight bought up to 6), and every row is judged or skipped."""
+    from tests.test_judge_run import _AS_IN_A_TERMINAL
+
+    args = list(ADD)
+    del args[args.index("--judge") : args.index("--judge") + 2]  # the configured (fake) endpoint
+    assert run_cli(capsys, *args, "--budget", "3", "--backfill")[0] == 0
+    _log_at(source, 8, 0)
+    endpoint.latency = 4.0  # both processes have calls in flight together
+    command = [sys.executable, "-c", _AS_IN_A_TERMINAL, "watch", "run", "--once", "--workers", "4"]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert endpoint.chat_calls + endpoint.embedding_calls == 3
+    assert source.execute("select reserved from ragsql.run_calls").fetchall() == [(3,)]
+    skipped = source.execute("select count(*) from ragsql.query where metadata ->> 'skipped' is not null").fetchone()
+    judged = source.execute(
+        "select count(distinct t.query_id) from ragsql.judge_task as t where t.status = 'done'"
+    ).fetchone()
+    assert judged[0] + skipped[0] == 8 and skipped[0] >= 5
+
+
 GOOD = ("Is it warm?", "The sea is warm in July.", ["The sea is warm in July."])
 BAD = ("Is it warm?", "Bananas are purple on Mondays.", ["The sea is warm in July."])
 

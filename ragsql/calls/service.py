@@ -37,7 +37,7 @@ BUDGET_SPENT = "budget spent"
 
 
 class BudgetSpent(CallFailed):
-    """A call not sent: the calls bought for the run reached the service's budget."""
+    """A call not sent: the places of the run's call budget (ragsql.run_calls) are all taken."""
 
 
 # the pool logs every failed reconnection attempt; a restart is handled here and must not print a line
@@ -75,10 +75,12 @@ class CallService:
         budget: int | None = None,
     ):
         self.owner = process_owner()
+        if budget is not None and run_id is None:
+            raise ValueError("a call budget is per run: give run_id")
         self.bought_for = db.Purchase(purpose, run_id)  # recorded with every call sent, for the run's cost
-        self.budget = budget  # the most calls stored for run_id, counting those of earlier processes
-        self._spending = 0  # calls of this process allowed by the budget and not stored yet
-        self._budget_lock = asyncio.Lock()
+        # the most places of run_id's budget (ragsql.run_calls) taken by every process: a call is sent only after
+        # one is reserved in the database, so processes on any machines together never buy more
+        self.budget = budget
         self.lease = lease
         self.poll = poll
         self.db_patience = db_patience
@@ -199,51 +201,42 @@ class CallService:
                 delay = min(delay * 1.5, 1.0)
         try:
             if self.budget is not None:
-                await self._spend()
-            value, rec = await self._send(call)
+                await self.reserve()
+            # a call abandoned from here on (cancelled, a caller's bug) keeps its place: it may have been sent
+            value, rec = await call()
         except (Exception, asyncio.CancelledError) as exc:
-            # the call was abandoned (cancelled, or a caller's bug): let others send it
+            # the call was abandoned (cancelled, or a caller's bug) or not allowed: let others send it
             with contextlib.suppress(Exception):
                 await best_effort(self.run(db.release_claim, key, self.owner, patience=2.0))
             if isinstance(exc, (asyncio.CancelledError, BudgetSpent)):
                 raise
             raise CallFailed(f"the call failed: {describe(exc)}") from None
-        try:
-            call_id = await self.run(db.store_call, rec, self.owner, self.bought_for)
-        finally:
-            if self.budget is not None:
-                self._spending -= 1  # stored now (counted by calls_bought) or lost: either way no longer in flight
+        call_id = await self.run(db.store_call, rec, self.owner, self.bought_for)
+        if self.budget is not None and not rec.sent:
+            await self.release(1)
         self._count(rec)
         if not rec.ok:
             raise CallFailed(f"{rec.prompt_name} call failed: {rec.error}", rec)
         return Stored(rec.response, call_id, False, value)
 
-    async def _spend(self) -> None:
-        """Allow one more call within the budget (the run's stored calls plus this process's unstored ones), or
-        BudgetSpent."""
-        async with self._budget_lock:
-            bought = await self.run(db.calls_bought, self.bought_for.run_id)
-            if bought + self._spending >= (self.budget or 0):
-                raise BudgetSpent(f"{BUDGET_SPENT}: {self.budget} calls bought for this run")
-            self._spending += 1
+    async def reserve(self, places: int = 1) -> None:
+        """Take `places` places of the run's budget in the database, atomically across processes, before as many
+        calls are sent (`get` does it; an embedding batch asks itself), or BudgetSpent with none taken. A place
+        stays taken once its call may have been sent, also when this process dies: never more than the budget."""
+        run_id = self.bought_for.run_id
+        if run_id is None or self.budget is None:
+            raise ValueError("reserve needs a budget and a run")
+        if not await self.run(db.reserve_calls, run_id, places, self.budget):
+            raise BudgetSpent(f"{BUDGET_SPENT}: {self.budget} calls bought for this run")
 
-    async def reserve(self) -> None:
-        """Hold a place in the budget for a call sent outside `get` (an embedding batch), or BudgetSpent; give it
-        back with `unreserve` once the call is stored."""
-        await self._spend()
-
-    def unreserve(self) -> None:
-        """Give back the place `reserve` held (the call is stored, or was not sent)."""
-        self._spending -= 1
-
-    async def _send(self, call: Call) -> tuple[Any, CallRecord]:
-        """`call()`, its budget place given back when it raises (nothing is stored then)."""
-        try:
-            return await call()
-        except BaseException:
-            if self.budget is not None:
-                self._spending -= 1
-            raise
+    async def release(self, places: int) -> None:
+        """Give back places of calls known not to have been sent (no attempt reached the endpoint). Best effort:
+        a place not given back stays spent, which errs on the side of the budget."""
+        run_id = self.bought_for.run_id
+        if run_id is None or places < 1:
+            return
+        with contextlib.suppress(DatabaseError):
+            await self.run(db.release_calls, run_id, places, patience=2.0)
 
     def _count(self, rec: CallRecord) -> None:
         self.sent += 1

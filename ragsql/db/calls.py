@@ -19,12 +19,13 @@ __all__ = [
     "Claim",
     "Purchase",
     "cached_call",
-    "calls_bought",
     "claim_call",
     "db_now",
     "release_claim",
+    "release_calls",
     "release_claims",
     "renew_claims",
+    "reserve_calls",
     "store_call",
 ]
 
@@ -84,11 +85,14 @@ async def claim_call(
     return row if row is not None else Claim("wait")
 
 
-async def calls_bought(conn: psycopg.AsyncConnection, run_id: int) -> int:
-    """How many calls are stored as bought for the run (failed ones too: a budget counts what was sent)."""
-    return await value_async(
-        await conn.execute("select count(*) from ragsql.judge_call where for_run_id = %s", (run_id,))
-    )
+async def reserve_calls(conn: psycopg.AsyncConnection, run_id: int, places: int, budget: int) -> bool:
+    """ragsql._reserve_calls: take `places` places of the run's call budget, or (False) none when they would pass it."""
+    return await value_async(await conn.execute("select ragsql._reserve_calls(%s, %s, %s)", (run_id, places, budget)))
+
+
+async def release_calls(conn: psycopg.AsyncConnection, run_id: int, places: int) -> None:
+    """ragsql._release_calls: give back places of calls known not to have been sent."""
+    await conn.execute("select ragsql._release_calls(%s, %s)", (run_id, places))
 
 
 async def db_now(conn: psycopg.AsyncConnection) -> dt.datetime:

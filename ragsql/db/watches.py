@@ -488,8 +488,9 @@ def judged(conn: psycopg.Connection, run_id: int, rows: int) -> None:
 
 
 def bought(conn: psycopg.Connection, run_id: int) -> int:
-    """Calls stored as bought for the window's run, by every process so far (what its budget counts)."""
-    return value(conn.execute("select count(*) from ragsql.judge_call where for_run_id = %s", (run_id,)))
+    """Places of the window's call budget taken by every process so far: calls bought, in flight, or held by a process
+    that died (what its budget counts)."""
+    return value(conn.execute("select ragsql._calls_reserved(%s)", (run_id,)))
 
 
 def skip_over_budget(conn: psycopg.Connection, run_id: int, budget: int) -> int:

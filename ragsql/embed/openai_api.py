@@ -66,6 +66,7 @@ class OpenAIEmbedder(EndpointClient):
         attempts = tokens = 0
         vectors: list[list[float]] = []
         error: str | None = None
+        reached = True
 
         def check(response: Any) -> None:
             got = [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
@@ -84,7 +85,7 @@ class OpenAIEmbedder(EndpointClient):
             self._sender.limiter.settle(reserve, tokens)
             vectors = [list(d.embedding) for d in sorted(sent.reply.data, key=lambda d: d.index)]
         except SendFailed as exc:
-            attempts, error = exc.attempts, exc.reason
+            attempts, error, reached = exc.attempts, exc.reason, exc.reached
         record = CallRecord(
             request_hash=request_hash(self.model, {"input": batch}),
             kind="embedding",
@@ -98,6 +99,7 @@ class OpenAIEmbedder(EndpointClient):
             completion_tokens=0 if not error else None,
             latency_ms=round((time.perf_counter() - start) * 1000),
             attempts=attempts,
+            sent=reached,
         )
         return ([] if error else vectors), record
 

@@ -49,6 +49,7 @@ class _Failed(Exception):
 @dataclass
 class _Tally:
     attempts: int = 0
+    reached: bool = False  # a send reached the endpoint (False: nothing bought)
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -150,6 +151,7 @@ class JudgeClient(EndpointClient):
             prompt_tokens=tally.prompt_tokens,
             completion_tokens=tally.completion_tokens,
             attempts=tally.attempts,
+            sent=tally.reached,
         )
         return verdict, record
 
@@ -172,8 +174,10 @@ class JudgeClient(EndpointClient):
             )
         except SendFailed as exc:
             tally.attempts += exc.attempts
+            tally.reached = tally.reached or exc.reached
             raise _Failed(exc.reason) from None
         tally.attempts += sent.attempts
+        tally.reached = True
         response = sent.reply
         choice = response.choices[0]
         content = choice.message.content or ""

@@ -116,6 +116,7 @@ class JudgeRequest(Generic[T]):
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
         attempts: int = 1,
+        sent: bool = True,
     ) -> CallRecord:
         """The record of a judge call on this request begun at `started` (``time.perf_counter()``): ok with the
         verdict as JSON, or failed with `error`."""
@@ -132,6 +133,7 @@ class JudgeRequest(Generic[T]):
             completion_tokens=completion_tokens,
             latency_ms=round((time.perf_counter() - started) * 1000),
             attempts=attempts,
+            sent=sent,
         )
 
 

@@ -36,6 +36,7 @@ class CallRecord:
     completion_tokens: int | None = None
     latency_ms: int = 0
     attempts: int = 1
+    sent: bool = True  # False when no attempt reached the endpoint: nothing was bought (a budget gives its place back)
 
     @property
     def ok(self) -> bool:

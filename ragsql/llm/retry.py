@@ -15,7 +15,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-__all__ = ["MAX_RETRY_AFTER", "describe", "is_refusal", "is_transient", "retry_after", "retrying"]
+__all__ = ["MAX_RETRY_AFTER", "describe", "is_refusal", "is_transient", "never_connected", "retry_after", "retrying"]
 
 MAX_RETRY_AFTER = 300.0
 """Longest Retry-After honoured (seconds); a longer one is cut to this."""
@@ -33,6 +33,15 @@ def _is(exc: BaseException, name: str) -> bool:
 def is_refusal(exc: BaseException) -> bool:
     """True for an HTTP error status from the endpoint (the request was refused, so it spent no tokens)."""
     return _is(exc, "APIStatusError")
+
+
+def never_connected(exc: BaseException) -> bool:
+    """True when the request never left this machine: no connection to the endpoint was made (refused, unknown
+    host, connect timeout), so nothing was read or billed."""
+    if not _is(exc, "APIConnectionError"):
+        return False
+    # by name: the openai client's HTTP library is httpx or, in newer releases, its fork httpx2 (same classes)
+    return any(kind.__name__ in ("ConnectError", "ConnectTimeout") for kind in type(exc.__cause__).__mro__)
 
 
 def is_transient(exc: BaseException) -> bool:

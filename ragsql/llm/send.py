@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from ragsql.llm.limiter import RateLimiter
-from ragsql.llm.retry import describe, is_refusal, retrying
+from ragsql.llm.retry import describe, is_refusal, never_connected, retrying
 from ragsql.llm.tokens import tokenizer_name
 
 __all__ = ["DEFAULT_BACKOFF", "EndpointClient", "SendFailed", "Sender", "Sent"]
@@ -26,12 +26,14 @@ DEFAULT_BACKOFF = (0.5, 30.0)
 
 
 class SendFailed(Exception):
-    """A send that is over: `reason` (one line) and the HTTP attempts made."""
+    """A send that is over: `reason` (one line), the HTTP attempts made, and whether any of them reached the endpoint
+    (False: none got a connection, so nothing was bought)."""
 
-    def __init__(self, reason: str, attempts: int):
+    def __init__(self, reason: str, attempts: int, reached: bool = True):
         super().__init__(reason)
         self.reason = reason
         self.attempts = attempts
+        self.reached = reached
 
 
 class Sent(Generic[R]):
@@ -80,6 +82,7 @@ class Sender:
 
         The tokens reserved are given back for a refused request; the caller settles a reply's real usage."""
         attempts = 0
+        reached = False  # an attempt got a connection: the request may have been read (and billed)
         policy = retrying(
             self.max_retries + 1, initial=self.backoff[0], maximum=self.backoff[1], on_rate_limit=self.limiter.pause
         )
@@ -92,11 +95,12 @@ class Sender:
                         async with self._slots:
                             reply = await request()
                     except Exception as exc:
+                        reached = reached or not never_connected(exc)
                         if is_refusal(exc):
                             self.limiter.settle(reserve, 0)  # refused: nothing was spent
                         raise
         except Exception as exc:  # noqa: BLE001 - whatever the client raised, the call is over with a reason
-            raise SendFailed(describe(exc, attempts), attempts) from None
+            raise SendFailed(describe(exc, attempts), attempts, reached) from None
         if isinstance(reply, (str, bytes)):
             snippet = " ".join(str(reply if isinstance(reply, str) else reply[:200]).split())[:80]
             raise SendFailed(f"the endpoint answered with a body that is not JSON: {snippet!r}", attempts)

@@ -140,8 +140,9 @@ async def judge_run(
     """Judge every pending task of `run` with `workers` concurrent workers; returns counts and costs.
 
     Tasks done by another judge (model + embedder), and with `again` every done task, are judged anew; requests
-    already answered still come from the cache. With a `budget`, no call is sent once the run's stored calls reach it:
-    the tasks needing one close failed with a reason starting "budget spent" (counted in `over_budget`)."""
+    already answered still come from the cache. With a `budget`, a call is sent only after a place of the run's budget
+    is reserved in the database (shared by every process); once they are all taken, the tasks needing a call close
+    failed with a reason starting "budget spent" (counted in `over_budget`)."""
     started = time.perf_counter()
     conn = await db.connect_async(url)
     async with conn:

@@ -182,23 +182,23 @@ class Judging:
             self.tally.texts_embedded += len(todo)
             self.tally.embedding_calls += 0 if self.embedder.offline else 1
             return
-        budgeted = self.calls.budget is not None and not self.embedder.offline
-        if budgeted:
-            await self.calls.reserve()  # a run's call budget counts embedding calls as well
+        # a run's call budget counts embedding calls as well: a place per request the embedder will send
+        places = 0
+        if self.calls.budget is not None and not self.embedder.offline:
+            places = -(-len(todo) // getattr(self.embedder, "batch_size", len(todo)))
+            await self.calls.reserve(places)
         try:
-            try:
-                vectors, records = await self.embedder.embed(todo)
-            except CallFailed as exc:  # the embedder's own one-line error; its failed calls are still stored
-                for rec in exc.records:
-                    await self.calls.store(rec)
-                raise CallFailed(f"embedding failed: {exc}") from None
-            call_ids: list[int | None] = []
-            for rec in records:
-                rec_id = await self.calls.store(rec)
-                call_ids += [rec_id] * int((rec.response or {}).get("inputs", len(todo)))
-        finally:
-            if budgeted:
-                self.calls.unreserve()
+            vectors, records = await self.embedder.embed(todo)
+        except CallFailed as exc:  # the embedder's own one-line error; its failed calls are still stored
+            for rec in exc.records:
+                await self.calls.store(rec)
+            await self.calls.release(places - sum(rec.sent for rec in exc.records))
+            raise CallFailed(f"embedding failed: {exc}") from None
+        call_ids: list[int | None] = []
+        for rec in records:
+            rec_id = await self.calls.store(rec)
+            call_ids += [rec_id] * int((rec.response or {}).get("inputs", len(todo)))
+        await self.calls.release(places - sum(rec.sent for rec in records))
         call_ids += [None] * (len(todo) - len(call_ids))
         await self.calls.run(
             db.store_embeddings,

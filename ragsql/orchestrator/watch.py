@@ -161,7 +161,7 @@ async def judge_windows(url: str, watch: watches.Watch, judging: Judging, report
 
 
 def _over_budget(url: str, budget: int, run_id: int, rows: int, report: WatchRun, *, spent: bool) -> bool:
-    """When the window's stored calls reached its budget (or a call was refused by it): mark its unjudged rows
+    """When the window's budget places are all taken (or a call was refused by it): mark its unjudged rows
     skipped with the reason, count the window judged, and say so."""
     with connect(url) as conn:
         if not spent and watches.bought(conn, run_id) < budget:

@@ -42,7 +42,7 @@ class EndpointReranker(EndpointClient):
         """One score per document (in order) and the call's record; RerankFailed when the endpoint fails."""
         start = time.perf_counter()
         reserve = count_tokens(query) * len(documents) + sum(count_tokens(d) for d in documents)
-        attempts, scores, error = 0, [], None
+        attempts, scores, error, reached = 0, [], None, True
         body = {"model": self.model, "query": query, "documents": list(documents), "top_n": len(documents)}
         try:
             sent = await self._sender.send(
@@ -54,7 +54,7 @@ class EndpointReranker(EndpointClient):
             self._sender.limiter.settle(reserve, reserve)
             scores = _scores(sent.reply, len(documents))
         except SendFailed as exc:
-            attempts, error = exc.attempts, exc.reason
+            attempts, error, reached = exc.attempts, exc.reason, exc.reached
         record = CallRecord(
             request_hash=self.request_hash(query, documents),
             kind="rerank",
@@ -68,6 +68,7 @@ class EndpointReranker(EndpointClient):
             completion_tokens=None if error else 0,
             latency_ms=round((time.perf_counter() - start) * 1000),
             attempts=max(1, attempts),
+            sent=reached,
         )
         if error:
             where = self.settings.base_url or "https://api.openai.com/v1"

@@ -132,6 +132,72 @@ $$;
 comment on function ragsql._release_call_claims(text) is
     'Drops every request claim of an owner (a process that stops, or one found dead): others may send them.';
 
+-- PL/pgSQL, not SQL: Citus cannot plan a parameterized `language sql` body over run_calls (distributed by run_id).
+-- One statement per reservation: the row's lock makes concurrent reservations of every process and machine queue,
+-- and the update re-reads the row it waited for, so no two pass the budget together.
+create or replace function ragsql._reserve_calls(run_id bigint, places bigint, budget bigint)
+returns boolean
+language plpgsql volatile
+as $$
+declare
+    got boolean;
+    bought bigint;
+begin
+    if places < 1 then
+        raise exception 'places must be at least 1, got %', places using errcode = 'invalid_parameter_value';
+    end if;
+    -- a run judged before its first budgeted call (or before this table existed) starts at the calls it bought;
+    -- counted first, not in the insert: Citus allows no subquery in an INSERT
+    if not exists (select from ragsql.run_calls as c where c.run_id = _reserve_calls.run_id) then
+        select count(*) into bought from ragsql.judge_call as j where j.for_run_id = _reserve_calls.run_id;
+        insert into ragsql.run_calls (run_id, reserved)
+        values (_reserve_calls.run_id, bought)
+        on conflict on constraint run_calls_pkey do nothing;  -- not (run_id): the parameter of that name
+    end if;
+    update ragsql.run_calls as c
+    set reserved = c.reserved + _reserve_calls.places
+    where c.run_id = _reserve_calls.run_id and c.reserved + _reserve_calls.places <= _reserve_calls.budget
+    returning true into got;
+    return coalesce(got, false);
+end
+$$;
+comment on function ragsql._reserve_calls(bigint, bigint, bigint) is
+    'Before a budgeted call is sent: takes `places` places of the run''s call budget (ragsql.run_calls) if the '
+    'places taken stay within `budget`, atomically across processes; false (nothing taken) when they would not.';
+
+create or replace function ragsql._release_calls(run_id bigint, places bigint)
+returns void
+language plpgsql volatile
+as $$
+begin
+    update ragsql.run_calls as c
+    set reserved = greatest(0, c.reserved - _release_calls.places)
+    where c.run_id = _release_calls.run_id;
+end
+$$;
+comment on function ragsql._release_calls(bigint, bigint) is
+    'Gives back places ragsql._reserve_calls took for calls known not to have been sent (no attempt got a '
+    'connection to the endpoint): nothing was bought with them.';
+
+create or replace function ragsql._calls_reserved(run_id bigint)
+returns bigint
+language plpgsql stable
+as $$
+declare
+    taken bigint;
+begin
+    -- two statements: on Citus run_calls is distributed and judge_call a reference table
+    select c.reserved into taken from ragsql.run_calls as c where c.run_id = _calls_reserved.run_id;
+    if taken is null then
+        select count(*) into taken from ragsql.judge_call as j where j.for_run_id = _calls_reserved.run_id;
+    end if;
+    return taken;
+end
+$$;
+comment on function ragsql._calls_reserved(bigint) is
+    'The places of the run''s call budget taken so far (ragsql.run_calls), or before its first budgeted call the '
+    'calls stored as bought for it: what a budget compares with.';
+
 -- ---------------------------------------------------------------------------------------------------
 -- Judge work queue
 
