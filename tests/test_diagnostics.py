@@ -72,3 +72,43 @@ def test_run_report_checks_thresholds_and_counts_causes(judged):
         assert (advice == "ok") == passed
     assert report["Success@5"][:3] == (ret["Success@5"], 0.8, ret["Success@5"] >= 0.8)
     assert sum(v[0] for k, v in report.items() if k.startswith("queries: ")) == causes
+
+
+def _calls(url: str, sql: str, function: str) -> int:
+    """How many times ragsql.`function` (PL/pgSQL) ran while `sql` ran, counted by track_functions in a new session
+    (the counts of a session's earlier transactions may not be flushed yet)."""
+    with psycopg.connect(url) as conn:
+        conn.execute("set track_functions = 'all'")
+        conn.execute(sql).fetchall()
+        return conn.execute(
+            "select coalesce(sum(calls), 0) from pg_stat_xact_user_functions "
+            "where schemaname = 'ragsql' and funcname = %s",
+            (function,),
+        ).fetchone()[0]
+
+
+def test_run_report_computes_only_the_metrics_it_checks(judged):
+    """The report checks three generation metrics: the text metrics (BLEU, chrF, ...) are not computed for it."""
+    assert _calls(judged, "select * from ragsql.summarize_generation('ex')", "text_metric") > 0
+    assert _calls(judged, "select * from ragsql.diagnose_run('ex')", "text_metric") == 0
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from ragsql.measure_ci('ex', {}, 200)",
+        "select * from ragsql.query_values('ex', {})",
+        "select run, measure, value, ci_low, ci_high, queries, best from ragsql.history('ex', {})",
+    ],
+)
+def test_default_measures_evaluate_each_metric_once(judged, sql):
+    """Finding which generation metrics a run has takes their values: with no measure named, those values are
+    the ones returned, bit for bit and in order as when the same measures are named, not a second evaluation."""
+    with psycopg.connect(judged) as conn:
+        named = conn.execute(
+            "select array_agg(measure order by ord) from ragsql._metric_spec(array['ex'], null, null)"
+        ).fetchone()[0]
+        assert any(":" in m or "_" in m for m in named) and "nDCG@10" in named  # both kinds, aspects among them
+        by_default = conn.execute(sql.format("null")).fetchall()
+        assert by_default == conn.execute(sql.format("%s"), (named,)).fetchall()
+    assert _calls(judged, sql.format("null"), "_evaluate_generation") == 1
