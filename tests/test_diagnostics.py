@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from ragsql.cli import main
+from tests.conftest import function_calls
 
 EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
 
@@ -74,23 +75,10 @@ def test_run_report_checks_thresholds_and_counts_causes(judged):
     assert sum(v[0] for k, v in report.items() if k.startswith("queries: ")) == causes
 
 
-def _calls(url: str, sql: str, function: str) -> int:
-    """How many times ragsql.`function` (PL/pgSQL) ran while `sql` ran, counted by track_functions in a new session
-    (the counts of a session's earlier transactions may not be flushed yet)."""
-    with psycopg.connect(url) as conn:
-        conn.execute("set track_functions = 'all'")
-        conn.execute(sql).fetchall()
-        return conn.execute(
-            "select coalesce(sum(calls), 0) from pg_stat_xact_user_functions "
-            "where schemaname = 'ragsql' and funcname = %s",
-            (function,),
-        ).fetchone()[0]
-
-
 def test_run_report_computes_only_the_metrics_it_checks(judged):
     """The report checks three generation metrics: the text metrics (BLEU, chrF, ...) are not computed for it."""
-    assert _calls(judged, "select * from ragsql.summarize_generation('ex')", "text_metric") > 0
-    assert _calls(judged, "select * from ragsql.diagnose_run('ex')", "text_metric") == 0
+    assert function_calls(judged, "text_metric", "select * from ragsql.summarize_generation('ex')") > 0
+    assert function_calls(judged, "text_metric", "select * from ragsql.diagnose_run('ex')") == 0
 
 
 @pytest.mark.parametrize(
@@ -111,4 +99,4 @@ def test_default_measures_evaluate_each_metric_once(judged, sql):
         assert any(":" in m or "_" in m for m in named) and "nDCG@10" in named  # both kinds, aspects among them
         by_default = conn.execute(sql.format("null")).fetchall()
         assert by_default == conn.execute(sql.format("%s"), (named,)).fetchall()
-    assert _calls(judged, sql.format("null"), "_evaluate_generation") == 1
+    assert function_calls(judged, "_evaluate_generation", sql.format("null")) == 1
