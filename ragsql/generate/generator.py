@@ -8,19 +8,21 @@ request hash, so generating the same contexts again makes no call.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsql.calls import CallService
 from ragsql.calls.requests import Calls, ask as cached_ask
 from ragsql.db.answers import NewAnswer, QueryContexts
 from ragsql.judge import prompts as p
-from ragsql.judge.client import JudgeClient
 from ragsql.judge.heuristics import GENERATOR
 from ragsql.judge.language import LANGUAGES
 from ragsql.judge.offline import OfflineJudge
 from ragsql.judge.verdicts import GeneratedAnswer, citation_id
 from ragsql.llm.calls import CallFailed
 from ragsql.llm.settings import EndpointSettings
+
+if TYPE_CHECKING:
+    from ragsql.judge.client import JudgeClient
 
 __all__ = ["Calls", "GenerationFailed", "answer_query", "generator_name", "make_generator"]
 
@@ -31,7 +33,11 @@ class GenerationFailed(CallFailed):
 
 def make_generator(settings: EndpointSettings, *, offline: bool = False) -> JudgeClient | OfflineJudge:
     """The endpoint's client, or the offline extractive generator (with `offline` or no endpoint configured)."""
-    return OfflineJudge() if offline or not settings.configured else JudgeClient(settings)
+    if offline or not settings.configured:
+        return OfflineJudge()
+    from ragsql.judge.client import JudgeClient  # openai loads only for an endpoint (~0.5 s)
+
+    return JudgeClient(settings)
 
 
 def generator_name(client: Any) -> str:
