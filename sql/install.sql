@@ -131,6 +131,6 @@ select not exists (select from ragsql.schema_migration where name = '0195_watch_
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint 0e5f2f7ec69092dd7aeb748317ed21c22133eb76bc066d9577857b07e1ff24e0
+\set ragsql_fingerprint c8714071716e9b2af666863ae17bcef06f2e435c47ab483a8b66c447166c1c6e
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

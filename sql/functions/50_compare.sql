@@ -602,6 +602,28 @@ declare
     names text[];
 begin
     perform ragsql._comparable_runs(run_a, run_b);
+    if measures is null then
+        -- _metric_spec would evaluate both runs' generation metrics to name those of the pair, and _metric_values
+        -- evaluate them again: when each run has the same default measures (the usual case), they are the pair's,
+        -- and one evaluation of each run gives every value. Otherwise (no rows here) as below.
+        return query
+        with x as materialized (select * from ragsql._metric_values(run_a, null, rel_level, judge)),
+        y as materialized (select * from ragsql._metric_values(run_b, null, rel_level, judge)),
+        agree as (
+            select (select string_agg(m.k, ',' order by m.k) from (select distinct x.ord || ' ' || x.measure as k
+                                                                     from x) as m)
+                   = (select string_agg(m.k, ',' order by m.k) from (select distinct y.ord || ' ' || y.measure as k
+                                                                       from y) as m) as same
+        )
+        select coalesce(x.ord, y.ord), coalesce(x.measure, y.measure), coalesce(x.kind, y.kind),
+               coalesce(x.qid, y.qid), x.value, y.value, x.judge_model, y.judge_model
+        from x full join y on y.ord = x.ord and y.qid = x.qid
+        where (select agree.same from agree)
+        order by 1, 4;
+        if found then
+            return;
+        end if;
+    end if;
     select array_agg(s.measure order by s.ord) into names
     from ragsql._metric_spec(array[run_a, run_b], measures, judge) as s;
     if names is null then
@@ -612,7 +634,8 @@ begin
     select coalesce(x.ord, y.ord), coalesce(x.measure, y.measure), coalesce(x.kind, y.kind), coalesce(x.qid, y.qid),
            x.value, y.value, x.judge_model, y.judge_model
     from ragsql._metric_values(run_a, names, rel_level, judge) as x
-    full join ragsql._metric_values(run_b, names, rel_level, judge) as y on y.ord = x.ord and y.qid = x.qid;
+    full join ragsql._metric_values(run_b, names, rel_level, judge) as y on y.ord = x.ord and y.qid = x.qid
+    order by 1, 4;  -- the merge join's order, fixed: the callers' sums are taken in it
 end
 $$;
 comment on function ragsql._paired_values(text, text, text[], integer, text) is
