@@ -139,6 +139,6 @@ select not exists (select from ragsql.schema_migration where name = '0199_run_ca
 \ir 998_jit.sql
 \ir 999_grants.sql
 \set ragsql_version 0.1.0
-\set ragsql_fingerprint e9a82cb439a835f41ac9d26c8fb2a1d2e5160439b97e1b0973c332eb929267c2
+\set ragsql_fingerprint a75ec72f6321089108b9737197612c34b160a8fbe72f6a22766c807b462f58cf
 call ragsql._record_install(:'ragsql_version', :'ragsql_fingerprint');
 commit;

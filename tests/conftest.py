@@ -508,3 +508,19 @@ def run_then_close(closeable, work: Callable[..., Awaitable]):
             await closeable.aclose()
 
     return asyncio.run(go())
+
+
+def function_calls(url: str, function: str, work: str | Callable[[psycopg.Connection], object]) -> int:
+    """How many times the PL/pgSQL function ragsql.`function` ran during `work` (a query, or a callable given the
+    connection), counted by track_functions in a session of its own (a session's earlier counts may be unflushed)."""
+    with psycopg.connect(url) as conn:
+        conn.execute("set track_functions = 'all'")
+        if callable(work):
+            work(conn)
+        else:
+            conn.execute(work).fetchall()
+        return conn.execute(
+            "select coalesce(sum(calls), 0) from pg_stat_xact_user_functions "
+            "where schemaname = 'ragsql' and funcname = %s",
+            (function,),
+        ).fetchone()[0]

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from ragsql.cli.compare import COLUMNS, PPI_COLUMNS
-from tests.conftest import compare_rows, judged_demo, run_cli
+from tests.conftest import compare_rows, function_calls, judged_demo, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +220,15 @@ def test_history_marks_the_best_by_direction_and_the_latest_run(demo, capsys):
     assert code == 0 and "★" in out and f"latest run: {order[-1]}" in out and "[" in out
     code, _, err = run_cli(capsys, "history", "--dataset", "nope")
     assert code == 1 and 'unknown dataset "nope"' in err
+
+
+def test_two_runs_with_the_same_default_measures_are_evaluated_once_each(demo):
+    """compare with no measure named: each run's generation metrics are evaluated once (not once more to find
+    which the pair has), and the rows are those of the measures named, bit for bit and in order."""
+    sql = "select * from ragsql._paired_values('demo-bm25', 'demo-hybrid', {}, 1, null)"
+    with psycopg.connect(demo) as conn:
+        named = conn.execute(
+            "select array_agg(measure order by ord) from ragsql._metric_spec(array['demo-bm25', 'demo-hybrid'], null)"
+        ).fetchone()[0]
+        assert conn.execute(sql.format("null")).fetchall() == conn.execute(sql.format("%s"), (named,)).fetchall()
+    assert function_calls(demo, "_evaluate_generation", sql.format("null")) == 2

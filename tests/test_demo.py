@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import psycopg
 
 from ragsql.cli import main
@@ -33,3 +36,15 @@ def test_demo_runs_the_pipeline_offline_and_compares_three_runs(fresh_db, capsys
     assert main(["demo", "--queries", "12", "--name", "d"]) == 0
     again, _ = capsys.readouterr()
     assert next(line for line in again.splitlines() if line.strip().startswith("nDCG@10")) == bm25_row
+
+
+def test_the_offline_generator_and_judge_load_no_endpoint_client():
+    """openai (half a second to import) loads only for an endpoint: not for the demo's offline generator and judge."""
+    code = (
+        "import sys; from ragsql.generate import make_generator; from ragsql.orchestrator.setup import make_judging; "
+        "from ragsql.llm.settings import EndpointSettings; "
+        "make_generator(EndpointSettings(), offline=True); make_judging(EndpointSettings(), offline=True); "
+        "print('openai' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "False"), done.stderr

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from ragsql.cli import main
+from tests.conftest import function_calls
 
 EXAMPLE = Path(__file__).parents[1] / "ragsql" / "data" / "example_evalset.jsonl"
 
@@ -72,3 +73,30 @@ def test_run_report_checks_thresholds_and_counts_causes(judged):
         assert (advice == "ok") == passed
     assert report["Success@5"][:3] == (ret["Success@5"], 0.8, ret["Success@5"] >= 0.8)
     assert sum(v[0] for k, v in report.items() if k.startswith("queries: ")) == causes
+
+
+def test_run_report_computes_only_the_metrics_it_checks(judged):
+    """The report checks three generation metrics: the text metrics (BLEU, chrF, ...) are not computed for it."""
+    assert function_calls(judged, "text_metric", "select * from ragsql.summarize_generation('ex')") > 0
+    assert function_calls(judged, "text_metric", "select * from ragsql.diagnose_run('ex')") == 0
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from ragsql.measure_ci('ex', {}, 200)",
+        "select * from ragsql.query_values('ex', {})",
+        "select run, measure, value, ci_low, ci_high, queries, best from ragsql.history('ex', {})",
+    ],
+)
+def test_default_measures_evaluate_each_metric_once(judged, sql):
+    """Finding which generation metrics a run has takes their values: with no measure named, those values are
+    the ones returned, bit for bit and in order as when the same measures are named, not a second evaluation."""
+    with psycopg.connect(judged) as conn:
+        named = conn.execute(
+            "select array_agg(measure order by ord) from ragsql._metric_spec(array['ex'], null, null)"
+        ).fetchone()[0]
+        assert any(":" in m or "_" in m for m in named) and "nDCG@10" in named  # both kinds, aspects among them
+        by_default = conn.execute(sql.format("null")).fetchall()
+        assert by_default == conn.execute(sql.format("%s"), (named,)).fetchall()
+    assert function_calls(judged, "_evaluate_generation", sql.format("null")) == 1

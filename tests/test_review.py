@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from tests.conftest import compare_rows, judged_demo, run_cli
+from tests.conftest import compare_rows, function_calls, judged_demo, run_cli
 
 LEVELS = ["contradicted", "unsupported", "partial", "supported"]
 
@@ -154,6 +154,23 @@ def test_ppi_equals_the_ares_formula_computed_with_numpy(demo):
     )
     assert got[:5] == pytest.approx((estimate, estimate - half, estimate + half, len(judged), len(human)), abs=1e-8)
     assert got[5] is None and none[0] is None and "no human label" in none[1]
+
+
+def test_the_report_asks_for_prediction_powered_estimates_only_of_a_labelled_run(demo):
+    """A run nobody labelled has no PPI estimate: its report does not evaluate every metric again to learn so."""
+    from ragsql.db.compare import Resampling
+    from ragsql.db.report import read_report
+
+    got: dict[str, dict] = {}
+    for run in ("demo-bm25", "demo-vector"):
+        calls = function_calls(
+            demo,
+            "_ppi_mean",
+            lambda conn, run=run: got.setdefault(run, read_report(conn, run, [], Resampling(200)).ppi),
+        )
+        assert (calls > 0) == (run == "demo-bm25"), run
+    assert got["demo-bm25"]["faithfulness"]["labelled"] > 0, "the tests above stored labels of demo-bm25"
+    assert got["demo-vector"] == {}
 
 
 def test_two_reviewers_agreement_and_too_few_pairs(demo, capsys, tmp_path):

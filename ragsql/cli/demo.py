@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
 from importlib import resources
 from pathlib import Path
@@ -56,14 +58,13 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
     diagnosis of each run, and writes the HTML report of the three runs. No key and no network are needed; every
     generation score is offline. The data stays in the database for psql (`ragsql db url`).
     """
-    from ragsql.generate import generate_answers, make_generator, prepare_run
+    started = time.perf_counter()
+    preload = threading.Thread(target=_preload, name="ragsql-preload", daemon=True)
+    preload.start()
     from ragsql.importer import import_records
     from ragsql.ingest import ingest
-    from ragsql.orchestrator.runner import judge_run
-    from ragsql.orchestrator.setup import make_judging
     from ragsql.retrieve import RunSpec, retrieve_run
 
-    started = time.perf_counter()
     console = stderr_console()
     offline = EndpointSettings()  # no endpoint: everything offline, whatever the environment says
     evalset = _evalset(queries)
@@ -98,6 +99,11 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
             )
             r = retrieve_run(conn, dataset=name, corpus=name, run=run, spec=spec, replace=True, settings=offline)
             console.print(f"retrieved run {run}: {r.results} results for {r.queries} queries ({r.seconds:.1f} s)")
+    preload.join()
+    from ragsql.generate import generate_answers, make_generator, prepare_run
+    from ragsql.orchestrator.runner import judge_run
+    from ragsql.orchestrator.setup import make_judging
+
     _generate_and_judge(
         db.database_url(),
         runs,
@@ -131,6 +137,17 @@ def demo_command(name: str, k: int, top_n: int, queries: int | None, report_path
         f"then e.g. select * from ragsql.run_generation where run like '{name}-%';",
         soft_wrap=True,
     )
+
+
+def _preload() -> None:
+    """Import the generator, the judge and the report (jieba's tagger loads with the judge: a second or two) while
+    the main thread waits for the embedded server to start and the corpus to load. An import that fails here
+    fails again, with its message, where the main thread imports the module."""
+    with contextlib.suppress(Exception):
+        import ragsql.generate
+        import ragsql.orchestrator.runner
+        import ragsql.orchestrator.setup
+        import ragsql.report  # noqa: F401
 
 
 def _evalset(queries: int | None) -> Path:

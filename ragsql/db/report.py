@@ -212,7 +212,23 @@ def read_report(
                 conn, run, [v.measure for v in overview[run] if v.kind == "generation"], resampling.alpha, judge
             ).items()
             if p["labelled"]
-        },
+        }
+        if _labelled(conn, run)
+        else {},
+    )
+
+
+def _labelled(conn: psycopg.Connection, run: str) -> bool:
+    """Whether a person labelled a whole answer of the run: without one no metric has a prediction-powered
+    estimate, and asking ragsql.ppi_mean would evaluate every metric again to say so."""
+    return bool(
+        value(
+            conn.execute(
+                "select exists (select from ragsql.review_label as l join ragsql.run as ru on ru.id = l.run_id "
+                "where ru.name = %s and l.item = '')",
+                (run,),
+            )
+        )
     )
 
 

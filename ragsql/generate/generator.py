@@ -8,12 +8,11 @@ request hash, so generating the same contexts again makes no call.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsql.calls import CallService
 from ragsql.calls.requests import Calls, ask as cached_ask
 from ragsql.db.answers import NewAnswer, QueryContexts
-from ragsql.judge.client import JudgeClient
 from ragsql.judge.kinds import generate
 from ragsql.judge.kinds.generate import GENERATOR, GeneratedAnswer
 from ragsql.judge.language import LANGUAGES
@@ -22,6 +21,9 @@ from ragsql.judge.prompts import JudgeRequest
 from ragsql.judge.verdicts import citation_id
 from ragsql.llm.calls import CallFailed
 from ragsql.llm.settings import EndpointSettings
+
+if TYPE_CHECKING:
+    from ragsql.judge.client import JudgeClient
 
 __all__ = ["Calls", "GenerationFailed", "answer_query", "generator_name", "make_generator"]
 
@@ -32,7 +34,11 @@ class GenerationFailed(CallFailed):
 
 def make_generator(settings: EndpointSettings, *, offline: bool = False) -> JudgeClient | OfflineJudge:
     """The endpoint's client, or the offline extractive generator (with `offline` or no endpoint configured)."""
-    return OfflineJudge() if offline or not settings.configured else JudgeClient(settings)
+    if offline or not settings.configured:
+        return OfflineJudge()
+    from ragsql.judge.client import JudgeClient  # openai loads only for an endpoint (~0.5 s)
+
+    return JudgeClient(settings)
 
 
 def generator_name(client: Any) -> str:

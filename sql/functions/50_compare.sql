@@ -522,6 +522,35 @@ declare
     generation_names text[];
     generation_ords integer[];
 begin
+    if measures is null then
+        -- the defaults: _metric_spec finds the generation metrics by evaluating every one, so evaluate them once
+        -- here and keep the rows of those it would find, numbered and in the order it gives them
+        if exists (select 1 from ragsql.run_result as r where r.run_id = rid) then
+            retrieval_names := array(select d.measure from ragsql.default_measure as d order by d.position);
+            return query
+            select e.ord, e.measure, 'retrieval'::text, e.qid, e.value, null::text
+            from ragsql._evaluate(rid, retrieval_names, rel_level) as e;
+        end if;
+        return query
+        with g as materialized (
+            select *
+            from ragsql._evaluate_generation(run, ragsql._default_generation_metrics(run), judge, null, null, 0, 0.75,
+                                             0.25) with ordinality
+                as g(ord, qid, metric, value, reason, judge_model, judge_prompt_version, judge_embedder, detail,
+                     has_task, n)
+        ),
+        found as (
+            select f.ord, coalesce(cardinality(retrieval_names), 0)
+                          + row_number() over (order by coalesce(m.position, 1000), f.metric collate "C") as at
+            from (select g.ord, g.metric from g group by g.ord, g.metric
+                  having bool_or(g.value is not null) or bool_or(g.has_task)) as f
+            left join ragsql.generation_metric as m on m.metric = f.metric
+        )
+        select f.at::integer, g.metric, 'generation'::text, g.qid, g.value, g.judge_model
+        from g join found as f on f.ord = g.ord
+        order by f.at, g.n;
+        return;
+    end if;
     select array_agg(s.measure order by s.ord) filter (where s.kind = 'retrieval'),
            array_agg(s.ord order by s.ord) filter (where s.kind = 'retrieval'),
            array_agg(s.measure order by s.ord) filter (where s.kind = 'generation'),
@@ -573,6 +602,28 @@ declare
     names text[];
 begin
     perform ragsql._comparable_runs(run_a, run_b);
+    if measures is null then
+        -- _metric_spec would evaluate both runs' generation metrics to name those of the pair, and _metric_values
+        -- evaluate them again: when each run has the same default measures (the usual case), they are the pair's,
+        -- and one evaluation of each run gives every value. Otherwise (no rows here) as below.
+        return query
+        with x as materialized (select * from ragsql._metric_values(run_a, null, rel_level, judge)),
+        y as materialized (select * from ragsql._metric_values(run_b, null, rel_level, judge)),
+        agree as (
+            select (select string_agg(m.k, ',' order by m.k) from (select distinct x.ord || ' ' || x.measure as k
+                                                                     from x) as m)
+                   = (select string_agg(m.k, ',' order by m.k) from (select distinct y.ord || ' ' || y.measure as k
+                                                                       from y) as m) as same
+        )
+        select coalesce(x.ord, y.ord), coalesce(x.measure, y.measure), coalesce(x.kind, y.kind),
+               coalesce(x.qid, y.qid), x.value, y.value, x.judge_model, y.judge_model
+        from x full join y on y.ord = x.ord and y.qid = x.qid
+        where (select agree.same from agree)
+        order by 1, 4;
+        if found then
+            return;
+        end if;
+    end if;
     select array_agg(s.measure order by s.ord) into names
     from ragsql._metric_spec(array[run_a, run_b], measures, judge) as s;
     if names is null then
@@ -583,7 +634,8 @@ begin
     select coalesce(x.ord, y.ord), coalesce(x.measure, y.measure), coalesce(x.kind, y.kind), coalesce(x.qid, y.qid),
            x.value, y.value, x.judge_model, y.judge_model
     from ragsql._metric_values(run_a, names, rel_level, judge) as x
-    full join ragsql._metric_values(run_b, names, rel_level, judge) as y on y.ord = x.ord and y.qid = x.qid;
+    full join ragsql._metric_values(run_b, names, rel_level, judge) as y on y.ord = x.ord and y.qid = x.qid
+    order by 1, 4;  -- the merge join's order, fixed: the callers' sums are taken in it
 end
 $$;
 comment on function ragsql._paired_values(text, text, text[], integer, text) is
