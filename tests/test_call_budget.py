@@ -18,15 +18,16 @@ import pytest
 
 from ragsql.calls import CallService
 from ragsql.calls.service import BudgetSpent
-from ragsql.judge import prompts as p
 from ragsql.judge.client import JudgeClient
+from ragsql.judge.kinds import statements
+from ragsql.judge.prompts import JudgeRequest
 from ragsql.llm.calls import CallFailed
 from ragsql.llm.settings import EndpointSettings
 from tests.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_ID = 7  # a budget counts by run id (ragsql.judge_call.for_run_id): no run row is needed
-REQUESTS = [p.statements(f"Fact number {i} is true. It is plain.") for i in range(8)]
+REQUESTS = [statements.request(f"Fact number {i} is true. It is plain.") for i in range(8)]
 
 
 @pytest.fixture
@@ -43,10 +44,10 @@ def _client(base_url: str, **overrides) -> JudgeClient:
     return client
 
 
-async def _buy(url: str, client: JudgeClient, requests: Sequence[p.JudgeRequest], budget: int) -> list[str]:
+async def _buy(url: str, client: JudgeClient, requests: Sequence[JudgeRequest], budget: int) -> list[str]:
     """Each request through one CallService with `budget` for RUN_ID, all at once: bought, spent or failed each."""
 
-    async def one(calls: CallService, request: p.JudgeRequest) -> str:
+    async def one(calls: CallService, request: JudgeRequest) -> str:
         try:
             await calls.get(client.request_hash(request), lambda: client.judge(request))
         except BudgetSpent:
@@ -59,7 +60,7 @@ async def _buy(url: str, client: JudgeClient, requests: Sequence[p.JudgeRequest]
         return list(await asyncio.gather(*(one(calls, r) for r in requests)))
 
 
-def _buy_apart(url: str, client: JudgeClient, groups: Sequence[Sequence[p.JudgeRequest]], budget: int) -> list[str]:
+def _buy_apart(url: str, client: JudgeClient, groups: Sequence[Sequence[JudgeRequest]], budget: int) -> list[str]:
     """The groups of requests bought at once, each by a CallService of its own (own pool, own owner), then the
     client closed."""
 
@@ -83,7 +84,7 @@ def test_services_buying_at_once_buy_at_most_the_budget(fresh_db, fake):
     """Three call services (as three processes) each send 3 requests at once under a budget of 4: 4 are bought in
     all, the other 5 refused by the budget (each service counting only its own calls in flight bought up to 12)."""
     fake.latency = 0.5  # every service's calls are in flight together
-    groups = [REQUESTS[0:3], REQUESTS[3:6], REQUESTS[6:8] + [p.statements("One more fact. It is plain.")]]
+    groups = [REQUESTS[0:3], REQUESTS[3:6], REQUESTS[6:8] + [statements.request("One more fact. It is plain.")]]
     outcomes = _buy_apart(fresh_db, _client(fake.base_url), groups, budget=4)
     assert fake.chat_calls == 4, outcomes
     assert sorted(outcomes) == ["bought"] * 4 + ["spent"] * 5

@@ -49,6 +49,7 @@ RUN_TABLES = [
     "graded_verdict",
     "rubric_verdict",
     "yes_no_verdict",
+    "run_calls",
 ]
 # generation metrics that run on the distributed layout today (docs/guides/citus.md: what does not yet)
 GENERATION = [
