@@ -224,7 +224,8 @@ def _labelled(conn: psycopg.Connection, run: str) -> bool:
     return bool(
         value(
             conn.execute(
-                "select exists (select from ragsql.review_label as l join ragsql.run as ru on ru.id = l.run_id "
+                # `select 1`, not an empty target list: Citus cannot plan that join without a column
+                "select exists (select 1 from ragsql.review_label as l join ragsql.run as ru on ru.id = l.run_id "
                 "where ru.name = %s and l.item = '')",
                 (run,),
             )
