@@ -1,6 +1,6 @@
-"""`finish_together` ends every sibling task, even one that lost a cancellation: CI once saw `ragsql judge` ignore
-Ctrl-C for a minute, its last task still reading a held reply (the HTTP stack under the openai client had
-swallowed the one cancellation it was sent)."""
+"""`finish_together` and `settle_together` end every sibling task, even one that lost a cancellation: CI once saw
+`ragsql judge` ignore Ctrl-C for a minute, its last task still reading a held reply (the HTTP stack under the openai
+client had swallowed the one cancellation it was sent)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import gc
 
 import pytest
 
-from ragsql.llm.aio import RECANCEL_SECONDS, finish_together
+from ragsql.llm.aio import RECANCEL_SECONDS, finish_together, settle_together
 
 
 class _Stubborn:
@@ -89,3 +89,37 @@ def test_results_come_back_in_order():
         return v
 
     assert asyncio.run(finish_together([value(0.03, 1), value(0.0, 2), value(0.01, 3)])) == [1, 2, 3]
+
+
+def test_settle_together_runs_every_call_to_its_end_and_returns_errors_in_place():
+    """A failure stops no sibling (a judge task's calls all finish before it is closed); results keep order."""
+    finished: list[int] = []
+
+    async def value(delay: float, v: int) -> int:
+        await asyncio.sleep(delay)
+        finished.append(v)
+        return v
+
+    got = asyncio.run(settle_together([value(0.05, 1), _fails_soon(), value(0.0, 3)]))
+    assert got[0] == 1 and got[2] == 3
+    assert isinstance(got[1], ValueError)
+    assert sorted(finished) == [1, 3]
+
+
+def test_ctrl_c_ends_a_settle_together_whose_task_lost_its_cancellation():
+    """asyncio.gather(return_exceptions=True) waits on a sibling that swallowed its cancellation for as long as
+    it runs; settle_together cancels it again, so the cancelled caller returns within a few re-cancel periods."""
+    stubborn = _Stubborn()
+
+    async def go() -> float:
+        loop = asyncio.get_running_loop()
+        call = asyncio.ensure_future(settle_together([stubborn(), asyncio.sleep(3600)]))
+        await asyncio.sleep(0.05)
+        started = loop.time()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(call, timeout=RECANCEL_SECONDS * 5)
+        return loop.time() - started
+
+    assert asyncio.run(go()) < RECANCEL_SECONDS * 3
+    assert stubborn.cancellations == 2

@@ -8,13 +8,13 @@ client's own retries off, so every attempt is counted) and yields one CallRecord
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from ragsql.embed.embedder import EmbeddingFailed, require_text
 from ragsql.errors import JudgeError
+from ragsql.llm.aio import finish_together
 from ragsql.llm.calls import CallRecord, request_hash
 from ragsql.llm.limiter import RateLimiter
 from ragsql.llm.send import EndpointClient, SendFailed
@@ -51,7 +51,8 @@ class OpenAIEmbedder(EndpointClient):
         """One vector per text, in order, and one record per request; EmbeddingFailed if a batch fails."""
         require_text(texts)
         batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
-        results = await asyncio.gather(*(self._batch(b) for b in batches))
+        # a batch never raises, so no sibling is cut short; a cancelled caller ends them all
+        results = await finish_together(self._batch(b) for b in batches)
         records = [record for _, record in results]
         failed = next((r for r in records if not r.ok), None)
         if failed is not None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["best_effort", "cores", "finish_together", "off_loop"]
+__all__ = ["best_effort", "cores", "finish_together", "off_loop", "settle_together"]
 
 T = TypeVar("T")
 
@@ -69,6 +69,27 @@ async def finish_together(coros: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
         if not task.cancelled() and (exc := task.exception()) is not None:
             raise exc
     return [task.result() for task in tasks]
+
+
+async def settle_together(coros: Iterable[Coroutine[Any, Any, T]]) -> list[T | BaseException]:
+    """Run the coroutines as tasks to their ends and return each one's result or error, in order, as
+    asyncio.gather(..., return_exceptions=True) does; but a cancelled caller cancels them until every one has ended,
+    even one that lost its cancellation (where gather would wait on it for as long as its endpoint takes)."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks)
+    finally:
+        await _cancel_until_done(tasks)
+    return [_outcome(task) for task in tasks]
+
+
+def _outcome(task: asyncio.Future) -> Any:
+    """A finished task's result, or the error it ended with (a CancelledError when it was cancelled)."""
+    if task.cancelled():
+        return asyncio.CancelledError()
+    return task.exception() or task.result()
 
 
 async def _cancel_until_done(tasks: Sequence[asyncio.Future]) -> None:

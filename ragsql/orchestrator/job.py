@@ -3,8 +3,7 @@ questions in one call), a reference's statements, their stored extractions, and 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -12,6 +11,7 @@ from ragsql.db import judging as db, verdict_rows as vr
 from ragsql.db.judging import Sample, Task
 from ragsql.judge.kinds import answer_analysis, statements, verify
 from ragsql.judge.language import LANGUAGES
+from ragsql.llm.aio import settle_together
 from ragsql.orchestrator.service import Judging
 
 __all__ = ["QUESTIONS_PER_ANSWER", "Job", "NothingToJudge", "Store", "TaskFailed", "together"]
@@ -31,10 +31,10 @@ class NothingToJudge(TaskFailed):
     with no verdict and no call, and its metrics say why (ragsql._scope_rows); judging again would not change it."""
 
 
-async def together(*aws: Awaitable[Any]) -> list[Any]:
-    """asyncio.gather that lets every call finish before a failure is raised: a task is never closed while one
-    of its own calls is still in flight (the first failure is raised once all are over)."""
-    results = await asyncio.gather(*aws, return_exceptions=True)
+async def together(*aws: Coroutine[Any, Any, Any]) -> list[Any]:
+    """Every call run to its end before a failure is raised: a task is never closed while one of its own calls is
+    still in flight (the first failure is raised once all are over; ragsql.llm.aio.settle_together)."""
+    results = await settle_together(aws)
     for result in results:
         if isinstance(result, BaseException):
             raise result

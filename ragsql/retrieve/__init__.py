@@ -17,6 +17,7 @@ from ragsql.db.retrieval import RunSpec, Version
 from ragsql.embed import embed_queries, make_embedder
 from ragsql.errors import InputError
 from ragsql.judge.language import detect_language
+from ragsql.llm.aio import settle_together
 from ragsql.llm.calls import CallFailed
 from ragsql.llm.settings import EndpointSettings
 from ragsql.rerank import RerankFailed, Reranker, make_reranker
@@ -110,12 +111,9 @@ def _rerank(conn: psycopg.Connection, run_id: int, k: int, reranker: Reranker, s
     async def go() -> list[tuple]:
         try:
             async with CallService(database.database_url(), purpose="rerank", run_id=run_id) as service:
-                results = await asyncio.gather(
-                    *(
-                        _rerank_one(service, reranker, qid, query, items, k, summary)
-                        for qid, (query, items) in pending.items()
-                    ),
-                    return_exceptions=True,
+                results = await settle_together(
+                    _rerank_one(service, reranker, qid, query, items, k, summary)
+                    for qid, (query, items) in pending.items()
                 )
         finally:
             await reranker.aclose()

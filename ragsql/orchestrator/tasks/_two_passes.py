@@ -3,11 +3,11 @@ verdict rows."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 from ragsql.db import verdict_rows as vr
 from ragsql.judge import prompts as p
+from ragsql.llm.aio import settle_together
 from ragsql.orchestrator.job import Job, Store, TaskFailed
 from ragsql.orchestrator.service import CallFailed
 
@@ -18,7 +18,7 @@ async def two_passes(job: Job, metric: str, build: Callable[[int], p.JudgeReques
     """Both judge passes at once; a pass whose call fails is stored as a row with its error (RAGAS then uses the
     other pass alone); the task fails only when both do."""
     requests = [build(1), build(2)]
-    got = await asyncio.gather(*(job.ask(r) for r in requests), return_exceptions=True)
+    got = await settle_together(job.ask(r) for r in requests)
     rows = []
     for n, answer in enumerate(got, 1):
         if isinstance(answer, CallFailed):
