@@ -37,7 +37,10 @@ def sources() -> Path:
 
 
 def _port() -> int:
-    return int(os.environ.get("CITUS_PORT", "9700"))
+    """The coordinator's port: CITUS_PORT (9700), plus 20 for each xdist worker before this one (gw0, gw1, ...), so
+    that each worker's cluster, and its spare at + 10, has ports of its own."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    return int(os.environ.get("CITUS_PORT", "9700")) + 20 * int(worker or 0)
 
 
 def _cluster(command: str, home: str, port: int | None = None) -> str:

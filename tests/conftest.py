@@ -41,13 +41,13 @@ collect_ignore = [] if LOCAL_OPT_IN else ["local"]
 
 
 # Citus mode (RAGSQL_TEST_CITUS=1): the suite's databases are distributed (sql/citus.sql) on a local Citus cluster,
-# started here with ../shared/citus/cluster.sh unless RAGSQL_DATABASE_URL names a running coordinator.
+# started in pytest_configure with ../shared/citus/cluster.sh unless RAGSQL_DATABASE_URL names a running coordinator:
+# one cluster a test process (each xdist worker its own, on ports of its own: tests/cluster.py), none in xdist's
+# controller, which runs no test.
 CITUS_SUITE = os.environ.get("RAGSQL_TEST_CITUS") == "1"
 EXTERNAL_SERVER = bool(os.environ.get("RAGSQL_DATABASE_URL"))  # named by the user, before Citus mode sets it
-if CITUS_SUITE and not os.environ.get("RAGSQL_DATABASE_URL"):
-    from tests import cluster
-
-    os.environ["RAGSQL_DATABASE_URL"] = cluster.start()
+CITUS = False
+"""Whether RAGSQL_DATABASE_URL names a Citus coordinator (set in pytest_configure): tests/citus runs only there."""
 
 
 def _citus_coordinator() -> bool:
@@ -62,13 +62,28 @@ def _citus_coordinator() -> bool:
         return False
 
 
-CITUS = _citus_coordinator()
-if not CITUS:
-    collect_ignore.append("citus")
-if CITUS_SUITE and not CITUS:
-    raise pytest.UsageError(
-        f"RAGSQL_TEST_CITUS=1 but RAGSQL_DATABASE_URL is no Citus coordinator: {os.environ.get('RAGSQL_DATABASE_URL')}"
-    )
+def _xdist_controller(config) -> bool:
+    """Whether this process only hands tests to xdist workers (-n N, N > 0) and runs none itself."""
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+
+
+def pytest_configure(config):
+    """Citus mode: the cluster this process runs its tests on; which databases tests/citus may run on."""
+    global CITUS
+    if _xdist_controller(config):
+        return
+    if CITUS_SUITE and not EXTERNAL_SERVER:
+        from tests import cluster
+
+        os.environ["RAGSQL_DATABASE_URL"] = cluster.start()
+    CITUS = _citus_coordinator()
+    if not CITUS:
+        collect_ignore.append("citus")
+    if CITUS_SUITE and not CITUS:
+        raise pytest.UsageError(
+            f"RAGSQL_TEST_CITUS=1 but RAGSQL_DATABASE_URL is no Citus coordinator: "
+            f"{os.environ.get('RAGSQL_DATABASE_URL')}"
+        )
 
 
 def pytest_unconfigure(config):
@@ -150,7 +165,9 @@ def pytest_report_header(config) -> list[str]:
     return [
         "database layout: "
         + (
-            f"distributed on Citus (RAGSQL_TEST_CITUS=1, {os.environ['RAGSQL_DATABASE_URL']})"
+            "distributed on Citus (RAGSQL_TEST_CITUS=1, "
+            + os.environ.get("RAGSQL_DATABASE_URL", "a cluster per xdist worker")
+            + ")"
             if CITUS_SUITE
             else "one server; RAGSQL_TEST_CITUS=1 runs the suite distributed on a local Citus cluster"
         ),
