@@ -355,4 +355,6 @@ def test_database_lost_while_a_batch_is_stored_is_one_line_and_stores_nothing(
             conn.execute(f"select count(*) from ragsql.{t}").fetchone()[0]
             for t in ("corpus", "document", "chunk", "chunk_term")
         ] == [0, 0, 0, 0]
-    assert [t for t in set(threading.enumerate()) - before if t.is_alive()] == []
+    # the process's compute pool (ragsql.llm.aio) is kept on purpose and may grow a thread under load: not a leak
+    left = [t for t in set(threading.enumerate()) - before if t.is_alive() and not t.name.startswith("ragsql-compute")]
+    assert left == [], left
