@@ -148,6 +148,9 @@ def _preload() -> None:
         import ragsql.orchestrator.runner
         import ragsql.orchestrator.setup
         import ragsql.report  # noqa: F401
+        from ragsql.judge.heuristics import meta_words
+
+        meta_words()  # loads jieba's tagger
 
 
 def _evalset(queries: int | None) -> Path:

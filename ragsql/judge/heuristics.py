@@ -32,7 +32,7 @@ __all__ = [
     "CJK",
     "COVERED",
     "END",
-    "META",
+    "meta_words",
     "NUMERAL",
     "PARTIAL",
     "RELEVANT",
@@ -277,7 +277,7 @@ def _asked(question: str) -> set[str]:
         for w, tag in content_words(question).items()
         if not re.search(f"[{CJK}]", w)
         or (len(w) >= 2 and not tag.startswith(_FUNCTION_TAGS) and not (tag == "m" and not NUMERAL.search(w)))
-    } - META
+    } - meta_words()
 
 
 @functools.lru_cache(maxsize=8192)
@@ -317,12 +317,18 @@ BECAUSE = re.compile(
     r"造成|原因|成因|使得",
     re.IGNORECASE,
 )
-# Words about the question rather than its subject ("an important question", "值得研究的话题"): no answer.
-META = frozenset(
-    content_words(
-        "question questions topic ask asked important worth study studying careful carefully "
-        "many people interesting issue matter subject good great regarding concerning "
-        "discuss discussed discussing "
-        "问题 话题 关心 值得 认真 研究 重要 很多 人们 有趣 这个 那个 关于 讨论 一个"
+
+
+@functools.cache
+def meta_words() -> frozenset[str]:
+    """Words about the question rather than its subject ("an important question", "值得研究的话题"): no answer.
+    Made on first use: tagging its Chinese words loads jieba's dictionary (1-2 s), which a command that judges
+    nothing (`watch run --once` with no new row) should not pay for."""
+    return frozenset(
+        content_words(
+            "question questions topic ask asked important worth study studying careful carefully "
+            "many people interesting issue matter subject good great regarding concerning "
+            "discuss discussed discussing "
+            "问题 话题 关心 值得 认真 研究 重要 很多 人们 有趣 这个 那个 关于 讨论 一个"
+        )
     )
-)

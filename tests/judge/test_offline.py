@@ -469,3 +469,13 @@ def test_relevance_texts_asked_together_are_embedded_once_in_one_engine_call():
     alone = E5Embedder()
     for texts, vectors in zip(asks, together):
         assert vectors == [array("f", alone._encode([text], False)[0]) for text in texts]
+
+
+def test_importing_the_judging_pipeline_loads_no_dictionary():
+    """`watch run --once` with nothing new imports the orchestrator: jieba's tagger (1-2 s) loads on first use only."""
+    import subprocess
+    import sys
+
+    probe = "import sys, ragsql.orchestrator.watch; print('jieba.posseg' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False", done.stderr

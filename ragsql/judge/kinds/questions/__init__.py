@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationInfo, model_validator
 
-from ragsql.judge.heuristics import ASKS_WHY, BECAUSE, END, META, NUMERAL, statements_of
+from ragsql.judge.heuristics import ASKS_WHY, BECAUSE, END, NUMERAL, meta_words, statements_of
 from ragsql.judge.language import detect_language
 from ragsql.judge.lexical import content_tokens, content_words, key_terms
 from ragsql.judge.prompts import LANG_WORDS, JudgeRequest, build, escape, request_language
@@ -117,11 +117,11 @@ _YES_NO = re.compile(r"^\s*(?:yes|no|not|never)\b|^\s*(?:是|不|没|对|错)|\b
 
 def _new_words(statement: str, question: str) -> dict[str, str]:
     """The content words of `statement` that are neither in the question nor words about questions."""
-    asked = question.lower()
+    asked, meta = question.lower(), meta_words()
     return {
         w: tag
         for w, tag in content_words(statement).items()
-        if w not in META and w not in content_words(question) and not (len(w) > 1 and w in asked)
+        if w not in meta and w not in content_words(question) and not (len(w) > 1 and w in asked)
     }
 
 
@@ -189,7 +189,7 @@ def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
     lang = detect_language(question, request.language)
     forms = _ZH_FORMS if lang == "zh" else _EN_FORMS
     on_topic = [not noncommittal and answers_question(s, question) for s in found]
-    topic = {t for s, ok in zip(found, on_topic) if ok for t in content_tokens(s)} - META
+    topic = {t for s, ok in zip(found, on_topic) if ok for t in content_tokens(s)} - meta_words()
     on_topic = [ok or (any(on_topic) and bool(topic & set(content_tokens(s)))) for s, ok in zip(found, on_topic)]
     questions = (
         [
