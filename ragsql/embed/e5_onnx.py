@@ -291,8 +291,9 @@ def _peaks(model: _ModelFile) -> dict[str, np.ndarray]:
     for text in texts:
         tokens = [model.bos, *tokenizer.content("passage: " + text)[: model.max_positions - 2], model.eos]
         for name, value in zip(names, session.run(names, {"x": _embedded(model, tokens)}), strict=True):
-            peak = np.abs(np.asarray(value)).reshape(-1, value.shape[-1]).max(axis=0)
-            peaks[name] = np.maximum(peaks.get(name, peak), peak)
+            values = np.asarray(value)
+            peak = np.abs(values).reshape(-1, values.shape[-1]).max(axis=0)
+            peaks[name] = np.maximum(peaks[name], peak) if name in peaks else peak
     # rounded to fp16: another machine's kernels sum in another order, and should still build the same graph
     return {name: peak.astype(np.float16).astype(np.float32) for name, peak in peaks.items()}
 
