@@ -1,16 +1,17 @@
 """Benchmark: how well the offline judge discriminates — pairwise accuracy on the labelled pairs, this tree
 against earlier versions of the offline judge.
 
-    python bench/judge_pairs.py [--baseline-ref 7b29077 --baseline-ref f0a368c] [--json]
+    python bench/judge_pairs.py [--baseline-ref 7b29077 --baseline-ref f0a368c] [--split hard] [--json]
 
 Runs `ragsql judge-check --offline` on tests/data/judge_pairs/dev.jsonl (the pairs the heuristics were tuned
-on), heldout.jsonl (other questions, with evasive and restating phrasings of their own) and
-bench/data/qa/pairs.jsonl (pairs from SQuAD and CMRC 2018 dev paragraphs: public data), in a scratch
-database (RAGSQL_DATABASE_URL's server, else the embedded one), in the same run with this tree's offline judge
-and with the heuristics of each `--baseline-ref` (its ragsql/judge/heuristics.py, lexical.py, offline.py,
-ragsql/orchestrator/setup.py and each call's module, ragsql/judge/kinds/<call>/__init__.py, or before the calls had
-folders ragas_heuristics.py, laid over a copy of this tree, so the pipeline and the pairs are the same; default
-f864e02 = v4, 7b29077 = v3), each
+on), heldout.jsonl (other questions, with evasive and restating phrasings of their own),
+bench/data/qa/pairs.jsonl (pairs from SQuAD and CMRC 2018 dev paragraphs: public data) and hard_pairs.jsonl there
+(answer relevancy against another question's answer on the same article, context relevance against a same-article
+or BM25-retrieved paragraph), in a scratch database (RAGSQL_DATABASE_URL's server, else the embedded one), in the
+same run with this tree's offline judge and with the heuristics of each `--baseline-ref` (its
+ragsql/judge/heuristics.py, lexical.py, offline.py, ragsql/orchestrator/setup.py and job.py, and each call's module,
+ragsql/judge/kinds/<call>/__init__.py, or before the calls had folders ragas_heuristics.py, laid over a copy of this
+tree, so the pipeline and the pairs are the same; default f864e02 = v4, 7b29077 = v3), each
 on an empty judge-call cache. Prints accuracy per metric and language; a pair counts 1 when the better side
 scores strictly higher, 1/2 on a tie. The RAGAS paper's agreement with humans for gpt-3.5 (faithfulness 0.95, answer
 relevance 0.78, context relevance 0.70) is the bar the issue names.
@@ -38,13 +39,15 @@ SPLITS = {
     "dev": PAIRS / "dev.jsonl",
     "heldout": PAIRS / "heldout.jsonl",
     "public": ROOT / "bench" / "data" / "qa" / "pairs.jsonl",
-}  # SQuAD / CMRC 2018 pairs (make_pairs.py there)
+    "hard": ROOT / "bench" / "data" / "qa" / "hard_pairs.jsonl",
+}  # SQuAD / CMRC 2018 pairs (make_pairs.py there); hard: answer relevancy and context relevance on same-article cases
 JUDGE_FILES = (
     "ragsql/judge/heuristics.py",
     "ragsql/judge/lexical.py",
     "ragsql/judge/offline.py",
     "ragsql/orchestrator/setup.py",
-)  # setup.py builds the offline judge (v5: with e5)
+    "ragsql/orchestrator/job.py",
+)  # setup.py builds the offline judge (v5: with e5); job.py its requests (v6: answer_analysis reads the contexts)
 METRICS = (
     "faithfulness",
     "answer_relevancy",
@@ -86,8 +89,9 @@ def baseline_tree(ref: str, into: Path) -> Path:
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     for path in (*JUDGE_FILES, *(p for p in held if p.endswith(".py"))):
-        text = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True)
-        (tree / path).write_text(text.stdout, "utf-8")
+        text = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True, check=False)
+        if text.returncode == 0:  # a file the ref did not have yet (job.py before the kinds refactor) stays this tree's
+            (tree / path).write_text(text.stdout, "utf-8")
     return tree
 
 
@@ -100,13 +104,15 @@ def main() -> int:
         help="git ref of an earlier offline judge, repeatable (default: f864e02 = v4, 7b29077 = v3)",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--split", action="append", choices=list(SPLITS), help="judge only these splits, repeatable")
     args = parser.parse_args()
     refs = args.baseline_ref or ["f864e02", "7b29077"]
+    splits = {name: SPLITS[name] for name in args.split or SPLITS}
     url = scratch_database()
     figures: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"this tree": ROOT, **{ref: baseline_tree(ref, Path(tmp)) for ref in refs}}
-        for split, path in SPLITS.items():
+        for split, path in splits.items():
             # each judge on a fresh judge-call cache: v2's cache key missed the question of an answer-relevancy
             # request, so its figures depended on what had been judged before
             figures[split] = {}
@@ -129,18 +135,18 @@ def main() -> int:
         return 0
     names = list(trees)
     head = " ".join(f"{n[:10]:>10}" for n in names)
-    print(f"{'metric':20} {'lang':4} | " + " | ".join(f"{split}: {head}" for split in SPLITS))
+    print(f"{'metric':20} {'lang':4} | " + " | ".join(f"{split}: {head}" for split in splits))
     for metric in METRICS:
         for lang in ("en", "zh"):
             cells = [
                 " ".join(f"{figures[split][n][0].get((metric, lang), float('nan')):>10.3f}" for n in names)
-                for split in SPLITS
+                for split in splits
             ]
             print(
                 f"{metric:20} {lang:4} | "
-                + " | ".join(" " * len(f"{split}: ") + cell for split, cell in zip(SPLITS, cells))
+                + " | ".join(" " * len(f"{split}: ") + cell for split, cell in zip(splits, cells))
             )
-    for split in SPLITS:
+    for split in splits:
         print(
             f"{split}: "
             + "; ".join(f"{n} min {min(acc.values()):.3f} in {sec:.1f} s" for n, (acc, sec) in figures[split].items())

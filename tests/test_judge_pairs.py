@@ -72,6 +72,36 @@ def test_context_relevance_reaches_090_on_public_english_pairs(offline_db, capsy
     assert got["groups"][0]["accuracy"] >= 0.90, got["groups"]
 
 
+def test_the_hard_public_pairs_are_what_their_script_writes():
+    """bench/data/qa/hard_pairs.jsonl is make_pairs.py's output for its seed: 80 questions per language, three answer
+    relevancy kinds each, context relevance against a same-article paragraph (SQuAD) and BM25's top other one."""
+    qa = Path(__file__).parents[1] / "bench" / "data" / "qa"
+    script = runpy.run_path(str(qa / "make_pairs.py"))
+    rng = script["random"].Random(script["HARD_SEED"])
+    rows = [p for lang in ("en", "zh") for p in script["hard_pairs"](lang, 80, rng)]
+    written = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    assert written == (qa / "hard_pairs.jsonl").read_text("utf-8")
+    kinds = {(r["language"], r["kind"]) for r in rows}
+    assert len(rows) == 720 and ("en", "same-article") in kinds and ("zh", "retrieved") in kinds
+    assert all(r["better"] != r["worse"] for r in rows)
+
+
+def test_answer_relevancy_reaches_085_against_another_questions_templated_answer(offline_db, capsys, tmp_path):
+    """The hard public pairs (bench/data/qa/hard_pairs.jsonl): "The answer is X." / "答案是X。" against the same
+    template holding the answer of another question of the same article, with both answers' paragraphs as contexts.
+    v5 asked both the question itself and tied at 0.506 / 0.519; read where each answer sits in the contexts, ≥ 0.85
+    in both languages (measured 0.938 / 0.856), through the pipeline (the task hands the contexts to the offline
+    judge)."""
+    hard = Path(__file__).parents[1] / "bench" / "data" / "qa" / "hard_pairs.jsonl"
+    templated = [line for line in hard.read_text("utf-8").splitlines() if '"same-article-templated"' in line]
+    (tmp_path / "templated.jsonl").write_text("\n".join(templated) + "\n", "utf-8")
+    code, out, err = run_cli(capsys, "judge-check", str(tmp_path / "templated.jsonl"), "--offline", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["pairs"] == 160 and {g["language"] for g in got["groups"]} == {"en", "zh"}
+    assert all(g["metric"] == "answer_relevancy" and g["accuracy"] >= 0.85 for g in got["groups"]), got["groups"]
+
+
 def test_min_accuracy_fails_with_exit_4_and_names_each_group(offline_db, capsys, tmp_path):
     small = tmp_path / "pairs.jsonl"
     small.write_text(

@@ -41,6 +41,7 @@ __all__ = [
     "graded_coverage",
     "mentions",
     "relevant",
+    "restated",
     "statements_of",
     "strip_filler",
     "support",
@@ -91,9 +92,14 @@ def statements_of(text: str, question: str | None = None) -> list[str]:
         if content_tokens(strip_filler(p))
     ]
     if question and len(found) == 1 and _bare(found[0]) and coverage(found[0], question) < 1:
-        sep = "：" if detect_language(question) == "zh" else ": "
-        return [f"{question.strip().rstrip('?？。.!！ ')}{sep}{found[0].rstrip(END)}"]
+        return [restated(found[0], question)]
     return found
+
+
+def restated(answer: str, question: str) -> str:
+    """A bare answer said with its question, as an LLM would restate it: "In which year …: 1905"."""
+    sep = "：" if detect_language(question) == "zh" else ": "
+    return f"{question.strip().rstrip('?？。.!！ ')}{sep}{answer.rstrip(END)}"
 
 
 def _bare(statement: str) -> bool:

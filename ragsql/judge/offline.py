@@ -59,11 +59,11 @@ class OfflineJudge:
     of the question's content tokens found in the answer. With a `relevance` model (unit vectors from
     ``embed_queries`` / ``embed``, e.g. ``ragsql.embed.E5Embedder``) context sentence relevance weighs meaning
     as well as words (`kinds.sentence_relevance.offline`), and the judge's model name says so
-    (``offline-heuristic-v5+e5``): its verdicts never mix with the words-only judge's.
+    (``offline-heuristic-v6+e5``): its verdicts never mix with the words-only judge's.
     """
 
     offline = True
-    version = "offline-heuristic-v5"
+    version = "offline-heuristic-v6"
 
     def __init__(self, embedder: _Embedder | None = None, relevance: _QueryEmbedder | None = None):
         self._embedder = embedder

@@ -95,6 +95,7 @@ class Job:
             question=self.sample.question or self.sample.answer,
             n=QUESTIONS_PER_ANSWER,
             language=self.language,
+            contexts=[c.text for c in self.sample.contexts or ()],  # read by the offline judge alone
         )
         got = await self.ask(request)
         extraction = await self.extraction(

