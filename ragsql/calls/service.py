@@ -160,15 +160,17 @@ class CallService:
         self._count(rec)
         return call_id
 
-    async def get(self, key: str, call: Call) -> Stored:
+    async def get(self, key: str, call: Call, *, claim: bool = True) -> Stored:
         """The reply of request `key`: stored, waited for, or got by `call()` (which returns (value, record)
-        and does not raise) and stored; CallFailed with the reason when the call failed."""
+        and does not raise) and stored; CallFailed with the reason when the call failed. Without `claim` (a local,
+        deterministic call such as the offline judge's: cheaper to make twice than to claim) no other process is
+        kept from making it meanwhile; the first reply stored is the one every later request reads."""
         if key in self._inflight:
             return await asyncio.shield(self._inflight[key])
         future = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            stored = await self._get(key, call)
+            stored = await self._get(key, call, claim)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: waiters re-raise it, nobody else must
@@ -178,24 +180,29 @@ class CallService:
         future.set_result(stored)
         return stored
 
-    async def _get(self, key: str, call: Call) -> Stored:
+    async def _get(self, key: str, call: Call, claim: bool) -> Stored:
         since: dt.datetime | None = None
         take_from: str | None = None
         delay = self.poll
-        while True:
-            claim = await self.run(db.claim_call, key, self.owner, self.lease, since, take_from)
-            if claim.state == "cached":
+        if not claim:
+            hit = await self.lookup(key)
+            if hit is not None:
+                self.cached += 1
+                return hit
+        while claim:
+            got = await self.run(db.claim_call, key, self.owner, self.lease, since, take_from)
+            if got.state == "cached":
                 self.cached += 1
                 # a cached claim carries its call id (ragsql.claim_call returns both)
-                return Stored(claim.response, claim.call_id, True)  # pyright: ignore[reportArgumentType]
-            if claim.state == "failed":
-                raise CallFailed(f"the call failed in another process: {claim.error}")
-            if claim.state == "claimed":
+                return Stored(got.response, got.call_id, True)  # pyright: ignore[reportArgumentType]
+            if got.state == "failed":
+                raise CallFailed(f"the call failed in another process: {got.error}")
+            if got.state == "claimed":
                 break
             if since is None:
                 self.waits += 1
                 since = await self.run(db.db_now)
-            take_from = claim.holder if claim.holder and not alive(claim.holder) else None
+            take_from = got.holder if got.holder and not alive(got.holder) else None
             if take_from is None:
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, 1.0)
