@@ -9,10 +9,12 @@ the paragraph and the two after it in the corpus as contexts), starts one embedd
 RAGSQL_HOME, and gives each tree a database of its own, installed by its own `ragsql db init`, into which the
 records are imported. Then `ragsql judge --run R --offline` runs as a subprocess from an empty judge-call cache,
 the trees alternating (the machine is shared: both trees see the same load), `runs` times each (the verdicts are
-deleted and the cache emptied between runs); the median is reported as samples a second. After each tree's first
-run every generation metric value of every sample (value, reason, judge, embedder) and every stored reply of the
-judge (request hash and response) must be equal in both trees, else the bench fails. With --pairs it also times
-`ragsql judge-check --offline` on bench/data/qa/pairs.jsonl per tree (what bench/judge_pairs.py runs).
+deleted and the cache emptied between runs); the median is reported as samples a second, with the command's
+CPU seconds and the server's (on a shared machine CPU seconds move less with the load than wall seconds). After
+each tree's first run every generation metric value of every sample (value, reason, judge, embedder) and every
+stored reply of the judge (request hash and response) must be equal in both trees, else the bench fails. With
+--pairs it also times `ragsql judge-check --offline` on bench/data/qa/pairs.jsonl per tree (what
+bench/judge_pairs.py runs).
 
 Goal (issue 28): >= 20 samples a second on public QA pairs.
 """
@@ -21,10 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,13 +97,26 @@ def forget(url: str) -> None:
         conn.execute("vacuum analyze")
 
 
-def judge(tree: Path, url: str, home: Path) -> float:
-    """Seconds of `ragsql judge --run qa --offline` run from `tree`."""
+def server_cpu(home: Path) -> float:
+    """CPU seconds of the bench's server so far: the postmaster's and those of its children that exited (a
+    judge's sessions end with it)."""
+    pid = (home / "pgdata" / "postmaster.pid").read_text().split()[0]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def judge(tree: Path, url: str, home: Path) -> tuple[float, float, float]:
+    """(wall seconds, the command's CPU seconds, the server's CPU seconds) of `ragsql judge --run qa --offline` run
+    from `tree`."""
+    cpu, server = resource.getrusage(resource.RUSAGE_CHILDREN), server_cpu(home)
     seconds, out, _ = _ragsql(tree, url, home, "judge", "--run", "qa", "--offline", "--format", "json")
     summary = json.loads(out)
     if summary.get("failed"):
         sys.exit(f"judge from {tree}: {summary['failed']} tasks failed")
-    return seconds
+    time.sleep(1)  # the judge's sessions end a moment after it
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+    return seconds, used, server_cpu(home) - server
 
 
 def main() -> int:
@@ -109,7 +127,7 @@ def main() -> int:
     parser.add_argument("--pairs", action="store_true", help="also time judge-check on bench/data/qa/pairs.jsonl")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    figures: dict[str, dict[str, list[float]]] = {}
+    figures: dict[str, dict[str, list]] = {}
     with tempfile.TemporaryDirectory(prefix="ragsql-offline-judge-") as tmp:
         scratch = Path(tmp)
         data = scratch / "qa.jsonl"
@@ -152,12 +170,12 @@ def main() -> int:
         f"`ragsql judge --offline`, {samples} samples (SQuAD + CMRC), whole command from an empty cache, "
         f"median of {args.runs}; {len(first)} values and replies equal in both trees"
     )
-    print("| tree | seconds | samples/s | judge-check pairs.jsonl (s) |")
-    print("|---|---:|---:|---:|")
+    print("| tree | seconds | samples/s | judge CPU s | server CPU s | judge-check pairs.jsonl (s) |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, by in figures.items():
-        seconds = statistics.median(by["judge"])
+        seconds, cpu, server = (statistics.median(f[i] for f in by["judge"]) for i in range(3))
         pairs = f"{by['pairs'][0]:.1f}" if by["pairs"] else "-"
-        print(f"| {name} | {seconds:.1f} | {samples / seconds:.1f} | {pairs} |")
+        print(f"| {name} | {seconds:.1f} | {samples / seconds:.1f} | {cpu:.1f} | {server:.1f} | {pairs} |")
     return 0
 
 

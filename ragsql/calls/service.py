@@ -26,7 +26,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from ragsql.calls.owner import alive, process_owner, retire
 from ragsql.db import calls as db
 from ragsql.errors import DatabaseError
-from ragsql.llm.aio import best_effort
+from ragsql.llm.aio import Batched, best_effort
 from ragsql.llm.calls import CallFailed, CallRecord
 from ragsql.llm.retry import describe
 
@@ -96,6 +96,9 @@ class CallService:
             reconnect_timeout=db_patience,
         )
         self._renewer: asyncio.Task | None = None
+        # the unclaimed calls' cache look-ups and stores, each batched: one statement for many tasks
+        self._lookups: Batched[str, Stored | None] = Batched(self._lookup_many)
+        self._stores: Batched[CallRecord, int] = Batched(self._store_many)
         self._answered = float("-inf")  # the loop's time when a statement last completed on the pool
 
     async def __aenter__(self) -> CallService:
@@ -114,6 +117,8 @@ class CallService:
         """Stop renewing, drop this service's claims (best effort; a claim left behind, say while the database
         was down, is taken over at once by a later service of this process) and close the pool."""
         retire(self.owner)
+        await self._lookups.aclose()
+        await self._stores.aclose()
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -154,6 +159,13 @@ class CallService:
         hit = await self.run(db.cached_call, key)
         return None if hit is None else Stored(hit.response, hit.call_id, True)
 
+    async def _lookup_many(self, keys: list[str]) -> list[Stored | None]:
+        hits = await self.run(db.cached_calls, keys)
+        return [Stored(hits[k].response, hits[k].call_id, True) if k in hits else None for k in keys]
+
+    async def _store_many(self, recs: list[CallRecord]) -> list[int]:
+        return await self.run(db.store_calls, recs, self.owner, self.bought_for)
+
     async def store(self, rec: CallRecord) -> int:
         """Store a call made outside `get` (an embedding batch); returns its id."""
         call_id = await self.run(db.store_call, rec, None, self.bought_for)
@@ -185,7 +197,7 @@ class CallService:
         take_from: str | None = None
         delay = self.poll
         if not claim:
-            hit = await self.lookup(key)
+            hit = await self._lookups(key)
             if hit is not None:
                 self.cached += 1
                 return hit
@@ -218,7 +230,10 @@ class CallService:
             if isinstance(exc, (asyncio.CancelledError, BudgetSpent)):
                 raise
             raise CallFailed(f"the call failed: {describe(exc)}") from None
-        call_id = await self.run(db.store_call, rec, self.owner, self.bought_for)
+        if claim:
+            call_id = await self.run(db.store_call, rec, self.owner, self.bought_for)
+        else:
+            call_id = await self._stores(rec)
         if self.budget is not None and not rec.sent:
             await self.release(1)
         self._count(rec)
