@@ -77,6 +77,49 @@ def test_offline_rerun_makes_no_new_call(example_run, capsys):
     assert _one(example_run, "select count(*) from ragsql.judge_call")[0] == calls
 
 
+def _function_calls_of_others(url: str, work: Callable[[], object], *functions: str) -> dict[str, int]:
+    """How many times each PL/pgSQL function ragsql.`function` ran in other sessions during `work` (track_functions
+    on for the database; counted once those sessions have ended, which flushes their counts)."""
+    import time
+
+    def counts() -> dict[str, int]:
+        with psycopg.connect(url, autocommit=True) as conn:
+            for _ in range(100):  # a closed pool's sessions end a moment later
+                others = "select count(*) from pg_stat_activity where datname = current_database() and pid <> %s"
+                if not conn.execute(others, (conn.info.backend_pid,)).fetchone()[0]:
+                    break
+                time.sleep(0.1)
+            rows = conn.execute(
+                "select funcname, calls from pg_stat_user_functions where schemaname = 'ragsql' and funcname = any(%s)",
+                (list(functions),),
+            ).fetchall()
+        return {f: dict(rows).get(f, 0) for f in functions}
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("select set_config('track_functions', 'all', false)")
+        conn.execute(f"alter database \"{conn.info.dbname}\" set track_functions = 'all'")
+    before = counts()
+    work()
+    after = counts()
+    return {f: after[f] - before[f] for f in functions}
+
+
+def test_the_offline_judge_claims_no_call_and_reads_and_writes_the_cache_in_batches(example_run, capsys):
+    """The offline judge's replies cost less to make than to claim (issue 28): no claim is taken, and the cache is
+    looked up for many requests in one statement, not one each."""
+    ran = _function_calls_of_others(
+        example_run,
+        lambda: run_cli(capsys, "judge", "--run", "ex"),
+        "_claim_call",
+        "cached_responses",
+        "cached_response",
+    )
+    calls = _one(example_run, "select count(*) from ragsql.judge_call where kind = 'chat'")[0]
+    assert calls > 50
+    assert ran["_claim_call"] == 0
+    assert 0 < ran["cached_responses"] + ran["cached_response"] < calls / 4, (ran, calls)
+
+
 def test_endpoint_five_metrics_six_calls_per_sample_then_zero(example_run, endpoint, capsys):
     """Through the real openai client: ≤ 6 chat calls per sample for the five RAGAS metrics, none on the rerun."""
     code, out, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", FIVE)

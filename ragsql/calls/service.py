@@ -26,7 +26,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from ragsql.calls.owner import alive, process_owner, retire
 from ragsql.db import calls as db
 from ragsql.errors import DatabaseError
-from ragsql.llm.aio import best_effort
+from ragsql.llm.aio import Batched, best_effort
 from ragsql.llm.calls import CallFailed, CallRecord
 from ragsql.llm.retry import describe
 
@@ -96,6 +96,9 @@ class CallService:
             reconnect_timeout=db_patience,
         )
         self._renewer: asyncio.Task | None = None
+        # the unclaimed calls' cache look-ups and stores, each batched: one statement for many tasks
+        self._lookups: Batched[str, Stored | None] = Batched(self._lookup_many)
+        self._stores: Batched[CallRecord, int] = Batched(self._store_many)
         self._answered = float("-inf")  # the loop's time when a statement last completed on the pool
 
     async def __aenter__(self) -> CallService:
@@ -114,6 +117,8 @@ class CallService:
         """Stop renewing, drop this service's claims (best effort; a claim left behind, say while the database
         was down, is taken over at once by a later service of this process) and close the pool."""
         retire(self.owner)
+        await self._lookups.aclose()
+        await self._stores.aclose()
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -154,21 +159,30 @@ class CallService:
         hit = await self.run(db.cached_call, key)
         return None if hit is None else Stored(hit.response, hit.call_id, True)
 
+    async def _lookup_many(self, keys: list[str]) -> list[Stored | None]:
+        hits = await self.run(db.cached_calls, keys)
+        return [Stored(hits[k].response, hits[k].call_id, True) if k in hits else None for k in keys]
+
+    async def _store_many(self, recs: list[CallRecord]) -> list[int]:
+        return await self.run(db.store_calls, recs, self.owner, self.bought_for)
+
     async def store(self, rec: CallRecord) -> int:
         """Store a call made outside `get` (an embedding batch); returns its id."""
         call_id = await self.run(db.store_call, rec, None, self.bought_for)
         self._count(rec)
         return call_id
 
-    async def get(self, key: str, call: Call) -> Stored:
+    async def get(self, key: str, call: Call, *, claim: bool = True) -> Stored:
         """The reply of request `key`: stored, waited for, or got by `call()` (which returns (value, record)
-        and does not raise) and stored; CallFailed with the reason when the call failed."""
+        and does not raise) and stored; CallFailed with the reason when the call failed. Without `claim` (a local,
+        deterministic call such as the offline judge's: cheaper to make twice than to claim) no other process is
+        kept from making it meanwhile; the first reply stored is the one every later request reads."""
         if key in self._inflight:
             return await asyncio.shield(self._inflight[key])
         future = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            stored = await self._get(key, call)
+            stored = await self._get(key, call, claim)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: waiters re-raise it, nobody else must
@@ -178,24 +192,29 @@ class CallService:
         future.set_result(stored)
         return stored
 
-    async def _get(self, key: str, call: Call) -> Stored:
+    async def _get(self, key: str, call: Call, claim: bool) -> Stored:
         since: dt.datetime | None = None
         take_from: str | None = None
         delay = self.poll
-        while True:
-            claim = await self.run(db.claim_call, key, self.owner, self.lease, since, take_from)
-            if claim.state == "cached":
+        if not claim:
+            hit = await self._lookups(key)
+            if hit is not None:
+                self.cached += 1
+                return hit
+        while claim:
+            got = await self.run(db.claim_call, key, self.owner, self.lease, since, take_from)
+            if got.state == "cached":
                 self.cached += 1
                 # a cached claim carries its call id (ragsql.claim_call returns both)
-                return Stored(claim.response, claim.call_id, True)  # pyright: ignore[reportArgumentType]
-            if claim.state == "failed":
-                raise CallFailed(f"the call failed in another process: {claim.error}")
-            if claim.state == "claimed":
+                return Stored(got.response, got.call_id, True)  # pyright: ignore[reportArgumentType]
+            if got.state == "failed":
+                raise CallFailed(f"the call failed in another process: {got.error}")
+            if got.state == "claimed":
                 break
             if since is None:
                 self.waits += 1
                 since = await self.run(db.db_now)
-            take_from = claim.holder if claim.holder and not alive(claim.holder) else None
+            take_from = got.holder if got.holder and not alive(got.holder) else None
             if take_from is None:
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, 1.0)
@@ -211,7 +230,10 @@ class CallService:
             if isinstance(exc, (asyncio.CancelledError, BudgetSpent)):
                 raise
             raise CallFailed(f"the call failed: {describe(exc)}") from None
-        call_id = await self.run(db.store_call, rec, self.owner, self.bought_for)
+        if claim:
+            call_id = await self.run(db.store_call, rec, self.owner, self.bought_for)
+        else:
+            call_id = await self._stores(rec)
         if self.budget is not None and not rec.sent:
             await self.release(1)
         self._count(rec)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -19,6 +19,7 @@ __all__ = [
     "Claim",
     "Purchase",
     "cached_call",
+    "cached_calls",
     "claim_call",
     "db_now",
     "release_claim",
@@ -27,6 +28,7 @@ __all__ = [
     "renew_claims",
     "reserve_calls",
     "store_call",
+    "store_calls",
 ]
 
 
@@ -100,50 +102,80 @@ async def db_now(conn: psycopg.AsyncConnection) -> dt.datetime:
     return await value_async(await conn.execute("select clock_timestamp()"))
 
 
+_STORE = """
+    with released as (
+        delete from ragsql.judge_call_claim where request_hash = %(hash)s and owner = %(owner)s
+    ),
+    added as (
+        insert into ragsql.judge_call (request_hash, kind, model, prompt_name, prompt_version, prompt_tokens,
+                                       completion_tokens, latency_ms, attempts, status, error, response,
+                                       for_run_id, purpose)
+        values (%(hash)s, %(kind)s, %(model)s, %(prompt_name)s, %(prompt_version)s, %(prompt_tokens)s,
+                %(completion_tokens)s, %(latency_ms)s, %(attempts)s, %(status)s, %(error)s, %(response)s,
+                %(run_id)s, %(purpose)s)
+        on conflict (request_hash) where status = 'ok' do nothing
+        returning id
+    )
+    select id from added
+"""
+
+
+def _stored(rec: CallRecord, owner: str | None, bought_for: Purchase | None) -> dict[str, Any]:
+    """The parameters of _STORE for one call."""
+    return {
+        "hash": rec.request_hash,
+        "owner": owner,
+        "kind": rec.kind,
+        "model": rec.model,
+        "prompt_name": rec.prompt_name,
+        "prompt_version": rec.prompt_version,
+        "prompt_tokens": rec.prompt_tokens,
+        "completion_tokens": rec.completion_tokens,
+        "latency_ms": rec.latency_ms,
+        "attempts": max(1, rec.attempts),
+        "status": rec.status,
+        "error": rec.error,
+        "response": None if rec.response is None else json.dumps(rec.response, ensure_ascii=False),
+        "run_id": bought_for and bought_for.run_id,
+        "purpose": bought_for and bought_for.purpose,
+    }
+
+
 async def store_call(
     conn: psycopg.AsyncConnection, rec: CallRecord, owner: str | None = None, bought_for: Purchase | None = None
 ) -> int:
     """Insert one call (with the run and purpose it was sent for) and release its claim by `owner`, in one
     statement; a successful request stored meanwhile keeps the first row (whose id is returned)."""
-    cur = await conn.execute(
-        """
-        with released as (
-            delete from ragsql.judge_call_claim where request_hash = %(hash)s and owner = %(owner)s
-        ),
-        added as (
-            insert into ragsql.judge_call (request_hash, kind, model, prompt_name, prompt_version, prompt_tokens,
-                                           completion_tokens, latency_ms, attempts, status, error, response,
-                                           for_run_id, purpose)
-            values (%(hash)s, %(kind)s, %(model)s, %(prompt_name)s, %(prompt_version)s, %(prompt_tokens)s,
-                    %(completion_tokens)s, %(latency_ms)s, %(attempts)s, %(status)s, %(error)s, %(response)s,
-                    %(run_id)s, %(purpose)s)
-            on conflict (request_hash) where status = 'ok' do nothing
-            returning id
-        )
-        select id from added
-        """,
-        {
-            "hash": rec.request_hash,
-            "owner": owner,
-            "kind": rec.kind,
-            "model": rec.model,
-            "prompt_name": rec.prompt_name,
-            "prompt_version": rec.prompt_version,
-            "prompt_tokens": rec.prompt_tokens,
-            "completion_tokens": rec.completion_tokens,
-            "latency_ms": rec.latency_ms,
-            "attempts": max(1, rec.attempts),
-            "status": rec.status,
-            "error": rec.error,
-            "response": None if rec.response is None else json.dumps(rec.response, ensure_ascii=False),
-            "run_id": bought_for and bought_for.run_id,
-            "purpose": bought_for and bought_for.purpose,
-        },
-    )
-    row = await cur.fetchone()
+    row = await (await conn.execute(_STORE, _stored(rec, owner, bought_for))).fetchone()
     if row is not None:
         return row[0]
     return (await one_async(await _cached(conn, rec.request_hash))).call_id  # the successful call stored first
+
+
+async def store_calls(
+    conn: psycopg.AsyncConnection, recs: Sequence[CallRecord], owner: str | None, bought_for: Purchase | None
+) -> list[int]:
+    """`store_call` of many calls (of distinct requests) in one pipeline; their ids, in order."""
+    ids: list[int | None] = []
+    async with conn.cursor() as cur:
+        await cur.executemany(_STORE, [_stored(rec, owner, bought_for) for rec in recs], returning=True)
+        while True:
+            row = await cur.fetchone()
+            ids.append(None if row is None else row[0])
+            if not cur.nextset():
+                break
+    first = await cached_calls(conn, [rec.request_hash for rec, i in zip(recs, ids) if i is None])
+    return [first[rec.request_hash].call_id if i is None else i for rec, i in zip(recs, ids)]
+
+
+async def cached_calls(conn: psycopg.AsyncConnection, request_hashes: Sequence[str]) -> dict[str, Cached]:
+    """`cached_call` of many requests in one statement: {request hash: (call id, reply)} of those stored."""
+    if not request_hashes:
+        return {}
+    cur = await conn.execute(
+        "select request_hash, call_id, response from ragsql.cached_responses(%s)", (list(request_hashes),)
+    )
+    return {h: Cached(call_id, response) for h, call_id, response in await cur.fetchall()}
 
 
 async def release_claim(conn: psycopg.AsyncConnection, request_hash: str, owner: str) -> None:

@@ -14,7 +14,7 @@ import math
 import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -49,6 +49,11 @@ def _worth_weighing(request: JudgeRequest[Any]) -> tuple[list[str], list[str]]:
     text = request.inputs["question"]
     sentences = [sentence for _, sentence in sentence_relevance.relevance_items(request)]
     return sentences, [s for s in sentences if text.strip() and sentence_relevance.worth_weighing(s, text)]
+
+
+def _validated(request: JudgeRequest[T], heuristic: Callable[..., Any], *args: Any) -> T:
+    """`heuristic(*args)`, the reply to `request`, validated by its schema."""
+    return request.schema.model_validate(heuristic(*args), context=request.context)
 
 
 class OfflineJudge:
@@ -99,28 +104,28 @@ class OfflineJudge:
         verdict: T | None = None
         error: str | None = None
         try:
-            reply = await self._reply(request)
-            # off the loop, as the heuristics: a verdict of many statements takes a while to validate
-            verdict = await off_loop(request.schema.model_validate, reply, context=request.context)
+            verdict = await self._verdict(request)
         except (ValidationError, ValueError, KeyError) as exc:
             error = "offline: " + " ".join(str(exc).split())[:300]
         return verdict, request.record(self.request_hash(request), self.model, verdict, error, started=start)
 
-    async def _reply(self, request: JudgeRequest[Any]) -> Any:
-        """The heuristic reply to `request`. The heuristics (jieba's tagger, for one) run in the compute pool, never
-        on the event loop: a judge run's database connections wait on the loop (`ragsql.llm.aio`)."""
+    async def _verdict(self, request: JudgeRequest[T]) -> T:
+        """The heuristic reply to `request`, validated. The heuristics (jieba's tagger, for one) and the validation (a
+        verdict of many statements takes a while) run in the compute pool, never on the event loop, in one hand-over
+        per request: a judge run's database connections wait on the loop (`ragsql.llm.aio`)."""
         if request.kind == "rating":
-            return rating.offline(await self._similarity(request.inputs["question"], request.inputs["answer"]))
+            similarity = await self._similarity(request.inputs["question"], request.inputs["answer"])
+            return await off_loop(_validated, request, rating.offline, similarity)
         if request.kind == "sentence_relevance" and self._relevance is not None:
             try:
                 cosines = await self._cosines(request)
             except Exception as exc:  # the local model's engine (a C library): the task fails with its reason
                 raise ValueError(f"relevance model {self._relevance.name} failed: {exc}") from None
-            return await off_loop(sentence_relevance.offline, request, cosines)
+            return await off_loop(_validated, request, sentence_relevance.offline, request, cosines)
         call = kinds.module(request.kind)
         if call is None:
             raise ValueError(f"the offline judge has no task {request.kind!r}")
-        return await off_loop(call.offline, request)
+        return await off_loop(_validated, request, call.offline, request)
 
     async def _similarity(self, question: str, answer: str) -> float:
         """Embedding cosine (clipped at 0) when there is an embedder, else lexical coverage of the question."""

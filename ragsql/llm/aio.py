@@ -11,17 +11,19 @@ how much of it runs at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["best_effort", "cores", "finish_together", "off_loop", "settle_together"]
+__all__ = ["Batched", "best_effort", "cores", "finish_together", "off_loop", "settle_together"]
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -119,3 +121,50 @@ async def best_effort(coro: Coroutine[Any, Any, T]) -> T:
 def _retrieve(task: asyncio.Future) -> None:
     if not task.cancelled():
         task.exception()
+
+
+class Batched(Generic[K, T]):
+    """`await batched(item)`: `send(items)` (one result per item, in order) on every item asked for while the last
+    batch was being sent, at most `most` at a time: one database statement for the many tasks of a loop that ask
+    at once rather than one each. An item whose caller is cancelled is still sent; `send`'s error goes to every
+    caller of its batch."""
+
+    def __init__(self, send: Callable[[list[K]], Coroutine[Any, Any, Sequence[T]]], most: int = 256):
+        self._send = send
+        self._most = most
+        self._queue: list[tuple[K, asyncio.Future[T]]] = []
+        self._sending: asyncio.Task[None] | None = None
+
+    async def __call__(self, item: K) -> T:
+        future = asyncio.get_running_loop().create_future()
+        self._queue.append((item, future))
+        if self._sending is None or self._sending.done():
+            self._sending = asyncio.ensure_future(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[: self._most], self._queue[self._most :]
+            try:
+                results = await self._send([item for item, _ in batch])
+            except Exception as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                        future.exception()  # retrieved: the caller re-raises it, nobody else must
+                continue
+            except BaseException:  # cancelled (the loop is closing): no caller waits on for ever
+                for _, future in batch + self._queue:
+                    future.cancel()
+                self._queue = []
+                raise
+            for (_, future), result in zip(batch, results):
+                if not future.done():
+                    future.set_result(result)
+
+    async def aclose(self) -> None:
+        """Stop sending: a batch being sent is cancelled and its callers with it."""
+        if self._sending is not None and not self._sending.done():
+            self._sending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._sending

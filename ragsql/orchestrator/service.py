@@ -128,7 +128,8 @@ class Judging:
                 return self._hit(request, hit)
             self._planned[key] = await self._plan(request)
             return self._planned[key]
-        stored = await self.calls.get(key, lambda: self.judge.judge(request))
+        # the offline judge's reply costs less to make than a claim on it costs to take
+        stored = await self.calls.get(key, lambda: self.judge.judge(request), claim=not self.judge.offline)
         if stored.cached:
             return self._hit(request, stored)
         return Answer(stored.value, stored.call_id)

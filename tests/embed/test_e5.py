@@ -6,6 +6,8 @@ embedder's name and source recorded."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -164,3 +166,30 @@ def test_an_unknown_ragsql_embedder_is_one_line_and_stores_nothing(fresh_db, tmp
     assert len(err.splitlines()) == 1 and "unknown embedder 'bogus'" in err and "e5" in err, err
     with psycopg.connect(fresh_db) as conn:
         assert conn.execute("select count(*) from ragsql.corpus where name = 'bogus-test'").fetchone()[0] == 0
+
+
+_POLICY_PROBE = """
+import os, sys, hashlib, numpy as np
+from ragsql.embed import E5Embedder
+from tests.conftest import run_then_close
+vectors, _ = run_then_close(E5Embedder(), lambda e: e.embed(sys.argv[1:]))
+print(os.environ.get("OMP_WAIT_POLICY"), hashlib.sha256(np.array(vectors, dtype=np.float32).tobytes()).hexdigest())
+"""
+
+
+def test_the_engine_threads_sleep_when_idle_and_the_vectors_stay_the_same_bits():
+    """The engine loads with OpenMP's passive wait policy (idle threads sleep rather than spin: far less CPU on a
+    loaded machine, issue 28) unless the user chose one, and the vectors are the same bits either way."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", _POLICY_PROBE, *PASSAGES],
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        for extra in ({}, {"OMP_WAIT_POLICY": "active"})
+    ]
+    assert [policy for policy, _ in outputs] == ["passive", "active"]
+    assert outputs[0][1] == outputs[1][1]
