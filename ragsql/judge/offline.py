@@ -10,6 +10,7 @@ extractive answers (task ``generate``), so `ragsql generate` caches and counts t
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from array import array
@@ -23,7 +24,7 @@ from ragsql.judge import kinds
 from ragsql.judge.kinds import rating, sentence_relevance
 from ragsql.judge.lexical import coverage
 from ragsql.judge.prompts import JudgeRequest
-from ragsql.llm.aio import off_loop
+from ragsql.llm.aio import Batched, off_loop
 from ragsql.llm.calls import CallRecord, request_hash
 
 __all__ = ["OfflineJudge"]
@@ -74,9 +75,9 @@ class OfflineJudge:
         self._embedder = embedder
         self._relevance = relevance
         self._cache: OrderedDict[tuple[bool, str], array] = OrderedDict()
-        self._pending: dict[tuple[bool, str], asyncio.Future[array]] = {}  # queued or being embedded
-        self._queue: list[tuple[bool, str]] = []  # waiting for the model's next call
-        self._flushing: asyncio.Task[None] | None = None
+        self._pending: dict[tuple[bool, str], asyncio.Task[array]] = {}  # queued or being embedded
+        # texts concurrent requests ask for while the model is busy go together in its next call, per kind
+        self._batches = {query: Batched(functools.partial(self._embed, query=query)) for query in (True, False)}
         self.model = self.version if relevance is None else f"{self.version}+{relevance.name.split(':')[0]}"
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
@@ -153,51 +154,45 @@ class OfflineJudge:
         share most of their context sentences, and each is embedded once. Texts that concurrent requests ask for
         while the model is busy are embedded together in its next call (one batch of many texts runs ~3x faster
         than as many calls of a few; a text's vector does not depend on its batch)."""
-        assert self._relevance is not None
         keys = [(query, t) for t in texts]
-        loop = asyncio.get_running_loop()
         for key in dict.fromkeys(keys):
             if key not in self._cache and key not in self._pending:
-                self._pending[key] = loop.create_future()
-                self._queue.append(key)
+                self._pending[key] = task = asyncio.ensure_future(self._vector(key))
+                task.add_done_callback(functools.partial(self._settled, key))
         known = {key: self._cache[key] for key in keys if key in self._cache}  # read now: others may evict them
         for key in known:
             self._cache.move_to_end(key)
         waiting = {key: self._pending[key] for key in keys if key not in known}
-        if self._queue and (self._flushing is None or self._flushing.done()):
-            self._flushing = asyncio.ensure_future(self._flush())
         if waiting:
             await asyncio.wait(set(waiting.values()))
         return [known[key] if key in known else waiting[key].result() for key in keys]
 
-    async def _flush(self) -> None:
-        """Embed the queued texts, all of one kind (query or passage) in one call, until none is queued."""
+    async def _vector(self, key: tuple[bool, str]) -> array:
+        """One text's vector, embedded in the next batch of its kind and kept; the batch's error if it fails."""
+        query, text = key
+        vector = array("f", await self._batches[query](text))
+        self._cache[key] = vector
+        while len(self._cache) > _CACHED:
+            self._cache.popitem(last=False)
+        return vector
+
+    def _settled(self, key: tuple[bool, str], task: asyncio.Task[array]) -> None:
+        """A vector's task ended (embedded, failed or cancelled with its loop): no longer pending, its error read (a
+        waiter cancelled meanwhile must not leave it logged at exit)."""
+        if self._pending.get(key) is task:
+            del self._pending[key]
+        if not task.cancelled():
+            task.exception()
+
+    async def _embed(self, texts: list[str], query: bool) -> list[list[float]]:
+        """One call of the relevance model on texts of one kind (queries or passages)."""
         assert self._relevance is not None
-        while self._queue:
-            query = self._queue[0][0]
-            batch = [key for key in self._queue if key[0] == query]
-            self._queue = [key for key in self._queue if key[0] != query]
-            embed = self._relevance.embed_queries if query else self._relevance.embed
-            try:
-                vectors = (await embed([text for _, text in batch]))[0]
-            except Exception as exc:  # every request waiting on this batch fails with the engine's reason
-                for key in batch:
-                    future = self._pending.pop(key)
-                    future.set_exception(exc)
-                    future.exception()  # read here: a waiter cancelled meanwhile must not leave it logged at exit
-                continue
-            except BaseException:  # cancelled (the loop is closing): nothing stays pending for a later loop
-                for key in batch + self._queue:
-                    self._pending.pop(key).cancel()
-                self._queue = []
-                raise
-            for key, vector in zip(batch, vectors):
-                self._cache[key] = array("f", vector)
-                self._pending.pop(key).set_result(self._cache[key])
-            while len(self._cache) > _CACHED:
-                self._cache.popitem(last=False)
+        embed = self._relevance.embed_queries if query else self._relevance.embed
+        return (await embed(texts))[0]
 
     async def aclose(self) -> None:
         """Close the relevance model, if any."""
+        for batches in self._batches.values():
+            await batches.aclose()
         if self._relevance is not None:
             await self._relevance.aclose()
