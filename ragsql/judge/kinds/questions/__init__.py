@@ -256,15 +256,15 @@ def aligned(answer: str, question: str, contexts: Sequence[str]) -> float | None
         held = [best] if coverage(core, best) >= 0.8 else []
     if not held:
         return None
-    bags = [set(content_tokens(s)) for s in sentences]
+    bags = {s: set(content_tokens(s)) for s in sentences}
     weight = {
-        t: math.log(1 + len(bags) / sum(t in b for b in bags))
+        t: math.log(1 + len(sentences) / sum(t in bags[s] for s in sentences))
         for t in set(content_tokens(question))
-        if any(t in b for b in bags)
+        if any(t in bag for bag in bags.values())
     }
-    asked = lambda s: sum(w for t, w in weight.items() if t in set(content_tokens(s)))  # noqa: E731
-    top = max(map(asked, sentences))
-    return max(map(asked, held)) / top if top else None
+    asked = {s: sum(w for t, w in weight.items() if t in bag) for s, bag in bags.items()}
+    top = max(asked.values())
+    return max(asked[s] for s in held) / top if top else None
 
 
 def offline(request: JudgeRequest[Any]) -> dict[str, Any]:
