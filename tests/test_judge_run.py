@@ -412,3 +412,45 @@ def test_a_run_deleted_while_it_is_judged_stops_the_judge_with_one_line(example_
     ], err
     assert _one(example_run, "select count(*) from ragsql.judge_task")[0] == 0
     assert _one(example_run, "select count(*) from ragsql.judge_call_claim")[0] == 0
+
+
+def test_tasks_that_end_together_close_in_one_transaction(example_run, capsys):
+    """The tasks of a claim that end while the last close is being sent are stored and closed in one transaction:
+    fewer commits than tasks (each closed on its own before)."""
+    code, _, err = run_cli(capsys, "judge", "--run", "ex", "--workers", "1")
+    assert code == 0, err
+    tasks, commits = _one(
+        example_run,
+        "select count(*), count(distinct xmin::text) from ragsql.judge_task where status = 'done' and run_id = "
+        "(select id from ragsql.run where name = 'ex')",
+    )
+    assert tasks >= 60 and commits <= tasks // 2, (tasks, commits)
+
+
+def test_a_task_whose_verdicts_cannot_be_stored_fails_alone(example_run, capsys):
+    """A verdict row the database refuses fails its own task, naming why, and stores none of its rows; the tasks
+    closed in the same transaction are closed again one by one and keep their verdicts."""
+    with psycopg.connect(example_run, autocommit=True) as conn:
+        qid, query_id = conn.execute(
+            "select qid, id from ragsql.query where dataset_id = (select id from ragsql.dataset where name = 'ex') "
+            "order by qid limit 1"
+        ).fetchone()
+        conn.execute(
+            "create function public.refuse_one() returns trigger language plpgsql as $$ begin "
+            f"if new.query_id = {int(query_id)} then raise exception 'refused by the test'; end if; return new; end $$"
+        )
+        conn.execute(
+            "create trigger refuse_one before insert on ragsql.context_verdict "
+            "for each row execute function public.refuse_one()"
+        )
+    code, _, err = run_cli(capsys, "judge", "--run", "ex", "--workers", "1")
+    assert code == 3, err
+    assert f"failed: query {qid}, context_precision: storing the verdicts failed: refused by the test" in err
+    failed, unfinished = _one(
+        example_run,
+        "select count(*) filter (where status = 'failed'), count(*) filter (where status not in ('done', 'failed')) "
+        "from ragsql.judge_task where run_id = (select id from ragsql.run where name = 'ex')",
+    )
+    assert (failed, unfinished) == (1, 0)
+    assert _one(example_run, "select count(*) from ragsql.context_verdict where query_id = %s", query_id) == (0,)
+    assert _one(example_run, "select count(distinct query_id) from ragsql.context_verdict") == (11,)

@@ -28,7 +28,7 @@ __all__ = [
     "Sample",
     "Task",
     "claim_tasks",
-    "close_task",
+    "close_tasks",
     "connect_async",
     "enqueue_tasks",
     "finish_task",
@@ -185,28 +185,39 @@ async def claim_tasks(
     return [Task(*row) for row in await cur.fetchall()]
 
 
-async def close_task(
+async def close_tasks(
     conn: psycopg.AsyncConnection,
-    task: Task,
+    closing: Sequence[tuple[Task, Sequence[verdict_rows.Row], str | None]],
     worker: str,
-    stores: Sequence[verdict_rows.Row],
-    error: str | None,
     judge: str | None = None,
-) -> bool:
-    """Store a task's rows and close it in one transaction; False (nothing stored) when the worker lost the task.
+) -> list[bool]:
+    """Close tasks (task, verdict rows, error) in one transaction, storing the rows of those the worker still
+    held, so a killed worker leaves each task's rows and status both or neither; one bool each (False: the worker
+    lost the task, nothing is stored for it).
 
-    A database error while storing is a DatabaseError naming it; the transaction is rolled back.
+    A database error rolls back all of them and is a DatabaseError naming it: close them one by one then, so only
+    the task at fault fails.
     """
     try:
         async with conn.transaction():
-            await verdict_rows.store(conn, stores)
-            if not await finish_task(conn, task, worker, error, judge):
-                raise psycopg.Rollback()
-            return True
+            cur = await conn.execute(
+                "select ragsql._finish_judge_task(t.run_id, t.id, %s, t.error, %s) "
+                "from unnest(%s::bigint[], %s::bigint[], %s::text[]) with ordinality as t(run_id, id, error, n) "
+                "order by t.n",
+                (
+                    worker,
+                    judge,
+                    [task.run_id for task, _, _ in closing],
+                    [task.id for task, _, _ in closing],
+                    [error for _, _, error in closing],
+                ),
+            )
+            kept = [bool(held) for (held,) in await cur.fetchall()]
+            await verdict_rows.store(conn, [row for (_, rows, _), held in zip(closing, kept) if held for row in rows])
+            return kept
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DatabaseError(f"storing the verdicts failed: {first}") from exc
-    return False
 
 
 async def finish_task(

@@ -24,7 +24,7 @@ from ragsql.calls.service import BudgetSpent
 from ragsql.db import judging as db
 from ragsql.errors import DatabaseError, InputError
 from ragsql.judge.verdicts import citation_id
-from ragsql.llm.aio import best_effort, finish_together
+from ragsql.llm.aio import Batched, best_effort, finish_together
 from ragsql.orchestrator import tasks as t
 from ragsql.orchestrator.service import CallFailed, Judging, Tally, WorkerDb
 from ragsql.orchestrator.tasks.citations import has_citations
@@ -246,16 +246,17 @@ async def _worker(url, rid, kinds, batch, judging, result, name, total, on_progr
             except _LOST:
                 continue
             renew = asyncio.create_task(_renew(wdb, claimed, name))
+            close = _closer(wdb, name)
             try:
                 # not asyncio.gather: a task that fails (the database lost) must not leave its siblings running
                 await finish_together(
-                    _judge_task(t.Job(task, samples[task.query_id], judging), wdb, name, result, tick)
-                    for task in claimed
+                    _judge_task(t.Job(task, samples[task.query_id], judging), close, result, tick) for task in claimed
                 )
             finally:
                 renew.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await renew
+                await close.aclose()
     finally:
         if conn is not None:
             with contextlib.suppress(Exception):
@@ -273,7 +274,43 @@ async def _renew(wdb: WorkerDb, claimed, name: str) -> None:
                 )
 
 
-async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult, tick: Callable[[], None]) -> None:
+_Closing = tuple[t.Job, Sequence[t.Store], str | None]  # a judged task, its verdict rows, its error
+_Closed = tuple[bool, str | None] | None  # (the worker still held it, its error); None: the connection dropped
+
+
+def _closer(wdb: WorkerDb, name: str) -> Batched[_Closing, _Closed]:
+    """Closes the tasks that end while the last close is being sent in one transaction (`db.close_tasks`); after
+    a database error one by one, so only the task at fault fails (its rows unstored, its error naming why)."""
+
+    async def store(closing: list[_Closing]) -> list[_Closed]:
+        if _broken(wdb.conn):
+            return [None] * len(closing)
+        try:
+            judge = closing[0][0].judging.identity
+            kept = await db.close_tasks(
+                wdb.conn, [(job.task, rows, error) for job, rows, error in closing], name, judge
+            )
+        except DatabaseError as exc:
+            if _broken(wdb.conn):
+                return [None] * len(closing)
+            if len(closing) > 1:
+                return [closed for one in closing for closed in await store([one])]
+            ((job, rows, _),) = closing
+            if not rows:
+                raise
+            return await store([(job, [], str(exc))])
+        return [(held, error) for held, (_, _, error) in zip(kept, closing, strict=True)]
+
+    async def close(closing: list[_Closing]) -> list[_Closed]:
+        async with wdb.lock:
+            return await store(closing)
+
+    return Batched(close)
+
+
+async def _judge_task(
+    job: t.Job, close: Batched[_Closing, _Closed], result: JudgeResult, tick: Callable[[], None]
+) -> None:
     over_budget = False
     try:
         stores, error = await t.run_task(job), None
@@ -282,16 +319,10 @@ async def _judge_task(job: t.Job, wdb: WorkerDb, name: str, result: JudgeResult,
     except (t.TaskFailed, CallFailed, ValueError) as exc:  # ValueError: nothing to judge, an invalid cached reply
         stores, error = [], " ".join(str(exc).split())[:500]
         over_budget = isinstance(exc, BudgetSpent)
-    async with wdb.lock:
-        if _broken(wdb.conn):
-            return  # the connection dropped: the worker reconnects and puts the task back (its calls are stored)
-        try:
-            kept = await db.close_task(wdb.conn, job.task, name, stores, error, job.judging.identity)
-        except DatabaseError as exc:
-            if _broken(wdb.conn):
-                return
-            error = str(exc)
-            kept = await db.close_task(wdb.conn, job.task, name, [], error, job.judging.identity)
+    closed = await close((job, stores, error))
+    if closed is None:
+        return  # the connection dropped: the worker reconnects and puts the task back (its calls are stored)
+    kept, error = closed
     if not kept:
         result.lost += 1  # the lease ran out and another worker took the task over: it stores the verdicts
     elif error is None:
