@@ -40,7 +40,7 @@ __all__ = [
     "run_id",
     "run_shape",
     "store_embeddings",
-    "store_extraction",
+    "store_extractions",
     "rubrics",
     "task_counts",
     "text_hash",
@@ -303,31 +303,38 @@ async def store_embeddings(
         )
 
 
-async def store_extraction(
-    conn: psycopg.AsyncConnection, text: str, model: str, prompt_version: str, call_id: int, statements: Sequence[str]
-) -> int:
-    """The statements of a text, stored once per (text, model, prompt version); returns the extraction id."""
-    async with conn.transaction():  # both or neither: a retry after a lost connection finds no half
-        h = text_hash(text)
+async def store_extractions(
+    conn: psycopg.AsyncConnection, extractions: Sequence[tuple[str, str, str, int | None, Sequence[str]]]
+) -> list[int]:
+    """The statements of texts, each (text, model, prompt version, call id, statements) stored once per (text,
+    model, prompt version), in one transaction; the extraction id of each, in order."""
+    keys = [(text_hash(text), model, version) for text, model, version, _, _ in extractions]
+    statements = {key: extracted[4] for key, extracted in zip(keys, extractions, strict=True)}
+    calls = {key: extracted[3] for key, extracted in zip(keys, extractions, strict=True)}
+    order = sorted(calls)  # one order for every process: two never wait on each other's rows
+    columns = [list(c) for c in zip(*order, strict=True)]
+    async with conn.transaction():  # an extraction and its statements: both or neither
         cur = await conn.execute(
             "insert into ragsql.statement_extraction (text_hash, model, prompt_version, call_id) "
-            "values (%s, %s, %s, %s) on conflict (text_hash, model, prompt_version) do nothing returning id",
-            (h, model, prompt_version, call_id),
+            "select * from unnest(%s::text[], %s::text[], %s::text[], %s::bigint[]) "
+            "on conflict (text_hash, model, prompt_version) do nothing returning id, text_hash, model, prompt_version",
+            (*columns, [calls[key] for key in order]),
         )
-        row = await cur.fetchone()
-        if row is None:
-            cur = await conn.execute(
-                "select id from ragsql.statement_extraction "
-                "where text_hash = %s and model = %s and prompt_version = %s",
-                (h, model, prompt_version),
-            )
-            return await value_async(cur)
+        ids = {(h, m, v): i for i, h, m, v in await cur.fetchall()}
         async with conn.cursor() as c:
             await c.executemany(
                 "insert into ragsql.text_statement (extraction_id, statement_no, statement) values (%s, %s, %s)",
-                [(row[0], i, s) for i, s in enumerate(statements, 1)],
+                [(i, no, s) for key, i in ids.items() for no, s in enumerate(statements[key], 1)],
             )
-        return row[0]
+        if len(ids) < len(order):  # stored before: their ids
+            cur = await conn.execute(
+                "select e.id, e.text_hash, e.model, e.prompt_version from ragsql.statement_extraction as e "
+                "join unnest(%s::text[], %s::text[], %s::text[]) as k (h, m, v) "
+                "on e.text_hash = k.h and e.model = k.m and e.prompt_version = k.v",
+                columns,
+            )
+            ids.update({(h, m, v): i for i, h, m, v in await cur.fetchall()})
+    return [ids[key] for key in keys]
 
 
 async def rubrics(conn: psycopg.AsyncConnection) -> list[tuple[str, list[str], bool, str]]:

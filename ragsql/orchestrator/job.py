@@ -115,7 +115,7 @@ class Job:
         dry run)."""
         if self.judging.dry_run:
             return 0
-        return await self.judging.calls.run(db.store_extraction, text, self.model, prompt_version, call_id, statements)
+        return await self.judging.store_extraction(text, self.model, prompt_version, call_id, statements)
 
     async def verify(self, statements: list[str], purpose: str, extraction: int) -> list[Store]:
         """Statements against every context, one call; verdict rows for `purpose`."""

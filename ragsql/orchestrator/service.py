@@ -7,6 +7,7 @@ would send."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 from ragsql.calls import CallService
 from ragsql.db import judging as db
 from ragsql.judge.prompts import JudgeRequest
+from ragsql.llm.aio import Batched
 from ragsql.llm.calls import CallFailed, CallRecord
 from ragsql.llm.tokens import count_message_tokens, tokenizer_name
 
@@ -115,6 +117,14 @@ class Judging:
         """Use `calls` (opened by the runner) for every request; its sent calls go into the tally."""
         calls.on_record = self.tally.add_call
         self.calls = calls
+        self._extractions = Batched(functools.partial(calls.run, db.store_extractions))
+
+    async def store_extraction(
+        self, text: str, model: str, prompt_version: str, call_id: int | None, statements: Sequence[str]
+    ) -> int:
+        """Store the statements extracted from a text once (with those other tasks store meanwhile, in one
+        transaction); the extraction's id."""
+        return await self._extractions((text, model, prompt_version, call_id, statements))
 
     async def ask(self, request: JudgeRequest[T], wdb: WorkerDb | None = None) -> Answer[T]:
         """The verdict for `request`: from the cache, from an identical request in flight, or from one call;
