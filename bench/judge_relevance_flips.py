@@ -30,7 +30,8 @@ class Recording(OfflineJudge):
         out = await super()._cosines(request)
         from ragsql.judge.offline import _worth_weighing
 
-        sentences, _ = _worth_weighing(request)
+        items, _ = _worth_weighing(request)
+        sentences = [s for _, s in items]
         for s, c in zip(sentences, out):
             self.seen[(request.inputs["question"], s)] = c
         return out
