@@ -29,7 +29,7 @@ def test_demo_runs_the_pipeline_offline_and_compares_three_runs(fresh_db, capsys
         ndcg = conn.execute("select value from ragsql.summarize('d-bm25', array['nDCG@10'])").fetchone()[0]
     assert [r[0] for r in runs] == ["d-bm25", "d-hybrid", "d-vector"]
     assert all(n == 12 and cited for _, n, cited in runs)
-    assert models == [("offline-heuristic-v6+e5",)]
+    assert models == [("offline-heuristic-v7+e5-onnx:multilingual-e5-small-int8-g2",)]
     bm25_row = next(line for line in out.splitlines() if line.strip().startswith("nDCG@10"))
     assert f"{ndcg:.4f}" in bm25_row
     # a second demo replaces its runs and reuses the corpus: same numbers

@@ -180,7 +180,7 @@ def test_garbage_replies_fail_the_task_and_invent_nothing(example_run, endpoint,
 def test_another_judge_judges_the_run_again(example_run, capsys, monkeypatch):
     """Judged offline, then with an endpoint: every task is judged again and the values are the endpoint's."""
     assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness")[0] == 0
-    assert _scores(example_run)["faithfulness"][3] == "offline-heuristic-v6+e5"
+    assert _scores(example_run)["faithfulness"][3] == "offline-heuristic-v7+e5-onnx:multilingual-e5-small-int8-g2"
     with FakeOpenAI() as fake:
         use_judge(monkeypatch, fake)
         assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness")[0] == 0

