@@ -188,6 +188,16 @@ def pytest_report_header(config) -> list[str]:
     ]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _e5_onnx_graph_built() -> None:
+    """The shared cache's e5-onnx graph is built before any test: the first command to use e5-onnx (an ingest, a
+    retrieve, the offline judge) would otherwise say so on stderr, in whichever test happens to come first."""
+    from ragsql.embed.e5_onnx import E5OnnxEmbedder, e5_onnx_available
+
+    if e5_onnx_available() and (embedder := E5OnnxEmbedder()).preparing() is not None:
+        embedder.prepare()
+
+
 @pytest.fixture(autouse=True)
 def _fair_share(request) -> Iterator[None]:
     """Under pytest-xdist, a test marked `exclusive` (one that loads the machine on purpose) runs alone: it waits

@@ -14,6 +14,7 @@ from ragsql import db
 from ragsql.cli.options import JUDGE_WORKERS, judging_options, metrics_option, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
 from ragsql.db import consistency, names
+from ragsql.embed.embedder import prepare
 from ragsql.errors import UsageError
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import tokenizer_name
@@ -222,6 +223,10 @@ async def _judge(url, run, judging, metrics, workers, again, console, label) -> 
         if (task := asyncio.current_task()) is not None:
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     await judging.judge.check()
+    if (relevance := getattr(judging.judge, "relevance", None)) is not None:  # e5-onnx's graph build, named
+        await prepare(
+            relevance, lambda what: console.print(f"preparing the offline judge (once): {what} …", markup=False)
+        )
     try:
         with progress(console, f"judging {run}", "tasks") as on_progress:
             return await judge_run(

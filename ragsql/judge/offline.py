@@ -105,6 +105,11 @@ class OfflineJudge:
             },
         )
 
+    @property
+    def relevance(self) -> _QueryEmbedder | None:
+        """The model that weighs context sentences' meaning (None: words alone)."""
+        return self._relevance
+
     async def check(self) -> None:
         """Nothing to check: the offline judge is always there."""
 

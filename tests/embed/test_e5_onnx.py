@@ -356,3 +356,19 @@ def test_the_first_ingest_shows_the_graph_build_as_a_step_of_its_own(fresh_db, t
     assert len(lines) == 2 and len(list(cache.glob("e5-small-int8-*.onnx"))) == 1
     code, _, err = run_cli(capsys, "ingest", str(docs), "--corpus", "second", "--format", "json")
     assert code == 0 and "preparing" not in err and "ready" not in err, err
+
+
+def test_the_first_offline_judging_shows_the_graph_build_as_a_step_of_its_own(
+    example_run, tmp_path, capsys, monkeypatch
+):
+    """With an empty graph cache, `ragsql judge` with the offline judge (which weighs sentences with e5-onnx) says
+    on stderr, in one line, that it prepares the model once before judging; a second judging says nothing of it."""
+    cache = tmp_path / "empty-cache"
+    monkeypatch.setenv("RAGSQL_CACHE_DIR", str(cache))
+    code, _, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", "context_relevance", "--format", "json")
+    assert code == 0, err
+    built = f"preparing the offline judge (once): building the int8 graph of {E5_ONNX} into {cache} …"
+    assert err.splitlines()[0] == built, err
+    assert len(list(cache.glob("e5-small-int8-*.onnx"))) == 1
+    code, _, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness", "--format", "json")
+    assert code == 0 and "preparing" not in err, err
