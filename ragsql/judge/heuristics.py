@@ -181,10 +181,15 @@ def _substitution(statement: str, contexts: Sequence[str]) -> tuple[str, str] | 
     words = _WORD.findall(statement)
     if len(words) < 6:
         return None
-    known = {w.lower() for c in contexts for w in _WORD.findall(c)}
+    known = frozenset().union(*(_lowered_words(c)[1] for c in contexts))
+    ours = [w.lower() for w in words]
     for sentence in (s for c in contexts for s in split_sentences(c) or [c]):
+        lowered, held = _lowered_words(sentence)
+        # the matching blocks pair distinct words of ours with equal words of theirs: no more than ours has in theirs
+        if sum(w in held for w in ours) < 0.8 * len(words):
+            continue
         theirs = _WORD.findall(sentence)
-        matcher = SequenceMatcher(None, [w.lower() for w in words], [w.lower() for w in theirs], autojunk=False)
+        matcher = SequenceMatcher(None, ours, list(lowered), autojunk=False)
         if sum(b.size for b in matcher.get_matching_blocks()) < 0.8 * len(words):
             continue
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -198,6 +203,13 @@ def _substitution(statement: str, contexts: Sequence[str]) -> tuple[str, str] | 
             ):
                 return " ".join(ours), " ".join(other)
     return None
+
+
+@functools.lru_cache(maxsize=8192)  # a sample's statements are compared with the same context sentences
+def _lowered_words(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The lowercased words of `text` (`_WORD`) in order, and as a set."""
+    lowered = tuple(w.lower() for w in _WORD.findall(text))
+    return lowered, frozenset(lowered)
 
 
 _CLAUSE_BREAK = re.compile(r"[，,；;：:、（）()]|\s(?:and|but|or|while|which|whereas)\s|而且|并且|但是|但|却|而")

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAS_CJK = re.compile(f"[{_CJK}]")
 # A number is one token ("10.389", "1,000" → "1000"), so "$10.4 billion" does not match "$10.389 billion".
 _TOKEN = re.compile(
     rf"(?P<cjk>[{_CJK}]+)|(?P<num>\d{{1,3}}(?:,\d{{3}})+(?![\d,])|\d+(?:\.\d+)?)(?![^\W_{_CJK}])"
@@ -88,7 +89,19 @@ def content_tokens(text: str) -> list[str]:
     return list(_content_tokens(text))
 
 
-@functools.lru_cache(maxsize=32768)  # the judge's tasks tokenise the same context sentences again and again
+# The judge's tasks (eight a sample) tokenise, tag and compare the same question, answer and context sentences
+# again and again: the per-text work below is kept for the last _TEXTS texts, as tuples and frozensets that no
+# caller can change (a function that returns a dict or a list returns a copy).
+_TEXTS = 32768
+
+
+@functools.lru_cache(maxsize=_TEXTS)
+def _token_set(text: str) -> frozenset[str]:
+    """The distinct content tokens of `text`."""
+    return frozenset(_content_tokens(text))
+
+
+@functools.lru_cache(maxsize=_TEXTS)
 def _content_tokens(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for match in _TOKEN.finditer(text.lower()):
@@ -105,11 +118,11 @@ def _content_tokens(text: str) -> tuple[str, ...]:
 
 def coverage(text: str, other: str | Iterable[str]) -> float:
     """Share of the distinct content tokens of `text` found in `other` (a text or its tokens); 0.0 if none."""
-    wanted = set(content_tokens(text))
+    wanted = _token_set(text)
     if not wanted:
         return 0.0
-    have = set(content_tokens(other) if isinstance(other, str) else other)
-    return len(wanted & have) / len(wanted)
+    have = _token_set(other) if isinstance(other, str) else other
+    return len(wanted.intersection(have)) / len(wanted)
 
 
 def similarity(a: str, b: str) -> float:
@@ -121,6 +134,7 @@ def similarity(a: str, b: str) -> float:
     return dot / math.sqrt(sum(n * n for n in ca.values()) * sum(n * n for n in cb.values()))
 
 
+@functools.lru_cache(maxsize=_TEXTS)
 def has_negation(text: str) -> bool:
     """True when `text` holds a negation: 不/没/非/无/未/否 outside words such as 不断/非常/未来, or
     not/no/never/n't/…"""
@@ -141,7 +155,7 @@ def _posseg():
     return jieba.posseg
 
 
-@functools.lru_cache(maxsize=32768)  # the same sentences are tagged by many tasks; jieba's tagger is the slow part
+@functools.lru_cache(maxsize=_TEXTS)  # jieba's tagger is the slowest of this per-text work
 def _tagged(text: str) -> tuple[tuple[str, str], ...]:
     """jieba's words of `text` with their part-of-speech tags, in order."""
     return tuple((word.word, word.flag) for word in _posseg().cut(text))
@@ -151,6 +165,11 @@ def key_terms(text: str) -> dict[str, bool]:
     """The tokens a statement stands or falls by, lowercased, in order, each with whether it is strict: numbers
     and names (capitalised mid-sentence; jieba's person, place, organisation and other proper-noun tags, Latin
     words in Chinese) are strict, other Chinese nouns and idioms of two characters or more are not."""
+    return dict(_key_terms(text))
+
+
+@functools.lru_cache(maxsize=_TEXTS)
+def _key_terms(text: str) -> tuple[tuple[str, bool], ...]:
     terms: dict[str, bool] = {}
     lowered = text.lower()
     for match in _TOKEN.finditer(lowered):
@@ -158,7 +177,7 @@ def key_terms(text: str) -> dict[str, bool]:
             terms[match.group("num").replace(",", "")] = True
     for match in re.finditer(r"(?<=[\w,;:)] )[A-Z][\w-]*(?: [A-Z][\w-]*)*", text):  # a capitalised name mid-sentence
         terms.update((w.lower(), True) for w in match.group(0).split() if w.lower() not in _EN_STOP)
-    if re.search(f"[{_CJK}]", text):
+    if _HAS_CJK.search(text):
         for word, flag in _tagged(text):
             w = word.lower()
             if flag == "m" and not re.search(r"[0-9零一二三四五六七八九十百千万亿两半]", w):
@@ -167,7 +186,7 @@ def key_terms(text: str) -> dict[str, bool]:
                 terms.setdefault(w, len(w) >= 2 or not re.search(f"[{_CJK}]", w))
             elif flag.startswith(_ZH_KEY_FLAGS) and len(w) >= 2 and not set(w) <= _ZH_STOP and not w.isdigit():
                 terms.setdefault(w, False)
-    return terms
+    return tuple(terms.items())
 
 
 _CALCULATION = re.compile(
@@ -241,14 +260,14 @@ def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
     a word as a token or the start of one, Chinese as a substring), and how many non-strict key terms `text`
     has."""
     lowered = source.lower()
-    tokens = set(content_tokens(source)) | {m.group(0).lower() for m in _TOKEN.finditer(lowered)}
+    tokens = _source_tokens(source)
     terms = key_terms(text)
     missing = [
         t
         for t in terms
         if t not in tokens
         and _stem(t) not in tokens
-        and not (re.search(f"[{_CJK}]", t) and t in lowered)
+        and not (_HAS_CJK.search(t) and t in lowered)
         and (is_number(t) or not re.search(rf"(?<![a-z0-9]){re.escape(t)}", lowered))
     ]
     return (
@@ -258,10 +277,21 @@ def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
     )
 
 
+@functools.lru_cache(maxsize=_TEXTS)  # the statements of one sample are checked against the same joined contexts
+def _source_tokens(source: str) -> frozenset[str]:
+    """What `missing_terms` finds a term in: the content tokens of `source` and its lowercased raw tokens."""
+    return _token_set(source) | {m.group(0).lower() for m in _TOKEN.finditer(source.lower())}
+
+
 def content_words(text: str) -> dict[str, str]:
     """The words of `text` that carry content, with a coarse tag: Chinese by jieba's segmentation (function
     characters dropped; its tag), Latin as content tokens ('m' for numbers, 'x' otherwise). Unlike the bigrams
     of `content_tokens`, these never cross a word boundary."""
+    return dict(_content_words(text))
+
+
+@functools.lru_cache(maxsize=_TEXTS)
+def _content_words(text: str) -> tuple[tuple[str, str], ...]:
     out: dict[str, str] = {}
     for match in _TOKEN.finditer(text.lower()):
         if match.group("cjk"):
@@ -274,4 +304,4 @@ def content_words(text: str) -> dict[str, str]:
             word = _stem(match.group("word"))
             if word not in _EN_STOP and word not in NEGATIONS_EN and (len(word) > 1 or word.isdigit()):
                 out.setdefault(word, "x")
-    return out
+    return tuple(out.items())

@@ -521,3 +521,32 @@ def test_importing_the_judging_pipeline_loads_no_dictionary():
     probe = "import sys, ragsql.orchestrator.watch; print('jieba.posseg' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+class _Scans:
+    """A stand-in for a compiled pattern that records the texts it scans or splits."""
+
+    def __init__(self, pattern):
+        self.pattern, self.texts = pattern, []
+
+    def finditer(self, text):
+        self.texts.append(text)
+        return self.pattern.finditer(text)
+
+    def split(self, text):
+        self.texts.append(text)
+        return self.pattern.split(text)
+
+
+def test_the_judge_reads_a_texts_words_and_sentences_once_per_process(monkeypatch):
+    """A sample's tasks read the same question, answer and contexts again and again (tokens, tagged words, key terms,
+    negations, sentences): the second time any task asks, the judge reads no text's words or sentences again, and
+    its verdicts do not change."""
+    from ragsql.judge import language, lexical
+
+    first = [(v, r.response) for v, r in _judge(*_all_requests())]
+    words, sentences = _Scans(lexical._TOKEN), _Scans(language._BOUNDARY)
+    monkeypatch.setattr(lexical, "_TOKEN", words)
+    monkeypatch.setattr(language, "_BOUNDARY", sentences)
+    assert [(v, r.response) for v, r in _judge(*_all_requests())] == first
+    assert words.texts == [] and sentences.texts == []
