@@ -36,6 +36,7 @@ except ImportError:  # not on POSIX: concurrent first uses each build, and the a
     fcntl = None  # type: ignore[assignment]
 
 from ragsql.embed.embedder import EmbeddingFailed, LocalBatches
+from ragsql.llm.local_model import cache_dir
 
 __all__ = ["E5_ONNX", "E5OnnxEmbedder", "e5_onnx_available", "earlier_build"]
 
@@ -301,13 +302,6 @@ def _peaks(model: _ModelFile) -> dict[str, np.ndarray]:
     return {name: peak.astype(np.float16).astype(np.float32) for name, peak in peaks.items()}
 
 
-def _cache_dir() -> Path:
-    """RAGSQL_CACHE_DIR, else the user's cache dir (e.g. ~/.cache/ragsql): one graph for every RAGSQL_HOME."""
-    import platformdirs
-
-    return Path(os.environ.get("RAGSQL_CACHE_DIR") or platformdirs.user_cache_dir("ragsql")).expanduser()
-
-
 @functools.cache
 def _digest(weights: Path) -> str:
     """The first 16 hex digits of the weights file's sha256."""
@@ -324,7 +318,7 @@ def _graph_file(weights: Path) -> Path:
     import onnxruntime
 
     key = f"{_digest(weights)}-c{_CONVERSION}-ort{onnxruntime.__version__}"
-    return _cache_dir() / f"e5-small-int8-{key}.onnx"
+    return cache_dir() / f"e5-small-int8-{key}.onnx"
 
 
 def _converted(weights: Path, model: _ModelFile) -> Path:
@@ -462,7 +456,7 @@ class E5OnnxEmbedder(LocalBatches):
         """What the first use will do once before embedding (build the int8 graph into the cache), else None."""
         if self._engine is not None or _graph_file(self._weights).exists():
             return None
-        return f"building the int8 graph of {E5_ONNX} into {_cache_dir()}"
+        return f"building the int8 graph of {E5_ONNX} into {cache_dir()}"
 
     def prepare(self) -> None:
         """Load the model, building its graph first when the cache has none (blocking: call it off the loop)."""

@@ -4,6 +4,8 @@ sensible results on the seeds' worked examples (爱因斯坦 faithfulness, 张�
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import pytest
 
@@ -550,3 +552,32 @@ def test_the_judge_reads_a_texts_words_and_sentences_once_per_process(monkeypatc
     monkeypatch.setattr(language, "_BOUNDARY", sentences)
     assert [(v, r.response) for v, r in _judge(*_all_requests())] == first
     assert words.texts == [] and sentences.texts == []
+
+
+def test_jiebas_dictionary_comes_from_ragsqls_cache_dir_with_the_same_words_and_tags(tmp_path):
+    """The judge's tagger reads jieba's prefix dictionary from a file of RAGSQL_CACHE_DIR, made on first use (jieba
+    itself would read its cache in the temp dir object by object, ~0.4 s of CPU more at every start), and reused:
+    the words and tags are those of jieba's own loading."""
+    import subprocess
+    import sys
+
+    text = "乌拉嘎龙属化石被发现于中国黑龙江省，年代为白垩纪晚期马斯垂克阶，2024年由张伟研究。"
+    ours = f"from ragsql.judge.lexical import _tagged; print(list(_tagged({text!r})))"
+    jiebas = (
+        "import jieba, jieba.posseg; jieba.setLogLevel(60); "
+        f"print([(w.word, w.flag) for w in jieba.posseg.POSTokenizer(jieba.Tokenizer()).cut({text!r})])"
+    )
+
+    def run(probe: str, temp: Path) -> str:
+        temp.mkdir(exist_ok=True)
+        root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": root, "RAGSQL_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(temp)}
+        return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+
+    expected = run(jiebas, tmp_path / "jieba-temp")
+    assert run(ours, tmp_path / "temp") == expected
+    (made,) = (tmp_path / "cache").glob("jieba-*.marshal")
+    stamp = made.stat().st_mtime_ns
+    assert run(ours, tmp_path / "temp") == expected
+    assert made.stat().st_mtime_ns == stamp
+    assert list((tmp_path / "temp").iterdir()) == []
