@@ -23,6 +23,7 @@ from ragsql.judge.lexical import (
     is_number,
     key_terms,
     missing_terms,
+    token_set,
 )
 
 __all__ = [
@@ -227,6 +228,11 @@ _ELLIPTICAL = re.compile(
 
 def _clauses(text: str, least: int = 2) -> list[str]:
     """`text` cut at clause marks and conjunctions; a clause of fewer than `least` content tokens joins the next."""
+    return list(_cut_clauses(text, least))
+
+
+@functools.lru_cache(maxsize=8192)  # each statement of a sample cuts the same contexts
+def _cut_clauses(text: str, least: int) -> tuple[str, ...]:
     out: list[str] = []
     carry = ""
     for clause in _CLAUSE_BREAK.split(text):
@@ -236,7 +242,7 @@ def _clauses(text: str, least: int = 2) -> list[str]:
             carry = ""
     if carry and out:
         out[-1] = f"{out[-1]} {carry}"
-    return out or ([carry] if carry else [])
+    return tuple(out or ([carry] if carry else []))
 
 
 def _window(statement: str, context: str, around: int = 1) -> str:
@@ -272,8 +278,9 @@ def _negation_clash(statement: str, context: str) -> bool:
 def _match(a: str, b: str) -> float:
     """How well two clauses match: the larger share of one's content tokens found in the other (0 when they
     share fewer than two)."""
-    shared = set(content_tokens(a)) & set(content_tokens(b))
-    return max(coverage(a, b), coverage(b, a)) if len(shared) >= 2 else 0.0
+    ours, theirs = token_set(a), token_set(b)
+    shared = len(ours & theirs)  # the coverage of each in the other, as `coverage` counts it
+    return max(shared / len(ours), shared / len(theirs)) if shared >= 2 else 0.0
 
 
 @functools.lru_cache(maxsize=8192)  # sentence_relevance and worth_weighing ask about the same sentences

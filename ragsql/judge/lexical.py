@@ -38,6 +38,7 @@ __all__ = [
     "key_terms",
     "missing_terms",
     "similarity",
+    "token_set",
 ]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -103,7 +104,7 @@ _TEXTS = 32768
 
 
 @functools.lru_cache(maxsize=_TEXTS)
-def _token_set(text: str) -> frozenset[str]:
+def token_set(text: str) -> frozenset[str]:
     """The distinct content tokens of `text`."""
     return frozenset(_content_tokens(text))
 
@@ -125,10 +126,10 @@ def _content_tokens(text: str) -> tuple[str, ...]:
 
 def coverage(text: str, other: str | Iterable[str]) -> float:
     """Share of the distinct content tokens of `text` found in `other` (a text or its tokens); 0.0 if none."""
-    wanted = _token_set(text)
+    wanted = token_set(text)
     if not wanted:
         return 0.0
-    have = _token_set(other) if isinstance(other, str) else other
+    have = token_set(other) if isinstance(other, str) else other
     return len(wanted.intersection(have)) / len(wanted)
 
 
@@ -313,7 +314,7 @@ def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
 @functools.lru_cache(maxsize=_TEXTS)  # the statements of one sample are checked against the same joined contexts
 def _source_tokens(source: str) -> frozenset[str]:
     """What `missing_terms` finds a term in: the content tokens of `source` and its lowercased raw tokens."""
-    return _token_set(source) | {m.group(0).lower() for m in _TOKEN.finditer(source.lower())}
+    return token_set(source) | {m.group(0).lower() for m in _TOKEN.finditer(source.lower())}
 
 
 def content_words(text: str) -> dict[str, str]:

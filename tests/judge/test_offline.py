@@ -542,16 +542,17 @@ class _Scans:
 
 def test_the_judge_reads_a_texts_words_and_sentences_once_per_process(monkeypatch):
     """A sample's tasks read the same question, answer and contexts again and again (tokens, tagged words, key terms,
-    negations, sentences): the second time any task asks, the judge reads no text's words or sentences again, and
-    its verdicts do not change."""
-    from ragsql.judge import language, lexical
+    negations, sentences, clauses): the second time any task asks, the judge reads no text's words, sentences or
+    clauses again, and its verdicts do not change."""
+    from ragsql.judge import heuristics, language, lexical
 
     first = [(v, r.response) for v, r in _judge(*_all_requests())]
-    words, sentences = _Scans(lexical._TOKEN), _Scans(language._BOUNDARY)
+    words, sentences, clauses = _Scans(lexical._TOKEN), _Scans(language._BOUNDARY), _Scans(heuristics._CLAUSE_BREAK)
     monkeypatch.setattr(lexical, "_TOKEN", words)
     monkeypatch.setattr(language, "_BOUNDARY", sentences)
+    monkeypatch.setattr(heuristics, "_CLAUSE_BREAK", clauses)
     assert [(v, r.response) for v, r in _judge(*_all_requests())] == first
-    assert words.texts == [] and sentences.texts == []
+    assert words.texts == [] and sentences.texts == [] and clauses.texts == []
 
 
 def test_jiebas_dictionary_comes_from_ragsqls_cache_dir_with_the_same_words_and_tags(tmp_path):
