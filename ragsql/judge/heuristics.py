@@ -206,7 +206,7 @@ def _substitution(statement: str, contexts: Sequence[str]) -> tuple[str, str] | 
     return None
 
 
-@functools.lru_cache(maxsize=8192)  # a sample's statements are compared with the same context sentences
+@functools.lru_cache(maxsize=4096)  # a sample's statements are compared with the same context sentences
 def _lowered_words(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
     """The lowercased words of `text` (`_WORD`) in order, and as a set."""
     lowered = tuple(w.lower() for w in _WORD.findall(text))
@@ -231,7 +231,7 @@ def _clauses(text: str, least: int = 2) -> list[str]:
     return list(_cut_clauses(text, least))
 
 
-@functools.lru_cache(maxsize=8192)  # each statement of a sample cuts the same contexts
+@functools.lru_cache(maxsize=4096)  # each statement of a sample cuts the same contexts
 def _cut_clauses(text: str, least: int) -> tuple[str, ...]:
     out: list[str] = []
     carry = ""

@@ -41,7 +41,7 @@ def split_sentences(text: str) -> list[str]:
     return list(_sentences(text))
 
 
-@functools.lru_cache(maxsize=8192)  # the judge's tasks split the same contexts again and again
+@functools.lru_cache(maxsize=4096)  # the judge's tasks split the same contexts again and again
 def _sentences(text: str) -> tuple[str, ...]:
     parts = _BOUNDARY.split(text)
     sentences: list[str] = []

@@ -98,12 +98,15 @@ def content_tokens(text: str) -> list[str]:
 
 
 # The judge's tasks (eight a sample) tokenise, tag and compare the same question, answer and context sentences
-# again and again: the per-text work below is kept for the last _TEXTS texts, as tuples and frozensets that no
-# caller can change (a function that returns a dict or a list returns a copy).
+# again and again: the per-text work below is kept for the last _TEXTS texts (tokens and tags, which the runs of one
+# dataset share) or the last _RECENT (what the tasks of one sample share: a few hundred samples' worth, so that a
+# long run's memory stays bounded), as tuples and frozensets that no caller can change (a function that returns a
+# dict or a list returns a copy).
 _TEXTS = 32768
+_RECENT = 4096
 
 
-@functools.lru_cache(maxsize=_TEXTS)
+@functools.lru_cache(maxsize=_RECENT)
 def token_set(text: str) -> frozenset[str]:
     """The distinct content tokens of `text`."""
     return frozenset(_content_tokens(text))
@@ -142,7 +145,7 @@ def similarity(a: str, b: str) -> float:
     return dot / math.sqrt(sum(n * n for n in ca.values()) * sum(n * n for n in cb.values()))
 
 
-@functools.lru_cache(maxsize=_TEXTS)
+@functools.lru_cache(maxsize=_RECENT)
 def has_negation(text: str) -> bool:
     """True when `text` holds a negation: 不/没/非/无/未/否 outside words such as 不断/非常/未来, or
     not/no/never/n't/…"""
@@ -202,7 +205,7 @@ def key_terms(text: str) -> dict[str, bool]:
     return dict(_key_terms(text))
 
 
-@functools.lru_cache(maxsize=_TEXTS)
+@functools.lru_cache(maxsize=_RECENT)
 def _key_terms(text: str) -> tuple[tuple[str, bool], ...]:
     terms: dict[str, bool] = {}
     lowered = text.lower()
@@ -311,7 +314,7 @@ def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
     )
 
 
-@functools.lru_cache(maxsize=_TEXTS)  # the statements of one sample are checked against the same joined contexts
+@functools.lru_cache(maxsize=1024)  # the statements of one sample are checked against the same joined contexts
 def _source_tokens(source: str) -> frozenset[str]:
     """What `missing_terms` finds a term in: the content tokens of `source` and its lowercased raw tokens."""
     return token_set(source) | {m.group(0).lower() for m in _TOKEN.finditer(source.lower())}
@@ -324,7 +327,7 @@ def content_words(text: str) -> dict[str, str]:
     return dict(_content_words(text))
 
 
-@functools.lru_cache(maxsize=_TEXTS)
+@functools.lru_cache(maxsize=_RECENT)
 def _content_words(text: str) -> tuple[tuple[str, str], ...]:
     out: dict[str, str] = {}
     for match in _TOKEN.finditer(text.lower()):
