@@ -36,6 +36,7 @@ except ImportError:  # not on POSIX: concurrent first uses each build, and the a
     fcntl = None  # type: ignore[assignment]
 
 from ragsql.embed.embedder import EmbeddingFailed, LocalBatches
+from ragsql.llm.local_model import cache_dir
 
 __all__ = ["E5_ONNX", "E5OnnxEmbedder", "e5_onnx_available", "earlier_build"]
 
@@ -90,13 +91,13 @@ class _ModelFile:
         n_pieces, self.bos, self.eos, _, self.unk = struct.unpack_from("<5i", buf, at)
         (blob_length,) = struct.unpack_from("<Q", buf, at + 20)
         at += 28
-        offsets = np.frombuffer(buf, np.uint32, n_pieces + 1, at).astype(np.int64)
+        offsets = np.frombuffer(buf, np.uint32, n_pieces + 1, at).tolist()  # ints: numpy scalars slice slowly
         at += 4 * (n_pieces + 1)
         self.scores = np.frombuffer(buf, np.float32, n_pieces, at).tolist()
         at += 4 * n_pieces
         blob = bytes(buf[at : at + blob_length])
         at += blob_length
-        self.pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
+        self.pieces = [blob[start:end].decode("utf-8") for start, end in zip(offsets, offsets[1:])]
         n_norm, norm_bytes = struct.unpack_from("<iI", buf, at)
         at += 8
         self.normalisation: dict[str, str] = {}
@@ -140,7 +141,13 @@ class _Tokenizer:
         self.scores = model.scores
         self.unk = model.unk
         self.unk_score = min(model.scores) - 10.0
-        self.prefixes = {piece[:n] for piece in self.ids for n in range(1, len(piece) + 1)}
+        # The longest piece that starts with each 3 characters bounds the candidates at a position (pieces of 1 or 2
+        # characters are always looked up): a set of every piece's prefixes prunes a few more, but takes ~0.5 s of
+        # CPU to build at every start, and the bound makes the same candidates in the same order.
+        self.longest: dict[str, int] = {}
+        for piece in self.ids:
+            if len(piece) > self.longest.get(piece[:3], 2):
+                self.longest[piece[:3]] = len(piece)
         self.normalisation = model.normalisation
 
     def content(self, text: str) -> list[int]:
@@ -156,16 +163,13 @@ class _Tokenizer:
         best = [-1e30] * (n + 1)
         back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
         best[0] = 0.0
-        ids, scores, prefixes = self.ids, self.scores, self.prefixes
+        ids, scores, longest = self.ids, self.scores, self.longest
         for i in range(n):
             here = best[i]
             if here <= -1e29:
                 continue
-            for end in range(i + 1, n + 1):
-                piece = chars[i:end]
-                if piece not in prefixes:
-                    break
-                idx = ids.get(piece)
+            for end in range(i + 1, min(n, i + longest.get(chars[i : i + 3], 2)) + 1):
+                idx = ids.get(chars[i:end])
                 if idx is not None:
                     score = here + scores[idx]
                     if score > best[end]:
@@ -298,13 +302,6 @@ def _peaks(model: _ModelFile) -> dict[str, np.ndarray]:
     return {name: peak.astype(np.float16).astype(np.float32) for name, peak in peaks.items()}
 
 
-def _cache_dir() -> Path:
-    """RAGSQL_CACHE_DIR, else the user's cache dir (e.g. ~/.cache/ragsql): one graph for every RAGSQL_HOME."""
-    import platformdirs
-
-    return Path(os.environ.get("RAGSQL_CACHE_DIR") or platformdirs.user_cache_dir("ragsql")).expanduser()
-
-
 @functools.cache
 def _digest(weights: Path) -> str:
     """The first 16 hex digits of the weights file's sha256."""
@@ -321,7 +318,7 @@ def _graph_file(weights: Path) -> Path:
     import onnxruntime
 
     key = f"{_digest(weights)}-c{_CONVERSION}-ort{onnxruntime.__version__}"
-    return _cache_dir() / f"e5-small-int8-{key}.onnx"
+    return cache_dir() / f"e5-small-int8-{key}.onnx"
 
 
 def _converted(weights: Path, model: _ModelFile) -> Path:
@@ -459,7 +456,7 @@ class E5OnnxEmbedder(LocalBatches):
         """What the first use will do once before embedding (build the int8 graph into the cache), else None."""
         if self._engine is not None or _graph_file(self._weights).exists():
             return None
-        return f"building the int8 graph of {E5_ONNX} into {_cache_dir()}"
+        return f"building the int8 graph of {E5_ONNX} into {cache_dir()}"
 
     def prepare(self) -> None:
         """Load the model, building its graph first when the cache has none (blocking: call it off the loop)."""

@@ -23,6 +23,7 @@ from ragsql.judge.lexical import (
     is_number,
     key_terms,
     missing_terms,
+    token_set,
 )
 
 __all__ = [
@@ -181,10 +182,15 @@ def _substitution(statement: str, contexts: Sequence[str]) -> tuple[str, str] | 
     words = _WORD.findall(statement)
     if len(words) < 6:
         return None
-    known = {w.lower() for c in contexts for w in _WORD.findall(c)}
+    known = frozenset().union(*(_lowered_words(c)[1] for c in contexts))
+    ours = [w.lower() for w in words]
     for sentence in (s for c in contexts for s in split_sentences(c) or [c]):
+        lowered, held = _lowered_words(sentence)
+        # the matching blocks pair distinct words of ours with equal words of theirs: no more than ours has in theirs
+        if sum(w in held for w in ours) < 0.8 * len(words):
+            continue
         theirs = _WORD.findall(sentence)
-        matcher = SequenceMatcher(None, [w.lower() for w in words], [w.lower() for w in theirs], autojunk=False)
+        matcher = SequenceMatcher(None, ours, list(lowered), autojunk=False)
         if sum(b.size for b in matcher.get_matching_blocks()) < 0.8 * len(words):
             continue
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -198,6 +204,13 @@ def _substitution(statement: str, contexts: Sequence[str]) -> tuple[str, str] | 
             ):
                 return " ".join(ours), " ".join(other)
     return None
+
+
+@functools.lru_cache(maxsize=4096)  # a sample's statements are compared with the same context sentences
+def _lowered_words(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The lowercased words of `text` (`_WORD`) in order, and as a set."""
+    lowered = tuple(w.lower() for w in _WORD.findall(text))
+    return lowered, frozenset(lowered)
 
 
 _CLAUSE_BREAK = re.compile(r"[，,；;：:、（）()]|\s(?:and|but|or|while|which|whereas)\s|而且|并且|但是|但|却|而")
@@ -215,6 +228,11 @@ _ELLIPTICAL = re.compile(
 
 def _clauses(text: str, least: int = 2) -> list[str]:
     """`text` cut at clause marks and conjunctions; a clause of fewer than `least` content tokens joins the next."""
+    return list(_cut_clauses(text, least))
+
+
+@functools.lru_cache(maxsize=4096)  # each statement of a sample cuts the same contexts
+def _cut_clauses(text: str, least: int) -> tuple[str, ...]:
     out: list[str] = []
     carry = ""
     for clause in _CLAUSE_BREAK.split(text):
@@ -224,7 +242,7 @@ def _clauses(text: str, least: int = 2) -> list[str]:
             carry = ""
     if carry and out:
         out[-1] = f"{out[-1]} {carry}"
-    return out or ([carry] if carry else [])
+    return tuple(out or ([carry] if carry else []))
 
 
 def _window(statement: str, context: str, around: int = 1) -> str:
@@ -260,8 +278,9 @@ def _negation_clash(statement: str, context: str) -> bool:
 def _match(a: str, b: str) -> float:
     """How well two clauses match: the larger share of one's content tokens found in the other (0 when they
     share fewer than two)."""
-    shared = set(content_tokens(a)) & set(content_tokens(b))
-    return max(coverage(a, b), coverage(b, a)) if len(shared) >= 2 else 0.0
+    ours, theirs = token_set(a), token_set(b)
+    shared = len(ours & theirs)  # the coverage of each in the other, as `coverage` counts it
+    return max(shared / len(ours), shared / len(theirs)) if shared >= 2 else 0.0
 
 
 @functools.lru_cache(maxsize=8192)  # sentence_relevance and worth_weighing ask about the same sentences

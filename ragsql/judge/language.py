@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["LANGUAGES", "LANGUAGE_NAMES", "cjk_ratio", "detect_language", "split_sentences"]
@@ -37,6 +38,11 @@ def detect_language(text: str, default: str = "en") -> str:
 
 def split_sentences(text: str) -> list[str]:
     """Split Chinese or English text into sentences, keeping each sentence's end punctuation."""
+    return list(_sentences(text))
+
+
+@functools.lru_cache(maxsize=4096)  # the judge's tasks split the same contexts again and again
+def _sentences(text: str) -> tuple[str, ...]:
     parts = _BOUNDARY.split(text)
     sentences: list[str] = []
     buf = ""
@@ -50,4 +56,4 @@ def split_sentences(text: str) -> list[str]:
             buf = ""
     if buf.strip():
         sentences.append(" ".join(buf.split()))
-    return sentences
+    return tuple(sentences)

@@ -13,11 +13,18 @@ from __future__ import annotations
 import ast
 import functools
 import logging
+import marshal
 import math
 import operator
+import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ragsql.llm.local_model import cache_dir
 
 __all__ = [
     "NEGATIONS_EN",
@@ -31,9 +38,11 @@ __all__ = [
     "key_terms",
     "missing_terms",
     "similarity",
+    "token_set",
 ]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAS_CJK = re.compile(f"[{_CJK}]")
 # A number is one token ("10.389", "1,000" → "1000"), so "$10.4 billion" does not match "$10.389 billion".
 _TOKEN = re.compile(
     rf"(?P<cjk>[{_CJK}]+)|(?P<num>\d{{1,3}}(?:,\d{{3}})+(?![\d,])|\d+(?:\.\d+)?)(?![^\W_{_CJK}])"
@@ -88,7 +97,22 @@ def content_tokens(text: str) -> list[str]:
     return list(_content_tokens(text))
 
 
-@functools.lru_cache(maxsize=32768)  # the judge's tasks tokenise the same context sentences again and again
+# The judge's tasks (eight a sample) tokenise, tag and compare the same question, answer and context sentences
+# again and again: the per-text work below is kept for the last _TEXTS texts (tokens and tags, which the runs of one
+# dataset share) or the last _RECENT (what the tasks of one sample share: a few hundred samples' worth, so that a
+# long run's memory stays bounded), as tuples and frozensets that no caller can change (a function that returns a
+# dict or a list returns a copy).
+_TEXTS = 32768
+_RECENT = 4096
+
+
+@functools.lru_cache(maxsize=_RECENT)
+def token_set(text: str) -> frozenset[str]:
+    """The distinct content tokens of `text`."""
+    return frozenset(_content_tokens(text))
+
+
+@functools.lru_cache(maxsize=_TEXTS)
 def _content_tokens(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for match in _TOKEN.finditer(text.lower()):
@@ -105,11 +129,11 @@ def _content_tokens(text: str) -> tuple[str, ...]:
 
 def coverage(text: str, other: str | Iterable[str]) -> float:
     """Share of the distinct content tokens of `text` found in `other` (a text or its tokens); 0.0 if none."""
-    wanted = set(content_tokens(text))
+    wanted = token_set(text)
     if not wanted:
         return 0.0
-    have = set(content_tokens(other) if isinstance(other, str) else other)
-    return len(wanted & have) / len(wanted)
+    have = token_set(other) if isinstance(other, str) else other
+    return len(wanted.intersection(have)) / len(wanted)
 
 
 def similarity(a: str, b: str) -> float:
@@ -121,6 +145,7 @@ def similarity(a: str, b: str) -> float:
     return dot / math.sqrt(sum(n * n for n in ca.values()) * sum(n * n for n in cb.values()))
 
 
+@functools.lru_cache(maxsize=_RECENT)
 def has_negation(text: str) -> bool:
     """True when `text` holds a negation: 不/没/非/无/未/否 outside words such as 不断/非常/未来, or
     not/no/never/n't/…"""
@@ -133,15 +158,41 @@ def has_negation(text: str) -> bool:
 
 @functools.cache
 def _posseg():
-    """jieba's part-of-speech tagger, loaded once and quietly (its dictionary takes about a second)."""
+    """jieba's part-of-speech tagger, loaded once and quietly, its dictionary from ragsql's cache (`_dictionary`)."""
     import jieba
     import jieba.posseg
 
     jieba.setLogLevel(logging.WARNING)
+    _dictionary(jieba.dt)
     return jieba.posseg
 
 
-@functools.lru_cache(maxsize=32768)  # the same sentences are tagged by many tasks; jieba's tagger is the slow part
+def _dictionary(tokenizer: Any) -> None:
+    """Give jieba's default tokenizer its prefix dictionary from a file of ragsql's cache dir, made by jieba's own
+    code on first use: jieba would read the same table from its cache in the system's temp dir with marshal.load on
+    the file, object by object (~0.6 s of CPU), where marshal.loads of the whole file takes ~0.2 s."""
+    import jieba
+
+    with tokenizer.lock:
+        if tokenizer.initialized or tokenizer.dictionary != jieba.DEFAULT_DICT:
+            return
+        words = Path(jieba.__file__).parent / jieba.DEFAULT_DICT_NAME
+        path = cache_dir() / f"jieba-{jieba.__version__}-{words.stat().st_size}.marshal"
+        try:
+            tokenizer.FREQ, tokenizer.total = marshal.loads(path.read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            tokenizer.FREQ, tokenizer.total = tokenizer.gen_pfdict(tokenizer.get_dict_file())
+            staging = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                staging.write_bytes(marshal.dumps((tokenizer.FREQ, tokenizer.total)))
+                os.replace(staging, path)  # whole or not at all, for a process that starts meanwhile
+            except OSError:  # a read-only cache: jieba's table works as well, made again next time
+                staging.unlink(missing_ok=True)
+        tokenizer.initialized = True
+
+
+@functools.lru_cache(maxsize=_TEXTS)  # jieba's tagger is the slowest of this per-text work
 def _tagged(text: str) -> tuple[tuple[str, str], ...]:
     """jieba's words of `text` with their part-of-speech tags, in order."""
     return tuple((word.word, word.flag) for word in _posseg().cut(text))
@@ -151,6 +202,11 @@ def key_terms(text: str) -> dict[str, bool]:
     """The tokens a statement stands or falls by, lowercased, in order, each with whether it is strict: numbers
     and names (capitalised mid-sentence; jieba's person, place, organisation and other proper-noun tags, Latin
     words in Chinese) are strict, other Chinese nouns and idioms of two characters or more are not."""
+    return dict(_key_terms(text))
+
+
+@functools.lru_cache(maxsize=_RECENT)
+def _key_terms(text: str) -> tuple[tuple[str, bool], ...]:
     terms: dict[str, bool] = {}
     lowered = text.lower()
     for match in _TOKEN.finditer(lowered):
@@ -158,7 +214,7 @@ def key_terms(text: str) -> dict[str, bool]:
             terms[match.group("num").replace(",", "")] = True
     for match in re.finditer(r"(?<=[\w,;:)] )[A-Z][\w-]*(?: [A-Z][\w-]*)*", text):  # a capitalised name mid-sentence
         terms.update((w.lower(), True) for w in match.group(0).split() if w.lower() not in _EN_STOP)
-    if re.search(f"[{_CJK}]", text):
+    if _HAS_CJK.search(text):
         for word, flag in _tagged(text):
             w = word.lower()
             if flag == "m" and not re.search(r"[0-9零一二三四五六七八九十百千万亿两半]", w):
@@ -167,7 +223,7 @@ def key_terms(text: str) -> dict[str, bool]:
                 terms.setdefault(w, len(w) >= 2 or not re.search(f"[{_CJK}]", w))
             elif flag.startswith(_ZH_KEY_FLAGS) and len(w) >= 2 and not set(w) <= _ZH_STOP and not w.isdigit():
                 terms.setdefault(w, False)
-    return terms
+    return tuple(terms.items())
 
 
 _CALCULATION = re.compile(
@@ -241,14 +297,14 @@ def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
     a word as a token or the start of one, Chinese as a substring), and how many non-strict key terms `text`
     has."""
     lowered = source.lower()
-    tokens = set(content_tokens(source)) | {m.group(0).lower() for m in _TOKEN.finditer(lowered)}
+    tokens = _source_tokens(source)
     terms = key_terms(text)
     missing = [
         t
         for t in terms
         if t not in tokens
         and _stem(t) not in tokens
-        and not (re.search(f"[{_CJK}]", t) and t in lowered)
+        and not (_HAS_CJK.search(t) and t in lowered)
         and (is_number(t) or not re.search(rf"(?<![a-z0-9]){re.escape(t)}", lowered))
     ]
     return (
@@ -258,10 +314,21 @@ def missing_terms(text: str, source: str) -> tuple[list[str], list[str], int]:
     )
 
 
+@functools.lru_cache(maxsize=1024)  # the statements of one sample are checked against the same joined contexts
+def _source_tokens(source: str) -> frozenset[str]:
+    """What `missing_terms` finds a term in: the content tokens of `source` and its lowercased raw tokens."""
+    return token_set(source) | {m.group(0).lower() for m in _TOKEN.finditer(source.lower())}
+
+
 def content_words(text: str) -> dict[str, str]:
     """The words of `text` that carry content, with a coarse tag: Chinese by jieba's segmentation (function
     characters dropped; its tag), Latin as content tokens ('m' for numbers, 'x' otherwise). Unlike the bigrams
     of `content_tokens`, these never cross a word boundary."""
+    return dict(_content_words(text))
+
+
+@functools.lru_cache(maxsize=_RECENT)
+def _content_words(text: str) -> tuple[tuple[str, str], ...]:
     out: dict[str, str] = {}
     for match in _TOKEN.finditer(text.lower()):
         if match.group("cjk"):
@@ -274,4 +341,4 @@ def content_words(text: str) -> dict[str, str]:
             word = _stem(match.group("word"))
             if word not in _EN_STOP and word not in NEGATIONS_EN and (len(word) > 1 or word.isdigit()):
                 out.setdefault(word, "x")
-    return out
+    return tuple(out.items())

@@ -4,15 +4,24 @@ directory, no progress bars, and one-line errors."""
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ragsql.errors import JudgeError, RagsqlError
 
-__all__ = ["load_model", "model_source", "require_extra"]
+__all__ = ["cache_dir", "load_model", "model_source", "require_extra"]
 
 _PATH_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
+
+
+def cache_dir() -> Path:
+    """RAGSQL_CACHE_DIR, else the user's cache dir (e.g. ~/.cache/ragsql): what local models derive once for every
+    RAGSQL_HOME."""
+    import platformdirs
+
+    return Path(os.environ.get("RAGSQL_CACHE_DIR") or platformdirs.user_cache_dir("ragsql")).expanduser()
 
 
 def require_extra(module: str, user: str, extra: str = "local") -> Any:

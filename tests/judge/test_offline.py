@@ -4,6 +4,8 @@ sensible results on the seeds' worked examples (爱因斯坦 faithfulness, 张�
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import pytest
 
@@ -555,3 +557,62 @@ def test_importing_the_judging_pipeline_loads_no_dictionary():
     probe = "import sys, ragsql.orchestrator.watch; print('jieba.posseg' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+class _Scans:
+    """A stand-in for a compiled pattern that records the texts it scans or splits."""
+
+    def __init__(self, pattern):
+        self.pattern, self.texts = pattern, []
+
+    def finditer(self, text):
+        self.texts.append(text)
+        return self.pattern.finditer(text)
+
+    def split(self, text):
+        self.texts.append(text)
+        return self.pattern.split(text)
+
+
+def test_the_judge_reads_a_texts_words_and_sentences_once_per_process(monkeypatch):
+    """A sample's tasks read the same question, answer and contexts again and again (tokens, tagged words, key terms,
+    negations, sentences, clauses): the second time any task asks, the judge reads no text's words, sentences or
+    clauses again, and its verdicts do not change."""
+    from ragsql.judge import heuristics, language, lexical
+
+    first = [(v, r.response) for v, r in _judge(*_all_requests())]
+    words, sentences, clauses = _Scans(lexical._TOKEN), _Scans(language._BOUNDARY), _Scans(heuristics._CLAUSE_BREAK)
+    monkeypatch.setattr(lexical, "_TOKEN", words)
+    monkeypatch.setattr(language, "_BOUNDARY", sentences)
+    monkeypatch.setattr(heuristics, "_CLAUSE_BREAK", clauses)
+    assert [(v, r.response) for v, r in _judge(*_all_requests())] == first
+    assert words.texts == [] and sentences.texts == [] and clauses.texts == []
+
+
+def test_jiebas_dictionary_comes_from_ragsqls_cache_dir_with_the_same_words_and_tags(tmp_path):
+    """The judge's tagger reads jieba's prefix dictionary from a file of RAGSQL_CACHE_DIR, made on first use (jieba
+    itself would read its cache in the temp dir object by object, ~0.4 s of CPU more at every start), and reused:
+    the words and tags are those of jieba's own loading."""
+    import subprocess
+    import sys
+
+    text = "乌拉嘎龙属化石被发现于中国黑龙江省，年代为白垩纪晚期马斯垂克阶，2024年由张伟研究。"
+    ours = f"from ragsql.judge.lexical import _tagged; print(list(_tagged({text!r})))"
+    jiebas = (
+        "import jieba, jieba.posseg; jieba.setLogLevel(60); "
+        f"print([(w.word, w.flag) for w in jieba.posseg.POSTokenizer(jieba.Tokenizer()).cut({text!r})])"
+    )
+
+    def run(probe: str, temp: Path) -> str:
+        temp.mkdir(exist_ok=True)
+        root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": root, "RAGSQL_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(temp)}
+        return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+
+    expected = run(jiebas, tmp_path / "jieba-temp")
+    assert run(ours, tmp_path / "temp") == expected
+    (made,) = (tmp_path / "cache").glob("jieba-*.marshal")
+    stamp = made.stat().st_mtime_ns
+    assert run(ours, tmp_path / "temp") == expected
+    assert made.stat().st_mtime_ns == stamp
+    assert list((tmp_path / "temp").iterdir()) == []
