@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -616,3 +618,37 @@ def test_jiebas_dictionary_comes_from_ragsqls_cache_dir_with_the_same_words_and_
     assert run(ours, tmp_path / "temp") == expected
     assert made.stat().st_mtime_ns == stamp
     assert list((tmp_path / "temp").iterdir()) == []
+
+
+_ALIGNED_IN_A_PROCESS = """
+import json, re, sys
+from pathlib import Path
+from ragsql.judge.kinds.questions import aligned
+folder = Path(sys.argv[1])
+corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text("utf-8").splitlines()]
+at = {doc["id"]: i for i, doc in enumerate(corpus)}
+sample = next(s for s in map(json.loads, (folder / "evalset.jsonl").read_text("utf-8").splitlines())
+              if s["qid"] == "DEV_215_QUERY_0")
+i, truth = at[sample["gold_doc_ids"][0]], sample["ground_truths"][0]
+answer = next(s for s in re.split("(?<=[。！？])", corpus[i]["text"]) if truth in s)
+print(repr(aligned(answer, sample["query"], [corpus[(i + k) % len(corpus)]["text"] for k in range(3)])))
+"""
+
+
+def test_where_an_answer_sits_is_the_same_number_in_every_process():
+    """`aligned` sums the rarity weights of the question's tokens a sentence holds. Summed in a set's order, the
+    last bit moved with the process's hash seed (this CMRC sample, the answer in its own paragraph: 1.0 with seeds
+    0 and 2, 0.9999999999999999 with 1 and 9, 0.9999999999999998 with 8), and with it the verdict
+    (`fit >= 1`)."""
+    folder = Path(__file__).resolve().parents[2] / "bench" / "data" / "qa" / "zh-cmrc"
+    values = {
+        subprocess.run(
+            [sys.executable, "-c", _ALIGNED_IN_A_PROCESS, str(folder)],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in (0, 1, 8, 9)
+    }
+    assert values == {"1.0"}

@@ -262,7 +262,8 @@ def aligned(answer: str, question: str, contexts: Sequence[str]) -> float | None
         for t in set(content_tokens(question))
         if any(t in bag for bag in bags.values())
     }
-    asked = {s: sum(w for t, w in weight.items() if t in bag) for s, bag in bags.items()}
+    # fsum: the exact sum whatever the order (a set's order, and a plain sum's last bit, moves with the hash seed)
+    asked = {s: math.fsum(w for t, w in weight.items() if t in bag) for s, bag in bags.items()}
     top = max(asked.values())
     return max(asked[s] for s in held) / top if top else None
 
