@@ -454,3 +454,33 @@ def test_a_task_whose_verdicts_cannot_be_stored_fails_alone(example_run, capsys)
     assert (failed, unfinished) == (1, 0)
     assert _one(example_run, "select count(*) from ragsql.context_verdict where query_id = %s", query_id) == (0,)
     assert _one(example_run, "select count(distinct query_id) from ragsql.context_verdict") == (11,)
+
+
+def test_a_task_lost_to_another_worker_stores_nothing_and_its_batch_mates_close(example_run, capsys):
+    """Closing a batch in which the worker lost one task (its lease ran out, another worker took it): the lost
+    task's rows are not stored and its status stays the other worker's; the batch's other tasks close with theirs."""
+    import asyncio
+
+    from ragsql.db import judging as db, verdict_rows as vr
+
+    assert run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness")[0] == 0  # a call to cite
+    (call,) = _one(example_run, "select min(id) from ragsql.judge_call")
+
+    async def close() -> tuple[list[bool], list[db.Task]]:
+        conn = await db.connect_async(example_run)
+        async with conn:
+            rid = await db.run_id(conn, "ex")
+            await db.enqueue_tasks(conn, rid, ["context_precision"], judge="j", reset_done=False, model="m")
+            tasks = (await db.claim_tasks(conn, rid, "me", 3, ["context_precision"], 60))[:3]
+            await conn.execute("update ragsql.judge_task set worker = 'other' where id = %s", (tasks[1].id,))
+            rows = [vr.ContextVerdict(rid, t.query_id, "m", "v1", 1, True, "useful", call) for t in tasks]
+            return await db.close_tasks(conn, [(t, [r], None) for t, r in zip(tasks, rows)], "me", "j"), tasks
+
+    kept, tasks = asyncio.run(close())
+    assert kept == [True, False, True]
+    stored = {q for (q,) in psycopg.connect(example_run).execute("select query_id from ragsql.context_verdict")}
+    assert stored == {tasks[0].query_id, tasks[2].query_id}
+    assert _one(example_run, "select status, worker from ragsql.judge_task where id = %s", tasks[1].id) == (
+        "running",
+        "other",
+    )

@@ -191,15 +191,17 @@ async def close_tasks(
     worker: str,
     judge: str | None = None,
 ) -> list[bool]:
-    """Close tasks (task, verdict rows, error) in one transaction, storing the rows of those the worker still
-    held, so a killed worker leaves each task's rows and status both or neither; one bool each (False: the worker
-    lost the task, nothing is stored for it).
+    """Close tasks (task, verdict rows, error) in one transaction, so a killed worker leaves each task's rows and
+    status both or neither; one bool each (False: the worker lost the task, nothing is stored for it).
 
-    A database error rolls back all of them and is a DatabaseError naming it: close them one by one then, so only
-    the task at fault fails.
+    The rows go in before the tasks close, the order in which `ragsql delete` takes its locks (answers, then
+    tasks), so the two never deadlock. When the worker lost one of the tasks (its lease ran out and another worker
+    took it), all roll back and each is closed on its own. A database error rolls back all of them and is a
+    DatabaseError naming it: close them one by one then, so only the task at fault fails.
     """
     try:
         async with conn.transaction():
+            await verdict_rows.store(conn, [row for _, rows, _ in closing for row in rows])
             cur = await conn.execute(
                 "select ragsql._finish_judge_task(t.run_id, t.id, %s, t.error, %s) "
                 "from unnest(%s::bigint[], %s::bigint[], %s::text[]) with ordinality as t(run_id, id, error, n) "
@@ -213,11 +215,15 @@ async def close_tasks(
                 ),
             )
             kept = [bool(held) for (held,) in await cur.fetchall()]
-            await verdict_rows.store(conn, [row for (_, rows, _), held in zip(closing, kept) if held for row in rows])
-            return kept
+            if all(kept):
+                return kept
+            raise psycopg.Rollback()  # a lost task's rows must not stay
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DatabaseError(f"storing the verdicts failed: {first}") from exc
+    if len(closing) == 1:
+        return [False]
+    return [held for one in closing for held in await close_tasks(conn, [one], worker, judge)]
 
 
 async def finish_task(
