@@ -14,7 +14,7 @@ from ragsql import db
 from ragsql.cli.options import JUDGE_WORKERS, judging_options, metrics_option, workers_option
 from ragsql.cli.output import format_option, progress, render, report, stderr_console, warn
 from ragsql.db import consistency, names
-from ragsql.embed.embedder import prepare
+from ragsql.embed import prepare
 from ragsql.errors import UsageError
 from ragsql.llm.settings import EndpointSettings
 from ragsql.llm.tokens import tokenizer_name

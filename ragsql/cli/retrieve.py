@@ -134,7 +134,16 @@ def retrieve_command(
     )
     with db.connect() as conn:
         db.ensure_schema(conn)
-        s = retrieve_run(conn, dataset=dataset, corpus=corpus, run=run, spec=spec, chunking=chunking, replace=replace)
+        s = retrieve_run(
+            conn,
+            dataset=dataset,
+            corpus=corpus,
+            run=run,
+            spec=spec,
+            chunking=chunking,
+            replace=replace,
+            on_note=lambda line: click.echo(line, err=True),
+        )
     warnings = []
     if s.queries and not s.results:
         warnings.append(f"no query retrieved anything from corpus {s.version.corpus} ({mode})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import psycopg
@@ -14,7 +15,7 @@ from ragsql.calls import CallService
 from ragsql.corpus import SEGMENTERS
 from ragsql.db import corpus as corpus_db, gold as gold_db, load, retrieval as db
 from ragsql.db.retrieval import RunSpec, Version
-from ragsql.embed import embed_queries, make_embedder
+from ragsql.embed import embed_queries, make_embedder, prepare
 from ragsql.errors import InputError
 from ragsql.judge.language import detect_language
 from ragsql.llm.aio import settle_together
@@ -56,8 +57,10 @@ def retrieve_run(
     chunking: str | None = None,
     replace: bool = False,
     settings: EndpointSettings | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> RetrievalSummary:
-    """Retrieve the top `spec.k` chunks of `corpus` for every query of `dataset` as run `run` (one transaction)."""
+    """Retrieve the top `spec.k` chunks of `corpus` for every query of `dataset` as run `run` (one transaction);
+    `on_note` is told of a local model's one-time preparation before it starts."""
     started = time.perf_counter()
     _check(spec)
     version = db.find_version(conn, corpus, chunking)
@@ -71,7 +74,9 @@ def retrieve_run(
     languages = [(lang or detect_language(text)).lower()[:2] for _, text, lang in queries]
     terms = corpus_db.query_terms(conn, [(text, lang) for (_, text, _), lang in zip(queries, languages)], SEGMENTERS)
     vectors, embedder_source = (
-        _embed(version, [text for _, text, _ in queries], settings) if needs_vectors else ([None] * len(queries), None)
+        _embed(version, [text for _, text, _ in queries], settings, on_note)
+        if needs_vectors
+        else ([None] * len(queries), None)
     )
     config = {
         "source": "ragsql retrieve",
@@ -174,13 +179,20 @@ def _check(spec: RunSpec) -> None:
         raise InputError("hybrid retrieval needs at least one path with a positive weight")
 
 
-def _embed(version: Version, texts: list[str], settings: EndpointSettings | None) -> tuple[list, str | None]:
+def _embed(
+    version: Version, texts: list[str], settings: EndpointSettings | None, on_note: Callable[[str], None] | None
+) -> tuple[list, str | None]:
     """Embeddings of the query texts by the embedder the corpus version was built with, and where that embedder
     comes from when it says (a package and its version)."""
     embedder = make_embedder(version.embedder, settings or EndpointSettings.from_env())
 
+    def starting(what: str) -> None:
+        if on_note is not None:
+            on_note(f"preparing the local embedder (once): {what} …")
+
     async def go():
         try:
+            await prepare(embedder, starting)  # e5-onnx's graph build on a machine without it: named, not silent
             vectors, _ = await embed_queries(embedder, texts)
             return vectors
         finally:

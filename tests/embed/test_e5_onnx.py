@@ -410,3 +410,22 @@ def test_the_first_offline_judging_shows_the_graph_build_as_a_step_of_its_own(
     assert len(list(cache.glob("e5-small-int8-*.onnx"))) == 1
     code, _, err = run_cli(capsys, "judge", "--run", "ex", "--metrics", "faithfulness", "--format", "json")
     assert code == 0 and "preparing" not in err, err
+
+
+def test_the_first_retrieval_on_a_machine_shows_the_graph_build_as_a_step_of_its_own(
+    fresh_db, tmp_path, capsys, monkeypatch
+):
+    """A corpus embedded by e5-onnx, searched from a machine whose cache has no graph yet (another cache dir): the
+    first `ragsql retrieve` says on stderr, in one line, that it prepares the local embedder once; the next, nothing."""
+    for var in ("RAGSQL_EMBEDDER", *ENDPOINT_VARS):
+        monkeypatch.delenv(var, raising=False)
+    ingested, _ = vector_run(capsys, tmp_path, DOCS, ASKED, "first")
+    assert ingested["embedder"] == E5_ONNX
+    cache = tmp_path / "another-machine"
+    monkeypatch.setenv("RAGSQL_CACHE_DIR", str(cache))
+    code, _, err = retrieve_cli(capsys, "second", "vector", dataset="support-qa", corpus="support")
+    assert code == 0, err
+    built = f"preparing the local embedder (once): building the int8 graph of {E5_ONNX} into {cache} …"
+    assert err.splitlines()[0] == built, err  # then the warning of every run of this evalset (document-level gold)
+    code, _, err = retrieve_cli(capsys, "third", "vector", dataset="support-qa", corpus="support")
+    assert code == 0 and "preparing" not in err, err
