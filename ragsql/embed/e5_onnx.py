@@ -328,12 +328,19 @@ def _converted(weights: Path, model: _ModelFile) -> Path:
     target = _graph_file(weights)
     if target.exists():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.with_suffix(".lock"), "a") as lock:
-        if fcntl is not None:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when a builder dies
-        if not target.exists():
-            _build(model, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.with_suffix(".lock"), "a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when a builder dies
+            if not target.exists():
+                _build(model, target)
+    except OSError as exc:  # a cache dir that cannot be written: one line, naming it and the way out
+        raise EmbeddingFailed(
+            f"cannot build {E5_ONNX}'s graph in {target.parent}: {exc.strerror or exc} "
+            "(set RAGSQL_CACHE_DIR to a folder this user can write)",
+            [],
+        ) from None
     return target
 
 

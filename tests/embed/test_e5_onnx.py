@@ -429,3 +429,25 @@ def test_the_first_retrieval_on_a_machine_shows_the_graph_build_as_a_step_of_its
     assert err.splitlines()[0] == built, err  # then the warning of every run of this evalset (document-level gold)
     code, _, err = retrieve_cli(capsys, "third", "vector", dataset="support-qa", corpus="support")
     assert code == 0 and "preparing" not in err, err
+
+
+@pytest.mark.parametrize("command", ["judge", "ingest"])
+def test_a_cache_dir_that_cannot_be_written_is_one_line(example_run, tmp_path, capsys, monkeypatch, command):
+    """With no graph yet and a cache dir that cannot be made (under a file), the offline judge and the default
+    ingest stop with one line naming the folder and RAGSQL_CACHE_DIR (it was a FileNotFoundError's traceback)."""
+    for var in ("RAGSQL_EMBEDDER", *ENDPOINT_VARS):
+        monkeypatch.delenv(var, raising=False)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("RAGSQL_CACHE_DIR", str(blocker / "cache"))
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "a", "text": "Ethelred was forced from his kingdom."}) + "\n", encoding="utf-8")
+    args = (
+        ["judge", "--run", "ex", "--metrics", "context_relevance"]
+        if command == "judge"
+        else ["ingest", str(docs), "--corpus", "c"]
+    )
+    code, _, err = run_cli(capsys, *args)
+    assert code == 1 and "Traceback" not in err, err
+    assert err.splitlines()[-1].startswith(f"ragsql: error: cannot build {E5_ONNX}'s graph in {blocker / 'cache'}: ")
+    assert err.splitlines()[-1].endswith("(set RAGSQL_CACHE_DIR to a folder this user can write)")
