@@ -224,9 +224,7 @@ async def _judge(url, run, judging, metrics, workers, again, console, label) -> 
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     await judging.judge.check()
     if (relevance := getattr(judging.judge, "relevance", None)) is not None:  # e5-onnx's graph build, named
-        await prepare(
-            relevance, lambda what: console.print(f"preparing the offline judge (once): {what} …", markup=False)
-        )
+        await prepare(relevance, lambda line: console.print(line, markup=False), "the offline judge")
     try:
         with progress(console, f"judging {run}", "tasks") as on_progress:
             return await judge_run(

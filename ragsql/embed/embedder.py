@@ -36,16 +36,18 @@ async def embed_queries(embedder: Embedder, texts: Sequence[str]) -> tuple[list[
     return await (method(texts) if method is not None else embedder.embed(texts))
 
 
-async def prepare(embedder: Embedder, on_start: Callable[[str], None] | None = None) -> float | None:
+async def prepare(
+    embedder: Embedder, on_start: Callable[[str], None] | None = None, subject: str = "the local embedder"
+) -> float | None:
     """A local model's one-time preparation (e5-onnx's graph build: its ``preparing()`` and ``prepare()``) done now,
-    off the loop, `on_start` told what it does first, so that a first use can show a named step rather than a silent
-    pause; its seconds, or None when the embedder has none left to do."""
+    off the loop, `on_start` told first in one line ("preparing SUBJECT (once): what it does …"), so that a first use
+    shows a named step rather than a silent pause; its seconds, or None when the embedder has none left to do."""
     preparing = getattr(embedder, "preparing", None)
     what = await asyncio.to_thread(preparing) if preparing is not None else None
     if what is None:
         return None
     if on_start is not None:
-        on_start(what)
+        on_start(f"preparing {subject} (once): {what} …")
     started = time.perf_counter()
     await asyncio.to_thread(embedder.prepare)  # pyright: ignore[reportAttributeAccessIssue]
     return time.perf_counter() - started

@@ -260,11 +260,11 @@ async def _chunk(
     if on_progress is not None:
         on_progress(0, len(pending), "")
 
-    def starting(what: str) -> None:
+    def starting(line: str) -> None:
         if on_progress is not None:
             on_progress(0, len(pending), "preparing the local embedder (once) …")
         if on_note is not None:
-            on_note(f"preparing the local embedder (once): {what} …")
+            on_note(line)
 
     seconds = await prepare(model, starting) if pending else None
     if seconds is not None and on_note is not None:

@@ -186,13 +186,9 @@ def _embed(
     comes from when it says (a package and its version)."""
     embedder = make_embedder(version.embedder, settings or EndpointSettings.from_env())
 
-    def starting(what: str) -> None:
-        if on_note is not None:
-            on_note(f"preparing the local embedder (once): {what} …")
-
     async def go():
         try:
-            await prepare(embedder, starting)  # e5-onnx's graph build on a machine without it: named, not silent
+            await prepare(embedder, on_note)  # e5-onnx's graph build on a machine without it: named, not silent
             vectors, _ = await embed_queries(embedder, texts)
             return vectors
         finally:
