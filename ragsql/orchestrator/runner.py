@@ -176,6 +176,7 @@ async def judge_run(
         except _RunDeleted:
             raise InputError(f"run {run!r} was deleted while it was judged") from None
         finally:
+            await judging.unbind()
             # whatever ended the run: the tasks this process still holds go back to pending
             with contextlib.suppress(Exception):
                 await best_effort(calls.run(db.release_tasks, _process_workers(), rid, patience=5.0))

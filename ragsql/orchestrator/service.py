@@ -119,6 +119,10 @@ class Judging:
         self.calls = calls
         self._extractions = Batched(functools.partial(calls.run, db.store_extractions))
 
+    async def unbind(self) -> None:
+        """The run is over: stop batching extractions (one being stored is cancelled, its callers with it)."""
+        await self._extractions.aclose()
+
     async def store_extraction(
         self, text: str, model: str, prompt_version: str, call_id: int | None, statements: Sequence[str]
     ) -> int:
